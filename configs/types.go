@@ -1,0 +1,157 @@
+package configs
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is the whole lbdnsd configuration, as decoded from one TOML file
+// with defaults applied. Load returns it validated.
+type Config struct {
+	Daemon    Daemon            `toml:"daemon"`
+	IPVS      IPVS              `toml:"ipvs"`
+	VIPs      []VIP             `toml:"vip"`
+	Pools     []Pool            `toml:"pool"`
+	Resolvers []Resolver        `toml:"resolver"`
+	Checks    map[string]*Check `toml:"check"`
+
+	// Path is the file the config was loaded from (not a TOML key).
+	Path string `toml:"-"`
+}
+
+// Daemon holds process-wide settings.
+type Daemon struct {
+	// StateDir holds persisted operator state. Default "/var/lib/lbdns".
+	StateDir string `toml:"state_dir"`
+	// LogLevel is one of debug, info, warn, error. Default "info".
+	LogLevel string `toml:"log_level"`
+}
+
+// IPVS holds settings of the kernel's IPVS table that are global to the host.
+type IPVS struct {
+	// ResyncInterval is how often the whole owned table is compared with the
+	// kernel's and drift is repaired. Default 30s.
+	ResyncInterval Duration `toml:"resync_interval"`
+	// UDPTimeout is the kernel's UDP connection timeout (global in IPVS,
+	// ipvsadm --set). Zero leaves the kernel's value alone. Default 0.
+	UDPTimeout Duration `toml:"udp_timeout"`
+	// ExpireNodestConn sets net.ipv4.vs.expire_nodest_conn so that flows to a
+	// removed destination expire at once instead of being dropped until
+	// their timeout. Default true.
+	ExpireNodestConn *bool `toml:"expire_nodest_conn"`
+}
+
+// VIP is one virtual address that clients send queries to.
+type VIP struct {
+	// Name identifies the VIP in logs and status. Required, unique.
+	Name string `toml:"name"`
+	// Address is the virtual IPv4 or IPv6 address. Required.
+	Address string `toml:"address"`
+	// Ports served on the VIP. Default [53].
+	Ports []int `toml:"ports"`
+	// Protocols served: "udp", "tcp". Default ["udp", "tcp"].
+	Protocols []string `toml:"protocols"`
+	// Scheduler is the IPVS scheduler: rr, wrr, lc, wlc, sh, dh, mh, sed, nq,
+	// lblc, lblcr, fo, ovf, twos. Default "wrr".
+	Scheduler string `toml:"scheduler"`
+	// Forwarding is the IPVS forwarding method: "dr", "nat" or "tunnel".
+	// Default "dr".
+	Forwarding string `toml:"forwarding"`
+	// Interface, when set, is the interface the daemon keeps the VIP
+	// address on (for example "lo" for DR, or a dummy interface).
+	Interface string `toml:"interface"`
+	// Pool names the resolver pool behind the VIP. Required.
+	Pool string `toml:"pool"`
+
+	// Addr is Address parsed (set by Load).
+	Addr netip.Addr `toml:"-"`
+}
+
+// Pool is a set of resolvers that serve one or more VIPs.
+type Pool struct {
+	// Name identifies the pool. Required, unique.
+	Name string `toml:"name"`
+	// Members are resolver names. Required, at least one.
+	Members []string `toml:"members"`
+	// Check names the check profile used for the members. Required.
+	Check string `toml:"check"`
+	// MinHealthy is the number of healthy members below which the pool
+	// fails open (if FailOpen). Default 1.
+	MinHealthy int `toml:"min_healthy"`
+	// FailOpen keeps all enabled members in traffic when fewer than
+	// MinHealthy are healthy, or when every member fails at once.
+	// Default true.
+	FailOpen *bool `toml:"fail_open"`
+}
+
+// Resolver is one back-end recursive resolver.
+type Resolver struct {
+	// Name identifies the resolver. Required, unique.
+	Name string `toml:"name"`
+	// Address is "ip" or "ip:port" / "[ipv6]:port"; port defaults to 53.
+	Address string `toml:"address"`
+	// Vendor is one of bind, unbound, powerdns, knot, dnsmasq, other.
+	// Required.
+	Vendor string `toml:"vendor"`
+	// Weight is the IPVS weight when healthy, 1..65535. Default 100.
+	Weight int `toml:"weight"`
+
+	// AddrPort is Address parsed, with the default port (set by Load).
+	AddrPort netip.AddrPort `toml:"-"`
+}
+
+// Check is a named health-check profile ([check.NAME]).
+type Check struct {
+	// Name is the key of the profile (set by Load).
+	Name string `toml:"-"`
+	// Kind is the probe kind. Only "dns" for resolver pools. Default "dns".
+	Kind string `toml:"kind"`
+	// QName is a fixed name to query. Exactly one of QName and Zone.
+	QName string `toml:"qname"`
+	// Zone, when set, makes each probe ask a fresh random label under the
+	// zone, so the probe proves the recursion path, not the cache.
+	Zone string `toml:"zone"`
+	// QType of the query. Default "A".
+	QType string `toml:"qtype"`
+	// QClass of the query. Default "IN".
+	QClass string `toml:"qclass"`
+	// RD sets the recursion-desired bit. Default true.
+	RD *bool `toml:"rd"`
+	// CD sets the checking-disabled bit. Default false.
+	CD bool `toml:"cd"`
+	// Transport is "udp" or "tcp". Default "udp".
+	Transport string `toml:"transport"`
+	// Rcodes the reply must have. Default ["NOERROR"] with QName,
+	// ["NXDOMAIN"] with Zone.
+	Rcodes []string `toml:"rcodes"`
+	// Expect, when set, is an address that must appear in an A/AAAA answer.
+	Expect string `toml:"expect"`
+	// ExpectRegexp, when set, must match the text of an answer RR.
+	ExpectRegexp string `toml:"expect_regexp"`
+	// Interval between probes of one target. Default 2s.
+	Interval Duration `toml:"interval"`
+	// Timeout of one probe; must be less than Interval. Default 1s.
+	Timeout Duration `toml:"timeout"`
+	// Rise is the number of consecutive successes to turn up. Default 2.
+	Rise int `toml:"rise"`
+	// Fall is the number of consecutive failures to turn down. Default 3.
+	Fall int `toml:"fall"`
+	// Identify asks CHAOS TXT version.bind to learn the vendor. Default true.
+	Identify *bool `toml:"identify"`
+}
+
+// Duration is a time.Duration that decodes from a TOML string like "2s".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText formats the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
