@@ -1,0 +1,103 @@
+// Command lbdnsd health-checks the recursive resolvers behind DNS VIPs and
+// programs Linux IPVS so that only resolvers that answer correctly receive
+// traffic.
+//
+// Usage:
+//
+//	lbdnsd -config /etc/lbdns/lbdns.toml [-dry-run] [-log-format text|json]
+//	lbdnsd -check-config FILE
+//
+// SIGHUP reloads the configuration (a bad one is rejected whole and the
+// running one stays); SIGTERM and SIGINT stop the daemon without touching
+// the IPVS table.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"lbdns/configs"
+	"lbdns/daemon"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lbdnsd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "/etc/lbdns/lbdns.toml", "configuration file")
+	check := fs.String("check-config", "", "validate this configuration file, print the result and exit")
+	dryRun := fs.Bool("dry-run", false, "run the checks and compute the IPVS table without applying it (no IPVS or root needed)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lbdnsd: unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
+	if *check != "" {
+		return checkConfig(*check, stdout, stderr)
+	}
+
+	level := new(slog.LevelVar)
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	switch *logFormat {
+	case "text":
+		h = slog.NewTextHandler(stderr, hopts)
+	case "json":
+		h = slog.NewJSONHandler(stderr, hopts)
+	default:
+		fmt.Fprintf(stderr, "lbdnsd: -log-format must be text or json, not %q\n", *logFormat)
+		return 2
+	}
+	log := slog.New(h)
+
+	d, err := daemon.New(daemon.Options{ConfigPath: *cfgPath, DryRun: *dryRun, Logger: log, LogLevel: level})
+	if err != nil {
+		fmt.Fprintf(stderr, "lbdnsd: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := d.Reload(ctx); err != nil && !errors.Is(err, context.Canceled) {
+					log.Error("SIGHUP reload failed", "err", err)
+				}
+			}
+		}
+	}()
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "lbdnsd: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func checkConfig(path string, stdout, stderr io.Writer) int {
+	cfg, err := configs.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, cfg.Summary())
+	return 0
+}

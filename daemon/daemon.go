@@ -1,0 +1,481 @@
+// Package daemon wires lbdnsd together: it loads the configuration, runs
+// the health monitor over every pool member, applies the pool policy, and
+// reconciles the kernel's IPVS table with the result. It owns the lifecycle
+// (start, reload, stop) and never flushes the IPVS table: on start it adopts
+// what the kernel has, on stop it leaves the table as it is so that traffic
+// keeps flowing while the daemon restarts.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/health"
+	"lbdns/monitor"
+	"lbdns/probes"
+	"lbdns/resolvers"
+	"lbdns/vip"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// ConfigPath is the TOML file to load (and to reload on Reload).
+	ConfigPath string
+	// DryRun runs every check and computes the IPVS table without applying
+	// it: the table lives in memory and is written, labelled as not
+	// applied, to dry-run-table.txt in the state directory.
+	DryRun bool
+	// Logger receives the daemon's logs. Default: discard.
+	Logger *slog.Logger
+	// LogLevel, when set, is adjusted to the config's daemon.log_level on
+	// start and reload.
+	LogLevel *slog.LevelVar
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Client, when set, replaces the kernel (or dry-run) IPVS client; tests
+	// use it.
+	Client vip.Client
+	// Probe, when set, replaces the DNS probe; tests use it.
+	Probe probes.Func
+	// Identify, when set, replaces the CHAOS version.bind identification.
+	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
+	// TickInterval is how often the pool policy is re-evaluated even
+	// without health events (to notice stale facts). Default 1s.
+	TickInterval time.Duration
+}
+
+// Daemon is a running lbdnsd. Create it with New and call Run.
+type Daemon struct {
+	opts   Options
+	log    *slog.Logger
+	now    func() time.Time
+	client vip.Client
+	closer func() error
+	dryRun bool
+
+	mon *monitor.Monitor
+	rec *vip.Reconciler
+
+	events   chan monitor.Event
+	reloadCh chan chan error
+
+	// Loop-owned state.
+	cfg       *configs.Config
+	owned     map[vip.ServiceKey]bool
+	warmUntil time.Time
+	warm      bool
+	lastTable vip.Table
+
+	mu   sync.Mutex // guards plan and cfg copies read by other goroutines
+	plan resolvers.Plan
+	view *configs.Config
+}
+
+// New loads the configuration and prepares the daemon. It fails when the
+// configuration is invalid, or when IPVS is not available and DryRun is not
+// set; the error then says what to do.
+func New(opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Probe == nil {
+		opts.Probe = probes.DNS
+	}
+	if opts.Identify == nil {
+		opts.Identify = probes.Identify
+	}
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = time.Second
+	}
+	cfg, err := configs.Load(opts.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		opts:     opts,
+		log:      opts.Logger,
+		now:      opts.Now,
+		dryRun:   opts.DryRun,
+		events:   make(chan monitor.Event, 1024),
+		reloadCh: make(chan chan error),
+		owned:    map[vip.ServiceKey]bool{},
+		closer:   func() error { return nil },
+	}
+	d.setLevel(cfg)
+	switch {
+	case opts.Client != nil:
+		d.client = opts.Client
+	case opts.DryRun:
+		d.client = vip.NewMemClient()
+	default:
+		kc, err := vip.NewKernelClient()
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		d.client, d.closer = kc, kc.Close
+		d.applyKernelSettings(kc, cfg)
+	}
+	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("daemon: state dir: %w", err)
+	}
+	d.rec = vip.NewReconciler(d.client, d.isOwned)
+	d.mon = monitor.New(monitor.Options{
+		Probe:    opts.Probe,
+		Identify: opts.Identify,
+		Now:      opts.Now,
+		OnEvent:  d.onEvent,
+		Logger:   d.log.With("component", "monitor"),
+	})
+	d.install(cfg)
+	return d, nil
+}
+
+func (d *Daemon) setLevel(cfg *configs.Config) {
+	if d.opts.LogLevel == nil {
+		return
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(cfg.Daemon.LogLevel)); err == nil {
+		d.opts.LogLevel.Set(l)
+	}
+}
+
+func (d *Daemon) applyKernelSettings(kc *vip.KernelClient, cfg *configs.Config) {
+	on := cfg.IPVS.ExpireNodestConn == nil || *cfg.IPVS.ExpireNodestConn
+	if err := vip.SetExpireNodestConn(on); err != nil {
+		d.log.Warn("cannot set expire_nodest_conn", "err", err)
+	}
+	if t := cfg.IPVS.UDPTimeout.Duration; t > 0 {
+		if err := vip.SetUDPTimeout(kc, t); err != nil {
+			d.log.Warn("cannot set IPVS udp timeout", "err", err)
+		}
+	}
+}
+
+// install makes cfg the running configuration: the monitor's targets, the
+// owned service keys, and the VIP addresses.
+func (d *Daemon) install(cfg *configs.Config) {
+	d.cfg = cfg
+	d.mu.Lock()
+	d.view = cfg
+	d.mu.Unlock()
+	d.mon.Update(Targets(cfg))
+	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
+		d.owned[k] = true
+	}
+	d.ensureAddresses()
+	d.warmUntil = d.now().Add(warmUp(cfg))
+}
+
+// Targets lists the health targets of cfg: one per (resolver, check) pair
+// that some pool uses, with IDs from resolvers.TargetID.
+func Targets(cfg *configs.Config) []monitor.Target {
+	seen := map[string]bool{}
+	var out []monitor.Target
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		chk := cfg.Checks[p.Check]
+		for _, name := range p.Members {
+			r := cfg.Resolver(name)
+			if r == nil || chk == nil {
+				continue
+			}
+			id := resolvers.TargetID(r.Name, p.Check)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, monitor.Target{ID: id, Addr: r.AddrPort, Check: chk})
+		}
+	}
+	return out
+}
+
+// warmUp is how long after start (or reload) the daemon waits for every
+// target to reach a verdict before it touches the IPVS table: the longest
+// time a check needs to decide, plus one interval of start jitter.
+func warmUp(cfg *configs.Config) time.Duration {
+	var w time.Duration
+	for _, c := range cfg.Checks {
+		n := max(c.Rise, c.Fall)
+		if x := time.Duration(n+1)*c.Interval.Duration + c.Timeout.Duration; x > w {
+			w = x
+		}
+	}
+	return w
+}
+
+func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned[k] }
+
+func (d *Daemon) onEvent(ev monitor.Event) { d.events <- ev }
+
+// Run runs the daemon until ctx is done. It returns nil after a clean stop;
+// the IPVS table is left in place.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer func() {
+		if err := d.closer(); err != nil {
+			d.log.Warn("close ipvs client", "err", err)
+		}
+	}()
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	monDone := make(chan error, 1)
+	go func() { monDone <- d.mon.Run(mctx) }()
+
+	mode := "kernel"
+	if d.dryRun {
+		mode = "dry-run (IPVS table computed, NOT applied)"
+	}
+	d.log.Info("lbdnsd started", "config", d.opts.ConfigPath, "ipvs", mode, "summary", d.cfg.Summary(),
+		"warm_up", warmUp(d.cfg).String())
+
+	tick := time.NewTicker(d.opts.TickInterval)
+	defer tick.Stop()
+	resync := time.NewTicker(d.cfg.IPVS.ResyncInterval.Duration)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			cancel()
+			<-monDone
+			d.log.Info("lbdnsd stopped; IPVS table left in place")
+			return nil
+		case ev := <-d.events:
+			d.handleEvent(ctx, ev)
+		case <-tick.C:
+			d.handleTick(ctx)
+		case <-resync.C:
+			d.handleResync(ctx)
+		case reply := <-d.reloadCh:
+			err := d.handleReload(ctx)
+			if err == nil {
+				resync.Reset(d.cfg.IPVS.ResyncInterval.Duration)
+			}
+			reply <- err
+		}
+	}
+}
+
+// Reload loads the config file again and applies it. A bad config is
+// rejected whole, the running one stays, and the error lists every problem.
+func (d *Daemon) Reload(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case d.reloadCh <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Plan returns the latest pool verdicts and desired table.
+func (d *Daemon) Plan() resolvers.Plan {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.plan
+}
+
+// Config returns the running configuration.
+func (d *Daemon) Config() *configs.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.view
+}
+
+// Monitor returns the health monitor, for status.
+func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
+
+// Applied returns the IPVS table the daemon believes the kernel holds for
+// its services (in dry-run, the table it would have programmed).
+func (d *Daemon) Applied() vip.Table { return d.rec.Table() }
+
+func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
+	tr := ev.Transition
+	d.log.Info("backend state change", "target", ev.TargetID, "addr", ev.Addr.String(),
+		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
+	d.reconcile(ctx, false)
+}
+
+func (d *Daemon) handleTick(ctx context.Context) { d.reconcile(ctx, false) }
+
+func (d *Daemon) handleResync(ctx context.Context) {
+	d.ensureAddresses()
+	d.reconcile(ctx, true)
+}
+
+func (d *Daemon) handleReload(ctx context.Context) error {
+	cfg, err := configs.Load(d.opts.ConfigPath)
+	if err != nil {
+		d.log.Error("reload rejected; running config unchanged", "config", d.opts.ConfigPath, "err", err)
+		return err
+	}
+	d.setLevel(cfg)
+	if kc, ok := d.client.(*vip.KernelClient); ok {
+		d.applyKernelSettings(kc, cfg)
+	}
+	warm := d.warm
+	d.install(cfg)
+	d.warm = warm // a reload does not hold back changes for targets that kept their state
+	d.log.Info("config reloaded", "config", d.opts.ConfigPath, "summary", cfg.Summary())
+	d.reconcile(ctx, false)
+	return nil
+}
+
+// facts reads the monitor's status into the pool policy's terms.
+func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
+	st := d.mon.Status()
+	out := make(map[string]resolvers.Fact, len(st))
+	decided := true
+	for id, s := range st {
+		out[id] = resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
+			Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0}
+		if s.Health.State == health.Unknown {
+			decided = false
+		}
+	}
+	return out, decided
+}
+
+// reconcile recomputes the plan and brings the IPVS table to it. Until
+// every target has a verdict (or the warm-up time is over), it does not
+// touch the table, so a restarted daemon adopts the kernel's table as it is.
+func (d *Daemon) reconcile(ctx context.Context, full bool) {
+	now := d.now()
+	facts, decided := d.facts(now)
+	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Now: now})
+
+	d.mu.Lock()
+	prev := d.plan.Pools
+	d.plan = plan
+	d.mu.Unlock()
+	for _, ev := range resolvers.Events(prev, plan.Pools, now) {
+		lvl := slog.LevelInfo
+		if ev.FailOpen || ev.To >= resolvers.VendorWide {
+			lvl = slog.LevelError
+		}
+		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
+			"fail_open", ev.FailOpen, "detail", ev.Detail)
+	}
+
+	if !d.warm {
+		if !decided && now.Before(d.warmUntil) {
+			return
+		}
+		d.warm = true
+		full = true
+		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", decided)
+	}
+	var (
+		ops []vip.Op
+		err error
+	)
+	if full || d.rec.Dirty() {
+		ops, err = d.rec.Resync(ctx, plan.Table)
+	} else {
+		ops, err = d.rec.Sync(ctx, plan.Table)
+	}
+	for _, op := range ops {
+		if d.dryRun {
+			d.log.Info("ipvs op (dry-run, NOT applied)", "op", op.String())
+		} else {
+			d.log.Info("ipvs op applied", "op", op.String())
+		}
+	}
+	if err != nil {
+		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
+	}
+	if d.dryRun && (len(ops) > 0 || d.lastTable == nil) {
+		d.writeDryRunTable()
+	}
+}
+
+func (d *Daemon) ensureAddresses() {
+	if d.dryRun || d.opts.Client != nil {
+		return
+	}
+	for _, v := range d.cfg.VIPs {
+		if v.Interface == "" {
+			continue
+		}
+		added, err := vip.EnsureAddress(v.Interface, netip.PrefixFrom(v.Addr, v.Addr.BitLen()))
+		switch {
+		case err != nil:
+			d.log.Error("cannot put VIP address on interface", "vip", v.Name, "interface", v.Interface, "err", err)
+		case added:
+			d.log.Info("VIP address added", "vip", v.Name, "addr", v.Addr.String(), "interface", v.Interface)
+		}
+	}
+}
+
+// writeDryRunTable writes the table the daemon would program, in the
+// spirit of ipvsadm -Ln, to the state directory (atomically).
+func (d *Daemon) writeDryRunTable() {
+	t := d.rec.Table()
+	d.lastTable = t
+	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
+	if err := writeAtomic(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel"))); err != nil {
+		d.log.Warn("cannot write dry-run table", "path", path, "err", err)
+	}
+}
+
+// FormatTable renders t like `ipvsadm -Ln`, with a header line.
+func FormatTable(t vip.Table, header string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", header)
+	fmt.Fprintf(&b, "Prot LocalAddress:Port Scheduler\n  -> RemoteAddress:Port Forward Weight\n")
+	for _, k := range t.Keys() {
+		s := t[k]
+		fmt.Fprintf(&b, "%s  %s %s\n", strings.ToUpper(k.Proto.String()), netip.AddrPortFrom(k.Addr, k.Port), s.Scheduler)
+		addrs := make([]netip.AddrPort, 0, len(s.Dests))
+		for a := range s.Dests {
+			addrs = append(addrs, a)
+		}
+		sort.Slice(addrs, func(i, j int) bool { return addrs[i].Compare(addrs[j]) < 0 })
+		for _, a := range addrs {
+			dst := s.Dests[a]
+			fmt.Fprintf(&b, "  -> %-28s %-6s %d\n", a, dst.Forwarding, dst.Weight)
+		}
+	}
+	return b.String()
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return errors.Join(err)
+	}
+	return nil
+}

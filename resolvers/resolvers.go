@@ -1,0 +1,467 @@
+// Package resolvers turns health facts about back-end recursive resolvers and
+// operator intent into the desired IPVS table, per pool and per VIP.
+//
+// It is pure: Plan is a function of the configuration, the facts and the
+// overrides it is given, and of the time passed in. The rules, in order:
+//
+//   - A member disabled by an operator never gets traffic.
+//   - A member is healthy when its check's state is up and the fact is
+//     fresh. Healthy members get their configured weight; a drained one
+//     keeps its destination at weight 0 so that existing flows finish.
+//   - When fewer than min_healthy members are healthy and the pool fails
+//     open (the default), every enabled member keeps traffic: when a whole
+//     pool fails, the check or the upstream is the likelier culprit, and
+//     removing every resolver would turn a partial outage into a total one.
+//     When the pool does not fail open, only the healthy members remain,
+//     possibly none.
+//   - The diagnosis tells a single broken box, a vendor-wide failure (all
+//     members of one vendor down while another vendor is up) and a broken
+//     upstream (members of at least two vendors all down, having gone down
+//     within one detection window of each other) apart.
+package resolvers
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/health"
+	"lbdns/vip"
+)
+
+// Override is an operator's intent for one resolver.
+type Override uint8
+
+// Overrides an operator can set.
+const (
+	// None leaves the resolver under health-driven control.
+	None Override = iota
+	// Drain keeps the destination with weight 0: existing flows finish,
+	// no new ones are scheduled.
+	Drain
+	// Disable removes the destination.
+	Disable
+)
+
+// String returns "none", "drain" or "disable".
+func (o Override) String() string {
+	switch o {
+	case None:
+		return "none"
+	case Drain:
+		return "drain"
+	case Disable:
+		return "disable"
+	}
+	return fmt.Sprintf("override(%d)", uint8(o))
+}
+
+// Fact is what the health checks know about one resolver under one check.
+type Fact struct {
+	State health.State
+	// Since is when State was entered.
+	Since time.Time
+	// Fresh is false when the last probe result is too old to trust.
+	Fresh bool
+	// Reason is the detail of the last probe result that changed State.
+	Reason string
+	// Failing is true when the latest probe failed, even if the failures
+	// have not yet reached the fall threshold.
+	Failing bool
+}
+
+// TargetID names the health target of resolver r checked by check profile
+// c. The monitor and the pool policy both use it.
+func TargetID(resolver, check string) string { return resolver + "/" + check }
+
+// Input is everything Plan needs.
+type Input struct {
+	Config *configs.Config
+	// Facts by TargetID. A missing fact is treated as unknown.
+	Facts map[string]Fact
+	// Overrides by resolver name. Missing means None.
+	Overrides map[string]Override
+	// Now is the time of the plan.
+	Now time.Time
+}
+
+// Diagnosis is the verdict on one pool.
+type Diagnosis uint8
+
+// Diagnoses, from best to worst.
+const (
+	// Healthy: every enabled member is healthy.
+	Healthy Diagnosis = iota
+	// Degraded: some members are down, at least min_healthy are up.
+	Degraded
+	// VendorWide: every member of at least one vendor (with two or more
+	// members in the pool) is down while another vendor is up.
+	VendorWide
+	// BelowMinimum: fewer than min_healthy members are healthy and the
+	// cause is not known to be upstream.
+	BelowMinimum
+	// Upstream: members of at least two vendors all went down within one
+	// detection window: the upstream (or the check) is the likely cause.
+	Upstream
+	// NoFacts: no member has a health verdict yet (start-up).
+	NoFacts
+)
+
+// String returns the diagnosis in lower case with dashes.
+func (d Diagnosis) String() string {
+	switch d {
+	case Healthy:
+		return "healthy"
+	case Degraded:
+		return "degraded"
+	case VendorWide:
+		return "vendor-wide-failure"
+	case BelowMinimum:
+		return "below-minimum"
+	case Upstream:
+		return "upstream-failure"
+	case NoFacts:
+		return "no-facts"
+	}
+	return fmt.Sprintf("diagnosis(%d)", uint8(d))
+}
+
+// VendorCount counts members of one vendor in a pool.
+type VendorCount struct {
+	Total   int
+	Healthy int
+}
+
+// Member is the verdict on one pool member.
+type Member struct {
+	Name     string
+	Vendor   string
+	Addr     netip.AddrPort
+	State    health.State
+	Fresh    bool
+	Failing  bool
+	Since    time.Time
+	Reason   string
+	Override Override
+	// InTraffic is true when the member has a destination in the table.
+	InTraffic bool
+	// Weight is its IPVS weight when InTraffic.
+	Weight uint32
+}
+
+// PoolStatus is the verdict on one pool.
+type PoolStatus struct {
+	Name       string
+	MinHealthy int
+	Total      int
+	Enabled    int
+	Healthy    int
+	Vendors    map[string]VendorCount
+	// FailOpen is true when the pool is below its minimum and keeps every
+	// enabled member in traffic.
+	FailOpen  bool
+	Diagnosis Diagnosis
+	// Detail explains the diagnosis in one line.
+	Detail string
+	// DownVendors lists the vendors all of whose members are down, for
+	// VendorWide.
+	DownVendors []string
+	Members     []Member
+}
+
+// Plan is the outcome of the pool policy.
+type Plan struct {
+	Table vip.Table
+	Pools []PoolStatus
+}
+
+// Compute applies the pool policy to its input.
+func Compute(in Input) Plan {
+	cfg := in.Config
+	pools := make(map[string]*PoolStatus, len(cfg.Pools))
+	out := Plan{Table: vip.Table{}}
+	for i := range cfg.Pools {
+		ps := evalPool(in, &cfg.Pools[i])
+		out.Pools = append(out.Pools, ps)
+	}
+	for i := range out.Pools {
+		pools[out.Pools[i].Name] = &out.Pools[i]
+	}
+	for i := range cfg.VIPs {
+		v := &cfg.VIPs[i]
+		ps := pools[v.Pool]
+		if ps == nil {
+			continue
+		}
+		addTable(out.Table, v, ps)
+	}
+	return out
+}
+
+func evalPool(in Input, p *configs.Pool) PoolStatus {
+	cfg := in.Config
+	chk := cfg.Checks[p.Check]
+	ps := PoolStatus{Name: p.Name, MinHealthy: p.MinHealthy, Vendors: map[string]VendorCount{}}
+	anyKnown := false
+	for _, name := range p.Members {
+		r := cfg.Resolver(name)
+		if r == nil {
+			continue
+		}
+		f, ok := in.Facts[TargetID(r.Name, p.Check)]
+		if !ok {
+			f = Fact{State: health.Unknown}
+		}
+		m := Member{Name: r.Name, Vendor: r.Vendor, Addr: r.AddrPort, State: f.State, Fresh: f.Fresh,
+			Failing: f.Failing, Since: f.Since, Reason: f.Reason, Override: in.Overrides[r.Name]}
+		if f.State != health.Unknown {
+			anyKnown = true
+		}
+		vc := ps.Vendors[r.Vendor]
+		vc.Total++
+		ps.Total++
+		if m.Override != Disable {
+			ps.Enabled++
+		}
+		if m.healthy() {
+			vc.Healthy++
+			if m.Override == None {
+				ps.Healthy++
+			}
+		}
+		ps.Vendors[r.Vendor] = vc
+		ps.Members = append(ps.Members, m)
+	}
+
+	ps.Diagnosis, ps.Detail, ps.DownVendors = diagnose(&ps, chk, anyKnown)
+	belowMin := ps.Healthy < p.MinHealthy
+	failOpen := p.FailOpen == nil || *p.FailOpen
+	ps.FailOpen = failOpen && ps.Enabled > 0 && (belowMin || ps.Diagnosis == Upstream)
+
+	for i := range ps.Members {
+		m := &ps.Members[i]
+		w := weightOf(cfg, m.Name)
+		switch {
+		case m.Override == Disable:
+		case m.Override == Drain && (m.healthy() || ps.FailOpen):
+			m.InTraffic, m.Weight = true, 0
+		case m.Override == Drain:
+		case m.healthy() || ps.FailOpen:
+			m.InTraffic, m.Weight = true, w
+		}
+	}
+	return ps
+}
+
+func (m *Member) healthy() bool { return m.State == health.Up && m.Fresh }
+
+func weightOf(cfg *configs.Config, name string) uint32 {
+	if r := cfg.Resolver(name); r != nil && r.Weight > 0 {
+		return uint32(r.Weight)
+	}
+	return 1
+}
+
+// window is how far apart two failures may be and still count as "at the
+// same time": one interval of scheduling jitter plus the time the check
+// needs to detect a failure.
+func window(chk *configs.Check) time.Duration {
+	if chk == nil {
+		return 0
+	}
+	return 2*time.Duration(chk.Fall+1)*chk.Interval.Duration + chk.Timeout.Duration
+}
+
+func diagnose(ps *PoolStatus, chk *configs.Check, anyKnown bool) (Diagnosis, string, []string) {
+	if !anyKnown {
+		return NoFacts, fmt.Sprintf("no health facts yet for %d members", ps.Total), nil
+	}
+	var down []*Member
+	for i := range ps.Members {
+		m := &ps.Members[i]
+		if m.Override != Disable && m.State == health.Down {
+			down = append(down, m)
+		}
+	}
+	var downVendors, upVendors []string
+	for v, c := range ps.Vendors {
+		if c.Healthy > 0 {
+			upVendors = append(upVendors, v)
+		}
+	}
+	for v, c := range ps.Vendors {
+		n := 0
+		for _, m := range down {
+			if m.Vendor == v {
+				n++
+			}
+		}
+		if c.Total > 0 && n == c.Total {
+			downVendors = append(downVendors, v)
+		}
+	}
+	sort.Strings(downVendors)
+	sort.Strings(upVendors)
+
+	if up, detail := correlated(ps, down, chk); up {
+		return Upstream, detail, downVendors
+	}
+	if ps.Healthy < ps.MinHealthy {
+		return BelowMinimum, fmt.Sprintf("%d of %d members healthy, below min_healthy %d", ps.Healthy, ps.Total, ps.MinHealthy), downVendors
+	}
+	var wide []string
+	for _, v := range downVendors {
+		if ps.Vendors[v].Total >= 2 && len(upVendors) > 0 {
+			wide = append(wide, v)
+		}
+	}
+	if len(wide) > 0 {
+		return VendorWide, fmt.Sprintf("every member of vendor %s is down while %s up", strings.Join(wide, ", "), strings.Join(upVendors, ", ")), wide
+	}
+	if len(down) > 0 {
+		names := make([]string, 0, len(down))
+		for _, m := range down {
+			names = append(names, m.Name)
+		}
+		return Degraded, fmt.Sprintf("%d of %d members down: %s", len(down), ps.Total, strings.Join(names, ", ")), nil
+	}
+	return Healthy, fmt.Sprintf("%d of %d members healthy", ps.Healthy, ps.Total), nil
+}
+
+// correlated reports whether the pool's failures look like one cause
+// outside the resolvers: members of at least two vendors are failing and
+// no enabled member passes its check; either every enabled member is down
+// and they went down within one detection window, or at least one is down
+// and all the others are failing their latest probe already (they will be
+// down within the same detection window). The second case lets the pool
+// fail open before the first failures are taken out of traffic.
+func correlated(ps *PoolStatus, down []*Member, chk *configs.Check) (bool, string) {
+	if len(down) == 0 || ps.Enabled == 0 {
+		return false, ""
+	}
+	vendors := map[string]bool{}
+	failing := 0
+	for i := range ps.Members {
+		m := &ps.Members[i]
+		if m.Override == Disable {
+			continue
+		}
+		switch {
+		case m.State == health.Down:
+			vendors[m.Vendor] = true
+		case m.Failing:
+			vendors[m.Vendor] = true
+			failing++
+		default:
+			return false, ""
+		}
+	}
+	if len(vendors) < 2 {
+		return false, ""
+	}
+	if failing == 0 && !sameTime(down, window(chk)) {
+		return false, ""
+	}
+	names := make([]string, 0, len(vendors))
+	for v := range vendors {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	return true, fmt.Sprintf("every enabled member (%d, vendors %s) fails the check at once (%d down, %d failing): the upstream or the check is the likely cause, not the resolvers; last reason: %s",
+		ps.Enabled, strings.Join(names, ", "), len(down), failing, down[len(down)-1].Reason)
+}
+
+func sameTime(ms []*Member, w time.Duration) bool {
+	if len(ms) == 0 {
+		return false
+	}
+	lo, hi := ms[0].Since, ms[0].Since
+	for _, m := range ms[1:] {
+		if m.Since.Before(lo) {
+			lo = m.Since
+		}
+		if m.Since.After(hi) {
+			hi = m.Since
+		}
+	}
+	return hi.Sub(lo) <= w
+}
+
+func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus) {
+	fwd := forwarding(v.Forwarding)
+	for _, proto := range v.Protocols {
+		pr := vip.UDP
+		if proto == "tcp" {
+			pr = vip.TCP
+		}
+		for _, port := range v.Ports {
+			key := vip.ServiceKey{Addr: v.Addr, Port: uint16(port), Proto: pr}
+			svc := vip.Service{Key: key, Scheduler: v.Scheduler, Dests: map[netip.AddrPort]vip.Destination{}}
+			for _, m := range ps.Members {
+				if !m.InTraffic {
+					continue
+				}
+				dport := m.Addr.Port()
+				if fwd != vip.NAT {
+					dport = uint16(port)
+				}
+				a := netip.AddrPortFrom(m.Addr.Addr(), dport)
+				svc.Dests[a] = vip.Destination{Addr: a, Weight: m.Weight, Forwarding: fwd}
+			}
+			t[key] = svc
+		}
+	}
+}
+
+func forwarding(s string) vip.Forwarding {
+	switch s {
+	case "nat":
+		return vip.NAT
+	case "tunnel":
+		return vip.Tunnel
+	}
+	return vip.DirectRoute
+}
+
+// Event is a change in a pool's verdict worth telling an operator.
+type Event struct {
+	Pool string
+	At   time.Time
+	From Diagnosis
+	To   Diagnosis
+	// FailOpen tells whether the pool is now failing open.
+	FailOpen bool
+	Detail   string
+}
+
+// String formats the event for a log line.
+func (e Event) String() string {
+	s := fmt.Sprintf("pool %s: %s -> %s: %s", e.Pool, e.From, e.To, e.Detail)
+	if e.FailOpen {
+		s += " (FAIL-OPEN: every enabled member kept in traffic)"
+	}
+	return s
+}
+
+// Events compares two successive plans and returns the pool verdicts that
+// changed, in pool order.
+func Events(prev, cur []PoolStatus, now time.Time) []Event {
+	var out []Event
+	for _, c := range cur {
+		i := slices.IndexFunc(prev, func(p PoolStatus) bool { return p.Name == c.Name })
+		from := NoFacts
+		fo := false
+		if i >= 0 {
+			from, fo = prev[i].Diagnosis, prev[i].FailOpen
+			if from == c.Diagnosis && fo == c.FailOpen && slices.Equal(prev[i].DownVendors, c.DownVendors) {
+				continue
+			}
+		}
+		out = append(out, Event{Pool: c.Name, At: now, From: from, To: c.Diagnosis, FailOpen: c.FailOpen, Detail: c.Detail})
+	}
+	return out
+}
