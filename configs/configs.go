@@ -113,7 +113,11 @@ type decoder struct {
 	// broken is set when some table was not decoded because of a problem.
 	broken bool
 
-	daemonRaw, ipvsRaw     map[string]any
+	// present holds the top-level keys of the document.
+	present map[string]bool
+
+	daemonRaw, ipvsRaw      map[string]any
+	daemonOK, ipvsOK        bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -128,13 +132,15 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil,
 	}
+	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
+		d.present[k] = true
 		if _, ok := sections[k]; !ok {
 			d.p.add(quoteKey(k), "", "unknown key"+suggest(k, sections))
 		}
 	}
-	d.daemonRaw = d.table("daemon", raw, prims, &d.cfg.Daemon)
-	d.ipvsRaw = d.table("ipvs", raw, prims, &d.cfg.IPVS)
+	d.daemonRaw, d.daemonOK = d.table("daemon", raw, prims, &d.cfg.Daemon)
+	d.ipvsRaw, d.ipvsOK = d.table("ipvs", raw, prims, &d.cfg.IPVS)
 	d.cfg.VIPs, d.vipRaw, d.vipOK = decodeArray[VIP](d, "vip", raw, prims)
 	d.cfg.Pools, d.poolRaw, d.poolOK = decodeArray[Pool](d, "pool", raw, prims)
 	d.cfg.Resolvers, d.resRaw, d.resOK = decodeArray[Resolver](d, "resolver", raw, prims)
@@ -156,33 +162,35 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 	d.decodeChecks(raw, prims)
 }
 
-// table decodes the single table key into v; it returns the generic table.
-func (d *decoder) table(key string, raw map[string]any, prims map[string]toml.Primitive, v any) map[string]any {
+// table decodes the single table key into v; it returns the generic table
+// and whether v was decoded cleanly (an absent table is clean).
+func (d *decoder) table(key string, raw map[string]any, prims map[string]toml.Primitive, v any) (map[string]any, bool) {
 	rv, present := raw[key]
 	if !present {
-		return map[string]any{}
+		return map[string]any{}, true
 	}
 	m, ok := rv.(map[string]any)
 	if !ok {
 		d.p.add(key, scalarText(rv), fmt.Sprintf("must be a table ([%s]), not %s", key, tomlType(rv)))
 		d.broken = true
-		return map[string]any{}
+		return map[string]any{}, false
 	}
 	if !(checker{d.p}).table(key, m, reflect.TypeOf(v).Elem()) {
 		d.broken = true
-		return m
+		return m, false
 	}
-	d.primitive(key, prims[key], v)
-	return m
+	return m, d.primitive(key, prims[key], v)
 }
 
 // primitive decodes one primitive; the schema check before makes errors
 // unlikely, but any is reported.
-func (d *decoder) primitive(key string, prim toml.Primitive, v any) {
+func (d *decoder) primitive(key string, prim toml.Primitive, v any) bool {
 	if err := d.md.PrimitiveDecode(prim, v); err != nil {
 		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
 		d.broken = true
+		return false
 	}
+	return true
 }
 
 // decodeArray decodes the array of tables key into a slice of T, one element
@@ -212,8 +220,7 @@ func decodeArray[T any](d *decoder, key string, raw map[string]any, prims map[st
 			d.broken = true
 			continue
 		}
-		oks[i] = true
-		d.primitive(path, elems[i], &out[i])
+		oks[i] = d.primitive(path, elems[i], &out[i])
 	}
 	return out, ms, oks
 }
@@ -253,8 +260,7 @@ func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primiti
 			d.broken = true
 			continue
 		}
-		d.checks[name] = true
-		d.primitive(path, elems[name], c)
+		d.checks[name] = d.primitive(path, elems[name], c)
 		c.Name = name // the decode does not touch it; keep it explicit
 	}
 }

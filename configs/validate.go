@@ -72,17 +72,17 @@ func validName(s string) bool {
 // validate checks every rule and records a problem for each violation.
 func (d *decoder) validate() {
 	c := d.cfg
-	if len(c.VIPs) == 0 && len(d.vipRaw) == 0 {
-		d.p.add("vip", "", "missing: at least one [[vip]] is required")
+	for _, k := range []string{"vip", "pool", "resolver"} {
+		if !d.present[k] {
+			d.p.add(k, "", "missing: at least one [["+k+"]] is required")
+		}
 	}
-	if len(c.Pools) == 0 && len(d.poolRaw) == 0 {
-		d.p.add("pool", "", "missing: at least one [[pool]] is required")
+	if d.daemonOK {
+		d.validateDaemon()
 	}
-	if len(c.Resolvers) == 0 && len(d.resRaw) == 0 {
-		d.p.add("resolver", "", "missing: at least one [[resolver]] is required")
+	if d.ipvsOK {
+		d.validateIPVS()
 	}
-	d.validateDaemon()
-	d.validateIPVS()
 	for _, name := range sortedKeys(c.Checks) {
 		if d.checks[name] {
 			d.validateCheck(joinKey("check", name), c.Checks[name])
@@ -126,10 +126,10 @@ func (d *decoder) validateDaemon() {
 func (d *decoder) validateIPVS() {
 	v := d.cfg.IPVS
 	if r := v.ResyncInterval.Duration; r < MinResyncInterval || r > MaxResyncInterval {
-		d.p.add("ipvs.resync_interval", r.String(), fmt.Sprintf("must be between %v and %v", MinResyncInterval, MaxResyncInterval))
+		d.p.add("ipvs.resync_interval", fmtDur(r), "must be between "+fmtDur(MinResyncInterval)+" and "+fmtDur(MaxResyncInterval))
 	}
 	if t := v.UDPTimeout.Duration; t < 0 || t%time.Second != 0 {
-		d.p.add("ipvs.udp_timeout", t.String(), "must be zero (keep the kernel's value) or a whole number of seconds")
+		d.p.add("ipvs.udp_timeout", fmtDur(t), "must be zero (keep the kernel's value) or a whole number of seconds")
 	}
 }
 
@@ -477,13 +477,13 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	}
 	iv := k.Interval.Duration
 	if iv < MinInterval || iv > MaxInterval {
-		d.p.add(joinKey(base, "interval"), iv.String(), fmt.Sprintf("must be between %v and %v", MinInterval, MaxInterval))
+		d.p.add(joinKey(base, "interval"), fmtDur(iv), "must be between "+fmtDur(MinInterval)+" and "+fmtDur(MaxInterval))
 	}
 	switch to := k.Timeout.Duration; {
 	case to <= 0:
-		d.p.add(joinKey(base, "timeout"), to.String(), "must be more than zero")
+		d.p.add(joinKey(base, "timeout"), fmtDur(to), "must be more than zero")
 	case to >= iv:
-		d.p.add(joinKey(base, "timeout"), to.String(), fmt.Sprintf("must be less than interval (%v)", iv))
+		d.p.add(joinKey(base, "timeout"), fmtDur(to), "must be less than interval ("+fmtDur(iv)+")")
 	}
 	if k.Rise < 1 || k.Rise > MaxRiseFall {
 		d.p.add(joinKey(base, "rise"), strconv.Itoa(k.Rise), "must be between 1 and 100")
@@ -491,4 +491,16 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	if k.Fall < 1 || k.Fall > MaxRiseFall {
 		d.p.add(joinKey(base, "fall"), strconv.Itoa(k.Fall), "must be between 1 and 100")
 	}
+}
+
+// fmtDur formats a duration without zero trailing units ("1h", not "1h0m0s").
+func fmtDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
