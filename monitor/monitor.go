@@ -416,14 +416,13 @@ func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
 	if m.opts.Identify == nil || (t.check.Identify != nil && !*t.check.Identify) {
 		return
 	}
-	now := time.Now()
-	if now.Before(t.nextIdentify) {
+	if time.Now().Before(t.nextIdentify) {
 		return
 	}
-	t.nextIdentify = now.Add(m.opts.IdentifyEvery)
 	ictx, cancel := context.WithTimeout(ctx, t.check.Timeout.Duration)
 	id, err := m.opts.Identify(ictx, t.addr)
 	cancel()
+	t.nextIdentify = time.Now().Add(m.opts.IdentifyEvery)
 	if ctx.Err() != nil {
 		return
 	}

@@ -378,12 +378,19 @@ func TestIdentify(t *testing.T) {
 	fp := newFakeProbe()
 	var mu sync.Mutex
 	calls := map[netip.AddrPort]int{}
+	last := map[netip.AddrPort]time.Time{}
+	every := 5 * testInterval
 	identify := func(ctx context.Context, a netip.AddrPort) (string, error) {
 		if _, ok := ctx.Deadline(); !ok {
 			t.Errorf("identify without deadline")
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		now := time.Now()
+		if prev, ok := last[a]; ok && now.Sub(prev) < every {
+			t.Errorf("%v identified again after %v, want at least %v", a, now.Sub(prev), every)
+		}
+		last[a] = now
 		calls[a]++
 		if a == addr(3) && calls[a] > 1 {
 			return "", errors.New("rcode SERVFAIL")
@@ -395,7 +402,7 @@ func TestIdentify(t *testing.T) {
 		defer mu.Unlock()
 		return calls[a]
 	}
-	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: 5 * testInterval})
+	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: every})
 	off := false
 	noIdent := testCheck(1, 1)
 	noIdent.Identify = &off
@@ -410,8 +417,8 @@ func TestIdentify(t *testing.T) {
 	waitFor(t, "err identified twice", func() bool { return count(addr(3)) >= 2 })
 	waitFor(t, "off probed 10 times", func() bool { return fp.callCount(addr(2)) >= 10 })
 	st := m.Status()
-	if got := st["a"].Identity; got != "unbound 1.17.2" && got != "unbound 1.17.3" {
-		t.Errorf("a identity = %q", got)
+	if got := st["a"].Identity; got == "" || got == "unbound 1.17.1" {
+		t.Errorf("a identity = %q, want a later answer", got)
 	}
 	if st["a"].IdentifiedAt.IsZero() {
 		t.Errorf("a IdentifiedAt not set")
@@ -421,10 +428,6 @@ func TestIdentify(t *testing.T) {
 	}
 	if st["err"].Identity != "unbound 1.17.1" || st["err"].IdentityErr != "rcode SERVFAIL" {
 		t.Errorf("err identity %q / %q, want the last good one and the error", st["err"].Identity, st["err"].IdentityErr)
-	}
-	// Every 5 intervals, not on every probe.
-	if n, p := count(addr(1)), fp.callCount(addr(1)); n*3 > p+3 {
-		t.Errorf("identify called %d times over %d probes", n, p)
 	}
 }
 
