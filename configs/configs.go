@@ -1,0 +1,266 @@
+// Package configs holds the lbdnsd configuration schema and its loader: a
+// strict TOML decode (unknown keys are errors), defaults, and validation that
+// reports every problem at once, each with its file, line, key path and bad
+// value. The example configs in this directory are its test fixtures.
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Load reads, decodes, defaults and validates the config file at path. Bad
+// content gives an error holding one Problem per thing wrong (see Problems);
+// messages name the file as path was given.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes, defaults and validates a config document. name is used in
+// messages and as Config.Path. On error the Config is nil and the error
+// joins (errors.Join) one Problem per thing wrong, sorted by line.
+func Parse(data []byte, name string) (*Config, error) {
+	p := &problems{file: name}
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		p.syntax(err)
+		return nil, p.err()
+	}
+	p.lines = scanLines(data)
+
+	var prims map[string]toml.Primitive
+	md, err := toml.Decode(string(data), &prims)
+	if err != nil {
+		p.syntax(err)
+		return nil, p.err()
+	}
+	d := &decoder{p: p, md: &md, cfg: &Config{Path: name}, checks: map[string]bool{}}
+	d.decode(raw, prims)
+	if !d.broken && len(p.list) == 0 {
+		for _, k := range md.Undecoded() {
+			p.add(keyString(k), "", "unknown key")
+		}
+	}
+	d.defaults()
+	d.validate()
+	if len(p.list) > 0 {
+		return nil, p.err()
+	}
+	return d.cfg, nil
+}
+
+// problems collects Problems of one file.
+type problems struct {
+	file  string
+	lines lineIndex
+	list  []Problem
+}
+
+// add records a problem at key path key (its line is looked up).
+func (p *problems) add(key, value, msg string) {
+	p.list = append(p.list, Problem{File: p.file, Line: p.lines.lineOf(key), Key: key, Value: value, Msg: msg})
+}
+
+// syntax records a TOML syntax error.
+func (p *problems) syntax(err error) {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		p.list = append(p.list, Problem{File: p.file, Line: pe.Position.Line, Msg: "syntax error: " + pe.Message})
+		return
+	}
+	p.list = append(p.list, Problem{File: p.file, Msg: fmt.Sprintf("decode: %v", err)})
+}
+
+// err returns the problems sorted by line (unknown lines last) and joined.
+func (p *problems) err() error {
+	sort.SliceStable(p.list, func(i, j int) bool {
+		li, lj := p.list[i].Line, p.list[j].Line
+		if li == 0 || lj == 0 {
+			return lj == 0 && li != 0
+		}
+		return li < lj
+	})
+	errs := make([]error, len(p.list))
+	for i, pr := range p.list {
+		errs[i] = pr
+	}
+	return errors.Join(errs...)
+}
+
+func keyString(k toml.Key) string {
+	s := ""
+	for _, c := range k {
+		s = joinKey(s, c)
+	}
+	return s
+}
+
+// decoder carries one Parse from the generic decoding to the typed Config.
+type decoder struct {
+	p   *problems
+	md  *toml.MetaData
+	cfg *Config
+
+	// broken is set when some table was not decoded because of a problem.
+	broken bool
+
+	// present holds the top-level keys of the document.
+	present map[string]bool
+
+	daemonRaw, ipvsRaw      map[string]any
+	daemonOK, ipvsOK        bool
+	vipRaw, poolRaw, resRaw []map[string]any
+	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
+	// (only those are validated on their own).
+	vipOK, poolOK, resOK []bool
+	checks               map[string]bool
+	checkRaw             map[string]map[string]any
+}
+
+// decode type-checks the generic document and decodes what is sound into
+// d.cfg.
+func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
+	sections := map[string]reflect.Type{
+		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil,
+	}
+	d.present = map[string]bool{}
+	for _, k := range sortedKeys(raw) {
+		d.present[k] = true
+		if _, ok := sections[k]; !ok {
+			d.p.add(quoteKey(k), "", "unknown key"+suggest(k, sections))
+		}
+	}
+	d.daemonRaw, d.daemonOK = d.table("daemon", raw, prims, &d.cfg.Daemon)
+	d.ipvsRaw, d.ipvsOK = d.table("ipvs", raw, prims, &d.cfg.IPVS)
+	d.cfg.VIPs, d.vipRaw, d.vipOK = decodeArray[VIP](d, "vip", raw, prims)
+	d.cfg.Pools, d.poolRaw, d.poolOK = decodeArray[Pool](d, "pool", raw, prims)
+	d.cfg.Resolvers, d.resRaw, d.resOK = decodeArray[Resolver](d, "resolver", raw, prims)
+	for i := range d.cfg.VIPs {
+		if !d.vipOK[i] {
+			d.cfg.VIPs[i].Name, _ = d.vipRaw[i]["name"].(string)
+		}
+	}
+	for i := range d.cfg.Pools {
+		if !d.poolOK[i] {
+			d.cfg.Pools[i].Name, _ = d.poolRaw[i]["name"].(string)
+		}
+	}
+	for i := range d.cfg.Resolvers {
+		if !d.resOK[i] {
+			d.cfg.Resolvers[i].Name, _ = d.resRaw[i]["name"].(string)
+		}
+	}
+	d.decodeChecks(raw, prims)
+}
+
+// table decodes the single table key into v; it returns the generic table
+// and whether v was decoded cleanly (an absent table is clean).
+func (d *decoder) table(key string, raw map[string]any, prims map[string]toml.Primitive, v any) (map[string]any, bool) {
+	rv, present := raw[key]
+	if !present {
+		return map[string]any{}, true
+	}
+	m, ok := rv.(map[string]any)
+	if !ok {
+		d.p.add(key, scalarText(rv), fmt.Sprintf("must be a table ([%s]), not %s", key, tomlType(rv)))
+		d.broken = true
+		return map[string]any{}, false
+	}
+	if !(checker{d.p}).table(key, m, reflect.TypeOf(v).Elem()) {
+		d.broken = true
+		return m, false
+	}
+	return m, d.primitive(key, prims[key], v)
+}
+
+// primitive decodes one primitive; the schema check before makes errors
+// unlikely, but any is reported.
+func (d *decoder) primitive(key string, prim toml.Primitive, v any) bool {
+	if err := d.md.PrimitiveDecode(prim, v); err != nil {
+		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
+		d.broken = true
+		return false
+	}
+	return true
+}
+
+// decodeArray decodes the array of tables key into a slice of T, one element
+// per table (elements that fail the schema check stay zero).
+func decodeArray[T any](d *decoder, key string, raw map[string]any, prims map[string]toml.Primitive) ([]T, []map[string]any, []bool) {
+	rv, present := raw[key]
+	if !present {
+		return nil, nil, nil
+	}
+	ms, ok := tables(rv)
+	if !ok {
+		d.p.add(key, scalarText(rv), fmt.Sprintf("must be an array of tables ([[%s]]), not %s", key, tomlType(rv)))
+		d.broken = true
+		return nil, nil, nil
+	}
+	var elems []toml.Primitive
+	if err := d.md.PrimitiveDecode(prims[key], &elems); err != nil || len(elems) != len(ms) {
+		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
+		d.broken = true
+		return nil, nil, nil
+	}
+	out := make([]T, len(ms))
+	oks := make([]bool, len(ms))
+	for i, m := range ms {
+		path := indexKey(key, i)
+		if !(checker{d.p}).table(path, m, reflect.TypeFor[T]()) {
+			d.broken = true
+			continue
+		}
+		oks[i] = d.primitive(path, elems[i], &out[i])
+	}
+	return out, ms, oks
+}
+
+// decodeChecks decodes the [check.NAME] profiles.
+func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primitive) {
+	d.checkRaw = map[string]map[string]any{}
+	rv, present := raw["check"]
+	if !present {
+		return
+	}
+	m, ok := rv.(map[string]any)
+	if !ok {
+		d.p.add("check", scalarText(rv), "must be a table of check profiles ([check.NAME]), not "+tomlType(rv))
+		d.broken = true
+		return
+	}
+	var elems map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(prims["check"], &elems); err != nil {
+		d.p.add("check", "", fmt.Sprintf("decode: %v", err))
+		d.broken = true
+		return
+	}
+	d.cfg.Checks = map[string]*Check{}
+	for _, name := range sortedKeys(m) {
+		path := joinKey("check", name)
+		cm, ok := m[name].(map[string]any)
+		if !ok {
+			d.p.add(path, scalarText(m[name]), "must be a table ([check."+quoteKey(name)+"]), not "+tomlType(m[name]))
+			d.broken = true
+			continue
+		}
+		c := &Check{Name: name}
+		d.cfg.Checks[name] = c
+		d.checkRaw[name] = cm
+		if !(checker{d.p}).table(path, cm, reflect.TypeFor[Check]()) {
+			d.broken = true
+			continue
+		}
+		d.checks[name] = d.primitive(path, elems[name], c)
+		c.Name = name // the decode does not touch it; keep it explicit
+	}
+}

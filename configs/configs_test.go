@@ -1,0 +1,444 @@
+package configs
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden .err files in testdata")
+
+// TestGolden parses every testdata/bad-*.toml and compares the error text
+// with the matching .err file, one problem per line.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad-*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 12 {
+		t.Fatalf("found %d golden inputs, want at least 12", len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(strings.TrimSuffix(name, ".toml"), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Parse(data, name)
+			if err == nil {
+				t.Fatalf("Parse succeeded (%s), want problems", cfg.Summary())
+			}
+			if cfg != nil {
+				t.Errorf("Parse returned a config together with an error")
+			}
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(f, ".toml") + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, rerr := os.ReadFile(golden)
+			if rerr != nil {
+				t.Fatalf("read golden (run go test ./configs -update to create it): %v", rerr)
+			}
+			if got != string(want) {
+				t.Errorf("problems differ from %s\n--- got:\n%s--- want:\n%s", golden, got, want)
+			}
+			if n := len(Problems(err)); n != strings.Count(got, "\n") {
+				t.Errorf("Problems returned %d problems, error text has %d lines", n, strings.Count(got, "\n"))
+			}
+		})
+	}
+}
+
+// TestExamples loads every shipped example config.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("found %d example configs, want at least 3", len(files))
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			cfg, err := Load(f)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if cfg.Path != f {
+				t.Errorf("Path = %q, want %q", cfg.Path, f)
+			}
+			assertLoaded(t, cfg)
+		})
+	}
+}
+
+// assertLoaded checks the promises Load makes about a returned Config.
+func assertLoaded(t *testing.T, cfg *Config) {
+	t.Helper()
+	if cfg.IPVS.ExpireNodestConn == nil {
+		t.Error("ipvs.expire_nodest_conn is nil")
+	}
+	for _, v := range cfg.VIPs {
+		if !v.Addr.IsValid() {
+			t.Errorf("vip %s: Addr not parsed", v.Name)
+		}
+		if cfg.Pool(v.Pool) == nil {
+			t.Errorf("vip %s: pool %q not found", v.Name, v.Pool)
+		}
+	}
+	for _, p := range cfg.Pools {
+		if p.FailOpen == nil {
+			t.Errorf("pool %s: FailOpen is nil", p.Name)
+		}
+		if len(cfg.Members(&p)) != len(p.Members) {
+			t.Errorf("pool %s: members not all found", p.Name)
+		}
+	}
+	for _, r := range cfg.Resolvers {
+		if !r.AddrPort.IsValid() || r.AddrPort.Port() == 0 {
+			t.Errorf("resolver %s: AddrPort %v not parsed", r.Name, r.AddrPort)
+		}
+	}
+	for name, c := range cfg.Checks {
+		if c.Name != name {
+			t.Errorf("check %s: Name = %q", name, c.Name)
+		}
+		if c.RD == nil || c.Identify == nil {
+			t.Errorf("check %s: pointer bools not set", name)
+		}
+	}
+}
+
+func TestQuickstartLoopbackOnly(t *testing.T) {
+	cfg, err := Load("quickstart.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.VIPs[0].Addr.String(); got != "192.0.2.53" {
+		t.Errorf("VIP = %s, want 192.0.2.53", got)
+	}
+	if cfg.Daemon.StateDir != "/tmp/lbdns-quickstart" {
+		t.Errorf("state_dir = %q", cfg.Daemon.StateDir)
+	}
+	vendors := map[string]bool{}
+	for _, r := range cfg.Resolvers {
+		if !r.AddrPort.Addr().IsLoopback() {
+			t.Errorf("resolver %s at %v is not on loopback", r.Name, r.AddrPort)
+		}
+		if p := r.AddrPort.Port(); p < 5301 || p > 5305 {
+			t.Errorf("resolver %s port %d outside 5301..5305", r.Name, p)
+		}
+		vendors[r.Vendor] = true
+	}
+	for _, v := range []string{"bind", "unbound", "powerdns", "knot", "dnsmasq"} {
+		if !vendors[v] {
+			t.Errorf("no %s resolver", v)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("minimal.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk := cfg.Check("recursive")
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"daemon.state_dir", cfg.Daemon.StateDir, "/var/lib/lbdns"},
+		{"daemon.log_level", cfg.Daemon.LogLevel, "info"},
+		{"ipvs.resync_interval", cfg.IPVS.ResyncInterval.Duration, 30 * time.Second},
+		{"ipvs.udp_timeout", cfg.IPVS.UDPTimeout.Duration, time.Duration(0)},
+		{"ipvs.expire_nodest_conn", *cfg.IPVS.ExpireNodestConn, true},
+		{"vip.ports", cfg.VIPs[0].Ports, []int{53}},
+		{"vip.protocols", cfg.VIPs[0].Protocols, []string{"udp", "tcp"}},
+		{"vip.scheduler", cfg.VIPs[0].Scheduler, "wrr"},
+		{"vip.forwarding", cfg.VIPs[0].Forwarding, "dr"},
+		{"pool.min_healthy", cfg.Pools[0].MinHealthy, 1},
+		{"pool.fail_open", *cfg.Pools[0].FailOpen, true},
+		{"resolver.weight", cfg.Resolvers[0].Weight, 100},
+		{"resolver.port", cfg.Resolvers[0].AddrPort.Port(), uint16(53)},
+		{"check.kind", chk.Kind, "dns"},
+		{"check.zone fqdn", chk.Zone, "probe.example.net."},
+		{"check.qtype", chk.QType, "A"},
+		{"check.qclass", chk.QClass, "IN"},
+		{"check.rd", *chk.RD, true},
+		{"check.cd", chk.CD, false},
+		{"check.transport", chk.Transport, "udp"},
+		{"check.rcodes with zone", chk.Rcodes, []string{"NXDOMAIN"}},
+		{"check.interval", chk.Interval.Duration, 2 * time.Second},
+		{"check.timeout", chk.Timeout.Duration, time.Second},
+		{"check.rise", chk.Rise, 2},
+		{"check.fall", chk.Fall, 3},
+		{"check.identify", *chk.Identify, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !equalAny(tt.got, tt.want) {
+				t.Errorf("got %#v, want %#v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func equalAny(a, b any) bool {
+	switch x := a.(type) {
+	case []int:
+		return slices.Equal(x, b.([]int))
+	case []string:
+		return slices.Equal(x, b.([]string))
+	}
+	return a == b
+}
+
+const okDoc = `
+[[vip]]
+name = "v"
+address = "192.0.2.1"
+pool = "p"
+
+[[pool]]
+name = "p"
+members = ["a"]
+check = "c"
+
+[[resolver]]
+name = "a"
+address = "192.0.2.10"
+vendor = "other"
+
+[check.c]
+qname = "example.com"
+`
+
+func TestRcodesDefaultWithQName(t *testing.T) {
+	cfg, err := Parse([]byte(okDoc), "ok.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Check("c")
+	if len(c.Rcodes) != 1 || c.Rcodes[0] != "NOERROR" {
+		t.Errorf("rcodes = %q, want [NOERROR]", c.Rcodes)
+	}
+	if c.QName != "example.com." {
+		t.Errorf("qname = %q, want it fully qualified", c.QName)
+	}
+}
+
+func TestExplicitZeroIsNotDefaulted(t *testing.T) {
+	tests := []struct {
+		name, add, wantKey string
+	}{
+		{"weight", "weight = 0\n", "resolver[0].weight"},
+		{"min_healthy", "", "pool[0].min_healthy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := okDoc
+			switch tt.name {
+			case "weight":
+				doc = strings.Replace(doc, `vendor = "other"`, `vendor = "other"`+"\n"+tt.add, 1)
+			case "min_healthy":
+				doc = strings.Replace(doc, `check = "c"`, `check = "c"`+"\nmin_healthy = 0", 1)
+			}
+			_, err := Parse([]byte(doc), "x.toml")
+			ps := Problems(err)
+			if len(ps) != 1 || ps[0].Key != tt.wantKey || ps[0].Value != "0" {
+				t.Fatalf("problems = %v, want one at %s with value 0", ps, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestProblemFields(t *testing.T) {
+	doc := strings.Replace(okDoc, `address = "192.0.2.10"`, `address = "192.0.2.999"`, 1)
+	_, err := Parse([]byte(doc), "f.toml")
+	ps := Problems(err)
+	if len(ps) != 1 {
+		t.Fatalf("got %d problems (%v), want 1", len(ps), err)
+	}
+	want := Problem{File: "f.toml", Line: 14, Key: "resolver[0].address", Value: "192.0.2.999", Msg: "not an IP address, IP:PORT or [IPv6]:PORT"}
+	if ps[0] != want {
+		t.Errorf("problem = %#v, want %#v", ps[0], want)
+	}
+	if got := ps[0].Error(); got != `f.toml:14: resolver[0].address: value "192.0.2.999": not an IP address, IP:PORT or [IPv6]:PORT` {
+		t.Errorf("Error() = %s", got)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
+	if err == nil {
+		t.Fatal("Load of a missing file succeeded")
+	}
+	if Problems(err) != nil {
+		t.Errorf("a read error should hold no Problem, got %v", Problems(err))
+	}
+	if !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("error %v does not wrap fs.ErrNotExist", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	cfg, err := Load("full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Resolver("knot-6"); r == nil || r.AddrPort.String() != "[2001:db8:1::41]:53" {
+		t.Errorf("Resolver(knot-6) = %+v", r)
+	}
+	if cfg.Resolver("nope") != nil || cfg.Pool("nope") != nil || cfg.VIP("nope") != nil || cfg.Check("nope") != nil {
+		t.Error("lookup of a missing name returned non-nil")
+	}
+	if p := cfg.Pool("v6-mixed"); p == nil || len(p.Members) != 3 {
+		t.Errorf("Pool(v6-mixed) = %+v", p)
+	}
+	want := "config ok: 2 vips, 2 pools, 9 resolvers (bind 2, unbound 3, powerdns 1, knot 2, dnsmasq 1), 2 checks"
+	if got := cfg.Summary(); got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	min, err := Load("minimal.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := min.Summary(), "config ok: 1 vip, 1 pool, 2 resolvers (bind 1, unbound 1), 1 check"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+}
+
+func TestCheckKeyAndEqual(t *testing.T) {
+	base := func() *Check {
+		cfg, err := Parse([]byte(okDoc), "k.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Check("c")
+	}
+	tests := []struct {
+		name      string
+		change    func(c *Check)
+		sameKey   bool
+		sameEqual bool
+	}{
+		{"unchanged", func(*Check) {}, true, true},
+		{"interval", func(c *Check) { c.Interval.Duration = 5 * time.Second }, true, false},
+		{"rise", func(c *Check) { c.Rise = 5 }, true, false},
+		{"identify", func(c *Check) { f := false; c.Identify = &f }, true, false},
+		{"qname", func(c *Check) { c.QName = "example.org." }, false, false},
+		{"qtype", func(c *Check) { c.QType = "AAAA" }, false, false},
+		{"rd", func(c *Check) { f := false; c.RD = &f }, false, false},
+		{"cd", func(c *Check) { c.CD = true }, false, false},
+		{"transport", func(c *Check) { c.Transport = "tcp" }, false, false},
+		{"rcodes", func(c *Check) { c.Rcodes = []string{"NOERROR", "NXDOMAIN"} }, false, false},
+		{"expect", func(c *Check) { c.Expect = "192.0.2.1" }, false, false},
+		{"timeout", func(c *Check) { c.Timeout.Duration = 500 * time.Millisecond }, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := base(), base()
+			tt.change(b)
+			if got := a.Key() == b.Key(); got != tt.sameKey {
+				t.Errorf("same Key = %v, want %v\n a: %s\n b: %s", got, tt.sameKey, a.Key(), b.Key())
+			}
+			if got := a.Equal(b); got != tt.sameEqual {
+				t.Errorf("Equal = %v, want %v", got, tt.sameEqual)
+			}
+		})
+	}
+	var nilCheck *Check
+	if !nilCheck.Equal(nil) || nilCheck.Equal(base()) {
+		t.Error("Equal with nil checks is wrong")
+	}
+}
+
+func TestLineIndex(t *testing.T) {
+	doc := `# comment
+[daemon]
+log_level = "info" # [not.a.header]
+
+[[resolver]]
+name = "a"
+note = """
+[[resolver]]
+name = "fake"
+"""
+
+[[resolver]]
+name = 'b'
+"quoted.key" = 1
+list = [
+  "x", # ]
+  "y",
+]
+after = 2
+inline = { k = 1 }
+
+[check.c]
+sub.deep = 3
+[check."odd name"]
+qname = "x"
+`
+	idx := scanLines([]byte(doc))
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"daemon", 2},
+		{"daemon.log_level", 3},
+		{"resolver[0]", 5},
+		{"resolver[0].name", 6},
+		{"resolver[0].note", 7},
+		{"resolver[1]", 12},
+		{"resolver[1].name", 13},
+		{`resolver[1]."quoted.key"`, 14},
+		{"resolver[1].list", 15},
+		{"resolver[1].list[1]", 15},
+		{"resolver[1].after", 19},
+		{"resolver[1].inline.k", 20},
+		{"resolver[2]", 0},
+		{"check.c", 22},
+		{"check.c.sub", 23},
+		{"check.c.sub.deep", 23},
+		{`check."odd name".qname`, 25},
+		{"nothing", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			if got := idx.lineOf(tt.path); got != tt.want {
+				t.Errorf("lineOf(%q) = %d, want %d", tt.path, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVendorsAndSchedulersFresh(t *testing.T) {
+	v := Vendors()
+	v[0] = "changed"
+	if Vendors()[0] != "bind" {
+		t.Error("Vendors shares its slice with callers")
+	}
+	if len(Schedulers()) != 14 {
+		t.Errorf("Schedulers() has %d entries, want 14", len(Schedulers()))
+	}
+}

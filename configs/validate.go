@@ -1,0 +1,506 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Vendors returns the known resolver vendors, in display order.
+func Vendors() []string {
+	return []string{"bind", "unbound", "powerdns", "knot", "dnsmasq", "other"}
+}
+
+// Schedulers returns the IPVS schedulers a VIP may use.
+func Schedulers() []string {
+	return []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh", "twos"}
+}
+
+// ForwardingMethods returns the IPVS forwarding methods a VIP may use.
+func ForwardingMethods() []string { return []string{"dr", "nat", "tunnel"} }
+
+// LogLevels returns the accepted daemon.log_level values.
+func LogLevels() []string { return []string{"debug", "info", "warn", "error"} }
+
+// Limits of validated values.
+const (
+	MinInterval       = 100 * time.Millisecond
+	MaxInterval       = time.Hour
+	MinResyncInterval = time.Second
+	MaxResyncInterval = 24 * time.Hour
+	MaxRiseFall       = 100
+	MaxWeight         = 65535
+	MaxNameLen        = 64
+	MaxInterfaceLen   = 15
+)
+
+func oneOf(v string, list []string) bool {
+	for _, s := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func listText(list []string) string { return strings.Join(list, ", ") }
+
+// validName reports whether s is a usable name of a vip, pool, resolver or
+// check: 1..64 of letters, digits, '-', '_', '.', starting with a letter or
+// digit.
+func validName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '-' && c != '_' && c != '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// validate checks every rule and records a problem for each violation.
+func (d *decoder) validate() {
+	c := d.cfg
+	for _, k := range []string{"vip", "pool", "resolver"} {
+		if !d.present[k] {
+			d.p.add(k, "", "missing: at least one [["+k+"]] is required")
+		}
+	}
+	if d.daemonOK {
+		d.validateDaemon()
+	}
+	if d.ipvsOK {
+		d.validateIPVS()
+	}
+	for _, name := range sortedKeys(c.Checks) {
+		if d.checks[name] {
+			d.validateCheck(joinKey("check", name), c.Checks[name])
+		}
+	}
+	d.checkNames("resolver", len(c.Resolvers), func(i int) string { return c.Resolvers[i].Name }, d.resOK)
+	d.checkNames("pool", len(c.Pools), func(i int) string { return c.Pools[i].Name }, d.poolOK)
+	d.checkNames("vip", len(c.VIPs), func(i int) string { return c.VIPs[i].Name }, d.vipOK)
+	seenAddr := map[netip.AddrPort]int{}
+	for i := range c.Resolvers {
+		if d.resOK[i] {
+			d.validateResolver(i, seenAddr)
+		}
+	}
+	for i := range c.Pools {
+		if d.poolOK[i] {
+			d.validatePool(i)
+		}
+	}
+	for i := range c.VIPs {
+		if d.vipOK[i] {
+			d.validateVIP(i)
+		}
+	}
+	d.checkVIPOverlap()
+}
+
+func (d *decoder) validateDaemon() {
+	dm := d.cfg.Daemon
+	switch {
+	case dm.StateDir == "":
+		d.p.add("daemon.state_dir", "", "must not be empty")
+	case !filepath.IsAbs(dm.StateDir):
+		d.p.add("daemon.state_dir", dm.StateDir, "must be an absolute path")
+	}
+	if !oneOf(dm.LogLevel, LogLevels()) {
+		d.p.add("daemon.log_level", dm.LogLevel, "unknown log level (want one of "+listText(LogLevels())+")")
+	}
+}
+
+func (d *decoder) validateIPVS() {
+	v := d.cfg.IPVS
+	if r := v.ResyncInterval.Duration; r < MinResyncInterval || r > MaxResyncInterval {
+		d.p.add("ipvs.resync_interval", fmtDur(r), "must be between "+fmtDur(MinResyncInterval)+" and "+fmtDur(MaxResyncInterval))
+	}
+	if t := v.UDPTimeout.Duration; t < 0 || t%time.Second != 0 {
+		d.p.add("ipvs.udp_timeout", fmtDur(t), "must be zero (keep the kernel's value) or a whole number of seconds")
+	}
+}
+
+// checkNames reports missing, malformed and duplicate names of one kind.
+func (d *decoder) checkNames(kind string, n int, name func(int) string, ok []bool) {
+	first := map[string]int{}
+	for i := 0; i < n; i++ {
+		path := joinKey(indexKey(kind, i), "name")
+		s := name(i)
+		if _, present := d.rawOf(kind, i)["name"]; !present {
+			d.p.add(path, "", "missing required key")
+			continue
+		}
+		if !ok[i] && s == "" {
+			continue
+		}
+		if !validName(s) {
+			d.p.add(path, s, "bad name (1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit)")
+			continue
+		}
+		if j, dup := first[s]; dup {
+			d.p.add(path, s, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey(kind, j), d.p.lines.lineOf(indexKey(kind, j))))
+			continue
+		}
+		first[s] = i
+	}
+}
+
+func (d *decoder) rawOf(kind string, i int) map[string]any {
+	switch kind {
+	case "vip":
+		return d.vipRaw[i]
+	case "pool":
+		return d.poolRaw[i]
+	}
+	return d.resRaw[i]
+}
+
+// parseAddr parses an IP address usable for IPVS, or says why not.
+func parseAddr(s string) (netip.Addr, string) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return a, "not an IP address"
+	case a.Zone() != "":
+		return a, "an address with a zone cannot be used"
+	case a.Is4In6():
+		return a, "an IPv4-mapped IPv6 address cannot be used; write it as IPv4"
+	case a.IsUnspecified():
+		return a, "the unspecified address cannot be used"
+	case a.IsMulticast():
+		return a, "a multicast address cannot be used"
+	}
+	return a, ""
+}
+
+func (d *decoder) validateResolver(i int, seen map[netip.AddrPort]int) {
+	r := &d.cfg.Resolvers[i]
+	base := indexKey("resolver", i)
+	key := joinKey(base, "address")
+	if _, present := d.resRaw[i]["address"]; !present {
+		d.p.add(key, "", "missing required key")
+	} else {
+		host, portText := r.Address, ""
+		if h, p, err := net.SplitHostPort(r.Address); err == nil {
+			host, portText = h, p
+		} else if strings.HasPrefix(r.Address, "[") {
+			host = strings.TrimSuffix(strings.TrimPrefix(r.Address, "["), "]")
+		}
+		a, why := parseAddr(host)
+		port := DefaultPort
+		if why == "" && portText != "" {
+			p, err := strconv.Atoi(portText)
+			if err != nil || p < 1 || p > 65535 {
+				why = "port must be 1..65535"
+			}
+			port = p
+		}
+		if why != "" {
+			if why == "not an IP address" {
+				why = "not an IP address, IP:PORT or [IPv6]:PORT"
+			}
+			d.p.add(key, r.Address, why)
+		} else {
+			r.AddrPort = netip.AddrPortFrom(a, uint16(port))
+			if j, dup := seen[r.AddrPort]; dup {
+				d.p.add(key, r.Address, fmt.Sprintf("same address and port as %s (%q)", indexKey("resolver", j), d.cfg.Resolvers[j].Name))
+			} else {
+				seen[r.AddrPort] = i
+			}
+		}
+	}
+	vkey := joinKey(base, "vendor")
+	switch {
+	case r.Vendor == "":
+		if _, present := d.resRaw[i]["vendor"]; !present {
+			d.p.add(vkey, "", "missing required key (one of "+listText(Vendors())+")")
+		} else {
+			d.p.add(vkey, "", "must not be empty (one of "+listText(Vendors())+")")
+		}
+	case !oneOf(r.Vendor, Vendors()):
+		d.p.add(vkey, r.Vendor, "unknown vendor (want one of "+listText(Vendors())+")")
+	}
+	if r.Weight < 1 || r.Weight > MaxWeight {
+		d.p.add(joinKey(base, "weight"), strconv.Itoa(r.Weight), "must be between 1 and 65535")
+	}
+}
+
+func (d *decoder) validatePool(i int) {
+	c := d.cfg
+	p := &c.Pools[i]
+	base := indexKey("pool", i)
+	mkey := joinKey(base, "members")
+	if _, present := d.poolRaw[i]["members"]; !present {
+		d.p.add(mkey, "", "missing required key")
+	} else if len(p.Members) == 0 {
+		d.p.add(mkey, "", "must name at least one resolver")
+	}
+	seen := map[string]bool{}
+	for j, m := range p.Members {
+		k := indexKey(mkey, j)
+		switch {
+		case seen[m]:
+			d.p.add(k, m, "listed twice")
+		case c.Resolver(m) == nil:
+			d.p.add(k, m, fmt.Sprintf("no [[resolver]] named %q", m))
+		}
+		seen[m] = true
+	}
+	ckey := joinKey(base, "check")
+	switch _, present := d.poolRaw[i]["check"]; {
+	case !present:
+		d.p.add(ckey, "", "missing required key")
+	case c.Checks[p.Check] == nil:
+		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check)))
+	}
+	if len(p.Members) > 0 && (p.MinHealthy < 1 || p.MinHealthy > len(p.Members)) {
+		d.p.add(joinKey(base, "min_healthy"), strconv.Itoa(p.MinHealthy),
+			fmt.Sprintf("must be between 1 and the number of members (%d)", len(p.Members)))
+	}
+}
+
+// validInterface reports whether s is a valid Linux interface name.
+func validInterface(s string) bool {
+	if s == "" || len(s) > MaxInterfaceLen || s == "." || s == ".." {
+		return false
+	}
+	return !strings.ContainsAny(s, "/: \t\n\r\v\f")
+}
+
+func (d *decoder) validateVIP(i int) {
+	c := d.cfg
+	v := &c.VIPs[i]
+	base := indexKey("vip", i)
+	akey := joinKey(base, "address")
+	if _, present := d.vipRaw[i]["address"]; !present {
+		d.p.add(akey, "", "missing required key")
+	} else if a, why := parseAddr(v.Address); why != "" {
+		d.p.add(akey, v.Address, why)
+	} else {
+		v.Addr = a
+	}
+	pkey := joinKey(base, "ports")
+	if len(v.Ports) == 0 {
+		d.p.add(pkey, "", "must list at least one port")
+	}
+	seenPort := map[int]bool{}
+	for j, port := range v.Ports {
+		k := indexKey(pkey, j)
+		switch {
+		case port < 1 || port > 65535:
+			d.p.add(k, strconv.Itoa(port), "port must be 1..65535")
+		case seenPort[port]:
+			d.p.add(k, strconv.Itoa(port), "listed twice")
+		}
+		seenPort[port] = true
+	}
+	prkey := joinKey(base, "protocols")
+	if len(v.Protocols) == 0 {
+		d.p.add(prkey, "", "must list at least one protocol")
+	}
+	seenProto := map[string]bool{}
+	for j, pr := range v.Protocols {
+		k := indexKey(prkey, j)
+		switch {
+		case pr != "udp" && pr != "tcp":
+			d.p.add(k, pr, "unknown protocol (want udp or tcp)")
+		case seenProto[pr]:
+			d.p.add(k, pr, "listed twice")
+		}
+		seenProto[pr] = true
+	}
+	if !oneOf(v.Scheduler, Schedulers()) {
+		d.p.add(joinKey(base, "scheduler"), v.Scheduler, "unknown scheduler (want one of "+listText(Schedulers())+")")
+	}
+	fwdOK := oneOf(v.Forwarding, ForwardingMethods())
+	if !fwdOK {
+		d.p.add(joinKey(base, "forwarding"), v.Forwarding, "unknown forwarding (want one of "+listText(ForwardingMethods())+")")
+	}
+	if _, present := d.vipRaw[i]["interface"]; present && !validInterface(v.Interface) {
+		d.p.add(joinKey(base, "interface"), v.Interface, "bad interface name (1 to 15 characters, no '/', ':' or white space)")
+	}
+	poolKey := joinKey(base, "pool")
+	if _, present := d.vipRaw[i]["pool"]; !present {
+		d.p.add(poolKey, "", "missing required key")
+		return
+	}
+	pool := c.Pool(v.Pool)
+	if pool == nil {
+		d.p.add(poolKey, v.Pool, fmt.Sprintf("no [[pool]] named %q", v.Pool))
+		return
+	}
+	for _, m := range pool.Members {
+		r := c.Resolver(m)
+		if r == nil || !r.AddrPort.IsValid() {
+			continue
+		}
+		ra := r.AddrPort.Addr()
+		if v.Addr.IsValid() && ra.Is4() != v.Addr.Is4() {
+			d.p.add(poolKey, v.Pool, fmt.Sprintf("member %q is %s but the VIP is %s (IPVS cannot mix address families)", m, family(ra), family(v.Addr)))
+		}
+		if fwdOK && v.Forwarding != "nat" {
+			for j, port := range v.Ports {
+				if port >= 1 && port <= 65535 && int(r.AddrPort.Port()) != port {
+					d.p.add(indexKey(pkey, j), strconv.Itoa(port), fmt.Sprintf(
+						"forwarding %q cannot change the port, but member %q listens on port %d (use forwarding \"nat\" or the same port)",
+						v.Forwarding, m, r.AddrPort.Port()))
+					break
+				}
+			}
+		}
+	}
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// checkVIPOverlap reports VIPs that serve an address, port and protocol that
+// an earlier VIP serves already.
+func (d *decoder) checkVIPOverlap() {
+	type svc struct {
+		addr  netip.Addr
+		port  int
+		proto string
+	}
+	owner := map[svc]int{}
+	for i, v := range d.cfg.VIPs {
+		if !d.vipOK[i] || !v.Addr.IsValid() {
+			continue
+		}
+		var clash []string
+		other := -1
+		for _, port := range v.Ports {
+			for _, pr := range v.Protocols {
+				s := svc{v.Addr, port, pr}
+				if j, taken := owner[s]; taken && j != i {
+					clash = append(clash, fmt.Sprintf("%s/%d", pr, port))
+					other = j
+					continue
+				}
+				owner[s] = i
+			}
+		}
+		if len(clash) > 0 {
+			d.p.add(joinKey(indexKey("vip", i), "address"), v.Address, fmt.Sprintf("%s already served by %s (%q)",
+				strings.Join(clash, ", "), indexKey("vip", other), d.cfg.VIPs[other].Name))
+		}
+	}
+}
+
+// validDNSName reports whether s is a domain name a probe can ask.
+func validDNSName(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n\\") {
+		return false
+	}
+	_, ok := dns.IsDomainName(s)
+	return ok
+}
+
+func (d *decoder) validateCheck(base string, k *Check) {
+	raw := d.checkRaw[k.Name]
+	if k.Kind != "dns" {
+		d.p.add(joinKey(base, "kind"), k.Kind, `unknown kind (resolver pools support only "dns")`)
+	}
+	_, hasQ := raw["qname"]
+	_, hasZ := raw["zone"]
+	switch {
+	case hasQ && hasZ:
+		d.p.add(joinKey(base, "zone"), k.Zone, "set either qname or zone, not both")
+	case !hasQ && !hasZ:
+		d.p.add(base, "", "missing required key: set either qname (a fixed name) or zone (random labels under it)")
+	case hasQ && !validDNSName(k.QName):
+		d.p.add(joinKey(base, "qname"), k.QName, "not a valid domain name")
+	case hasZ && !validDNSName(k.Zone):
+		d.p.add(joinKey(base, "zone"), k.Zone, "not a valid domain name")
+	case hasQ:
+		k.QName = dns.Fqdn(k.QName)
+	default:
+		k.Zone = dns.Fqdn(k.Zone)
+	}
+	if t, ok := dns.StringToType[strings.ToUpper(k.QType)]; !ok || t == dns.TypeNone {
+		d.p.add(joinKey(base, "qtype"), k.QType, "unknown query type")
+	} else {
+		k.QType = strings.ToUpper(k.QType)
+	}
+	if _, ok := dns.StringToClass[strings.ToUpper(k.QClass)]; !ok {
+		d.p.add(joinKey(base, "qclass"), k.QClass, "unknown query class")
+	} else {
+		k.QClass = strings.ToUpper(k.QClass)
+	}
+	if k.Transport != "udp" && k.Transport != "tcp" {
+		d.p.add(joinKey(base, "transport"), k.Transport, "unknown transport (want udp or tcp)")
+	}
+	rkey := joinKey(base, "rcodes")
+	if len(k.Rcodes) == 0 {
+		d.p.add(rkey, "", "must list at least one rcode")
+	}
+	for j, rc := range k.Rcodes {
+		if _, ok := dns.StringToRcode[strings.ToUpper(rc)]; !ok {
+			d.p.add(indexKey(rkey, j), rc, "unknown rcode")
+			continue
+		}
+		k.Rcodes[j] = strings.ToUpper(rc)
+	}
+	if _, present := raw["expect"]; present {
+		ekey := joinKey(base, "expect")
+		a, err := netip.ParseAddr(k.Expect)
+		switch {
+		case err != nil:
+			d.p.add(ekey, k.Expect, "not an IP address")
+		case k.QType == "A" && !a.Is4(), k.QType == "AAAA" && !a.Is6():
+			d.p.add(ekey, k.Expect, fmt.Sprintf("an answer to qtype %s cannot hold an %s address", k.QType, family(a)))
+		case k.QType != "A" && k.QType != "AAAA":
+			d.p.add(ekey, k.Expect, "expect needs qtype A or AAAA (use expect_regexp for other types)")
+		}
+	}
+	if _, present := raw["expect_regexp"]; present {
+		if _, err := regexp.Compile(k.ExpectRegexp); err != nil {
+			d.p.add(joinKey(base, "expect_regexp"), k.ExpectRegexp, fmt.Sprintf("does not compile: %v", err))
+		}
+	}
+	iv := k.Interval.Duration
+	if iv < MinInterval || iv > MaxInterval {
+		d.p.add(joinKey(base, "interval"), fmtDur(iv), "must be between "+fmtDur(MinInterval)+" and "+fmtDur(MaxInterval))
+	}
+	switch to := k.Timeout.Duration; {
+	case to <= 0:
+		d.p.add(joinKey(base, "timeout"), fmtDur(to), "must be more than zero")
+	case to >= iv:
+		d.p.add(joinKey(base, "timeout"), fmtDur(to), "must be less than interval ("+fmtDur(iv)+")")
+	}
+	if k.Rise < 1 || k.Rise > MaxRiseFall {
+		d.p.add(joinKey(base, "rise"), strconv.Itoa(k.Rise), "must be between 1 and 100")
+	}
+	if k.Fall < 1 || k.Fall > MaxRiseFall {
+		d.p.add(joinKey(base, "fall"), strconv.Itoa(k.Fall), "must be between 1 and 100")
+	}
+}
+
+// fmtDur formats a duration without zero trailing units ("1h", not "1h0m0s").
+func fmtDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
