@@ -368,7 +368,10 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.mu.Unlock()
 	for _, ev := range resolvers.Events(prev, plan.Pools, now) {
 		lvl := slog.LevelInfo
-		if ev.FailOpen || ev.To >= resolvers.VendorWide {
+		switch {
+		case ev.To == resolvers.NoFacts:
+			lvl = slog.LevelWarn
+		case ev.FailOpen || ev.To >= resolvers.VendorWide:
 			lvl = slog.LevelError
 		}
 		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),

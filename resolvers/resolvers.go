@@ -457,7 +457,7 @@ func Events(prev, cur []PoolStatus, now time.Time) []Event {
 		fo := false
 		if i >= 0 {
 			from, fo = prev[i].Diagnosis, prev[i].FailOpen
-			if from == c.Diagnosis && fo == c.FailOpen && slices.Equal(prev[i].DownVendors, c.DownVendors) {
+			if from == c.Diagnosis && fo == c.FailOpen && (c.Diagnosis != VendorWide || slices.Equal(prev[i].DownVendors, c.DownVendors)) {
 				continue
 			}
 		}
