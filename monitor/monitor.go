@@ -185,9 +185,11 @@ func New(opts Options) *Monitor {
 
 // Update replaces the set of targets. A target whose ID, address and check
 // settings are unchanged keeps its goroutine, schedule and health state. A
-// target whose address or check settings changed restarts from Unknown. A
-// removed target is stopped: when Update returns, it makes no more probe
-// calls and no more events of it are delivered. Targets with an empty or
+// target whose address or check settings changed restarts from Unknown
+// (its new goroutine starts probing only after the old one exited). A
+// removed target is stopped: Update cancels its context and waits until its
+// goroutine exited (an in-flight probe must return), so when Update returns
+// it makes no more probe calls and no more events of it are delivered. Targets with an empty or
 // duplicate ID, a nil check, or a non-positive interval or timeout are
 // logged and skipped. Update is safe to call at any time, also from
 // OnEvent.
