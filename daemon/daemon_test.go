@@ -1,0 +1,326 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/health"
+	"lbdns/probes"
+	"lbdns/resolvers"
+	"lbdns/vip"
+)
+
+// fakeProbe answers by target address: healthy unless marked down.
+type fakeProbe struct {
+	mu   sync.Mutex
+	down map[netip.AddrPort]bool
+}
+
+func (f *fakeProbe) set(a string, down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[netip.MustParseAddrPort(a)] = down
+}
+
+func (f *fakeProbe) probe(_ context.Context, t netip.AddrPort, _ *configs.Check) probes.Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[t] {
+		return probes.Result{Detail: "rcode SERVFAIL", RTT: time.Millisecond}
+	}
+	return probes.Result{OK: true, Detail: "NXDOMAIN", RTT: time.Millisecond}
+}
+
+func noIdentify(context.Context, netip.AddrPort) (string, error) { return "", fmt.Errorf("not asked") }
+
+const testConfig = `
+[daemon]
+state_dir = %q
+
+[ipvs]
+resync_interval = "1s"
+
+[[vip]]
+name = "v4"
+address = "192.0.2.53"
+forwarding = "nat"
+pool = "main"
+
+[[pool]]
+name = "main"
+members = ["bind-1", "unbound-1", "knot-1"]
+check = "rec"
+
+[[resolver]]
+name = "bind-1"
+address = "127.0.0.1:5301"
+vendor = "bind"
+
+[[resolver]]
+name = "unbound-1"
+address = "127.0.0.1:5302"
+vendor = "unbound"
+
+[[resolver]]
+name = "knot-1"
+address = "127.0.0.1:5303"
+vendor = "knot"
+%s
+[check.rec]
+zone = "lbdns.test"
+interval = "100ms"
+timeout = "50ms"
+rise = 1
+fall = 2
+`
+
+func writeConfig(t *testing.T, dir, extra string) string {
+	t.Helper()
+	p := filepath.Join(dir, "lbdns.toml")
+	if err := os.WriteFile(p, []byte(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type harness struct {
+	d      *Daemon
+	probe  *fakeProbe
+	client *vip.MemClient
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *harness {
+	t.Helper()
+	d, err := New(Options{ConfigPath: path, Client: client, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{d: d, probe: fp, client: client, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	h.once.Do(func() {
+		h.cancel()
+		<-h.done
+	})
+}
+
+var svcUDP = vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.53"), Port: 53, Proto: vip.UDP}
+
+// waitDests waits until the kernel (mem) table's UDP service has exactly
+// the given destinations.
+func waitDests(t *testing.T, c *vip.MemClient, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var got []string
+	for time.Now().Before(deadline) {
+		got = got[:0]
+		if s, ok := c.Table()[svcUDP]; ok {
+			for a := range s.Dests {
+				got = append(got, a.String())
+			}
+		}
+		if sameSet(got, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("destinations = %v, want %v", got, want)
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, x := range a {
+		m[x] = true
+	}
+	for _, x := range b {
+		if !m[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHealthDrivesTable(t *testing.T) {
+	dir := t.TempDir()
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	h := start(t, writeConfig(t, dir, ""), mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+
+	fp.set("127.0.0.1:5302", true)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5303")
+	if p := h.d.Plan(); p.Pools[0].Diagnosis != resolvers.Degraded {
+		t.Errorf("diagnosis = %s, want degraded", p.Pools[0].Diagnosis)
+	}
+
+	fp.set("127.0.0.1:5302", false)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+
+	// Every member fails at once: the pool fails open, nothing is removed.
+	for _, a := range []string{"127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303"} {
+		fp.set(a, true)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		p := h.d.Plan()
+		if p.Pools[0].Diagnosis == resolvers.Upstream && p.Pools[0].FailOpen {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := h.d.Plan(); p.Pools[0].Diagnosis != resolvers.Upstream || !p.Pools[0].FailOpen {
+		t.Fatalf("diagnosis = %s fail-open %v, want upstream-failure, fail-open", p.Pools[0].Diagnosis, p.Pools[0].FailOpen)
+	}
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+}
+
+func TestDriftRepairedAndUnownedUntouched(t *testing.T) {
+	dir := t.TempDir()
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	other := vip.Service{Key: vip.ServiceKey{Addr: netip.MustParseAddr("198.51.100.1"), Port: 80, Proto: vip.TCP}, Scheduler: "rr"}
+	if err := mc.CreateService(other); err != nil {
+		t.Fatal(err)
+	}
+	start(t, writeConfig(t, dir, ""), mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+
+	// Someone deletes a destination by hand; the periodic resync restores it.
+	if err := mc.DeleteDestination(svcUDP, netip.MustParseAddrPort("127.0.0.1:5301")); err != nil {
+		t.Fatal(err)
+	}
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+	if _, ok := mc.Table()[other.Key]; !ok {
+		t.Fatal("unowned service was removed")
+	}
+}
+
+func TestRestartAdoptsTable(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{netip.MustParseAddrPort("127.0.0.1:5303"): true}}
+	mc := vip.NewMemClient()
+	h := start(t, path, mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302")
+	h.stop()
+	if len(mc.Table()) != 2 {
+		t.Fatalf("stop changed the table: %v", mc.Table())
+	}
+
+	// A new daemon over the same table applies nothing once it has
+	// re-learned the same health.
+	counting := vip.NewCountingClient(mc)
+	d, err := New(Options{ConfigPath: path, Client: counting, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && counting.Counts().Services == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	<-done
+	c := counting.Counts()
+	if c.Services == 0 {
+		t.Fatal("restarted daemon never read the kernel table")
+	}
+	if c.Writes != 0 {
+		t.Fatalf("restart wrote %d operations to an already correct table", c.Writes)
+	}
+}
+
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	h := start(t, path, mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+	before := h.d.Monitor().Status()[resolvers.TargetID("bind-1", "rec")].Health
+
+	t.Run("bad config rejected whole", func(t *testing.T) {
+		bad := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), ""), `vendor = "knot"`, `vendor = "knotty"`, 1)
+		bad = strings.Replace(bad, `rise = 1`, `rise = 0`, 1)
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := h.d.Reload(context.Background())
+		if err == nil {
+			t.Fatal("bad config accepted")
+		}
+		for _, want := range []string{"vendor", "knotty", "rise"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if n := len(h.d.Config().Resolvers); n != 3 {
+			t.Errorf("running config changed: %d resolvers", n)
+		}
+	})
+
+	t.Run("good config keeps health of unchanged targets", func(t *testing.T) {
+		extra := "\n[[resolver]]\nname = \"pdns-1\"\naddress = \"127.0.0.1:5304\"\nvendor = \"powerdns\"\n"
+		good := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), extra), `"knot-1"]`, `"knot-1", "pdns-1"]`, 1)
+		if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.d.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		after := h.d.Monitor().Status()[resolvers.TargetID("bind-1", "rec")].Health
+		if after.State != health.Up || !after.Since.Equal(before.Since) {
+			t.Errorf("bind-1 health reset by reload: before %v since %v, after %v since %v", before.State, before.Since, after.State, after.Since)
+		}
+		waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303", "127.0.0.1:5304")
+	})
+}
+
+func TestDryRunWritesTable(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	d, err := New(Options{ConfigPath: path, DryRun: true, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	file := filepath.Join(dir, "state", "dry-run-table.txt")
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil && strings.Count(string(b), "->") >= 6+1 {
+			if !strings.Contains(string(b), "NOT applied") {
+				t.Fatalf("dry-run table not labelled:\n%s", b)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(file)
+	t.Fatalf("dry-run table never complete:\n%s", b)
+}
