@@ -12,12 +12,15 @@ package ipvsvm
 import (
 	"bufio"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"lbdns/vip"
 )
 
 // EnvVar is set to "1" by the VM's init for the test binary. Require skips
@@ -147,4 +150,49 @@ func ParseSave(out string) (Table, error) {
 		}
 	}
 	return tab, sc.Err()
+}
+
+// FromVIP renders a vip.Table the way ipvsadm shows it, so the kernel's
+// table read with Dump can be compared with what a test asked for.
+func FromVIP(vt vip.Table) Table {
+	tab := Table{}
+	for k, s := range vt {
+		flag := "-u"
+		if k.Proto == vip.TCP {
+			flag = "-t"
+		}
+		svc := Service{Scheduler: s.Scheduler, Dests: map[string]Dest{}}
+		for a, d := range s.Dests {
+			svc.Dests[a.String()] = Dest{Forward: forward(d.Forwarding), Weight: int(d.Weight)}
+		}
+		tab[flag+" "+netip.AddrPortFrom(k.Addr, k.Port).String()] = svc
+	}
+	return tab
+}
+
+// forward returns ipvsadm's letter for a forwarding method.
+func forward(f vip.Forwarding) string {
+	switch f {
+	case vip.NAT:
+		return "m"
+	case vip.Tunnel:
+		return "i"
+	case vip.DirectRoute:
+		return "g"
+	case vip.Local:
+		return "local"
+	}
+	return f.String()
+}
+
+// Merge returns a new table with the services of all ts; a later table's
+// service replaces an earlier one's with the same key.
+func Merge(ts ...Table) Table {
+	out := Table{}
+	for _, t := range ts {
+		for k, s := range t {
+			out[k] = s
+		}
+	}
+	return out
 }
