@@ -254,6 +254,9 @@ func (k *KernelClient) DestinationStats(key ServiceKey) ([]DestStats, error) {
 	out := make([]DestStats, 0, len(ds))
 	for _, d := range ds {
 		st := d.Stats64
+		if st == (ipvs.Stats{}) {
+			st = d.Stats // kernels without 64-bit counters
+		}
 		out = append(out, DestStats{
 			Addr:        fromIPVSDest(d.Destination, svc.Family).Addr,
 			Connections: st.Connections,
