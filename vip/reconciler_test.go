@@ -479,3 +479,20 @@ func TestMemClient(t *testing.T) {
 		t.Errorf("Table snapshot aliases the client: %v", ds)
 	}
 }
+
+func TestReconcilerCancelledBeforeDump(t *testing.T) {
+	m := NewMemClient()
+	c := NewCountingClient(m)
+	r, _ := newTestReconciler(c, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Sync(ctx, desiredTable()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if got := c.Counts(); got != (ClientCounts{}) {
+		t.Errorf("cancelled Sync touched the client: %+v", got)
+	}
+	if !r.Dirty() {
+		t.Error("not dirty")
+	}
+}
