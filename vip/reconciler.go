@@ -141,6 +141,9 @@ func (r *Reconciler) Sync(ctx context.Context, desired Table) ([]Op, error) {
 func (r *Reconciler) resync(ctx context.Context, desired Table) ([]Op, error) {
 	r.stats.Resyncs++
 	r.dirty = true
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vip: resync: %w", err)
+	}
 	var current Table
 	err := r.retry(ctx, r.Backoff, func() error {
 		r.stats.Dumps++
@@ -210,18 +213,23 @@ func (r *Reconciler) retry(ctx context.Context, backoff []time.Duration, f func(
 // A failed operation is retried (see Backoff); if it still fails the cache
 // is marked dirty and the rest are still attempted, but once an operation
 // has failed for good the others get one try each, so a broken kernel
-// cannot stall the caller for long. A done ctx stops it.
+// cannot stall the caller for long. The destinations of a service whose
+// creation failed are skipped. A done ctx stops it.
 func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 	var (
 		done    []Op
 		errs    []error
 		backoff = r.Backoff
+		missing map[ServiceKey]bool // services whose creation failed
 	)
 	for i, op := range ops {
 		if err := ctx.Err(); err != nil {
 			r.dirty = true
 			errs = append(errs, fmt.Errorf("vip: %d operations not applied: %w", len(ops)-i, err))
 			break
+		}
+		if missing[op.Service.Key] {
+			continue // its destinations cannot be created either
 		}
 		err := r.retry(ctx, backoff, func() error {
 			err := r.exec(op)
@@ -234,6 +242,12 @@ func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 		if err != nil {
 			r.stats.OpsFailed++
 			r.dirty = true
+			if op.Kind == CreateService {
+				if missing == nil {
+					missing = make(map[ServiceKey]bool)
+				}
+				missing[op.Service.Key] = true
+			}
 			backoff = nil // no more retries in this pass
 			errs = append(errs, err)
 			continue
