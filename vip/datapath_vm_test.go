@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,7 +110,21 @@ func TestVMDataPath(t *testing.T) {
 	backends := map[netip.AddrPort]*backend{}
 	for _, v := range vips {
 		bits := v.BitLen()
-		ipvsvm.Sh(t, fmt.Sprintf("ip addr add %s/%d dev lbdnsdp0", v, bits))
+		// The VIP goes on through the daemon's own code; the real
+		// servers' addresses with ip.
+		p := netip.PrefixFrom(v, bits)
+		for i, want := range []bool{true, false} {
+			added, err := vip.EnsureAddress("lbdnsdp0", p)
+			if err != nil {
+				t.Fatalf("EnsureAddress(%s) call %d: %v", p, i+1, err)
+			}
+			if added != want {
+				t.Errorf("EnsureAddress(%s) call %d added=%v, want %v", p, i+1, added, want)
+			}
+		}
+		if out := ipvsvm.Run(t, "ip", "addr", "show", "dev", "lbdnsdp0"); !strings.Contains(out, p.String()) {
+			t.Fatalf("ip addr show lacks %s after EnsureAddress:\n%s", p, out)
+		}
 		for i := 1; i <= 3; i++ {
 			ipvsvm.Sh(t, fmt.Sprintf("ip addr add %s/%d dev lbdnsdp0", rs(v, i).Addr(), bits))
 		}
