@@ -71,7 +71,15 @@ fi
 busybox=/bin/busybox
 
 # --- kernel and tools cache ---------------------------------------------------
-kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+resolve_kernel() {
+	apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+kpkg=$(resolve_kernel)
+if [ -z "$kpkg" ]; then
+	log "apt lists lack linux-image-amd64; running apt-get update"
+	apt-get update -q >&2
+	kpkg=$(resolve_kernel)
+fi
 if [ -z "$kpkg" ]; then
 	log "cannot resolve the kernel package from 'apt-cache depends linux-image-amd64'"
 	exit 1
