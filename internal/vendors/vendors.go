@@ -304,13 +304,15 @@ func (p *Process) Kill() error {
 }
 
 // Freeze stops the process with SIGSTOP: its sockets stay bound and queries
-// pile up unanswered, like a hung server.
-func (p *Process) Freeze() error { return p.signal(syscall.SIGSTOP) }
+// pile up unanswered, like a hung server. It returns once every thread of
+// the process has stopped (a signal alone returns before that).
+func (p *Process) Freeze() error { return p.signal(syscall.SIGSTOP, true) }
 
-// Thaw resumes a frozen process with SIGCONT.
-func (p *Process) Thaw() error { return p.signal(syscall.SIGCONT) }
+// Thaw resumes a frozen process with SIGCONT and returns once none of its
+// threads is stopped.
+func (p *Process) Thaw() error { return p.signal(syscall.SIGCONT, false) }
 
-func (p *Process) signal(sig syscall.Signal) error {
+func (p *Process) signal(sig syscall.Signal, stopped bool) error {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
@@ -320,7 +322,48 @@ func (p *Process) signal(sig syscall.Signal) error {
 	if err := cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("%s: signal %v: %w", p.Vendor, sig, err)
 	}
-	return nil
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		all, err := allThreadsStopped(cmd.Process.Pid, stopped)
+		if err != nil {
+			return fmt.Errorf("%s: signal %v: %w", p.Vendor, sig, err)
+		}
+		if all {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: signal %v: threads not in the expected state after 5 s", p.Vendor, sig)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is stopped (when
+// stopped is true) or whether none is (when stopped is false), from the
+// state field of /proc/PID/task/TID/stat.
+func allThreadsStopped(pid int, stopped bool) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, fmt.Errorf("read threads: %w", err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses and
+		// may itself contain spaces or parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return false, fmt.Errorf("parse %s/stat: %q", task.Name(), b)
+		}
+		state := b[i+2]
+		isStopped := state == 'T' || state == 't'
+		if isStopped != stopped {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Running reports whether the process is running (frozen counts as

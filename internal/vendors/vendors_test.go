@@ -61,10 +61,18 @@ func checkWWW(t *testing.T, p *Process, up *dnstest.Server) {
 }
 
 // TestUpstreamOutage checks, for every vendor, the behaviour the notes
-// describe: it forwards to the upstream, serves a cached name while the
-// upstream is down but fails a fresh name (SERVFAIL or no answer), and
-// resolves fresh names again once the upstream is back.
+// describe: it forwards to the upstream, and while the upstream is down
+// (killed: its port refuses; or frozen: it reads queries and never answers)
+// it still serves a cached name but fails a fresh one (SERVFAIL or no
+// answer), and it resolves fresh names again once the upstream is back.
 func TestUpstreamOutage(t *testing.T) {
+	outages := []struct {
+		name       string
+		down, back func(*dnstest.Server) error
+	}{
+		{"killed", (*dnstest.Server).Stop, (*dnstest.Server).Restart},
+		{"frozen", func(s *dnstest.Server) error { s.Freeze(); return nil }, func(s *dnstest.Server) error { s.Thaw(); return nil }},
+	}
 	for _, v := range All() {
 		t.Run(string(v), func(t *testing.T) {
 			t.Parallel()
@@ -81,36 +89,39 @@ func TestUpstreamOutage(t *testing.T) {
 				t.Fatalf("upstream saw %d queries for %s, want at least 1", got, name)
 			}
 
-			if err := up.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			r, err = query(p, randomName(up), dns.TypeA, 3*time.Second)
-			switch {
-			case err != nil && isTimeout(err):
-			case err == nil && r.Rcode == dns.RcodeServerFailure:
-			default:
-				t.Fatalf("fresh name with upstream down: %s, want SERVFAIL or timeout\n%s", describe(r, err), p.Log())
-			}
-			t.Logf("%s: fresh name, upstream down: %s after %v", v, describe(r, err), time.Since(start).Round(time.Millisecond))
-			checkWWW(t, p, up) // cached, unexpired: still served
+			// Sequential: the outages share the process and the upstream.
+			for _, o := range outages {
+				if err := o.down(up); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				r, err = query(p, randomName(up), dns.TypeA, 3*time.Second)
+				switch {
+				case err != nil && isTimeout(err):
+				case err == nil && r.Rcode == dns.RcodeServerFailure:
+				default:
+					t.Fatalf("%s upstream: fresh name: %s, want SERVFAIL or timeout\n%s", o.name, describe(r, err), p.Log())
+				}
+				t.Logf("%s: upstream %s: fresh name: %s after %v", v, o.name, describe(r, err), time.Since(start).Round(time.Millisecond))
+				checkWWW(t, p, up) // cached, unexpired: still served
 
-			if err := up.Restart(); err != nil {
-				t.Fatal(err)
-			}
-			start = time.Now()
-			deadline := start.Add(40 * time.Second)
-			for {
-				r, err = query(p, randomName(up), dns.TypeA, time.Second)
-				if err == nil && r.Rcode == dns.RcodeNameError {
-					break
+				if err := o.back(up); err != nil {
+					t.Fatal(err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("not recovered 40 s after the upstream came back, last: %s\n%s", describe(r, err), p.Log())
+				start = time.Now()
+				deadline := start.Add(40 * time.Second)
+				for {
+					r, err = query(p, randomName(up), dns.TypeA, time.Second)
+					if err == nil && r.Rcode == dns.RcodeNameError {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s upstream: not recovered 40 s after it came back, last: %s\n%s", o.name, describe(r, err), p.Log())
+					}
+					time.Sleep(250 * time.Millisecond)
 				}
-				time.Sleep(250 * time.Millisecond)
+				t.Logf("%s: upstream %s: recovered %v after it came back", v, o.name, time.Since(start).Round(time.Millisecond))
 			}
-			t.Logf("%s: recovered %v after the upstream came back", v, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
