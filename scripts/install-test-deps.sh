@@ -19,6 +19,18 @@ else
 	SUDO=
 fi
 
+# check_port53 warns if anything listens on port 53: tests never use it, but
+# a resolver service left running there is not ours to keep.
+check_port53() {
+	if command -v ss >/dev/null 2>&1; then
+		busy=$(ss -Hlnptu 'sport = :53' 2>/dev/null || true)
+		if [ -n "$busy" ]; then
+			echo "install-test-deps: warning: something listens on port 53 (tests do not need it):" >&2
+			echo "$busy" >&2
+		fi
+	fi
+}
+
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -28,6 +40,7 @@ done
 
 if [ -z "$missing" ]; then
 	echo "install-test-deps: all packages already installed"
+	check_port53
 	exit 0
 fi
 echo "install-test-deps: installing:$missing"
@@ -82,4 +95,5 @@ if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	done
 fi
 
+check_port53
 echo "install-test-deps: done"

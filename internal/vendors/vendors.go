@@ -139,6 +139,9 @@ func Start(t testing.TB, v Vendor, upstream netip.AddrPort) *Process {
 // StartWith is Start with options.
 func StartWith(t testing.TB, v Vendor, upstream netip.AddrPort, opts Options) *Process {
 	t.Helper()
+	if v.Binary() == "" {
+		t.Fatalf("vendors: unknown vendor %q (want one of %v)", v, All())
+	}
 	path, err := LookPath(v)
 	if err != nil {
 		if required() {
