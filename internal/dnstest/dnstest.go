@@ -82,6 +82,10 @@ type Server struct {
 	// Delay is a fixed delay added before every answer; see also SetDelay.
 	Delay time.Duration
 
+	// life serializes Start, Stop, Restart and Shutdown, which must not
+	// hold mu while they wait for handlers (handlers take mu).
+	life sync.Mutex
+
 	mu      sync.Mutex // guards the fields below
 	zone    string
 	ttl     uint32
@@ -91,7 +95,7 @@ type Server struct {
 	port    uint16
 	udp     *dns.Server
 	tcp     *dns.Server
-	stop    chan struct{} // closed by Stop and Shutdown to cut delays short
+	stopc   chan struct{} // closed by Stop and Shutdown to cut delays short
 	counts  map[string]int
 	closed  bool
 
@@ -143,6 +147,8 @@ func DefaultRecords(zone string, ttl uint32) []dns.RR {
 // both listeners serve. A Server can be started once; use Stop and Restart
 // to take it down and bring it back.
 func (s *Server) Start() error {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zone != "" {
@@ -215,12 +221,13 @@ func listenPair(port uint16) (net.PacketConn, net.Listener, error) {
 }
 
 // serveLocked starts the two miekg servers on the given sockets and waits
-// until both run. s.mu must be held.
+// until both run. s.life and s.mu must be held; handlers that start
+// meanwhile wait for s.mu, which is fine: nothing here waits for them.
 func (s *Server) serveLocked(udp net.PacketConn, tcp net.Listener) error {
 	mux := dns.NewServeMux()
 	mux.HandleFunc(".", s.handle)
 	s.port = uint16(udp.LocalAddr().(*net.UDPAddr).Port)
-	s.stop = make(chan struct{})
+	s.stopc = make(chan struct{})
 	started := make(chan struct{}, 2)
 	notify := func() { started <- struct{}{} }
 	s.udp = &dns.Server{PacketConn: udp, Handler: mux, NotifyStartedFunc: notify}
@@ -336,26 +343,36 @@ func (s *Server) ResetCounts() {
 func (s *Server) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.zone == "" {
-		return ErrNotStarted
-	}
-	return s.stopLocked(ctx)
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.stop(ctx, false)
 }
 
-func (s *Server) stopLocked(ctx context.Context) error {
-	if s.udp == nil {
+// stop shuts both listeners down, and marks the server closed for good if
+// final is set. s.life must be held, s.mu must not be: the shutdown waits
+// for handlers in flight, and they take s.mu.
+func (s *Server) stop(ctx context.Context, final bool) error {
+	s.mu.Lock()
+	if s.zone == "" {
+		s.mu.Unlock()
+		return ErrNotStarted
+	}
+	s.closed = s.closed || final
+	udp, tcp := s.udp, s.tcp
+	if udp == nil {
+		s.mu.Unlock()
 		return nil
 	}
-	close(s.stop)
+	s.udp, s.tcp = nil, nil
+	close(s.stopc)
+	s.mu.Unlock()
+
 	var errs []error
-	for _, srv := range []*dns.Server{s.udp, s.tcp} {
+	for _, srv := range []*dns.Server{udp, tcp} {
 		if err := srv.ShutdownContext(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	s.udp, s.tcp = nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dnstest: stop: %w", err)
 	}
@@ -367,6 +384,8 @@ func (s *Server) stopLocked(ctx context.Context) error {
 // running server does nothing. It retries for up to a second if the port
 // is still busy.
 func (s *Server) Restart() error {
+	s.life.Lock()
+	defer s.life.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zone == "" || s.closed {
@@ -391,13 +410,9 @@ func (s *Server) Restart() error {
 // Shutdown stops the server for good. It waits for answers in flight until
 // ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.zone == "" {
-		return ErrNotStarted
-	}
-	s.closed = true
-	return s.stopLocked(ctx)
+	s.life.Lock()
+	defer s.life.Unlock()
+	return s.stop(ctx, true)
 }
 
 // handle answers one query.
@@ -413,7 +428,7 @@ func (s *Server) handle(w dns.ResponseWriter, req *dns.Msg) {
 
 	s.mu.Lock()
 	s.counts[name]++
-	stop := s.stop
+	stop := s.stopc
 	zone, recs, soa, ns := s.zone, s.records[name], s.soa, s.ns
 	s.mu.Unlock()
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,4 +276,44 @@ func leakedGoroutines() string {
 		}
 	}
 	return strings.Join(leaked, "\n\n")
+}
+
+// TestStopUnderLoad stops and restarts the server while clients keep
+// querying it: Stop must not wait on handlers that wait on Stop.
+func TestStopUnderLoad(t *testing.T) {
+	s := NewServer(t)
+	addr, name := s.Addr().String(), s.Name("www")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			c := &dns.Client{Timeout: 100 * time.Millisecond}
+			q := new(dns.Msg)
+			q.SetQuestion(name, dns.TypeA)
+			for range 2000 {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				c.Exchange(q, addr)
+			}
+		})
+	}
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	for round := range 20 {
+		time.Sleep(10 * time.Millisecond)
+		if err := s.Stop(); err != nil {
+			t.Fatalf("round %d: Stop under load: %v", round, err)
+		}
+		if err := s.Restart(); err != nil {
+			t.Fatalf("round %d: Restart under load: %v", round, err)
+		}
+	}
+	if got := s.Count(name); got == 0 {
+		t.Fatal("no queries reached the server")
+	}
 }
