@@ -16,6 +16,13 @@ import (
 // unavailableHint tells the operator what to do when IPVS cannot be used.
 const unavailableHint = "load the ip_vs module (modprobe ip_vs) and run as root or with CAP_NET_ADMIN, or start with -dry-run"
 
+// The clients of this package are all Clients.
+var (
+	_ Client = (*KernelClient)(nil)
+	_ Client = (*MemClient)(nil)
+	_ Client = (*CountingClient)(nil)
+)
+
 // KernelClient is the Client of the running kernel's IPVS table, over
 // generic netlink (github.com/cloudflare/ipvs). Firewall-mark services are
 // left out of Services: they have no address and port, so they are never
@@ -254,6 +261,9 @@ func (k *KernelClient) DestinationStats(key ServiceKey) ([]DestStats, error) {
 	out := make([]DestStats, 0, len(ds))
 	for _, d := range ds {
 		st := d.Stats64
+		if st == (ipvs.Stats{}) {
+			st = d.Stats // kernels without 64-bit counters
+		}
 		out = append(out, DestStats{
 			Addr:        fromIPVSDest(d.Destination, svc.Family).Addr,
 			Connections: st.Connections,
@@ -288,6 +298,17 @@ func SetUDPTimeout(c *KernelClient, d time.Duration) error {
 		return fmt.Errorf("vip: set udp timeout: %w", err)
 	}
 	return nil
+}
+
+// Timeouts returns the kernel's IPVS connection timeouts: TCP, TCP after
+// FIN, and UDP.
+func (k *KernelClient) Timeouts() (tcp, tcpFin, udp time.Duration, err error) {
+	cfg, err := k.c.Config()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("vip: read ipvs timeouts: %w", err)
+	}
+	sec := func(v uint32) time.Duration { return time.Duration(v) * time.Second }
+	return sec(cfg.TCPTimeout), sec(cfg.TCPFinTimeout), sec(cfg.UDPTimeout), nil
 }
 
 // expireNodestConnPath is the sysctl SetExpireNodestConn writes.

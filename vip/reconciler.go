@@ -141,6 +141,9 @@ func (r *Reconciler) Sync(ctx context.Context, desired Table) ([]Op, error) {
 func (r *Reconciler) resync(ctx context.Context, desired Table) ([]Op, error) {
 	r.stats.Resyncs++
 	r.dirty = true
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vip: resync: %w", err)
+	}
 	var current Table
 	err := r.retry(ctx, r.Backoff, func() error {
 		r.stats.Dumps++

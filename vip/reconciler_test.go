@@ -22,6 +22,7 @@ type faultClient struct {
 	fail     map[int]error
 	failKind map[string]error
 	calls    []string
+	onCall   func(n int) // if set, called with each call's number
 }
 
 func (f *faultClient) check(method string) error {
@@ -29,6 +30,9 @@ func (f *faultClient) check(method string) error {
 	defer f.mu.Unlock()
 	f.n++
 	f.calls = append(f.calls, method)
+	if f.onCall != nil {
+		f.onCall(f.n)
+	}
 	if err, ok := f.fail[f.n]; ok {
 		return err
 	}
@@ -430,14 +434,24 @@ func TestReconcilerResyncRepairsDrift(t *testing.T) {
 
 func TestReconcilerContextCancelled(t *testing.T) {
 	m := NewMemClient()
-	f := &faultClient{Client: m, fail: map[int]error{2: errors.New("boom")}}
-	r := NewReconciler(f, nil) // real sleep: the cancelled ctx must cut it short
-	r.Backoff = []time.Duration{time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := r.Resync(ctx, desiredTable())
+	defer cancel()
+	// The second call (the first create) fails, and the context is cancelled
+	// as it happens: the hour-long real wait must be cut short.
+	f := &faultClient{Client: m, fail: map[int]error{2: errors.New("boom")}}
+	f.onCall = func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	}
+	r := NewReconciler(f, nil)
+	r.Backoff = []time.Duration{time.Hour}
+	ops, err := r.Resync(ctx, desiredTable())
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if len(ops) != 0 || len(f.calls) != 2 {
+		t.Errorf("after cancellation: applied %q, calls %q", opStrings(ops), f.calls)
 	}
 	if !r.Dirty() {
 		t.Error("not dirty after cancellation")
@@ -477,5 +491,22 @@ func TestMemClient(t *testing.T) {
 	snap[kU].Dests[netip.MustParseAddrPort("10.0.0.1:53")] = Destination{}
 	if ds, _ := m.Destinations(kU); len(ds) != 1 || ds[0].Weight != 1 {
 		t.Errorf("Table snapshot aliases the client: %v", ds)
+	}
+}
+
+func TestReconcilerCancelledBeforeDump(t *testing.T) {
+	m := NewMemClient()
+	c := NewCountingClient(m)
+	r, _ := newTestReconciler(c, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Sync(ctx, desiredTable()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if got := c.Counts(); got != (ClientCounts{}) {
+		t.Errorf("cancelled Sync touched the client: %+v", got)
+	}
+	if !r.Dirty() {
+		t.Error("not dirty")
 	}
 }

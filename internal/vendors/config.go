@@ -1,0 +1,177 @@
+package vendors
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+)
+
+// spec says how to run one vendor: its binary, the files to write into the
+// process's directory, and its command line.
+type spec struct {
+	binary string
+	// files maps a file name inside dir to its content.
+	files map[string]string
+	args  []string
+}
+
+// specFor builds the configuration of vendor v listening on listen,
+// forwarding everything to upstream, with its files in dir.
+func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options) (spec, error) {
+	la, lp := listen.Addr().String(), listen.Port()
+	ua, up := upstream.Addr().String(), upstream.Port()
+	switch v {
+	case Unbound:
+		conf := filepath.Join(dir, "unbound.conf")
+		prefetch := "no"
+		if opts.Prefetch {
+			prefetch = "yes"
+		}
+		return spec{
+			binary: "unbound",
+			files: map[string]string{"unbound.conf": fmt.Sprintf(`server:
+	do-daemonize: no
+	username: ""
+	chroot: ""
+	directory: %q
+	pidfile: ""
+	use-syslog: no
+	logfile: ""
+	verbosity: 1
+	interface: %s@%d
+	port: %d
+	do-ip6: no
+	so-reuseport: no
+	num-threads: 1
+	access-control: 127.0.0.0/8 allow
+	do-not-query-localhost: no
+	infra-keep-probing: yes
+	module-config: "iterator"
+	local-zone: "test." nodefault
+	prefetch: %s
+	msg-cache-size: 4m
+	rrset-cache-size: 8m
+remote-control:
+	control-enable: no
+forward-zone:
+	name: "."
+	forward-addr: %s@%d
+`, dir, la, lp, lp, prefetch, ua, up)},
+			args: []string{"-d", "-p", "-c", conf},
+		}, nil
+
+	case BIND:
+		conf := filepath.Join(dir, "named.conf")
+		prefetch := "0"
+		if opts.Prefetch {
+			prefetch = "2 9"
+		}
+		return spec{
+			binary: "named",
+			files: map[string]string{"named.conf": fmt.Sprintf(`options {
+	directory %q;
+	pid-file none;
+	session-keyfile none;
+	managed-keys-directory %q;
+	listen-on port %d { %s; };
+	listen-on-v6 { none; };
+	recursion yes;
+	allow-query { 127.0.0.0/8; };
+	allow-recursion { 127.0.0.0/8; };
+	dnssec-validation no;
+	forward only;
+	forwarders { %s port %d; };
+	max-cache-size 32m;
+	prefetch %s;
+	querylog no;
+};
+controls { };
+`, dir, dir, lp, la, ua, up, prefetch)},
+			args: []string{"-g", "-4", "-n", "1", "-c", conf},
+		}, nil
+
+	case Knot:
+		conf := filepath.Join(dir, "kresd.conf")
+		var extra string
+		if opts.Prefetch {
+			extra = "modules.load('predict')\n"
+		}
+		return spec{
+			binary: "kresd",
+			files: map[string]string{"kresd.conf": fmt.Sprintf(`-- lbdns test fixture: forward everything to a loopback upstream.
+net.ipv6 = false
+net.listen('%s', %d, { kind = 'dns' })
+cache.size = 16 * MB
+trust_anchors.remove('.')
+modules.unload('priming')
+modules.unload('detect_time_skew')
+modules.unload('detect_time_jump')
+modules.unload('ta_signal_query')
+modules.unload('ta_sentinel')
+%spolicy.add(policy.all(policy.FORWARD({'%s@%d'})))
+`, la, lp, extra, ua, up)},
+			args: []string{"-n", "-c", conf, dir},
+		}, nil
+
+	case PowerDNS:
+		refresh := "0"
+		if opts.Prefetch {
+			refresh = "50"
+		}
+		// forward-zones (not forward-zones-recurse): the upstream is an
+		// authoritative server, so queries go out with RD=0. ADDR:PORT
+		// selects a non-53 port.
+		return spec{
+			binary: "pdns_recursor",
+			files: map[string]string{"recursor.conf": fmt.Sprintf(`daemon=no
+write-pid=no
+socket-dir=%s
+disable-syslog=yes
+log-timestamp=no
+loglevel=4
+local-address=%s
+local-port=%d
+allow-from=127.0.0.0/8
+threads=1
+pdns-distributes-queries=no
+dnssec=process-no-validate
+forward-zones=.=%s:%d
+security-poll-suffix=
+max-cache-entries=100000
+refresh-on-ttl-perc=%s
+`, dir, la, lp, ua, up, refresh)},
+			args: []string{"--config-dir=" + dir},
+		}, nil
+
+	case Dnsmasq:
+		conf := filepath.Join(dir, "dnsmasq.conf")
+		// dnsmasq has no prefetch; opts.Prefetch is ignored.
+		return spec{
+			binary: "dnsmasq",
+			files: map[string]string{"dnsmasq.conf": fmt.Sprintf(`keep-in-foreground
+no-resolv
+no-hosts
+no-poll
+bind-interfaces
+listen-address=%s
+port=%d
+server=%s#%d
+pid-file=
+log-facility=-
+user=root
+cache-size=1000
+`, la, lp, ua, up)},
+			args: []string{"-C", conf},
+		}, nil
+	}
+	return spec{}, fmt.Errorf("vendors: unknown vendor %q (want one of %s)", v, strings.Join(names(), ", "))
+}
+
+func names() []string {
+	var s []string
+	for _, v := range All() {
+		s = append(s, string(v))
+	}
+	return s
+}

@@ -1,0 +1,99 @@
+#!/bin/sh
+# install-test-deps.sh installs the real DNS resolver products and tools that
+# lbdns tests run against (see internal/vendors). It is idempotent: packages
+# already installed are left alone, and apt-get update runs at most once.
+#
+# Debian installs would normally start bind9, unbound, dnsmasq and
+# pdns-recursor as services on port 53. Tests never use port 53, but to keep
+# the host clean this script blocks service starts during the install
+# (policy-rc.d) and afterwards stops any of those services that still run.
+set -eu
+
+PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils"
+
+export DEBIAN_FRONTEND=noninteractive
+
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+else
+	SUDO=
+fi
+
+# check_port53 warns if anything listens on port 53: tests never use it, but
+# a resolver service left running there is not ours to keep.
+check_port53() {
+	if command -v ss >/dev/null 2>&1; then
+		busy=$(ss -Hlnptu 'sport = :53' 2>/dev/null || true)
+		if [ -n "$busy" ]; then
+			echo "install-test-deps: warning: something listens on port 53 (tests do not need it):" >&2
+			echo "$busy" >&2
+		fi
+	fi
+}
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "install-test-deps: all packages already installed"
+	check_port53
+	exit 0
+fi
+echo "install-test-deps: installing:$missing"
+
+# apt_retry runs an apt-get command, waiting for another apt/dpkg process that
+# holds the lock (up to about 10 minutes) instead of failing at once.
+apt_retry() {
+	i=0
+	while :; do
+		if $SUDO apt-get -o DPkg::Lock::Timeout=60 "$@"; then
+			return 0
+		fi
+		i=$((i + 1))
+		if [ "$i" -ge 10 ]; then
+			echo "install-test-deps: apt-get $* failed $i times" >&2
+			return 1
+		fi
+		echo "install-test-deps: apt-get failed (lock held?), retry $i in 10 s" >&2
+		sleep 10
+	done
+}
+
+# Block service starts during the install unless a policy already exists.
+policy=/usr/sbin/policy-rc.d
+added_policy=0
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+	$SUDO chmod 755 "$policy"
+	added_policy=1
+fi
+cleanup() {
+	if [ "$added_policy" -eq 1 ]; then
+		$SUDO rm -f "$policy"
+	fi
+}
+trap cleanup EXIT
+
+# Update the package lists once, only if they are missing or older than a day.
+lists=/var/lib/apt/lists
+if [ -z "$(find "$lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+	apt_retry update
+fi
+
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+apt_retry install -y --no-install-recommends $missing
+
+# Stop any service an install may still have started, so nothing we installed
+# sits on port 53.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+	for s in bind9 named unbound dnsmasq pdns-recursor kresd@1; do
+		$SUDO systemctl stop "$s" 2>/dev/null || true
+	done
+fi
+
+check_port53
+echo "install-test-deps: done"
