@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench.sh prints lbdns's benchmark figures (see bench/README.md). Figures
+# are printed, never judged by timing; the benchmarks that check a count
+# (netlink writes for one change) fail when the count is wrong.
+#
+# Usage: scripts/bench.sh [quick|full]
+#   quick: short runs (CI); full: the durations bench/README.md quotes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+mode=${1:-full}
+case $mode in
+quick) benchtime=20x; health_duration=20 ;;
+full) benchtime=1s; health_duration=60 ;;
+*) echo "usage: $0 [quick|full]" >&2; exit 2 ;;
+esac
+
+echo "=== bench: IPVS diff, 2,000 services x 20 destinations, one change"
+go test -run '^$' -bench 'BenchmarkDiff2000x20OneChange' -benchmem -benchtime "$benchtime" ./vip
+
+echo "=== bench: one DNS probe on loopback"
+go test -run '^$' -bench 'BenchmarkDNSProbe' -benchmem -benchtime "$benchtime" ./probes
+
+echo "=== bench: IPVS in a VM: full sync of 1,000 x 10 vs ipvsadm -R; one change"
+scripts/ipvs-vm.sh ./bench/ipvs -test.v -test.timeout 10m
+
+if [ -x bench/health/run.sh ]; then
+	echo "=== bench: health engine, 5,000 targets at 1 s for ${health_duration}s"
+	DURATION=$health_duration bench/health/run.sh
+fi
