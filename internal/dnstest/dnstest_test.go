@@ -3,9 +3,8 @@ package dnstest
 import (
 	"context"
 	"errors"
+	"lbdns/internal/leakcheck"
 	"net"
-	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -247,35 +246,7 @@ func TestShutdown(t *testing.T) {
 // TestMain fails the package if server goroutines are still running after
 // all tests shut their servers down.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			leaked := leakedGoroutines()
-			if leaked == "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				os.Stderr.WriteString("leaked goroutines:\n" + leaked)
-				code = 1
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	os.Exit(code)
-}
-
-func leakedGoroutines() string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var leaked []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "miekg/dns.(*Server)") || strings.Contains(g, "dnstest.(*Server)") {
-			leaked = append(leaked, g)
-		}
-	}
-	return strings.Join(leaked, "\n\n")
+	leakcheck.Main(m, "miekg/dns.(*Server)", "dnstest.(*Server)")
 }
 
 // TestStopUnderLoad stops and restarts the server while clients keep

@@ -1,0 +1,11 @@
+package daemon
+
+import (
+	"testing"
+
+	"lbdns/internal/leakcheck"
+)
+
+// TestMain fails the package when a daemon's goroutines (monitor targets,
+// event loop) outlive the test that started it.
+func TestMain(m *testing.M) { leakcheck.Main(m, "lbdns/daemon.(*Daemon)", "lbdns/monitor.(*Monitor)") }
