@@ -75,6 +75,8 @@ type Daemon struct {
 	warmUntil time.Time
 	warm      bool
 	lastTable vip.Table
+	// identity is the last version.bind answer logged per target.
+	identity map[string]string
 
 	mu   sync.Mutex // guards plan and cfg copies read by other goroutines
 	plan resolvers.Plan
@@ -112,6 +114,7 @@ func New(opts Options) (*Daemon, error) {
 		events:   make(chan monitor.Event, 1024),
 		reloadCh: make(chan chan error),
 		owned:    map[vip.ServiceKey]bool{},
+		identity: map[string]string{},
 		closer:   func() error { return nil },
 	}
 	d.setLevel(cfg)
@@ -345,6 +348,7 @@ func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
 	out := make(map[string]resolvers.Fact, len(st))
 	decided := true
 	for id, s := range st {
+		d.noteIdentity(id, s)
 		out[id] = resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
 			Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0}
 		if s.Health.State == health.Unknown {
@@ -408,6 +412,28 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	if d.dryRun && (len(ops) > 0 || d.lastTable == nil) {
 		d.writeDryRunTable()
 	}
+}
+
+// noteIdentity logs a target's version.bind answer when it is new, and
+// warns when the product it names is not the vendor the config declares:
+// a warning, never a failure, since version strings can be changed.
+func (d *Daemon) noteIdentity(id string, s monitor.TargetStatus) {
+	if s.Identity == "" || d.identity[id] == s.Identity {
+		return
+	}
+	d.identity[id] = s.Identity
+	name, _, _ := strings.Cut(id, "/")
+	declared := ""
+	if r := d.cfg.Resolver(name); r != nil {
+		declared = r.Vendor
+	}
+	seen := probes.VendorOf(s.Identity)
+	if seen != "" && declared != "" && declared != "other" && seen != declared {
+		d.log.Warn("backend identifies as another vendor than configured", "target", id, "addr", s.Addr.String(),
+			"version", s.Identity, "identified", seen, "configured", declared)
+		return
+	}
+	d.log.Info("backend identified", "target", id, "addr", s.Addr.String(), "version", s.Identity, "vendor", seen)
 }
 
 func (d *Daemon) ensureAddresses() {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -323,4 +324,61 @@ func TestDryRunWritesTable(t *testing.T) {
 	}
 	b, _ := os.ReadFile(file)
 	t.Fatalf("dry-run table never complete:\n%s", b)
+}
+
+func TestIdentityMismatchWarns(t *testing.T) {
+	dir := t.TempDir()
+	var buf syncBuffer
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	identify := func(_ context.Context, a netip.AddrPort) (string, error) {
+		switch a.Port() {
+		case 5301: // declared bind
+			return "unbound 1.17.1", nil
+		case 5302: // declared unbound
+			return "unbound 1.17.1", nil
+		}
+		return "", fmt.Errorf("rcode SERVFAIL") // knot, as Knot Resolver answers
+	}
+	d, err := New(Options{ConfigPath: writeConfig(t, dir, ""), Client: vip.NewMemClient(), Probe: fp.probe, Identify: identify,
+		TickInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && !(strings.Contains(buf.String(), "another vendor") && strings.Contains(buf.String(), "target=unbound-1/rec")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := buf.String()
+	if !strings.Contains(out, `msg="backend identifies as another vendor than configured" target=bind-1/rec`) ||
+		!strings.Contains(out, "identified=unbound configured=bind") {
+		t.Fatalf("no mismatch warning for bind-1 in log:\n%s", out)
+	}
+	if !strings.Contains(out, `msg="backend identified" target=unbound-1/rec addr=127.0.0.1:5302 version="unbound 1.17.1" vendor=unbound`) {
+		t.Errorf("unbound-1 not logged as identified:\n%s", out)
+	}
+	if strings.Contains(out, `identified" target=knot-1/rec`) || strings.Contains(out, `configured" target=knot-1/rec`) {
+		t.Errorf("knot-1 gave no version but something was logged for it:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
