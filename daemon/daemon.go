@@ -72,6 +72,8 @@ type Daemon struct {
 	// Loop-owned state.
 	cfg       *configs.Config
 	owned     map[vip.ServiceKey]bool
+	// ownedSaved is the owned set as last persisted.
+	ownedSaved []string
 	warmUntil time.Time
 	warm      bool
 	lastTable vip.Table
@@ -143,6 +145,7 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	d.install(cfg)
+	d.loadOwned()
 	return d, nil
 }
 
@@ -408,6 +411,8 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	}
 	if err != nil {
 		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
+	} else {
+		d.pruneOwned(plan.Table)
 	}
 	if d.dryRun && (len(ops) > 0 || d.lastTable == nil) {
 		d.writeDryRunTable()

@@ -382,3 +382,71 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestRemovedVIPDeletedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	hand := vip.Service{Key: vip.ServiceKey{Addr: netip.MustParseAddr("198.51.100.1"), Port: 53, Proto: vip.UDP}, Scheduler: "rr"}
+	if err := mc.CreateService(hand); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, path, mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+	h.stop()
+
+	// While the daemon is down, the operator moves the VIP to another
+	// address. The restarted daemon deletes the old VIP's services (it
+	// owned them) and leaves the hand-made one alone.
+	moved := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), ""), `address = "192.0.2.53"`, `address = "192.0.2.54"`, 1)
+	if err := os.WriteFile(path, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(t, path, mc, fp)
+	newUDP := vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.54"), Port: 53, Proto: vip.UDP}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		tab := mc.Table()
+		_, oldThere := tab[svcUDP]
+		_, newThere := tab[newUDP]
+		if !oldThere && newThere {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tab := mc.Table()
+	if _, ok := tab[svcUDP]; ok {
+		t.Errorf("old VIP service %s still in the table after restart", svcUDP)
+	}
+	if _, ok := tab[newUDP]; !ok {
+		t.Errorf("new VIP service %s missing", newUDP)
+	}
+	if _, ok := tab[hand.Key]; !ok {
+		t.Errorf("hand-made service %s was removed", hand.Key)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state", ownedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "192.0.2.53") || !strings.Contains(string(b), "udp/192.0.2.54:53") {
+		t.Errorf("owned file not pruned:\n%s", b)
+	}
+}
+
+func TestParseServiceKey(t *testing.T) {
+	for _, k := range []vip.ServiceKey{
+		{Addr: netip.MustParseAddr("192.0.2.1"), Port: 53, Proto: vip.UDP},
+		{Addr: netip.MustParseAddr("2001:db8::1"), Port: 5353, Proto: vip.TCP},
+	} {
+		got, err := parseServiceKey(k.String())
+		if err != nil || got != k {
+			t.Errorf("parseServiceKey(%q) = %v, %v", k.String(), got, err)
+		}
+	}
+	for _, bad := range []string{"", "udp", "sctp/192.0.2.1:53", "udp/192.0.2.1", "udp/x:53"} {
+		if _, err := parseServiceKey(bad); err == nil {
+			t.Errorf("parseServiceKey(%q) accepted", bad)
+		}
+	}
+}
