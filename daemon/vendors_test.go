@@ -292,11 +292,12 @@ func TestRealVendors(t *testing.T) {
 	// is gone; unbound, dnsmasq and Knot Resolver let the probe time out.
 	// The first member to go down must already see every other one
 	// failing its latest probe, or the pool takes it out of traffic before
-	// it fails open. With these settings that holds with a margin of
-	// (fall-1)*0.9*interval - (1.1*interval + timeout) = -50 ms in the
-	// worst case of jitter and phase, so it can, very rarely (about 1 run
-	// in 18000 in a simulation of the monitor's schedule), fail; 290-570 ms
-	// were measured. The timeline logged below shows every probe result.
+	// it fails open. In the worst case of jitter and phase the margin is
+	// (fall-1)*0.9*interval - (1.1*interval + timeout), -50 ms with these
+	// settings, so the assertion can fail, very rarely (about 1 run in
+	// 18000 in a simulation of the monitor's schedule); margins of
+	// 290-570 ms were measured. The timeline logged below shows every
+	// probe result.
 	phase("upstream killed", func(t *testing.T) {
 		if ok, why := allUp(); !ok {
 			t.Fatalf("not every resolver is up before the upstream dies: %s", why)
