@@ -63,6 +63,9 @@ func (d *decoder) defaults() {
 		if !has(m, "min_healthy") {
 			p.MinHealthy = DefaultMinHealthy
 		}
+		if !has(m, "recover_healthy") {
+			p.RecoverHealthy = max(p.MinHealthy, (len(p.Members)+1)/2)
+		}
 		if p.FailOpen == nil {
 			p.FailOpen = boolPtr(true)
 		}

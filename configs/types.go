@@ -78,6 +78,12 @@ type Pool struct {
 	// MinHealthy is the number of healthy members below which the pool
 	// fails open (if FailOpen). Default 1.
 	MinHealthy int `toml:"min_healthy"`
+	// RecoverHealthy is the number of healthy members a pool that fails
+	// open needs before it stops failing open (hysteresis, like seesaw's
+	// high watermark), so that the first member to recover from an outage
+	// does not take all the traffic alone. Default: the larger of
+	// MinHealthy and half the members, rounded up.
+	RecoverHealthy int `toml:"recover_healthy"`
 	// FailOpen keeps all enabled members in traffic when fewer than
 	// MinHealthy are healthy, or when every member fails at once.
 	// Default true.

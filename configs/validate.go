@@ -270,6 +270,11 @@ func (d *decoder) validatePool(i int) {
 		d.p.add(joinKey(base, "min_healthy"), strconv.Itoa(p.MinHealthy),
 			fmt.Sprintf("must be between 1 and the number of members (%d)", len(p.Members)))
 	}
+	minOK := p.MinHealthy >= 1 && p.MinHealthy <= len(p.Members)
+	if len(p.Members) > 0 && minOK && (p.RecoverHealthy < p.MinHealthy || p.RecoverHealthy > len(p.Members)) {
+		d.p.add(joinKey(base, "recover_healthy"), strconv.Itoa(p.RecoverHealthy),
+			fmt.Sprintf("must be between min_healthy (%d) and the number of members (%d)", p.MinHealthy, len(p.Members)))
+	}
 }
 
 // validInterface reports whether s is a valid Linux interface name.

@@ -367,10 +367,12 @@ func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
 func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	now := d.now()
 	facts, decided := d.facts(now)
-	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Now: now})
-
 	d.mu.Lock()
 	prev := d.plan.Pools
+	d.mu.Unlock()
+	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Now: now, Prev: prev})
+
+	d.mu.Lock()
 	d.plan = plan
 	d.mu.Unlock()
 	for _, ev := range resolvers.Events(prev, plan.Pools, now) {

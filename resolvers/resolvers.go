@@ -12,6 +12,9 @@
 //     open (the default), every enabled member keeps traffic: when a whole
 //     pool fails, the check or the upstream is the likelier culprit, and
 //     removing every resolver would turn a partial outage into a total one.
+//     A pool failing open keeps failing open until recover_healthy members
+//     are healthy again (hysteresis), so that the first resolver to recover
+//     does not take all the traffic alone.
 //     When the pool does not fail open, only the healthy members remain,
 //     possibly none.
 //   - The diagnosis tells a single broken box, a vendor-wide failure (all
@@ -87,6 +90,10 @@ type Input struct {
 	Overrides map[string]Override
 	// Now is the time of the plan.
 	Now time.Time
+	// Prev is the previous plan's pool verdicts (nil at start); a pool
+	// that was failing open keeps failing open until recover_healthy
+	// members are healthy.
+	Prev []PoolStatus
 }
 
 // Diagnosis is the verdict on one pool.
@@ -241,6 +248,10 @@ func evalPool(in Input, p *configs.Pool) PoolStatus {
 	belowMin := ps.Healthy < p.MinHealthy
 	failOpen := p.FailOpen == nil || *p.FailOpen
 	ps.FailOpen = failOpen && ps.Enabled > 0 && (belowMin || ps.Diagnosis == Upstream)
+	if failOpen && !ps.FailOpen && ps.Enabled > 0 && wasFailingOpen(in.Prev, p.Name) && ps.Healthy < p.RecoverHealthy {
+		ps.FailOpen = true
+		ps.Detail += fmt.Sprintf("; recovering: fail-open held until %d members are healthy (recover_healthy)", p.RecoverHealthy)
+	}
 
 	for i := range ps.Members {
 		m := &ps.Members[i]
@@ -255,6 +266,15 @@ func evalPool(in Input, p *configs.Pool) PoolStatus {
 		}
 	}
 	return ps
+}
+
+func wasFailingOpen(prev []PoolStatus, name string) bool {
+	for i := range prev {
+		if prev[i].Name == name {
+			return prev[i].FailOpen
+		}
+	}
+	return false
 }
 
 func (m *Member) healthy() bool { return m.State == health.Up && m.Fresh }

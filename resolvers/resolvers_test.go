@@ -25,7 +25,7 @@ func testConfig(fwd string, failOpen bool, minHealthy int) *configs.Config {
 		}},
 		Pools: []configs.Pool{{
 			Name: "main", Members: []string{"bind-1", "bind-2", "unbound-1", "unbound-2"},
-			Check: "rec", MinHealthy: minHealthy, FailOpen: boolp(failOpen),
+			Check: "rec", MinHealthy: minHealthy, RecoverHealthy: max(minHealthy, 2), FailOpen: boolp(failOpen),
 		}},
 		Checks: map[string]*configs.Check{"rec": {
 			Name: "rec", Interval: configs.Duration{Duration: time.Second}, Timeout: configs.Duration{Duration: 500 * time.Millisecond},
@@ -263,5 +263,43 @@ func TestV6Service(t *testing.T) {
 	key := vip.ServiceKey{Addr: netip.MustParseAddr("2001:db8::53"), Port: 53, Proto: vip.TCP}
 	if _, ok := p.Table[key]; !ok {
 		t.Fatalf("v6 service %s missing: %v", key, p.Table)
+	}
+}
+
+func TestRecoveryHysteresis(t *testing.T) {
+	cfg := testConfig("dr", true, 1) // recover_healthy 2 of 4
+	down := map[string]health.State{"bind-1": health.Down, "bind-2": health.Down, "unbound-1": health.Down, "unbound-2": health.Down}
+	p := Compute(Input{Config: cfg, Now: t0, Facts: facts(down, nil)})
+	if !p.Pools[0].FailOpen {
+		t.Fatal("all down: not failing open")
+	}
+	steps := []struct {
+		up        []string
+		failOpen  bool
+		inTraffic int
+	}{
+		{up: []string{"bind-1"}, failOpen: true, inTraffic: 4},               // one back: hold fail-open
+		{up: []string{"bind-1", "unbound-1"}, failOpen: false, inTraffic: 2}, // recover_healthy reached
+		{up: []string{"bind-1"}, failOpen: false, inTraffic: 1},              // above min_healthy: no fail-open again
+	}
+	for i, st := range steps {
+		states := map[string]health.State{}
+		for n := range down {
+			states[n] = health.Down
+		}
+		for _, n := range st.up {
+			states[n] = health.Up
+		}
+		p = Compute(Input{Config: cfg, Now: t0, Facts: facts(states, nil), Prev: p.Pools})
+		ps := p.Pools[0]
+		n := 0
+		for _, m := range ps.Members {
+			if m.InTraffic {
+				n++
+			}
+		}
+		if ps.FailOpen != st.failOpen || n != st.inTraffic {
+			t.Errorf("step %d (%v up): fail-open %v, %d in traffic; want %v, %d (%s)", i, st.up, ps.FailOpen, n, st.failOpen, st.inTraffic, ps.Detail)
+		}
 	}
 }
