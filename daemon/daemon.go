@@ -353,7 +353,7 @@ func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
 	for id, s := range st {
 		d.noteIdentity(id, s)
 		out[id] = resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
-			Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0}
+			Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0 || s.Slow(now)}
 		if s.Health.State == health.Unknown {
 			decided = false
 		}

@@ -67,6 +67,12 @@ type TargetStatus struct {
 	CheckName string
 	// Interval is the check's probe interval, the unit of freshness.
 	Interval time.Duration
+	// Timeout is the check's probe timeout.
+	Timeout time.Duration
+	// InFlightSince is when the probe in flight started (zero when none
+	// is): a probe that has waited long already hints at a failure before
+	// its result arrives.
+	InFlightSince time.Time
 	// Health is the tracker's state and counters.
 	Health health.Status
 	// Last is the last probe result, at LastAt (zero before the first).
@@ -83,6 +89,12 @@ type TargetStatus struct {
 // Fresh reports whether the target's facts are at most 3 intervals old.
 func (s TargetStatus) Fresh(now time.Time) bool {
 	return s.Health.Fresh(now, 3*s.Interval)
+}
+
+// Slow reports whether a probe has been in flight for more than half the
+// check's timeout at now.
+func (s TargetStatus) Slow(now time.Time) bool {
+	return !s.InFlightSince.IsZero() && now.Sub(s.InFlightSince) > s.Timeout/2
 }
 
 // Options configure a Monitor. Probe is required; the rest have defaults.
@@ -161,6 +173,8 @@ type target struct {
 	identity     string
 	identityErr  string
 	identifiedAt time.Time
+	// probeStart is when the probe in flight started; zero when none is.
+	probeStart time.Time
 }
 
 // New returns a monitor with no targets.
@@ -402,8 +416,14 @@ func (m *Monitor) handleTick(ctx context.Context, t *target) time.Duration {
 	}
 	m.identifyIfDue(ctx, t)
 	pctx, cancel := context.WithTimeout(ctx, t.check.Timeout.Duration)
+	t.mu.Lock()
+	t.probeStart = m.opts.Now()
+	t.mu.Unlock()
 	r := m.opts.Probe(pctx, t.addr, &t.check)
 	cancel()
+	t.mu.Lock()
+	t.probeStart = time.Time{}
+	t.mu.Unlock()
 	if ctx.Err() != nil {
 		// Stopped while probing: the result says more about our own
 		// cancellation than about the target.
@@ -511,15 +531,17 @@ func (t *target) status() TargetStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return TargetStatus{
-		ID:           t.id,
-		Addr:         t.addr,
-		CheckName:    t.check.Name,
-		Interval:     t.check.Interval.Duration,
-		Health:       t.tracker.Snapshot(),
-		Last:         t.last,
-		LastAt:       t.lastAt,
-		Identity:     t.identity,
-		IdentityErr:  t.identityErr,
-		IdentifiedAt: t.identifiedAt,
+		ID:            t.id,
+		Addr:          t.addr,
+		CheckName:     t.check.Name,
+		Interval:      t.check.Interval.Duration,
+		Timeout:       t.check.Timeout.Duration,
+		InFlightSince: t.probeStart,
+		Health:        t.tracker.Snapshot(),
+		Last:          t.last,
+		LastAt:        t.lastAt,
+		Identity:      t.identity,
+		IdentityErr:   t.identityErr,
+		IdentifiedAt:  t.identifiedAt,
 	}
 }

@@ -619,3 +619,50 @@ func TestDelays(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusSlow(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	s := TargetStatus{Timeout: time.Second}
+	if s.Slow(now) {
+		t.Error("no probe in flight, but slow")
+	}
+	s.InFlightSince = now.Add(-400 * time.Millisecond)
+	if s.Slow(now) {
+		t.Error("in flight for 400ms of a 1s timeout, but slow")
+	}
+	s.InFlightSince = now.Add(-600 * time.Millisecond)
+	if !s.Slow(now) {
+		t.Error("in flight for 600ms of a 1s timeout, but not slow")
+	}
+}
+
+func TestInFlightSinceReported(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	probe := func(ctx context.Context, _ netip.AddrPort, _ *configs.Check) probes.Result {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return probes.Result{OK: true}
+	}
+	m := New(Options{Probe: probe})
+	chk := &configs.Check{Name: "c", Interval: configs.Duration{Duration: 100 * time.Millisecond}, Timeout: configs.Duration{Duration: 90 * time.Millisecond}, Rise: 1, Fall: 1}
+	m.Update([]Target{{ID: "a", Addr: netip.MustParseAddrPort("127.0.0.1:53"), Check: chk}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { close(release); cancel(); <-done }()
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("probe never started")
+	}
+	if m.Status()["a"].InFlightSince.IsZero() {
+		t.Fatal("probe in flight but InFlightSince is zero")
+	}
+}

@@ -73,7 +73,8 @@ type Fact struct {
 	// Reason is the detail of the last probe result that changed State.
 	Reason string
 	// Failing is true when the latest probe failed, even if the failures
-	// have not yet reached the fall threshold.
+	// have not yet reached the fall threshold, or when the probe in flight
+	// has waited for more than half its timeout.
 	Failing bool
 }
 
