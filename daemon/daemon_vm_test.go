@@ -491,6 +491,9 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 	}
 
 	// --- 5: stop leaves the table; a new daemon adopts it without ops ---
+	// The second daemon runs until the end of the whole test, so it is
+	// started with the top-level t (its cleanup stops it).
+	top := t
 	var d2 *vmDaemon
 	t.Run("restart adopts table", func(t *testing.T) {
 		if n := d1.logs.count("ipvs op applied"); n == 0 {
@@ -506,7 +509,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 			t.Fatalf("stopping the daemon changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
 		}
 
-		d2 = startVMDaemon(t, "second", path)
+		d2 = startVMDaemon(top, "second", path)
 		waitFor(t, "second daemon warm", wait, func() (bool, string) {
 			return d2.logs.count("warm-up over; reconciling IPVS table") == 1, d2.logs.String()
 		})
