@@ -277,6 +277,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 // Reload loads the config file again and applies it. A bad config is
 // rejected whole, the running one stays, and the error lists every problem.
+// Run must be running: the reload is done by its loop, and Reload waits for
+// it until ctx is done.
 func (d *Daemon) Reload(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {

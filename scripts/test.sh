@@ -42,5 +42,6 @@ if [ "${LBDNS_SKIP_VM:-0}" = 1 ]; then
 else
 	step "IPVS tests against a real kernel in a qemu VM"
 	scripts/ipvs-vm.sh ./vip -test.v -test.timeout 8m
+	scripts/ipvs-vm.sh ./daemon -test.v -test.run TestVM -test.timeout 8m
 fi
 step "all tests passed"
