@@ -13,15 +13,16 @@ import (
 )
 
 // ErrNoVersion is wrapped by Identify's error when the target answered but
-// gave no version: an rcode other than NOERROR (Knot Resolver answers
-// SERVFAIL, BIND may be configured to REFUSE), or no TXT record.
+// gave no version: an rcode other than NOERROR (Knot Resolver 5.6 answers
+// REFUSED or SERVFAIL depending on its modules, BIND may be configured to
+// refuse), or no TXT record.
 var ErrNoVersion = errors.New("probes: no version answer")
 
 // Identify asks target for CHAOS TXT version.bind. over UDP and returns the
 // TXT text (strings of the first TXT record joined). The budget is the
 // deadline of ctx, or 1s when it has none. Callers treat an error as an
-// unknown vendor; in particular Knot Resolver answers SERVFAIL, so it cannot
-// be confirmed this way.
+// unknown vendor; in particular Knot Resolver gives no version by default,
+// so it cannot be confirmed this way.
 func Identify(ctx context.Context, target netip.AddrPort) (string, error) {
 	start := time.Now()
 	if _, ok := ctx.Deadline(); !ok {
