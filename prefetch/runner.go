@@ -270,4 +270,3 @@ func answerTTL(m *dns.Msg) (uint32, bool) {
 	}
 	return 0, false
 }
-

@@ -48,10 +48,10 @@ func TestSchedule(t *testing.T) {
 			{11.05, ok(10), 22.05},
 		}, 0, 2},
 		{"bind window: middle of the 2s window, then read the refreshed entry", bindPol, []step{
-			{0.3, ok(10), 9},    // E = 10, window [8,10), middle 9
-			{9, ok(1), 10.05},   // in the window: BIND refreshes; read after old E
-			{10.05, ok(9), 18},  // refreshed at 9.08: E' = 19
-			{18, ok(1), 19.05},  // again
+			{0.3, ok(10), 9},   // E = 10, window [8,10), middle 9
+			{9, ok(1), 10.05},  // in the window: BIND refreshes; read after old E
+			{10.05, ok(9), 18}, // refreshed at 9.08: E' = 19
+			{18, ok(1), 19.05}, // again
 			{19.05, ok(9), 27},
 		}, 0, 1},
 		{"bind window: entry found expired", bindPol, []step{
