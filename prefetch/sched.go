@@ -74,7 +74,10 @@ func (p Policy) window(orig time.Duration) time.Duration {
 	}
 	w := p.Window
 	if p.Percent > 0 {
-		w = (orig * time.Duration(p.Percent) / 100).Truncate(time.Second)
+		// Rounded, not truncated: a product may report the TTL of a fresh
+		// answer one second short (unbound with prefetch on: 9 for 10),
+		// while it computes its window from the full TTL.
+		w = (orig * time.Duration(p.Percent) / 100).Round(time.Second)
 	}
 	if w < time.Second || w >= orig {
 		return 0
@@ -166,7 +169,11 @@ type Status struct {
 	Remaining time.Duration
 	// NextRun is when the next query is due (zero while parked or in
 	// flight).
-	NextRun             time.Time
+	NextRun time.Time
+	// Gap is, for the last answer that was a re-fetch after expiry, how
+	// long after the estimated expiry it arrived: the time in which a
+	// client query also had to wait for the recursion.
+	Gap                 time.Duration
 	ConsecutiveFailures int
 	LastError           string
 	Counters            Counters
@@ -191,6 +198,7 @@ type entry struct {
 	// so expiry-mode queries aim one second later.
 	late      bool
 	expectHit bool
+	gap       time.Duration
 	fails     int
 	lastErr   string
 	c         Counters
@@ -340,10 +348,22 @@ func (s *Scheduler) observe(e *entry, o Outcome, now time.Time) time.Time {
 		e.maxTTL = r
 	}
 	fresh := r > 0 && r >= e.maxTTL
+	// dead is when the previous entry was gone: its expiry, one second
+	// later for products that serve through the zero second.
+	dead := e.expires
+	if e.late {
+		dead = dead.Add(time.Second)
+	}
 	if fresh {
 		e.c.Fetches++
-		if e.expectHit && prevMax > 0 {
+		// A fresh answer before the old entry's expiry is someone else's
+		// early refresh (the product's prefetch, triggered by a client);
+		// after it, the entry had expired before the prefetcher came.
+		if e.expectHit && prevMax > 0 && !now.Before(dead) {
 			e.c.FoundExpired++
+		}
+		if !e.expires.IsZero() && !now.Before(dead) && now.Sub(dead) < MaxBackoff {
+			e.gap = now.Sub(dead)
 		}
 	}
 	e.lastRefresh, e.lastTTL = now, r
@@ -394,7 +414,7 @@ func (s *Scheduler) Snapshot(now time.Time) []Status {
 			Key: e.spec.Key, Addr: e.spec.Addr, Mode: Expiry,
 			Healthy: s.healthy[e.spec.Key.Resolver], InFlight: e.inflight,
 			LastRefresh: e.lastRefresh, LastTTL: e.lastTTL, OriginalTTL: e.maxTTL,
-			ConsecutiveFailures: e.fails, LastError: e.lastErr, Counters: e.c,
+			Gap: e.gap, ConsecutiveFailures: e.fails, LastError: e.lastErr, Counters: e.c,
 		}
 		if e.spec.Policy.window(e.maxTTL) > 0 || e.maxTTL == 0 && e.spec.Policy.Mode == Window {
 			st.Mode = Window

@@ -56,8 +56,13 @@ func TestSchedule(t *testing.T) {
 		}, 0, 1},
 		{"bind window: entry found expired", bindPol, []step{
 			{0.3, ok(10), 9},
-			{9, ok(10), 18}, // a full fresh TTL where a cached one was expected
+			{9, ok(1), 10.05},   // the product should refresh now, but does not
+			{10.05, ok(10), 19}, // a full fresh TTL after the old expiry
 		}, 1, 2},
+		{"bind window: refreshed early by a client is not found expired", bindPol, []step{
+			{0.3, ok(10), 9},
+			{9, ok(10), 18},
+		}, 0, 2},
 		{"bind below 9s original TTL: expiry", bindPol, []step{
 			{0.3, ok(5), 5.05},
 		}, 0, 1},
@@ -68,8 +73,11 @@ func TestSchedule(t *testing.T) {
 		{"unbound 10% of 30s: 3s window", unboundPol, []step{
 			{0.3, ok(30), 28.5},
 		}, 0, 1},
-		{"unbound 10% of 5s: no whole-second window, expiry", unboundPol, []step{
-			{0.3, ok(5), 5.05},
+		{"unbound 10% of 4s: no whole-second window, expiry", unboundPol, []step{
+			{0.3, ok(4), 4.05},
+		}, 0, 1},
+		{"unbound 10% of 9s rounds to a 1s window", unboundPol, []step{
+			{0.3, ok(9), 8.5},
 		}, 0, 1},
 		{"cached mid-life answer learns expiry from remaining TTL", expiryPol, []step{
 			{0.7, ok(4), 4.05},
@@ -232,5 +240,20 @@ func TestBucket(t *testing.T) {
 	}
 	if n < 10 || n > 11 {
 		t.Errorf("one second at 10/s gave %d tokens", n)
+	}
+}
+
+func TestExpiryGap(t *testing.T) {
+	s := NewScheduler(0, nil)
+	s.SetHealthy(map[string]bool{"r": true}, at(0))
+	sp := spec("r", expiryPol)
+	s.Set([]Spec{sp}, at(0))
+	for _, st := range []step{{0.3, ok(10), 10.05}, {10.05, ok(0), 11.05}, {11.13, ok(10), 22.05}} {
+		s.Pop(at(st.when))
+		s.Done(sp.Key, st.o, at(st.when))
+	}
+	// expired at 11 (served through the zero second 10), re-fetched at 11.13
+	if g := s.Snapshot(at(12))[0].Gap; g != 130*time.Millisecond {
+		t.Errorf("Gap = %v, want 130ms", g)
 	}
 }
