@@ -174,8 +174,19 @@ func TestVendors(t *testing.T) {
 		t.Logf("%-30s %8d %7d %8.2f%% %8d %18.2f", s.label(), s.queries, s.miss, 100*float64(s.miss)/float64(max(1, s.queries)), s.errors, perNameTTL)
 	}
 	t.Logf("prefetcher: %d queries, %d failures, %d upstream fetches caused or seen, %d found expired", tot.Queries, tot.Failures, tot.Fetches, tot.FoundExpired)
+	var gapSum, gapMax time.Duration
+	gapN := 0
 	for _, st := range r.Snapshot() {
-		{
+		if st.Gap > 0 {
+			gapSum, gapMax, gapN = gapSum+st.Gap, max(gapMax, st.Gap), gapN+1
+		}
+	}
+	if gapN > 0 {
+		t.Logf("expiry gap (expiry to the daemon's re-fetch answered), last cycle of %d entries: mean %v, max %v",
+			gapN, (gapSum / time.Duration(gapN)).Round(time.Millisecond), gapMax.Round(time.Millisecond))
+	}
+	for _, st := range r.Snapshot() {
+		if testing.Verbose() {
 			t.Logf("  %v mode=%v ttl=%v orig=%v gap=%v %+v", st.Key, st.Mode, st.LastTTL, st.OriginalTTL, st.Gap, st.Counters)
 		}
 	}
