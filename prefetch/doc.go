@@ -56,8 +56,12 @@
 //     the entry learns that. A client query inside that gap waits for the
 //     recursion too (it joins the daemon's in-flight fetch in most
 //     products). No outside query can close it: before expiry the product
-//     answers from cache and does not re-fetch. The vendor test and
-//     bench/prefetch measure how many client queries still land in it.
+//     answers from cache and does not re-fetch. Measured with real dnsmasq
+//     and unbound and an 80 ms upstream: 133–137 ms (Status.Gap), and
+//     90–91% fewer client misses than without the prefetcher, at one client
+//     query per name per second; the expected misses per expiry are about
+//     the client rate per name × the gap, so names asked many times per gap
+//     gain little (bench/prefetch/README.md has the full table).
 //   - Found expired counts, for window entries, answers that show the
 //     entry had expired before the prefetcher came (a full fresh TTL where
 //     a cached remaining TTL was expected): the product did not refresh in
