@@ -118,6 +118,8 @@ type decoder struct {
 
 	daemonRaw, ipvsRaw      map[string]any
 	daemonOK, ipvsOK        bool
+	prefetchRaw             map[string]any
+	prefetchOK              bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -130,7 +132,7 @@ type decoder struct {
 // d.cfg.
 func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 	sections := map[string]reflect.Type{
-		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil,
+		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -141,6 +143,7 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 	}
 	d.daemonRaw, d.daemonOK = d.table("daemon", raw, prims, &d.cfg.Daemon)
 	d.ipvsRaw, d.ipvsOK = d.table("ipvs", raw, prims, &d.cfg.IPVS)
+	d.prefetchRaw, d.prefetchOK = d.table("prefetch", raw, prims, &d.cfg.Prefetch)
 	d.cfg.VIPs, d.vipRaw, d.vipOK = decodeArray[VIP](d, "vip", raw, prims)
 	d.cfg.Pools, d.poolRaw, d.poolOK = decodeArray[Pool](d, "pool", raw, prims)
 	d.cfg.Resolvers, d.resRaw, d.resOK = decodeArray[Resolver](d, "resolver", raw, prims)

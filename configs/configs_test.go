@@ -182,6 +182,14 @@ func TestDefaults(t *testing.T) {
 		{"check.rise", chk.Rise, 2},
 		{"check.fall", chk.Fall, 3},
 		{"check.identify", *chk.Identify, true},
+		{"resolver.refresh bind", cfg.Resolvers[0].Refresh, "window"},
+		{"resolver.refresh_window bind", cfg.Resolvers[0].RefreshWindow.Duration, 2 * time.Second},
+		{"resolver.refresh unbound", cfg.Resolvers[1].Refresh, "expiry"},
+		{"resolver.refresh_window_percent unbound", cfg.Resolvers[1].RefreshWindowPercent, 0},
+		{"prefetch.max_qps", cfg.Prefetch.MaxQPS, 100},
+		{"prefetch.jitter", cfg.Prefetch.Jitter.Duration, 100 * time.Millisecond},
+		{"prefetch.timeout", cfg.Prefetch.Timeout.Duration, time.Second},
+		{"prefetch.domain", len(cfg.Prefetch.Domains), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

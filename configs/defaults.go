@@ -20,7 +20,33 @@ const (
 	DefaultTimeout        = 1 * time.Second
 	DefaultRise           = 2
 	DefaultFall           = 3
+
+	DefaultPrefetchMaxQPS  = 100
+	DefaultPrefetchJitter  = 100 * time.Millisecond
+	DefaultPrefetchTimeout = time.Second
+	DefaultPrefetchType    = "A"
+	// DefaultBINDRefreshWindow is BIND's default prefetch trigger
+	// ("prefetch 2 9").
+	DefaultBINDRefreshWindow = 2 * time.Second
+	// DefaultRefreshWindowPercent is the window of the other vendors in
+	// window mode (unbound's prefetch: the last 10% of the TTL).
+	DefaultRefreshWindowPercent = 10
 )
+
+// Refresh modes of a resolver (Resolver.Refresh).
+const (
+	RefreshWindow = "window"
+	RefreshExpiry = "expiry"
+)
+
+// DefaultRefresh returns the refresh mode of a vendor's default
+// configuration: "window" for bind, "expiry" for every other vendor.
+func DefaultRefresh(vendor string) string {
+	if vendor == "bind" {
+		return RefreshWindow
+	}
+	return RefreshExpiry
+}
 
 func boolPtr(b bool) *bool { return &b }
 
@@ -71,8 +97,39 @@ func (d *decoder) defaults() {
 		}
 	}
 	for i := range c.Resolvers {
-		if !has(d.resRaw[i], "weight") {
-			c.Resolvers[i].Weight = DefaultWeight
+		r, m := &c.Resolvers[i], d.resRaw[i]
+		if !has(m, "weight") {
+			r.Weight = DefaultWeight
+		}
+		hasWin, hasPct := has(m, "refresh_window"), has(m, "refresh_window_percent")
+		if !has(m, "refresh") {
+			r.Refresh = DefaultRefresh(r.Vendor)
+			if hasWin || hasPct {
+				r.Refresh = RefreshWindow
+			}
+		}
+		if r.Refresh == RefreshWindow && !hasWin && !hasPct {
+			if r.Vendor == "bind" {
+				r.RefreshWindow.Duration = DefaultBINDRefreshWindow
+			} else {
+				r.RefreshWindowPercent = DefaultRefreshWindowPercent
+			}
+		}
+	}
+	pf := &c.Prefetch
+	if !has(d.prefetchRaw, "max_qps") {
+		pf.MaxQPS = DefaultPrefetchMaxQPS
+	}
+	if !has(d.prefetchRaw, "jitter") {
+		pf.Jitter.Duration = DefaultPrefetchJitter
+	}
+	if !has(d.prefetchRaw, "timeout") {
+		pf.Timeout.Duration = DefaultPrefetchTimeout
+	}
+	doms, _ := tables(d.prefetchRaw["domain"])
+	for i := range pf.Domains {
+		if i < len(doms) && !has(doms[i], "types") {
+			pf.Domains[i].Types = []string{DefaultPrefetchType}
 		}
 	}
 	for name, k := range c.Checks {

@@ -87,8 +87,21 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 		if _, isBool := v.(bool); !isBool {
 			want = "boolean"
 		}
+	case t.Kind() == reflect.Struct:
+		m, isTable := v.(map[string]any)
+		if !isTable {
+			want = "table"
+			break
+		}
+		return c.table(path, m, t)
 	case t.Kind() == reflect.Slice:
 		arr, isArr := v.([]any)
+		if ms, isTables := v.([]map[string]any); isTables {
+			arr, isArr = make([]any, len(ms)), true
+			for i, m := range ms {
+				arr[i] = m
+			}
+		}
 		if !isArr {
 			want = "array"
 			break

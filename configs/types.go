@@ -14,6 +14,7 @@ type Config struct {
 	Pools     []Pool            `toml:"pool"`
 	Resolvers []Resolver        `toml:"resolver"`
 	Checks    map[string]*Check `toml:"check"`
+	Prefetch  Prefetch          `toml:"prefetch"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`
@@ -101,6 +102,19 @@ type Resolver struct {
 	Vendor string `toml:"vendor"`
 	// Weight is the IPVS weight when healthy, 1..65535. Default 100.
 	Weight int `toml:"weight"`
+	// Refresh says how the product refreshes a cached answer: "window"
+	// (it re-fetches early when queried inside its refresh window) or
+	// "expiry" (only after the entry expired). Default by vendor: "window"
+	// for bind (prefetch 2 9 is on by default), "expiry" for the others.
+	// Setting RefreshWindow or RefreshWindowPercent implies "window".
+	Refresh string `toml:"refresh"`
+	// RefreshWindow is the product's refresh window in time before expiry
+	// (BIND's prefetch trigger). Default 2s for bind in window mode.
+	RefreshWindow Duration `toml:"refresh_window"`
+	// RefreshWindowPercent is the refresh window as a percentage of the
+	// answer's original TTL (unbound 10, PowerDNS refresh-on-ttl-perc).
+	// Default 10 for the other vendors in window mode.
+	RefreshWindowPercent int `toml:"refresh_window_percent"`
 
 	// AddrPort is Address parsed, with the default port (set by Load).
 	AddrPort netip.AddrPort `toml:"-"`
@@ -144,6 +158,50 @@ type Check struct {
 	Fall int `toml:"fall"`
 	// Identify asks CHAOS TXT version.bind to learn the vendor. Default true.
 	Identify *bool `toml:"identify"`
+}
+
+// Prefetch configures the cache-refresh prefetcher ([prefetch]): names
+// kept warm in every healthy back-end resolver of their pools.
+type Prefetch struct {
+	// MaxQPS caps prefetch queries per second over all resolvers (token
+	// bucket). Default 100.
+	MaxQPS int `toml:"max_qps"`
+	// Jitter is the largest random delay added to a scheduled query.
+	// Default 100ms.
+	Jitter Duration `toml:"jitter"`
+	// Timeout of one prefetch query. Default 1s.
+	Timeout Duration `toml:"timeout"`
+	// Domains are the names kept warm ([[prefetch.domain]]).
+	Domains []PrefetchDomain `toml:"domain"`
+	// Partitions are ECS partitions ([[prefetch.partition]]).
+	Partitions []PrefetchPartition `toml:"partition"`
+}
+
+// PrefetchDomain is one name kept warm.
+type PrefetchDomain struct {
+	// Name is the domain name (stored fully qualified, lower case).
+	// Required, unique.
+	Name string `toml:"name"`
+	// Types are the query types kept warm. Default ["A"].
+	Types []string `toml:"types"`
+	// Pools whose resolvers keep the name warm. Default: every pool.
+	Pools []string `toml:"pools"`
+	// ECS names partitions: one cache entry per partition is kept warm by
+	// sending its address as EDNS Client Subnet. Default none (no ECS).
+	ECS []string `toml:"ecs"`
+}
+
+// PrefetchPartition is one ECS partition: a region of clients represented
+// by one mapped address.
+type PrefetchPartition struct {
+	// Name identifies the partition. Required, unique.
+	Name string `toml:"name"`
+	// Address is sent as ECS with a full-length prefix (/32 or /128).
+	// Required.
+	Address string `toml:"address"`
+
+	// Addr is Address parsed (set by Load).
+	Addr netip.Addr `toml:"-"`
 }
 
 // Duration is a time.Duration that decodes from a TOML string like "2s".

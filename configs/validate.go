@@ -39,6 +39,14 @@ const (
 	MaxWeight         = 65535
 	MaxNameLen        = 64
 	MaxInterfaceLen   = 15
+
+	MaxPrefetchQPS        = 100000
+	MaxPrefetchJitter     = 10 * time.Second
+	MaxPrefetchTimeout    = 10 * time.Second
+	MinRefreshWindow      = time.Second
+	MaxRefreshWindow      = time.Hour
+	MaxRefreshWindowPct   = 50
+	MaxPrefetchPartitions = 64
 )
 
 func oneOf(v string, list []string) bool {
@@ -108,6 +116,9 @@ func (d *decoder) validate() {
 		}
 	}
 	d.checkVIPOverlap()
+	if d.prefetchOK {
+		d.validatePrefetch()
+	}
 }
 
 func (d *decoder) validateDaemon() {
@@ -235,6 +246,168 @@ func (d *decoder) validateResolver(i int, seen map[netip.AddrPort]int) {
 	}
 	if r.Weight < 1 || r.Weight > MaxWeight {
 		d.p.add(joinKey(base, "weight"), strconv.Itoa(r.Weight), "must be between 1 and 65535")
+	}
+	d.validateRefresh(i)
+}
+
+// validateRefresh checks a resolver's refresh mode and window.
+func (d *decoder) validateRefresh(i int) {
+	r := &d.cfg.Resolvers[i]
+	base := indexKey("resolver", i)
+	raw := d.resRaw[i]
+	_, hasWin := raw["refresh_window"]
+	_, hasPct := raw["refresh_window_percent"]
+	switch r.Refresh {
+	case RefreshExpiry:
+		if hasWin || hasPct {
+			k := "refresh_window"
+			if !hasWin {
+				k = "refresh_window_percent"
+			}
+			d.p.add(joinKey(base, k), "", `only allowed with refresh = "window"`)
+		}
+		return
+	case RefreshWindow:
+	default:
+		d.p.add(joinKey(base, "refresh"), r.Refresh, `unknown refresh mode (want "window" or "expiry")`)
+		return
+	}
+	if r.Vendor == "dnsmasq" {
+		k, v := "refresh", r.Refresh
+		if _, set := raw["refresh"]; !set {
+			v = ""
+			k = "refresh_window"
+			if !hasWin {
+				k = "refresh_window_percent"
+			}
+		}
+		d.p.add(joinKey(base, k), v, `dnsmasq has no refresh window (use refresh = "expiry")`)
+	}
+	if hasWin && hasPct {
+		d.p.add(joinKey(base, "refresh_window_percent"), strconv.Itoa(r.RefreshWindowPercent), "set either refresh_window or refresh_window_percent, not both")
+		return
+	}
+	if hasWin {
+		if w := r.RefreshWindow.Duration; w < MinRefreshWindow || w > MaxRefreshWindow {
+			d.p.add(joinKey(base, "refresh_window"), fmtDur(w), "must be between "+fmtDur(MinRefreshWindow)+" and "+fmtDur(MaxRefreshWindow))
+		}
+	}
+	if hasPct {
+		if p := r.RefreshWindowPercent; p < 1 || p > MaxRefreshWindowPct {
+			d.p.add(joinKey(base, "refresh_window_percent"), strconv.Itoa(p), "must be between 1 and 50")
+		}
+	}
+}
+
+// validatePrefetch checks the [prefetch] table, its domains and partitions,
+// and normalizes domain names (fully qualified, lower case) and types
+// (upper case).
+func (d *decoder) validatePrefetch() {
+	c := d.cfg
+	pf := &c.Prefetch
+	if q := pf.MaxQPS; q < 1 || q > MaxPrefetchQPS {
+		d.p.add("prefetch.max_qps", strconv.Itoa(q), "must be between 1 and "+strconv.Itoa(MaxPrefetchQPS))
+	}
+	if j := pf.Jitter.Duration; j < 0 || j > MaxPrefetchJitter {
+		d.p.add("prefetch.jitter", fmtDur(j), "must be between 0s and "+fmtDur(MaxPrefetchJitter))
+	}
+	if t := pf.Timeout.Duration; t <= 0 || t > MaxPrefetchTimeout {
+		d.p.add("prefetch.timeout", fmtDur(t), "must be more than zero and at most "+fmtDur(MaxPrefetchTimeout))
+	}
+	parts := map[string]int{}
+	praw, _ := tables(d.prefetchRaw["partition"])
+	if len(pf.Partitions) > MaxPrefetchPartitions {
+		d.p.add("prefetch.partition", "", fmt.Sprintf("at most %d partitions", MaxPrefetchPartitions))
+	}
+	for i := range pf.Partitions {
+		pt := &pf.Partitions[i]
+		base := indexKey("prefetch.partition", i)
+		nkey := joinKey(base, "name")
+		switch {
+		case i < len(praw) && praw[i]["name"] == nil:
+			d.p.add(nkey, "", "missing required key")
+		case !validName(pt.Name):
+			d.p.add(nkey, pt.Name, "bad name (1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit)")
+		default:
+			if j, dup := parts[pt.Name]; dup {
+				d.p.add(nkey, pt.Name, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey("prefetch.partition", j), d.p.lines.lineOf(indexKey("prefetch.partition", j))))
+			} else {
+				parts[pt.Name] = i
+			}
+		}
+		akey := joinKey(base, "address")
+		if i < len(praw) && praw[i]["address"] == nil {
+			d.p.add(akey, "", "missing required key")
+		} else if a, err := netip.ParseAddr(pt.Address); err != nil || a.Zone() != "" {
+			d.p.add(akey, pt.Address, "not an IP address (sent as ECS /32 or /128)")
+		} else {
+			pt.Addr = a.Unmap()
+		}
+	}
+	draw, _ := tables(d.prefetchRaw["domain"])
+	seen := map[string]int{}
+	for i := range pf.Domains {
+		dm := &pf.Domains[i]
+		base := indexKey("prefetch.domain", i)
+		nkey := joinKey(base, "name")
+		switch {
+		case i < len(draw) && draw[i]["name"] == nil:
+			d.p.add(nkey, "", "missing required key")
+		case !validDNSName(dm.Name):
+			d.p.add(nkey, dm.Name, "not a valid domain name")
+		default:
+			dm.Name = strings.ToLower(dns.Fqdn(dm.Name))
+			if j, dup := seen[dm.Name]; dup {
+				d.p.add(nkey, dm.Name, fmt.Sprintf("listed twice (also %s, line %d)", indexKey("prefetch.domain", j), d.p.lines.lineOf(indexKey("prefetch.domain", j))))
+			} else {
+				seen[dm.Name] = i
+			}
+		}
+		tkey := joinKey(base, "types")
+		if len(dm.Types) == 0 {
+			d.p.add(tkey, "", "must list at least one type")
+		}
+		seenT := map[string]bool{}
+		for j, ty := range dm.Types {
+			up := strings.ToUpper(ty)
+			if t, ok := dns.StringToType[up]; !ok || t == dns.TypeNone || t == dns.TypeANY || t == dns.TypeAXFR || t == dns.TypeIXFR || t == dns.TypeOPT {
+				d.p.add(indexKey(tkey, j), ty, "unknown or meta query type")
+				continue
+			}
+			if seenT[up] {
+				d.p.add(indexKey(tkey, j), ty, "listed twice")
+				continue
+			}
+			seenT[up] = true
+			dm.Types[j] = up
+		}
+		pkey := joinKey(base, "pools")
+		if i < len(draw) && draw[i]["pools"] != nil && len(dm.Pools) == 0 {
+			d.p.add(pkey, "", "must name at least one pool (leave it out for every pool)")
+		}
+		seenP := map[string]bool{}
+		for j, p := range dm.Pools {
+			switch {
+			case seenP[p]:
+				d.p.add(indexKey(pkey, j), p, "listed twice")
+			case c.Pool(p) == nil:
+				d.p.add(indexKey(pkey, j), p, fmt.Sprintf("no [[pool]] named %q", p))
+			}
+			seenP[p] = true
+		}
+		ekey := joinKey(base, "ecs")
+		seenE := map[string]bool{}
+		for j, e := range dm.ECS {
+			switch {
+			case seenE[e]:
+				d.p.add(indexKey(ekey, j), e, "listed twice")
+			default:
+				if _, ok := parts[e]; !ok {
+					d.p.add(indexKey(ekey, j), e, fmt.Sprintf("no [[prefetch.partition]] named %q", e))
+				}
+			}
+			seenE[e] = true
+		}
 	}
 }
 

@@ -80,6 +80,8 @@ type Daemon struct {
 	// identity is the last version.bind answer logged per target.
 	identity map[string]string
 
+	pf prefetcher // cache-refresh prefetcher (prefetch.go)
+
 	mu   sync.Mutex // guards plan and cfg copies read by other goroutines
 	plan resolvers.Plan
 	view *configs.Config
@@ -240,6 +242,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
+	d.startPrefetch(mctx, d.cfg)
 
 	mode := "kernel"
 	if d.dryRun {
@@ -257,6 +260,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			cancel()
 			<-monDone
+			d.stopPrefetch()
 			d.log.Info("lbdnsd stopped; IPVS table left in place")
 			return nil
 		case ev := <-d.events:
@@ -343,6 +347,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.install(cfg)
 	d.warm = warm // a reload does not hold back changes for targets that kept their state
 	d.log.Info("config reloaded", "config", d.opts.ConfigPath, "summary", cfg.Summary())
+	d.reloadPrefetch(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }
@@ -377,6 +382,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.mu.Lock()
 	d.plan = plan
 	d.mu.Unlock()
+	d.prefetchHealth(plan)
 	for _, ev := range resolvers.Events(prev, plan.Pools, now) {
 		lvl := slog.LevelInfo
 		switch {

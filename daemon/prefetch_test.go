@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"lbdns/internal/dnstest"
+	"lbdns/prefetch"
+	"lbdns/vip"
+)
+
+const prefetchConfig = `
+[daemon]
+state_dir = %q
+
+[[vip]]
+name = "v4"
+address = "192.0.2.53"
+forwarding = "nat"
+pool = "main"
+
+[[pool]]
+name = "main"
+members = ["a", "b"]
+check = "rec"
+
+[[resolver]]
+name = "a"
+address = %q
+vendor = "other"
+
+[[resolver]]
+name = "b"
+address = %q
+vendor = "dnsmasq"
+
+[check.rec]
+zone = "lbdns.test"
+interval = "100ms"
+timeout = "50ms"
+rise = 1
+fall = 1
+
+[prefetch]
+jitter = "10ms"
+
+[[prefetch.domain]]
+name = %q
+types = [%s]
+`
+
+// waitPrefetch polls the daemon's prefetch snapshot until ok accepts it.
+func waitPrefetch(t *testing.T, d *Daemon, what string, ok func(map[string]prefetch.Status) bool) map[string]prefetch.Status {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var m map[string]prefetch.Status
+	for time.Now().Before(deadline) {
+		m = map[string]prefetch.Status{}
+		for _, st := range d.Prefetch() {
+			m[st.Key.String()] = st
+		}
+		if ok(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("prefetch: %s: snapshot %+v", what, m)
+	return nil
+}
+
+func TestPrefetchWiring(t *testing.T) {
+	auth := &dnstest.Server{TTL: 1}
+	dnstest.Run(t, auth)
+	other := &dnstest.Server{TTL: 1}
+	dnstest.Run(t, other)
+	name := auth.Name("www")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lbdns.toml")
+	write := func(types string) {
+		doc := fmt.Sprintf(prefetchConfig, filepath.Join(dir, "state"), auth.Addr().String(), other.Addr().String(), name, types)
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"A", "AAAA"`)
+	bAddr := other.Addr().String()
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{netip.MustParseAddrPort(bAddr): true}}
+	h := start(t, path, vip.NewMemClient(), fp)
+
+	ka, kb := name+"/A@a", name+"/A@b"
+	m := waitPrefetch(t, h.d, "healthy resolver queried", func(m map[string]prefetch.Status) bool {
+		return len(m) == 4 && m[ka].Counters.Fetches >= 2
+	})
+	if st := m[kb]; st.Healthy || st.Counters.Queries != 0 {
+		t.Errorf("down resolver b queried or not parked: %+v", st)
+	}
+	if n := other.Count(name); n != 0 {
+		t.Errorf("down resolver b got %d prefetch queries", n)
+	}
+
+	t.Run("recovered resolver resumes", func(t *testing.T) {
+		fp.set(bAddr, false)
+		waitPrefetch(t, h.d, "b resumed", func(m map[string]prefetch.Status) bool {
+			return m[kb].Healthy && m[kb].Counters.Fetches >= 1
+		})
+	})
+
+	t.Run("reload keeps unchanged entries", func(t *testing.T) {
+		before := h.d.Prefetch()
+		write(`"A"`)
+		if err := h.d.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m := waitPrefetch(t, h.d, "AAAA entries gone", func(m map[string]prefetch.Status) bool { return len(m) == 2 })
+		for _, st := range before {
+			if st.Key.String() == ka && m[ka].Counters.Queries < st.Counters.Queries {
+				t.Errorf("entry %s lost its counters on reload: %d < %d", ka, m[ka].Counters.Queries, st.Counters.Queries)
+			}
+		}
+	})
+}

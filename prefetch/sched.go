@@ -1,0 +1,509 @@
+package prefetch
+
+import (
+	"container/heap"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Scheduling constants.
+const (
+	// ExpiryMargin is how long after the estimated expiry of a cache entry
+	// an expiry-mode query is sent, so that the entry is surely gone and
+	// the query makes the resolver re-fetch.
+	ExpiryMargin = 50 * time.Millisecond
+	// MinGap is the shortest time between two queries of one entry.
+	MinGap = 100 * time.Millisecond
+	// MinBackoff and MaxBackoff bound the retry delay after failures; it
+	// doubles with each consecutive failure.
+	MinBackoff = time.Second
+	MaxBackoff = 60 * time.Second
+	// UncacheableDelay is the pause for an entry whose answers carry a
+	// zero TTL: resolvers cannot cache it, so there is nothing to warm.
+	UncacheableDelay = 60 * time.Second
+	// BINDMinTTL is the eligibility of BIND's prefetch ("prefetch 2 9"):
+	// answers whose original TTL is below 9 s are never prefetched.
+	BINDMinTTL = 9 * time.Second
+)
+
+// Mode is how a resolver product refreshes a cached answer.
+type Mode uint8
+
+const (
+	// Expiry products only re-fetch after the entry expired: the
+	// prefetcher queries right after expiry.
+	Expiry Mode = iota
+	// Window products re-fetch early (in the background) when queried
+	// inside a refresh window before expiry: the prefetcher queries in the
+	// middle of that window.
+	Window
+)
+
+// String returns "expiry" or "window".
+func (m Mode) String() string {
+	if m == Window {
+		return "window"
+	}
+	return "expiry"
+}
+
+// Policy is the refresh behaviour of one resolver.
+type Policy struct {
+	// Mode is Window or Expiry.
+	Mode Mode
+	// Window is the refresh window as a time before expiry (BIND's
+	// trigger); used when Percent is zero.
+	Window time.Duration
+	// Percent is the refresh window as a percentage of the original TTL
+	// (unbound, PowerDNS Recursor).
+	Percent int
+	// MinTTL is the smallest original TTL the product prefetches (BIND:
+	// 9 s); below it the entry is handled as Expiry.
+	MinTTL time.Duration
+}
+
+// window returns the effective refresh window for an entry whose original
+// TTL is orig, or 0 when the entry must be handled as Expiry. Resolvers
+// keep TTLs in whole seconds, so windows are whole seconds too.
+func (p Policy) window(orig time.Duration) time.Duration {
+	if p.Mode != Window || orig < time.Second || orig < p.MinTTL {
+		return 0
+	}
+	w := p.Window
+	if p.Percent > 0 {
+		// Rounded, not truncated: a product may report the TTL of a fresh
+		// answer one second short (unbound with prefetch on: 9 for 10),
+		// while it computes its window from the full TTL.
+		w = (orig * time.Duration(p.Percent) / 100).Round(time.Second)
+	}
+	if w < time.Second || w >= orig {
+		return 0
+	}
+	return w
+}
+
+// Key identifies one cache entry kept warm: a name and type in one
+// resolver, for one ECS partition ("" for none).
+type Key struct {
+	Name      string
+	Type      uint16
+	Resolver  string
+	Partition string
+}
+
+// String formats the key as "NAME/TYPE@RESOLVER[/PARTITION]".
+func (k Key) String() string {
+	s := k.Name + "/" + dns.TypeToString[k.Type] + "@" + k.Resolver
+	if k.Partition != "" {
+		s += "/" + k.Partition
+	}
+	return s
+}
+
+// Spec is one entry to keep warm: where to send the query and how the
+// resolver refreshes.
+type Spec struct {
+	Key Key
+	// Addr is the resolver's own address (not a VIP).
+	Addr netip.AddrPort
+	// ECS, when valid, is sent as EDNS Client Subnet with a full-length
+	// prefix.
+	ECS    netip.Addr
+	Policy Policy
+}
+
+// Outcome is the result of one prefetch query.
+type Outcome struct {
+	// OK is true for a usable answer (NOERROR or NXDOMAIN).
+	OK bool
+	// TTL is the smallest TTL of the answer (or of the SOA of a negative
+	// answer), as the resolver gave it: the remaining life of its cache
+	// entry.
+	TTL time.Duration
+	// RTT is how long the answer took.
+	RTT time.Duration
+	// Detail says what failed (rcode, timeout, network error).
+	Detail string
+}
+
+// Counters count what happened to one entry (or, summed, to all).
+type Counters struct {
+	// Queries sent.
+	Queries uint64
+	// Failures: SERVFAIL, REFUSED, timeouts, network errors.
+	Failures uint64
+	// Fetches: answers that carried the full original TTL, that is,
+	// answers the resolver had just fetched from upstream.
+	Fetches uint64
+	// FoundExpired: for window-mode entries, answers that showed the
+	// entry had expired (a fresh full TTL where a cached remaining TTL
+	// was expected): a miss the prefetcher could not prevent.
+	FoundExpired uint64
+}
+
+// Add returns the sum of c and o.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{c.Queries + o.Queries, c.Failures + o.Failures, c.Fetches + o.Fetches, c.FoundExpired + o.FoundExpired}
+}
+
+// Status is the visible state of one entry (see Scheduler.Snapshot).
+type Status struct {
+	Key  Key
+	Addr netip.AddrPort
+	// Mode is the mode in effect: Window only when the product has one and
+	// the entry is eligible for it.
+	Mode Mode
+	// Healthy is false while the resolver is down or disabled: the entry
+	// is parked and resumes on recovery.
+	Healthy  bool
+	InFlight bool
+	// LastRefresh is when the last successful answer arrived (zero: never).
+	LastRefresh time.Time
+	// LastTTL is the TTL of that answer; OriginalTTL the largest TTL seen.
+	LastTTL, OriginalTTL time.Duration
+	// Remaining is the estimated remaining life of the cache entry (zero
+	// when expired or unknown).
+	Remaining time.Duration
+	// NextRun is when the next query is due (zero while parked or in
+	// flight).
+	NextRun time.Time
+	// Gap is, for the last answer that was a re-fetch after expiry, how
+	// long after the estimated expiry it arrived: the time in which a
+	// client query also had to wait for the recursion.
+	Gap                 time.Duration
+	ConsecutiveFailures int
+	LastError           string
+	Counters            Counters
+}
+
+type entry struct {
+	spec Spec
+	idx  int // index in the heap, -1 when not queued
+	next time.Time
+
+	inflight bool
+	// maxTTL is the largest TTL seen: the original TTL, since a freshly
+	// fetched answer carries it in full.
+	maxTTL time.Duration
+	// expires is the estimated expiry: the whole second at which the
+	// resolver's entry reaches TTL 0.
+	expires     time.Time
+	lastRefresh time.Time
+	lastTTL     time.Duration
+	// late is set once the resolver answered from cache with TTL 0: it
+	// keeps an entry through the second it reaches 0 (unbound, dnsmasq),
+	// so expiry-mode queries aim one second later.
+	late      bool
+	expectHit bool
+	gap       time.Duration
+	fails     int
+	lastErr   string
+	c         Counters
+}
+
+// Scheduler is the pure core of the prefetcher: it keeps one entry per
+// Spec, decides when each is queried next, and parks the entries of
+// unhealthy resolvers. It does no I/O and reads no clock: every method
+// takes now. It is not safe for concurrent use.
+type Scheduler struct {
+	// Jitter is the largest random delay added to a scheduled query.
+	Jitter time.Duration
+	// Rand returns a random duration in [0, n); tests set it to return 0.
+	// n is always > 0.
+	Rand func(n time.Duration) time.Duration
+
+	entries map[Key]*entry
+	queue   queue
+	healthy map[string]bool
+}
+
+// NewScheduler returns an empty scheduler. rnd returns a random duration
+// in [0, n); nil means no jitter.
+func NewScheduler(jitter time.Duration, rnd func(n time.Duration) time.Duration) *Scheduler {
+	if rnd == nil {
+		rnd = func(time.Duration) time.Duration { return 0 }
+	}
+	return &Scheduler{Jitter: jitter, Rand: rnd, entries: map[Key]*entry{}, healthy: map[string]bool{}}
+}
+
+func (s *Scheduler) jitter(max time.Duration) time.Duration {
+	if max > s.Jitter {
+		max = s.Jitter
+	}
+	if max <= 0 {
+		return 0
+	}
+	return s.Rand(max)
+}
+
+// Len returns the number of entries.
+func (s *Scheduler) Len() int { return len(s.entries) }
+
+// Set makes specs the entries. Entries whose Key is unchanged keep their
+// state (TTLs learned, counters, schedule); a changed address or policy is
+// taken over. New entries of healthy resolvers are due at once (plus
+// jitter); removed entries are dropped (a query in flight is ignored when
+// it ends).
+func (s *Scheduler) Set(specs []Spec, now time.Time) {
+	keep := make(map[Key]bool, len(specs))
+	for _, sp := range specs {
+		keep[sp.Key] = true
+		if e, ok := s.entries[sp.Key]; ok {
+			e.spec = sp
+			continue
+		}
+		e := &entry{spec: sp, idx: -1}
+		s.entries[sp.Key] = e
+		if s.healthy[sp.Key.Resolver] {
+			s.push(e, now.Add(s.jitter(s.Jitter)))
+		}
+	}
+	for k, e := range s.entries {
+		if !keep[k] {
+			s.unqueue(e)
+			delete(s.entries, k)
+		}
+	}
+}
+
+// SetHealthy says which resolvers are healthy and enabled (true); every
+// other resolver's entries are parked. Entries of a resolver that became
+// healthy are due at once (plus jitter).
+func (s *Scheduler) SetHealthy(healthy map[string]bool, now time.Time) {
+	old := s.healthy
+	s.healthy = make(map[string]bool, len(healthy))
+	for r, ok := range healthy {
+		if ok {
+			s.healthy[r] = true
+		}
+	}
+	for _, e := range s.entries {
+		r := e.spec.Key.Resolver
+		switch {
+		case s.healthy[r] && !old[r] && !e.inflight && e.idx < 0:
+			s.push(e, now.Add(s.jitter(s.Jitter)))
+		case !s.healthy[r]:
+			s.unqueue(e)
+		}
+	}
+}
+
+// Next returns when the earliest queued entry is due; false when none is
+// queued.
+func (s *Scheduler) Next() (time.Time, bool) {
+	if len(s.queue) == 0 {
+		return time.Time{}, false
+	}
+	return s.queue[0].next, true
+}
+
+// Pop returns the earliest entry due at now and marks it in flight; false
+// when none is due. The caller must call Done for it.
+func (s *Scheduler) Pop(now time.Time) (Spec, bool) {
+	if len(s.queue) == 0 || s.queue[0].next.After(now) {
+		return Spec{}, false
+	}
+	e := heap.Pop(&s.queue).(*entry)
+	e.inflight = true
+	e.c.Queries++
+	return e.spec, true
+}
+
+// Done records the outcome of the query of key sent by Pop and schedules
+// the entry's next query, which it returns (zero when the entry is gone
+// or parked).
+func (s *Scheduler) Done(key Key, o Outcome, now time.Time) time.Time {
+	e, ok := s.entries[key]
+	if !ok || !e.inflight {
+		return time.Time{}
+	}
+	e.inflight = false
+	next := s.observe(e, o, now)
+	if !s.healthy[key.Resolver] {
+		return time.Time{}
+	}
+	s.push(e, next)
+	return next
+}
+
+// observe updates e with an outcome and returns its next run time.
+func (s *Scheduler) observe(e *entry, o Outcome, now time.Time) time.Time {
+	if !o.OK {
+		e.fails++
+		e.c.Failures++
+		e.lastErr = o.Detail
+		back := MaxBackoff
+		if e.fails <= 7 {
+			back = min(MinBackoff<<(e.fails-1), MaxBackoff)
+		}
+		return now.Add(back + s.jitter(back/4))
+	}
+	e.fails, e.lastErr = 0, ""
+	r := max(o.TTL, 0).Truncate(time.Second)
+	prevMax := e.maxTTL
+	if r > e.maxTTL {
+		e.maxTTL = r
+	}
+	fresh := r > 0 && r >= e.maxTTL
+	// dead is when the previous entry was gone: its expiry, one second
+	// later for products that serve through the zero second.
+	dead := e.expires
+	if e.late {
+		dead = dead.Add(time.Second)
+	}
+	if fresh {
+		e.c.Fetches++
+		// A fresh answer before the old entry's expiry is someone else's
+		// early refresh (the product's prefetch, triggered by a client);
+		// after it, the entry had expired before the prefetcher came.
+		if e.expectHit && prevMax > 0 && !now.Before(dead) {
+			e.c.FoundExpired++
+		}
+		if !e.expires.IsZero() && !now.Before(dead) && now.Sub(dead) < MaxBackoff {
+			e.gap = now.Sub(dead)
+		}
+	}
+	e.lastRefresh, e.lastTTL = now, r
+	if e.maxTTL < time.Second {
+		e.expires = now
+		e.expectHit = false
+		return now.Add(UncacheableDelay)
+	}
+	if r == 0 {
+		e.late = true
+	}
+	// The resolver counts in whole seconds on the same clock: a remaining
+	// TTL of r at now means the entry reaches 0 at the start of second
+	// floor(now)+r.
+	e.expires = now.Truncate(time.Second).Add(r)
+	after := e.expires.Add(ExpiryMargin)
+	if e.late {
+		after = after.Add(time.Second)
+	}
+	var next time.Time
+	if w := e.spec.Policy.window(e.maxTTL); w > 0 {
+		e.expectHit = true
+		target := e.expires.Add(-w / 2)
+		if now.Before(target.Add(-w / 4)) {
+			// Aim at the middle of the window, jittered within its middle half.
+			q := min(s.Jitter, w/2)
+			next = target.Add(-q / 2).Add(s.jitter(q))
+		} else {
+			// Inside the window: the product is refreshing now; read the
+			// refreshed entry once the old one is gone.
+			next = after.Add(s.jitter(s.Jitter))
+		}
+	} else {
+		e.expectHit = false
+		next = after.Add(s.jitter(s.Jitter))
+	}
+	if min := now.Add(MinGap); next.Before(min) {
+		next = min
+	}
+	return next
+}
+
+// Snapshot returns the state of every entry, sorted by key.
+func (s *Scheduler) Snapshot(now time.Time) []Status {
+	out := make([]Status, 0, len(s.entries))
+	for _, e := range s.entries {
+		st := Status{
+			Key: e.spec.Key, Addr: e.spec.Addr, Mode: Expiry,
+			Healthy: s.healthy[e.spec.Key.Resolver], InFlight: e.inflight,
+			LastRefresh: e.lastRefresh, LastTTL: e.lastTTL, OriginalTTL: e.maxTTL,
+			Gap: e.gap, ConsecutiveFailures: e.fails, LastError: e.lastErr, Counters: e.c,
+		}
+		if e.spec.Policy.window(e.maxTTL) > 0 || e.maxTTL == 0 && e.spec.Policy.Mode == Window {
+			st.Mode = Window
+		}
+		if e.expires.After(now) {
+			st.Remaining = e.expires.Sub(now)
+		}
+		if e.idx >= 0 {
+			st.NextRun = e.next
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return less(out[i].Key, out[j].Key) })
+	return out
+}
+
+// Totals returns the counters summed over every entry.
+func (s *Scheduler) Totals() Counters {
+	var c Counters
+	for _, e := range s.entries {
+		c = c.Add(e.c)
+	}
+	return c
+}
+
+func less(a, b Key) bool {
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	if a.Type != b.Type {
+		return a.Type < b.Type
+	}
+	if a.Resolver != b.Resolver {
+		return a.Resolver < b.Resolver
+	}
+	return a.Partition < b.Partition
+}
+
+func (s *Scheduler) push(e *entry, at time.Time) {
+	e.next = at
+	if e.idx >= 0 {
+		heap.Fix(&s.queue, e.idx)
+		return
+	}
+	heap.Push(&s.queue, e)
+}
+
+func (s *Scheduler) unqueue(e *entry) {
+	if e.idx >= 0 {
+		heap.Remove(&s.queue, e.idx)
+	}
+}
+
+// queue is a min-heap of entries by next run time.
+type queue []*entry
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if !q[i].next.Equal(q[j].next) {
+		return q[i].next.Before(q[j].next)
+	}
+	return less(q[i].spec.Key, q[j].spec.Key)
+}
+func (q queue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].idx, q[j].idx = i, j
+}
+func (q *queue) Push(x any) {
+	e := x.(*entry)
+	e.idx = len(*q)
+	*q = append(*q, e)
+}
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	e.idx = -1
+	*q = old[:len(old)-1]
+	return e
+}
+
+// PolicyFor returns the refresh policy of a configured resolver.
+func PolicyFor(vendor, refresh string, window time.Duration, percent int) Policy {
+	if refresh != "window" {
+		return Policy{Mode: Expiry}
+	}
+	p := Policy{Mode: Window, Window: window, Percent: percent}
+	if vendor == "bind" {
+		p.MinTTL = BINDMinTTL
+	}
+	return p
+}
