@@ -70,13 +70,13 @@ type Daemon struct {
 	reloadCh chan chan error
 
 	// Loop-owned state.
-	cfg       *configs.Config
-	owned     map[vip.ServiceKey]bool
+	cfg   *configs.Config
+	owned map[vip.ServiceKey]bool
 	// ownedSaved is the owned set as last persisted.
 	ownedSaved []string
-	warmUntil time.Time
-	warm      bool
-	lastTable vip.Table
+	warmUntil  time.Time
+	warm       bool
+	lastTable  vip.Table
 	// identity is the last version.bind answer logged per target.
 	identity map[string]string
 
