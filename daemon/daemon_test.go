@@ -14,6 +14,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
+	"lbdns/internal/testlog"
 	"lbdns/probes"
 	"lbdns/resolvers"
 	"lbdns/vip"
@@ -328,7 +329,7 @@ func TestDryRunWritesTable(t *testing.T) {
 
 func TestIdentityMismatchWarns(t *testing.T) {
 	dir := t.TempDir()
-	var buf syncBuffer
+	var buf testlog.Buffer
 	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
 	identify := func(_ context.Context, a netip.AddrPort) (string, error) {
 		switch a.Port() {
@@ -363,24 +364,6 @@ func TestIdentityMismatchWarns(t *testing.T) {
 	if strings.Contains(out, `identified" target=knot-1/rec`) || strings.Contains(out, `configured" target=knot-1/rec`) {
 		t.Errorf("knot-1 gave no version but something was logged for it:\n%s", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestRemovedVIPDeletedAfterRestart(t *testing.T) {

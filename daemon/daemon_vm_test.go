@@ -3,7 +3,6 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 
 	"lbdns/daemon"
 	"lbdns/internal/ipvsvm"
+	"lbdns/internal/testlog"
 )
 
 // Back-end behaviours, switched at run time by the test.
@@ -99,35 +99,11 @@ func startVMBackend(t *testing.T, a netip.AddrPort) *vmBackend {
 	return b
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger writing and a test
-// reading at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// count returns how many log lines contain msg="MSG".
-func (s *syncBuffer) count(msg string) int {
-	return strings.Count(s.String(), fmt.Sprintf("msg=%q", msg))
-}
-
 // vmDaemon is one real daemon (kernel IPVS client, real DNS probes) run by
 // the test, with its logs captured.
 type vmDaemon struct {
 	d      *daemon.Daemon
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -135,7 +111,7 @@ type vmDaemon struct {
 
 func startVMDaemon(t *testing.T, name, path string) *vmDaemon {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("daemon", name)
 	d, err := daemon.New(daemon.Options{ConfigPath: path, Logger: log, TickInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -424,7 +400,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 				}
 			}
 		}
-		if n := d1.logs.count("VIP address added"); n != 2 {
+		if n := d1.logs.Count("VIP address added"); n != 2 {
 			t.Errorf("%d \"VIP address added\" log lines, want 2", n)
 		}
 		answeredBy(t, vip4, names4...)
@@ -496,7 +472,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 	top := t
 	var d2 *vmDaemon
 	t.Run("restart adopts table", func(t *testing.T) {
-		if n := d1.logs.count("ipvs op applied"); n == 0 {
+		if n := d1.logs.Count("ipvs op applied"); n == 0 {
 			t.Fatalf("first daemon logged no \"ipvs op applied\"; the log check below would prove nothing")
 		}
 		// Back end 3 is down across the restart, so a daemon that did
@@ -516,14 +492,14 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 
 		d2 = startVMDaemon(top, "second", path)
 		waitFor(t, "second daemon warm", wait, func() (bool, string) {
-			return d2.logs.count("warm-up over; reconciling IPVS table") == 1, d2.logs.String()
+			return d2.logs.Count("warm-up over; reconciling IPVS table") == 1, d2.logs.String()
 		})
 		// Two resync periods and many ticks after warm-up.
 		time.Sleep(2500 * time.Millisecond)
-		if n := d2.logs.count("ipvs op applied"); n != 0 {
+		if n := d2.logs.Count("ipvs op applied"); n != 0 {
 			t.Errorf("restarted daemon applied %d operations to a correct table:\n%s", n, d2.logs)
 		}
-		if n := d2.logs.count("VIP address added"); n != 0 {
+		if n := d2.logs.Count("VIP address added"); n != 0 {
 			t.Errorf("restarted daemon added %d VIP addresses that were there", n)
 		}
 		if !strings.Contains(d2.logs.String(), "all_targets_decided=true") {
@@ -561,7 +537,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 		bad = strings.Replace(bad, `vendor = "powerdns"`, `vendor = "bogus"`, 1)
 		writeVMConfig(t, path, bad)
 		before := ipvsvm.Dump(t).String()
-		ops := d2.logs.count("ipvs op applied")
+		ops := d2.logs.Count("ipvs op applied")
 		err := d2.d.Reload(ctx)
 		if err == nil {
 			t.Fatal("Reload accepted a bad config")
@@ -575,7 +551,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 		if after := ipvsvm.Dump(t).String(); after != before {
 			t.Errorf("rejected reload changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
 		}
-		if n := d2.logs.count("ipvs op applied"); n != ops {
+		if n := d2.logs.Count("ipvs op applied"); n != ops {
 			t.Errorf("rejected reload was followed by %d ipvs operations", n-ops)
 		}
 		if n := len(d2.d.Config().Resolvers); n != 7 {
