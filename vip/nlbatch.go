@@ -223,6 +223,7 @@ func batchRequest(family uint16, seq uint32, op Op) (netlink.Message, error) {
 	}
 	return netlink.Message{
 		Header: netlink.Header{
+			Length:   uint32(nlmsgHeaderLen + len(b)),
 			Type:     netlink.HeaderType(family),
 			Flags:    netlink.Request | netlink.Acknowledge,
 			Sequence: seq,
