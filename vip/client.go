@@ -162,20 +162,28 @@ func (m *MemClient) DeleteDestination(k ServiceKey, a netip.AddrPort) error {
 	return nil
 }
 
+// ApplyBatch implements BatchClient one op at a time.
+func (m *MemClient) ApplyBatch(ops []Op) []error {
+	return applyEach(m, ops)
+}
+
 // ClientCounts is the number of calls a CountingClient has passed on.
 type ClientCounts struct {
 	// Services and Destinations count the two kinds of reads.
 	Services, Destinations int64
-	// Writes counts every create, update and delete.
+	// Writes counts every create, update and delete, those inside a
+	// batch included.
 	Writes int64
+	// Batches counts ApplyBatch calls.
+	Batches int64
 }
 
 // CountingClient wraps a Client and counts the calls made through it, for
 // metrics and for tests that assert how much netlink traffic a change costs.
 // It is safe for concurrent use if the wrapped Client is.
 type CountingClient struct {
-	c                    Client
-	services, dests, wrs atomic.Int64
+	c                             Client
+	services, dests, wrs, batches atomic.Int64
 }
 
 // NewCountingClient returns a CountingClient over c.
@@ -185,7 +193,7 @@ func NewCountingClient(c Client) *CountingClient {
 
 // Counts returns the counts so far.
 func (c *CountingClient) Counts() ClientCounts {
-	return ClientCounts{Services: c.services.Load(), Destinations: c.dests.Load(), Writes: c.wrs.Load()}
+	return ClientCounts{Services: c.services.Load(), Destinations: c.dests.Load(), Writes: c.wrs.Load(), Batches: c.batches.Load()}
 }
 
 // Services implements Client.
@@ -234,4 +242,16 @@ func (c *CountingClient) UpdateDestination(k ServiceKey, d Destination) error {
 func (c *CountingClient) DeleteDestination(k ServiceKey, a netip.AddrPort) error {
 	c.wrs.Add(1)
 	return c.c.DeleteDestination(k, a)
+}
+
+// ApplyBatch implements BatchClient, counting one batch and a write per op.
+// It passes the batch on if the wrapped Client is a BatchClient, and
+// applies the ops one at a time otherwise.
+func (c *CountingClient) ApplyBatch(ops []Op) []error {
+	c.batches.Add(1)
+	c.wrs.Add(int64(len(ops)))
+	if bc, ok := c.c.(BatchClient); ok {
+		return bc.ApplyBatch(ops)
+	}
+	return applyEach(c.c, ops)
 }

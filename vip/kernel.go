@@ -21,6 +21,10 @@ var (
 	_ Client = (*KernelClient)(nil)
 	_ Client = (*MemClient)(nil)
 	_ Client = (*CountingClient)(nil)
+
+	_ BatchClient = (*KernelClient)(nil)
+	_ BatchClient = (*MemClient)(nil)
+	_ BatchClient = (*CountingClient)(nil)
 )
 
 // KernelClient is the Client of the running kernel's IPVS table, over
@@ -29,6 +33,8 @@ var (
 // owned. It is not safe for concurrent use.
 type KernelClient struct {
 	c ipvs.Client
+	// batch is the socket of ApplyBatch, opened at its first use.
+	batch *batchConn
 }
 
 // NewKernelClient connects to the kernel's IPVS. When IPVS is missing, the
@@ -52,10 +58,11 @@ func NewKernelClient() (*KernelClient, error) {
 
 // Close closes the netlink connection.
 func (k *KernelClient) Close() error {
+	err := k.closeBatch()
 	if cl, ok := k.c.(io.Closer); ok {
-		return cl.Close()
+		return errors.Join(cl.Close(), err)
 	}
-	return nil
+	return err
 }
 
 // notExistError marks a kernel error (ESRCH: no such service) as

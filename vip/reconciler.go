@@ -215,18 +215,41 @@ func (r *Reconciler) retry(ctx context.Context, backoff []time.Duration, f func(
 // has failed for good the others get one try each, so a broken kernel
 // cannot stall the caller for long. The destinations of a service whose
 // creation failed are skipped. A done ctx stops it.
+//
+// When the Client is a BatchClient and there is more than one operation,
+// all of them go to the kernel in one ApplyBatch first; only those that
+// failed there then take the path above, so the outcome, the counts and
+// the errors are those of running them one by one.
 func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 	var (
-		done    []Op
-		errs    []error
-		backoff = r.Backoff
-		missing map[ServiceKey]bool // services whose creation failed
+		done     []Op
+		errs     []error
+		backoff  = r.Backoff
+		missing  map[ServiceKey]bool // services whose creation failed
+		batched  []error             // per op: nil if ApplyBatch did it
+		stopped  error               // ctx's error once it is done
+		notTried int
 	)
+	if bc, ok := r.c.(BatchClient); ok && len(ops) > 1 && ctx.Err() == nil {
+		batched = bc.ApplyBatch(ops)
+		if len(batched) != len(ops) { // a broken client: trust none of it
+			batched = nil
+		}
+	}
 	for i, op := range ops {
-		if err := ctx.Err(); err != nil {
+		if batched != nil && batched[i] == nil {
+			r.stats.OpsApplied++
+			applyOp(r.cache, op)
+			done = append(done, op)
+			continue
+		}
+		if stopped == nil {
+			stopped = ctx.Err()
+		}
+		if stopped != nil {
 			r.dirty = true
-			errs = append(errs, fmt.Errorf("vip: %d operations not applied: %w", len(ops)-i, err))
-			break
+			notTried++
+			continue
 		}
 		if missing[op.Service.Key] {
 			continue // its destinations cannot be created either
@@ -255,6 +278,9 @@ func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 		r.stats.OpsApplied++
 		applyOp(r.cache, op)
 		done = append(done, op)
+	}
+	if notTried > 0 {
+		errs = append(errs, fmt.Errorf("vip: %d operations not applied: %w", notTried, stopped))
 	}
 	return done, errors.Join(errs...)
 }

@@ -121,6 +121,7 @@ func TestBenchIPVS(t *testing.T) {
 	var restore, recon []time.Duration
 	var r *vip.Reconciler
 	var cc *vip.CountingClient
+	var sends []uint64 // sendmsg calls of the batch path per Reconciler round
 	for i := range rounds {
 		ipvsvm.Run(t, "ipvsadm", "-C")
 		start := time.Now()
@@ -131,9 +132,11 @@ func TestBenchIPVS(t *testing.T) {
 		ipvsvm.Run(t, "ipvsadm", "-C")
 		cc = vip.NewCountingClient(kc)
 		r = vip.NewReconciler(cc, nil)
+		sent := kc.BatchSends()
 		start = time.Now()
 		ops, err := r.Resync(ctx, desired)
 		recon = append(recon, time.Since(start))
+		sends = append(sends, kc.BatchSends()-sent)
 		if err != nil {
 			t.Fatalf("Resync round %d: %v", i, err)
 		}
@@ -147,6 +150,8 @@ func TestBenchIPVS(t *testing.T) {
 	t.Logf("  ipvsadm -R      %8.1f ms  %v", ms(mr), restore)
 	t.Logf("  vip.Reconciler  %8.1f ms  %v", ms(mc), recon)
 	t.Logf("  ratio Reconciler / ipvsadm -R = %.2f", float64(mc)/float64(mr))
+	t.Logf("  Reconciler writes per round: %d ops in %d ApplyBatch call(s), %v sendmsg calls",
+		cc.Counts().Writes, cc.Counts().Batches, sends)
 
 	// One health change at a time on the full table: flip one weight.
 	k := vip.ServiceKey{Addr: netip.AddrFrom4([4]byte{10, 200, 0, 0}), Port: 53, Proto: vip.UDP}
