@@ -206,12 +206,7 @@ func exchange(ctx context.Context, network string, target netip.AddrPort, wire [
 		if _, err := conn.Write(wire); err != nil {
 			return nil, err
 		}
-		buf := make([]byte, udpBufSize)
-		n, err := conn.Read(buf)
-		if err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
+		return readDatagram(conn)
 	}
 
 	// TCP: two-byte length prefix (RFC 1035 4.2.2), sent in one write.
@@ -230,6 +225,17 @@ func exchange(ctx context.Context, network string, target netip.AddrPort, wire [
 		return nil, err
 	}
 	return reply, nil
+}
+
+// readDatagramFull reads one datagram from conn into a buffer of the
+// largest DNS message size, so that an oversized datagram is seen whole.
+func readDatagramFull(conn net.Conn) ([]byte, error) {
+	buf := make([]byte, udpBufSize)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
 }
 
 // describeErr turns an exchange error into a Detail.

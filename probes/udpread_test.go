@@ -1,0 +1,50 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+)
+
+// TestDNSReadsWholeDatagram checks that a UDP reply is read whole whatever
+// its size, so that an oversized reply (more than 512 bytes without EDNS0)
+// is judged on its content, not cut short and called malformed.
+func TestDNSReadsWholeDatagram(t *testing.T) {
+	for _, n := range []int{0, 1, 300, 3000} {
+		t.Run(fmt.Sprintf("%d answers", n), func(t *testing.T) {
+			h := func(req *dns.Msg) *dns.Msg {
+				r := new(dns.Msg)
+				r.SetReply(req)
+				r.Compress = true
+				for i := range n {
+					r.Answer = append(r.Answer, &dns.A{
+						Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+						A:   net.IPv4(192, 0, 2, byte(i)),
+					})
+				}
+				if n > 0 {
+					// Put the expected address last, past any short buffer.
+					r.Answer[n-1].(*dns.A).A = net.IPv4(192, 0, 2, 1)
+				}
+				return r
+			}
+			srv := startServer(t, h, nil)
+			chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.1" })
+			res := DNS(context.Background(), srv.Addr, chk)
+			if n == 0 {
+				if res.OK || res.Detail != "expected address 192.0.2.1 not in answer" {
+					t.Fatalf("got %+v", res)
+				}
+				return
+			}
+			if want := fmt.Sprintf("NOERROR, answers %d", n); !res.OK || res.Detail != want {
+				t.Fatalf("got %+v, want OK %q", res, want)
+			}
+		})
+	}
+}
