@@ -15,7 +15,8 @@
 # Usage: bench/health/run.sh            (60 s run)
 #        DURATION=15 bench/health/run.sh
 # Env: DURATION (s, default 60), TARGETS (5000), POOL_SIZE (10),
-#      BASE_PORT (20000), KEEP=1 keeps the work directory.
+#      BASE_PORT (20000), KEEP=1 keeps the work directory,
+#      LBDNSD_SRC (a checkout to build lbdnsd from; default this one).
 # Nothing is sent anywhere but 127.0.0.1; dry-run programs no IPVS.
 set -euo pipefail
 
@@ -63,13 +64,51 @@ npools=$(((TARGETS + POOL_SIZE - 1) / POOL_SIZE))
 ((TARGETS >= 2 * POOL_SIZE)) || die "TARGETS must cover at least two pools"
 ((BASE_PORT + TARGETS - 1 <= 32767)) || die "ports must stay below the ephemeral range (32768)"
 
-# One failed member in pool 0 (killed) and one in pool 1 (frozen).
-KILL_PORT=$((BASE_PORT + 3))
-STOP_PORT=$((BASE_PORT + POOL_SIZE + 3))
-LAST_PORT=$((BASE_PORT + TARGETS - 1))
-
 echo "== build"
-(cd "$ROOT" && go build -o "$WORK/lbdnsd" ./cmd/lbdnsd && go build -o "$WORK/responder" ./bench/health/responder)
+(cd "${LBDNSD_SRC:-$ROOT}" && go build -o "$WORK/lbdnsd" ./cmd/lbdnsd)
+(cd "$ROOT" && go build -o "$WORK/responder" ./bench/health/responder)
+echo "lbdnsd from ${LBDNSD_SRC:-$ROOT} ($(git -C "${LBDNSD_SRC:-$ROOT}" describe --always --dirty 2>/dev/null || echo unknown))"
+
+# start_responder NAME ARGS...: starts a responder and waits for "ready";
+# fails (status 1) when it exits first, for example on a port in use.
+start_responder() {
+	local name=$1 pid
+	shift
+	"$WORK/responder" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+	pid=$!
+	PIDS+=("$pid")
+	eval "${name}_PID=$pid"
+	for _ in $(seq 1 100); do
+		grep -q '^ready' "$WORK/$name.out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || { echo "responder $name: $(cat "$WORK/$name.err")" >&2; return 1; }
+		sleep 0.1
+	done
+	die "responder $name not ready after 10 s"
+}
+
+# One failed member in pool 0 (killed) and one in pool 1 (frozen). A port
+# of the range may be taken by another program for a moment; try a few
+# ranges, all below the ephemeral ports.
+echo "== responders"
+started=
+for base in "$BASE_PORT" 10000 26000; do
+	((base + TARGETS - 1 <= 32767)) || continue
+	BASE_PORT=$base
+	KILL_PORT=$((BASE_PORT + 3))
+	STOP_PORT=$((BASE_PORT + POOL_SIZE + 3))
+	LAST_PORT=$((BASE_PORT + TARGETS - 1))
+	if start_responder main -ports "$BASE_PORT-$LAST_PORT" -skip "$KILL_PORT,$STOP_PORT"; then
+		if start_responder killed -ports "$KILL_PORT" && start_responder frozen -ports "$STOP_PORT"; then
+			started=1
+			break
+		fi
+	fi
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	PIDS=()
+	echo "port range $BASE_PORT-$LAST_PORT not free; trying another" >&2
+done
+[[ -n $started ]] || die "no free port range for the responders"
+echo "main responder: $(cat "$WORK/main.out"); killed back end 127.0.0.1:$KILL_PORT (pid $killed_PID); frozen back end 127.0.0.1:$STOP_PORT (pid $frozen_PID)"
 
 echo "== config: $TARGETS resolvers on 127.0.0.1:$BASE_PORT-$LAST_PORT, $npools pools of $POOL_SIZE"
 vip_addr() {
@@ -106,27 +145,6 @@ TOML
 } >"$WORK/lbdns.toml"
 "$WORK/lbdnsd" -check-config "$WORK/lbdns.toml"
 
-# start_responder NAME ARGS...: starts a responder, waits for "ready".
-start_responder() {
-	local name=$1
-	shift
-	"$WORK/responder" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-	PIDS+=($!)
-	eval "${name}_PID=$!"
-	for _ in $(seq 1 100); do
-		grep -q '^ready' "$WORK/$name.out" 2>/dev/null && return 0
-		kill -0 "${PIDS[-1]}" 2>/dev/null || die "responder $name exited: $(cat "$WORK/$name.err")"
-		sleep 0.1
-	done
-	die "responder $name not ready after 10 s"
-}
-
-echo "== responders"
-start_responder main -ports "$BASE_PORT-$LAST_PORT" -skip "$KILL_PORT,$STOP_PORT"
-start_responder killed -ports "$KILL_PORT"
-start_responder frozen -ports "$STOP_PORT"
-echo "main responder: $(cat "$WORK/main.out"); killed back end 127.0.0.1:$KILL_PORT (pid $killed_PID); frozen back end 127.0.0.1:$STOP_PORT (pid $frozen_PID)"
-
 # cpu_ticks PID: utime+stime of PID in clock ticks.
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
@@ -160,6 +178,7 @@ if ((t_warm + 2000000000 + need_ns <= t_end)); then
 	sleep_until $((t_warm + 2000000000))
 	t_kill=$(now_ns)
 	kill -KILL "$killed_PID"
+	wait "$killed_PID" 2>/dev/null || true
 fi
 if [[ -n $t_kill ]] && ((t_kill + 5000000000 + need_ns + 500000000 <= t_end)); then
 	sleep_until $((t_kill + 5000000000))
@@ -207,7 +226,8 @@ echo "backend state changes logged: $probes"
 removal() {
 	local t0=$1 port=$2 label=$3 sc lines worst=0 line ts ms
 	sc=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a) | "\(.time) \(.from)->\(.to) \(.reason)"' "$LOG" | tail -1)
-	lines=$(jq -r --arg p " -> 127.0.0.1:$port " 'select(.msg == "ipvs op (dry-run, NOT applied)" and (.op | startswith("delete-dest")) and (.op | contains($p))) | "\(.time)\t\(.op)"' "$LOG")
+	lines=$(jq -r --arg p " -> 127.0.0.1:$port" 'select(.msg == "ipvs op (dry-run, NOT applied)" and (.op | startswith("delete-dest"))
+		and ((.op | endswith($p)) or (.op | contains($p + " ")))) | "\(.time)\t\(.op)"' "$LOG")
 	if [[ -z $lines ]]; then
 		echo "$label 127.0.0.1:$port: NOT removed by the end of the run (last state change: ${sc:-none})"
 		return
