@@ -222,26 +222,39 @@ echo "responder CPU (main, $((TARGETS - 2)) ports): ${resp_cpu} s in its life = 
 echo "backend state changes logged: $probes"
 
 # removal FAILED_AT_NS PORT LABEL: prints the time from FAILED_AT_NS to the
-# dry-run delete-dest ops of 127.0.0.1:PORT (udp and tcp).
+# first dry-run delete-dest op of 127.0.0.1:PORT after it, for udp and tcp;
+# the removal time is the later of the two.
 removal() {
-	local t0=$1 port=$2 label=$3 sc lines worst=0 line ts ms
-	sc=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a) | "\(.time) \(.from)->\(.to) \(.reason)"' "$LOG" | tail -1)
+	local t0=$1 port=$2 label=$3 sc lines worst=-1 ts op ms seen=""
+	sc=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a) | "\(.time) \(.from)->\(.to) (\(.reason))"' "$LOG" | tail -1)
 	lines=$(jq -r --arg p " -> 127.0.0.1:$port" 'select(.msg == "ipvs op (dry-run, NOT applied)" and (.op | startswith("delete-dest"))
 		and ((.op | endswith($p)) or (.op | contains($p + " ")))) | "\(.time)\t\(.op)"' "$LOG")
-	if [[ -z $lines ]]; then
-		echo "$label 127.0.0.1:$port: NOT removed by the end of the run (last state change: ${sc:-none})"
+	echo "$label 127.0.0.1:$port: last state change: ${sc:-none}"
+	while IFS=$'\t' read -r ts op; do
+		[[ -n $ts ]] || continue
+		ms=$((($(date -d "$ts" +%s%N) - t0) / 1000000))
+		if ((ms < 0)); then
+			echo "  (before the failure: ${ms} ms  $op)"
+			continue
+		fi
+		proto=${op#delete-dest }
+		proto=${proto%%/*}
+		[[ " $seen " == *" $proto "* ]] && continue
+		seen="$seen $proto"
+		((ms > worst)) && worst=$ms
+		echo "  +${ms} ms  $op"
+	done <<<"$lines"
+	if [[ $seen != *udp* || $seen != *tcp* ]]; then
+		echo "  NOT removed from both services by the end of the run"
 		return
 	fi
-	echo "$label 127.0.0.1:$port: state change ${sc:-none}"
-	while IFS=$'\t' read -r ts line; do
-		ms=$((($(date -d "$ts" +%s%N) - t0) / 1000000))
-		((ms > worst)) && worst=$ms
-		echo "  +${ms} ms  $line"
-	done <<<"$lines"
 	echo "  detection-to-removal: ${worst} ms (goal <= fall x interval + 100 ms = ${GOAL_DETECT_MS} ms: $(verdict $((worst <= GOAL_DETECT_MS))))"
 }
 echo
 if [[ -n $t_kill ]]; then removal "$t_kill" "$KILL_PORT" "killed (SIGKILL)"; else echo "killed back end: skipped, run too short"; fi
 if [[ -n $t_stop ]]; then removal "$t_stop" "$STOP_PORT" "frozen (SIGSTOP)"; else echo "frozen back end: skipped, run too short"; fi
+flaps=$(jq -r --arg k " -> 127.0.0.1:$KILL_PORT" --arg s " -> 127.0.0.1:$STOP_PORT" 'select(.msg == "ipvs op (dry-run, NOT applied)" and (.op | startswith("delete-dest"))
+	and (.op | endswith($k) | not) and (.op | endswith($s) | not))' "$LOG" | grep -c . || true)
+echo "delete-dest ops for back ends that never failed (should be 0): $flaps"
 errs=$(jq -r 'select(.level == "ERROR" or .level == "WARN") | .msg' "$LOG" | sort | uniq -c || true)
 [[ -z $errs ]] || { echo; echo "warnings/errors in the daemon log:"; echo "$errs"; }
