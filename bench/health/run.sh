@@ -195,8 +195,16 @@ rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status")
 threads=$(awk '/^Threads:/ { print $2 }' "/proc/$DPID/status")
 resp_ticks=$(cpu_ticks "$main_PID")
 load=$(cut -d' ' -f1-3 /proc/loadavg)
+t_term=$(now_ns)
 kill -TERM "$DPID"
-for _ in $(seq 1 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 1 150); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$DPID" 2>/dev/null; then
+	stop_note="lbdnsd did NOT exit within 15 s of SIGTERM (killed)"
+	kill -KILL "$DPID" 2>/dev/null || true
+else
+	stop_note="lbdnsd exited $((($(now_ns) - t_term) / 1000000)) ms after SIGTERM"
+fi
+wait "$DPID" 2>/dev/null || true
 
 # Figures.
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
@@ -220,6 +228,7 @@ echo "daemon CPU, after warm-up:  ${cpu_steady} s in ${steady_s} s = ${pct_stead
 echo "daemon peak RSS (VmHWM):    ${hwm_mb} MB, RSS at end ${rss_mb} MB, ${threads} threads  (goal < ${GOAL_RSS_MB} MB: $(verdict "$(awk -v m="$hwm_mb" -v g=$GOAL_RSS_MB 'BEGIN { print (m < g) }')"))"
 echo "responder CPU (main, $((TARGETS - 2)) ports): ${resp_cpu} s in its life = $(pct "$resp_cpu" "$run_s")% of one core over the daemon's run"
 echo "backend state changes logged: $probes"
+echo "$stop_note"
 
 # removal FAILED_AT_NS PORT LABEL: prints the time from FAILED_AT_NS to the
 # first dry-run delete-dest op of 127.0.0.1:PORT after it, for udp and tcp;
