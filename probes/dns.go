@@ -186,8 +186,7 @@ func lookupClass(s string) (uint16, error) {
 // instead of reading on until the deadline, which would hide the fault
 // behind a timeout.
 func exchange(ctx context.Context, network string, target netip.AddrPort, wire []byte) ([]byte, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, target.String())
+	conn, err := dial(ctx, network, target)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +224,24 @@ func exchange(ctx context.Context, network string, target netip.AddrPort, wire [
 		return nil, err
 	}
 	return reply, nil
+}
+
+// dial opens a connection of network to target. A UDP dial is a local
+// connect(2) that never waits, so it skips the dialer's address parsing
+// and dual-stack machinery; ctx matters only before it.
+func dial(ctx context.Context, network string, target netip.AddrPort) (net.Conn, error) {
+	if network != "udp" {
+		var d net.Dialer
+		return d.DialContext(ctx, network, target.String())
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // readDatagramFull reads one datagram from conn into a buffer of the
