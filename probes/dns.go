@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,10 +146,25 @@ func buildQuery(chk *configs.Check) (*dns.Msg, error) {
 	return q, nil
 }
 
-// randomName returns a fresh random label under zone.
+// randomName returns a fresh random label under zone: "lbdns-<16 hex>."
+// and zone as a fully qualified name without a leading dot. It builds the
+// name in one allocation, as it runs once per probe.
 func randomName(zone string) string {
-	// dns.Fqdn(".") is "." and must not give "label..".
-	return fmt.Sprintf("lbdns-%016x.", rand.Uint64()) + strings.TrimPrefix(dns.Fqdn(zone), ".")
+	const hexDigits = "0123456789abcdef"
+	zone = strings.TrimPrefix(zone, ".") // ".zone" and "." alike
+	var b strings.Builder
+	b.Grow(len("lbdns-") + 16 + 2 + len(zone))
+	b.WriteString("lbdns-")
+	v := rand.Uint64()
+	for shift := 60; shift >= 0; shift -= 4 {
+		b.WriteByte(hexDigits[v>>uint(shift)&0xF])
+	}
+	b.WriteByte('.')
+	b.WriteString(zone)
+	if zone != "" && !dns.IsFqdn(zone) {
+		b.WriteByte('.')
+	}
+	return b.String()
 }
 
 func lookupType(s string) (uint16, error) {
@@ -326,7 +342,7 @@ func checkReply(q *dns.Msg, reply []byte, chk *configs.Check) (verdict, string) 
 			return verdictFail, fmt.Sprintf("no answer RR matches %q", chk.ExpectRegexp)
 		}
 	}
-	return verdictOK, fmt.Sprintf("%s, answers %d", rcodeName(r.Rcode), len(r.Answer))
+	return verdictOK, rcodeName(r.Rcode) + ", answers " + strconv.Itoa(len(r.Answer))
 }
 
 // checkHeader checks the fixed header bytes of reply, before any parsing of
