@@ -258,6 +258,11 @@ removal() {
 		return
 	fi
 	echo "  detection-to-removal: ${worst} ms (goal <= fall x interval + 100 ms = ${GOAL_DETECT_MS} ms: $(verdict $((worst <= GOAL_DETECT_MS))))"
+	down=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a and .to == "down") | .time' "$LOG" | tail -1)
+	if [[ -n $down ]]; then
+		ms=$((($(date -d "$down" +%s%N) - t0) / 1000000))
+		echo "  of which: failure to down verdict ${ms} ms, down verdict to delete-dest $((worst - ms)) ms"
+	fi
 }
 echo
 if [[ -n $t_kill ]]; then removal "$t_kill" "$KILL_PORT" "killed (SIGKILL)"; else echo "killed back end: skipped, run too short"; fi
