@@ -257,12 +257,18 @@ removal() {
 		echo "  NOT removed from both services by the end of the run"
 		return
 	fi
-	echo "  detection-to-removal: ${worst} ms (goal <= fall x interval + 100 ms = ${GOAL_DETECT_MS} ms: $(verdict $((worst <= GOAL_DETECT_MS))))"
-	down=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a and .to == "down") | .time' "$LOG" | tail -1)
-	if [[ -n $down ]]; then
-		ms=$((($(date -d "$down" +%s%N) - t0) / 1000000))
-		echo "  of which: failure to down verdict ${ms} ms, down verdict to delete-dest $((worst - ms)) ms"
+	down=$(jq -r --arg a "127.0.0.1:$port" 'select(.msg == "backend state change" and .addr == $a and .to == "down") | .time' "$LOG" | head -1)
+	if [[ -z $down ]]; then
+		echo "  NOT a detection: no down verdict was logged for it, so the removal came from something else (stale facts?)"
+		return
 	fi
+	ms=$((($(date -d "$down" +%s%N) - t0) / 1000000))
+	if ((ms < 0 || ms > worst)); then
+		echo "  NOT a detection: its down verdict (+${ms} ms) does not precede the removal"
+		return
+	fi
+	echo "  detection-to-removal: ${worst} ms (goal <= fall x interval + 100 ms = ${GOAL_DETECT_MS} ms: $(verdict $((worst <= GOAL_DETECT_MS))))"
+	echo "  of which: failure to down verdict ${ms} ms, down verdict to delete-dest $((worst - ms)) ms"
 }
 echo
 if [[ -n $t_kill ]]; then removal "$t_kill" "$KILL_PORT" "killed (SIGKILL)"; else echo "killed back end: skipped, run too short"; fi
@@ -270,5 +276,6 @@ if [[ -n $t_stop ]]; then removal "$t_stop" "$STOP_PORT" "frozen (SIGSTOP)"; els
 flaps=$(jq -r --arg k " -> 127.0.0.1:$KILL_PORT" --arg s " -> 127.0.0.1:$STOP_PORT" 'select(.msg == "ipvs op (dry-run, NOT applied)" and (.op | startswith("delete-dest"))
 	and (.op | endswith($k) | not) and (.op | endswith($s) | not))' "$LOG" | grep -c . || true)
 echo "delete-dest ops for back ends that never failed (should be 0): $flaps"
+((flaps == 0)) || echo "  healthy back ends were removed (facts went stale?): the daemon is not keeping up"
 errs=$(jq -r 'select(.level == "ERROR" or .level == "WARN") | .msg' "$LOG" | sort | uniq -c || true)
 [[ -z $errs ]] || { echo; echo "warnings/errors in the daemon log:"; echo "$errs"; }
