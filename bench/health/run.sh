@@ -172,7 +172,15 @@ echo "warm-up over after $(((t_warm - t_start) / 1000000)) ms ($(grep -c '"ipvs 
 # Fail the back ends while probing is steady: kill at warm-up + 2 s, freeze
 # 5 s later, if the run leaves time (fall × interval + 2 s) to see it.
 need_ns=$(((FALL * INTERVAL_MS + 2000) * 1000000))
-sleep_until() { local d=$((($1 - $(now_ns)) / 1000000)); ((d > 0)) && sleep "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))" || true; }
+# sleep_until NS: sleeps until the ns clock reads NS; in the background, so
+# that a signal to this script interrupts it at once.
+sleep_until() {
+	local d=$((($1 - $(now_ns)) / 1000000))
+	((d > 0)) || return 0
+	sleep "$(printf '%d.%03d' $((d / 1000)) $((d % 1000)))" &
+	PIDS+=($!)
+	wait $! || true
+}
 t_kill= t_stop=
 if ((t_warm + 2000000000 + need_ns <= t_end)); then
 	sleep_until $((t_warm + 2000000000))
