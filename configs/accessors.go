@@ -9,32 +9,69 @@ import (
 
 // Resolver returns the resolver named name, or nil.
 func (c *Config) Resolver(name string) *Resolver {
-	for i := range c.Resolvers {
-		if c.Resolvers[i].Name == name {
-			return &c.Resolvers[i]
-		}
+	var idx map[string]int
+	if c.index != nil {
+		idx = c.index.resolvers
 	}
-	return nil
+	return lookup(c.Resolvers, idx, name, func(r *Resolver) string { return r.Name })
 }
 
 // Pool returns the pool named name, or nil.
 func (c *Config) Pool(name string) *Pool {
-	for i := range c.Pools {
-		if c.Pools[i].Name == name {
-			return &c.Pools[i]
+	var idx map[string]int
+	if c.index != nil {
+		idx = c.index.pools
+	}
+	return lookup(c.Pools, idx, name, func(p *Pool) string { return p.Name })
+}
+
+// VIP returns the VIP named name, or nil.
+func (c *Config) VIP(name string) *VIP {
+	var idx map[string]int
+	if c.index != nil {
+		idx = c.index.vips
+	}
+	return lookup(c.VIPs, idx, name, func(v *VIP) string { return v.Name })
+}
+
+// lookup finds the first element of list named name, through idx when it
+// has a correct entry, else by a scan.
+func lookup[T any](list []T, idx map[string]int, name string, nameOf func(*T) string) *T {
+	if i, ok := idx[name]; ok && i < len(list) && nameOf(&list[i]) == name {
+		return &list[i]
+	}
+	for i := range list {
+		if nameOf(&list[i]) == name {
+			return &list[i]
 		}
 	}
 	return nil
 }
 
-// VIP returns the VIP named name, or nil.
-func (c *Config) VIP(name string) *VIP {
-	for i := range c.VIPs {
-		if c.VIPs[i].Name == name {
-			return &c.VIPs[i]
+// buildIndex indexes resolvers, pools and VIPs by name (the first of
+// duplicate names, as the scan would find).
+func (c *Config) buildIndex() {
+	ix := &index{
+		resolvers: make(map[string]int, len(c.Resolvers)),
+		pools:     make(map[string]int, len(c.Pools)),
+		vips:      make(map[string]int, len(c.VIPs)),
+	}
+	for i := range c.Resolvers {
+		if _, dup := ix.resolvers[c.Resolvers[i].Name]; !dup {
+			ix.resolvers[c.Resolvers[i].Name] = i
 		}
 	}
-	return nil
+	for i := range c.Pools {
+		if _, dup := ix.pools[c.Pools[i].Name]; !dup {
+			ix.pools[c.Pools[i].Name] = i
+		}
+	}
+	for i := range c.VIPs {
+		if _, dup := ix.vips[c.VIPs[i].Name]; !dup {
+			ix.vips[c.VIPs[i].Name] = i
+		}
+	}
+	c.index = ix
 }
 
 // Check returns the check profile named name, or nil.

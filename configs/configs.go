@@ -51,6 +51,7 @@ func Parse(data []byte, name string) (*Config, error) {
 		}
 	}
 	d.defaults()
+	d.cfg.buildIndex()
 	d.validate()
 	if len(p.list) > 0 {
 		return nil, p.err()

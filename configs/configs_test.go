@@ -2,6 +2,7 @@ package configs
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -448,5 +449,43 @@ func TestVendorsAndSchedulersFresh(t *testing.T) {
 	}
 	if len(Schedulers()) != 14 {
 		t.Errorf("Schedulers() has %d entries, want 14", len(Schedulers()))
+	}
+}
+
+func TestAccessorsIndexed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[[vip]]\nname = \"v\"\naddress = \"192.0.2.53\"\npool = \"p\"\n\n[[pool]]\nname = \"p\"\ncheck = \"c\"\nmembers = [")
+	const n = 3000
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "\"r%d\"", i)
+	}
+	b.WriteString("]\n\n")
+	for i := range n {
+		fmt.Fprintf(&b, "[[resolver]]\nname = \"r%d\"\naddress = \"198.51.%d.%d\"\nvendor = \"bind\"\n\n", i, 100+i/250, i%250+1)
+	}
+	b.WriteString("[check.c]\nzone = \"probe.example.net\"\n")
+	cfg, err := Parse([]byte(b.String()), "big.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1, 1234, n - 1} {
+		name := fmt.Sprintf("r%d", i)
+		if r := cfg.Resolver(name); r == nil || r.Name != name {
+			t.Fatalf("Resolver(%q) = %v", name, r)
+		}
+	}
+	if cfg.Resolver("nope") != nil || cfg.Pool("p") == nil || cfg.VIP("v") == nil {
+		t.Fatal("wrong accessor answers")
+	}
+	// A config changed by hand after Parse still answers correctly.
+	cfg.Resolvers[0], cfg.Resolvers[1] = cfg.Resolvers[1], cfg.Resolvers[0]
+	if r := cfg.Resolver("r0"); r == nil || r.Name != "r0" {
+		t.Fatalf("after reorder Resolver(r0) = %v", r)
+	}
+	if got := len(cfg.Members(cfg.Pool("p"))); got != n {
+		t.Fatalf("Members = %d, want %d", got, n)
 	}
 }

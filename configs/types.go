@@ -18,6 +18,18 @@ type Config struct {
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`
+
+	// index maps names to positions for the accessors; built by Parse.
+	index *index
+}
+
+// index makes name lookups O(1) on large configs (thousands of
+// resolvers). The accessors check every hit and fall back to a scan, so a
+// Config built or changed by hand still answers correctly.
+type index struct {
+	resolvers map[string]int
+	pools     map[string]int
+	vips      map[string]int
 }
 
 // Daemon holds process-wide settings.

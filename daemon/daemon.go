@@ -68,6 +68,7 @@ type Daemon struct {
 
 	events   chan monitor.Event
 	reloadCh chan chan error
+	stopping chan struct{} // closed when Run stops
 
 	// Loop-owned state.
 	cfg   *configs.Config
@@ -117,6 +118,7 @@ func New(opts Options) (*Daemon, error) {
 		dryRun:   opts.DryRun,
 		events:   make(chan monitor.Event, 1024),
 		reloadCh: make(chan chan error),
+		stopping: make(chan struct{}),
 		owned:    map[vip.ServiceKey]bool{},
 		identity: map[string]string{},
 		closer:   func() error { return nil },
@@ -228,7 +230,14 @@ func warmUp(cfg *configs.Config) time.Duration {
 
 func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned[k] }
 
-func (d *Daemon) onEvent(ev monitor.Event) { d.events <- ev }
+// onEvent queues a monitor event for the loop. Once the loop is stopping
+// it drops events instead of blocking the monitor's shutdown.
+func (d *Daemon) onEvent(ev monitor.Event) {
+	select {
+	case d.events <- ev:
+	case <-d.stopping:
+	}
+}
 
 // Run runs the daemon until ctx is done. It returns nil after a clean stop;
 // the IPVS table is left in place.
@@ -258,6 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			close(d.stopping)
 			cancel()
 			<-monDone
 			d.stopPrefetch()
@@ -319,11 +329,26 @@ func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 // its services (in dry-run, the table it would have programmed).
 func (d *Daemon) Applied() vip.Table { return d.rec.Table() }
 
+// handleEvent logs ev and every other event already queued, then
+// reconciles once: a burst of transitions (thousands at start-up, or a
+// whole pool failing at once) costs one plan, not one per event.
 func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
+	d.logEvent(ev)
+	for more := true; more; {
+		select {
+		case ev := <-d.events:
+			d.logEvent(ev)
+		default:
+			more = false
+		}
+	}
+	d.reconcile(ctx, false)
+}
+
+func (d *Daemon) logEvent(ev monitor.Event) {
 	tr := ev.Transition
 	d.log.Info("backend state change", "target", ev.TargetID, "addr", ev.Addr.String(),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
-	d.reconcile(ctx, false)
 }
 
 func (d *Daemon) handleTick(ctx context.Context) { d.reconcile(ctx, false) }

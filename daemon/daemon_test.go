@@ -15,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/health"
 	"lbdns/internal/testlog"
+	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
 	"lbdns/vip"
@@ -431,5 +432,30 @@ func TestParseServiceKey(t *testing.T) {
 		if _, err := parseServiceKey(bad); err == nil {
 			t.Errorf("parseServiceKey(%q) accepted", bad)
 		}
+	}
+}
+
+// TestOnEventDoesNotBlockShutdown: once Run is stopping, a monitor event
+// arriving with the queue full must not block the monitor (which Run waits
+// for): that was a shutdown deadlock under load.
+func TestOnEventDoesNotBlockShutdown(t *testing.T) {
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	d, err := New(Options{ConfigPath: writeConfig(t, t.TempDir(), ""), Client: vip.NewMemClient(), Probe: fp.probe, Identify: noIdentify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(d.events) < cap(d.events) {
+		d.events <- monitor.Event{TargetID: "x"}
+	}
+	close(d.stopping)
+	returned := make(chan struct{})
+	go func() {
+		d.onEvent(monitor.Event{TargetID: "y"})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("onEvent blocked on a full queue while stopping")
 	}
 }
