@@ -162,6 +162,9 @@ func (d *decoder) defaults() {
 		if !has(m, "timeout") {
 			k.Timeout.Duration = DefaultTimeout
 		}
+		if !has(m, "fast_interval") {
+			k.FastInterval.Duration = k.Interval.Duration
+		}
 		if !has(m, "rise") {
 			k.Rise = DefaultRise
 		}

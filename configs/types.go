@@ -162,6 +162,15 @@ type Check struct {
 	ExpectRegexp string `toml:"expect_regexp"`
 	// Interval between probes of one target. Default 2s.
 	Interval Duration `toml:"interval"`
+	// FastInterval is the interval while a target's state is changing
+	// (unknown, or some failures while up, or some successes while down),
+	// so that detection takes about interval + (fall-1) × fast_interval
+	// rather than fall × interval (HAProxy's fastinter). Default: Interval
+	// (one pace). A shorter one detects faster but weakens the evidence
+	// the pool policy uses to tell an upstream failure (all members failing
+	// together) from a broken box: the first member may be down before the
+	// others have been probed since the failure began.
+	FastInterval Duration `toml:"fast_interval"`
 	// Timeout of one probe; must be less than Interval. Default 1s.
 	Timeout Duration `toml:"timeout"`
 	// Rise is the number of consecutive successes to turn up. Default 2.

@@ -31,7 +31,9 @@ func LogLevels() []string { return []string{"debug", "info", "warn", "error"} }
 
 // Limits of validated values.
 const (
-	MinInterval       = 100 * time.Millisecond
+	MinInterval = 100 * time.Millisecond
+	// MinFastInterval is the smallest check.fast_interval.
+	MinFastInterval   = 20 * time.Millisecond
 	MaxInterval       = time.Hour
 	MinResyncInterval = time.Second
 	MaxResyncInterval = 24 * time.Hour
@@ -656,6 +658,9 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	iv := k.Interval.Duration
 	if iv < MinInterval || iv > MaxInterval {
 		d.p.add(joinKey(base, "interval"), fmtDur(iv), "must be between "+fmtDur(MinInterval)+" and "+fmtDur(MaxInterval))
+	}
+	if fi := k.FastInterval.Duration; iv >= MinInterval && iv <= MaxInterval && (fi < MinFastInterval || fi > iv) {
+		d.p.add(joinKey(base, "fast_interval"), fmtDur(fi), "must be between "+fmtDur(MinFastInterval)+" and interval ("+fmtDur(iv)+")")
 	}
 	switch to := k.Timeout.Duration; {
 	case to <= 0:

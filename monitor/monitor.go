@@ -3,7 +3,7 @@
 //
 // Each target runs in its own goroutine with one timer: the first probe
 // comes after a random delay in [0, interval) so that targets loaded at the
-// same moment spread out, later probes every interval ± up to 10%. A target
+// same moment spread out, later probes every interval ± up to 2%. A target
 // has at most one probe in flight: the next probe is scheduled only when the
 // previous one returned, so a probe slower than the interval delays the next
 // one instead of overlapping it. Each probe's context has the check's
@@ -430,7 +430,35 @@ func (m *Monitor) handleTick(ctx context.Context, t *target) time.Duration {
 		return next
 	}
 	m.handleResult(ctx, t, r)
+	if t.transitioning() {
+		next = m.nextDelay(t.fastInterval())
+	}
 	return max(next-time.Since(start), 0)
+}
+
+// transitioning reports whether t's state is not settled: unknown, or up
+// with failures, or down with successes, not yet enough to change it. Such
+// a target is probed every fast interval, so that a verdict (and the
+// removal of a failed back end) does not wait fall × interval.
+func (t *target) transitioning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.tracker.Snapshot()
+	switch s.State {
+	case health.Up:
+		return s.ConsecutiveFail > 0
+	case health.Down:
+		return s.ConsecutiveOK > 0
+	}
+	return true
+}
+
+// fastInterval is the check's fast_interval, or its interval when unset.
+func (t *target) fastInterval() time.Duration {
+	if f := t.check.FastInterval.Duration; f > 0 && f < t.check.Interval.Duration {
+		return f
+	}
+	return t.check.Interval.Duration
 }
 
 // identifyIfDue calls Options.Identify for t when it is due.
@@ -489,9 +517,12 @@ func (m *Monitor) firstDelay(interval time.Duration) time.Duration {
 	return time.Duration(m.int64N(int64(interval)))
 }
 
-// nextDelay returns interval ± up to 10%.
+// nextDelay returns interval ± up to 2%. The random first delay already
+// spreads targets over the interval; the small jitter keeps them from
+// falling into step while bounding detection: a failure is seen within
+// about fall × interval × 1.02.
 func (m *Monitor) nextDelay(interval time.Duration) time.Duration {
-	span := int64(interval) / 10
+	span := int64(interval) / 50
 	if span <= 0 {
 		return interval
 	}

@@ -608,8 +608,8 @@ func TestDelays(t *testing.T) {
 					t.Fatalf("first delay %v outside [0, %v)", f, iv)
 				}
 				n := m.nextDelay(iv)
-				if n < iv-iv/10 || n > iv+iv/10 {
-					t.Fatalf("next delay %v outside %v ± 10%%", n, iv)
+				if n < iv-iv/50 || n > iv+iv/50 {
+					t.Fatalf("next delay %v outside %v ± 2%%", n, iv)
 				}
 				firsts[f], nexts[n] = true, true
 			}
@@ -664,5 +664,51 @@ func TestInFlightSinceReported(t *testing.T) {
 	}
 	if m.Status()["a"].InFlightSince.IsZero() {
 		t.Fatal("probe in flight but InFlightSince is zero")
+	}
+}
+
+// TestFastIntervalWhileTransitioning: once an up target fails, it is
+// probed every fast_interval until the state settles, then at interval
+// again.
+func TestFastIntervalWhileTransitioning(t *testing.T) {
+	var mu sync.Mutex
+	var calls []time.Time
+	probe := func(ctx context.Context, _ netip.AddrPort, _ *configs.Check) probes.Result {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, time.Now())
+		// Up for the first 3 probes (rise 2), then failing for good.
+		return probes.Result{OK: len(calls) <= 3}
+	}
+	const iv, fast = 400 * time.Millisecond, 40 * time.Millisecond
+	chk := &configs.Check{Name: "c", Interval: configs.Duration{Duration: iv}, FastInterval: configs.Duration{Duration: fast},
+		Timeout: configs.Duration{Duration: 20 * time.Millisecond}, Rise: 2, Fall: 3}
+	m := New(Options{Probe: probe})
+	m.Update([]Target{{ID: "a", Addr: netip.MustParseAddrPort("127.0.0.1:53"), Check: chk}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	waitFor(t, "8 probes", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 8 })
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	gap := func(i int) time.Duration { return calls[i].Sub(calls[i-1]) }
+	// Probe 2 follows an unknown state (fast); probe 3 follows up (slow);
+	// probes 5 and 6 follow failures while up (fast); after the third
+	// failure the target is down and settled (slow again).
+	if g := gap(1); g >= iv*3/4 {
+		t.Errorf("unknown target: gap %v, want the fast interval", g)
+	}
+	if g := gap(3); g < iv*3/4 {
+		t.Errorf("settled up target: gap %v, want about %v", g, iv)
+	}
+	for _, i := range []int{4, 5} {
+		if g := gap(i); g >= iv*3/4 {
+			t.Errorf("failing up target, probe %d: gap %v, want the fast interval", i+1, g)
+		}
+	}
+	if g := gap(6); g < iv*3/4 {
+		t.Errorf("settled down target: gap %v, want about %v", g, iv)
 	}
 }
