@@ -24,6 +24,9 @@ go test -run '^$' -bench 'BenchmarkDNSProbe' -benchmem -benchtime "$benchtime" .
 echo "=== bench: IPVS in a VM: full sync of 1,000 x 10 vs ipvsadm -R; one change"
 scripts/ipvs-vm.sh ./bench/ipvs -test.v -test.timeout 10m
 
+if ! command -v jq >/dev/null 2>&1; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jq
+fi
 if [ -x bench/health/run.sh ]; then
 	echo "=== bench: health engine, 5,000 targets at 1 s for ${health_duration}s"
 	DURATION=$health_duration bench/health/run.sh
