@@ -142,7 +142,7 @@ func (p *DNSProber) exchangeOn(ctx context.Context, s *udpSock, id uint16, wire 
 		return nil, false, err
 	}
 	for {
-		reply, err := p.read(s.conn)
+		reply, err := recvDatagram(s.conn, &p.bufs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -159,24 +159,13 @@ func (p *DNSProber) exchangeOn(ctx context.Context, s *udpSock, id uint16, wire 
 	}
 }
 
-// read consumes the next datagram on conn, whole, through a pooled buffer
-// of the largest DNS message size, and returns a copy of its exact size.
-// Unlike readDatagram's peek, the datagram leaves the socket, which stays
-// open for the next probe.
-func (p *DNSProber) read(conn *net.UDPConn) ([]byte, error) {
-	bp, _ := p.bufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, udpBufSize)
-		bp = &b
+// scratch returns a buffer of udpBufSize from bufs, or a new one.
+func scratch(bufs *sync.Pool) *[]byte {
+	if bp, ok := bufs.Get().(*[]byte); ok {
+		return bp
 	}
-	n, err := conn.Read(*bp)
-	var out []byte
-	if err == nil {
-		out = make([]byte, n)
-		copy(out, (*bp)[:n])
-	}
-	p.bufs.Put(bp)
-	return out, err
+	b := make([]byte, udpBufSize)
+	return &b
 }
 
 // get takes target's idle socket, or dials a new one when there is none or
