@@ -59,7 +59,15 @@ const (
 //
 // RTT runs from the start of the probe (including the TCP handshake for
 // TCP) to the reply, or to giving up.
+//
+// DNS opens a fresh socket per probe; DNSProber.Probe is the same probe
+// with UDP sockets reused.
 func DNS(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result {
+	return probeDNS(ctx, nil, target, chk)
+}
+
+// probeDNS is DNS, with UDP sockets from p when p is not nil.
+func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *configs.Check) Result {
 	start := time.Now()
 	if _, ok := ctx.Deadline(); !ok {
 		timeout := chk.Timeout.Duration
@@ -90,7 +98,12 @@ func DNS(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result 
 		return Result{RTT: time.Since(start), Detail: fmt.Sprintf("bad check: unknown transport %q", chk.Transport)}
 	}
 
-	reply, err := exchange(ctx, network, target, wire)
+	var reply []byte
+	if p != nil && network == "udp" {
+		reply, err = p.exchangeUDP(ctx, target, q, wire)
+	} else {
+		reply, err = exchange(ctx, network, target, wire)
+	}
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: describeErr(ctx, err, deadline.Sub(start))}
 	}
@@ -250,14 +263,19 @@ func dial(ctx context.Context, network string, target netip.AddrPort) (net.Conn,
 		var d net.Dialer
 		return d.DialContext(ctx, network, target.String())
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
+	c, err := dialUDP(ctx, target)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// dialUDP opens a connected UDP socket to target unless ctx is done.
+func dialUDP(ctx context.Context, target netip.AddrPort) (*net.UDPConn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
 }
 
 // readDatagramFull reads one datagram from conn into a buffer of the

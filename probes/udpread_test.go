@@ -13,7 +13,8 @@ import (
 
 // TestDNSReadsWholeDatagram checks that a UDP reply is read whole whatever
 // its size, so that an oversized reply (more than 512 bytes without EDNS0)
-// is judged on its content, not cut short and called malformed.
+// is judged on its content, not cut short and called malformed, by DNS
+// and by DNSProber (whose second probe reuses the socket).
 func TestDNSReadsWholeDatagram(t *testing.T) {
 	for _, n := range []int{0, 1, 300, 3000} {
 		t.Run(fmt.Sprintf("%d answers", n), func(t *testing.T) {
@@ -35,15 +36,17 @@ func TestDNSReadsWholeDatagram(t *testing.T) {
 			}
 			srv := startServer(t, h, nil)
 			chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.1" })
-			res := DNS(context.Background(), srv.Addr, chk)
-			if n == 0 {
-				if res.OK || res.Detail != "expected address 192.0.2.1 not in answer" {
-					t.Fatalf("got %+v", res)
+			p := NewDNSProber()
+			defer p.Close()
+			for i, probe := range []Func{DNS, p.Probe, p.Probe} {
+				res := probe(context.Background(), srv.Addr, chk)
+				want := fmt.Sprintf("NOERROR, answers %d", n)
+				if n == 0 {
+					want = "expected address 192.0.2.1 not in answer"
 				}
-				return
-			}
-			if want := fmt.Sprintf("NOERROR, answers %d", n); !res.OK || res.Detail != want {
-				t.Fatalf("got %+v, want OK %q", res, want)
+				if res.OK != (n > 0) || res.Detail != want {
+					t.Fatalf("probe %d: got %+v, want OK %v %q", i, res, n > 0, want)
+				}
 			}
 		})
 	}

@@ -169,14 +169,29 @@ func startResponder(b *testing.B) {
 // BenchmarkProbeEngine runs the monitor with the real DNS probe against
 // 5,000 loopback targets at a 1 s interval, without the daemon above it.
 // One op is 5,000 probes (about one second). The CPU figures include the
-// in-process responder.
+// in-process responder. "fresh" is probes.DNS (a new socket per probe),
+// "reuse" is probes.DNSProber (one idle socket kept per target). Every
+// target is probed once before the clock starts (steady state).
 func BenchmarkProbeEngine(b *testing.B) {
+	b.Run("fresh", func(b *testing.B) { benchProbeEngine(b, probes.DNS) })
+	b.Run("reuse", func(b *testing.B) {
+		p := probes.NewDNSProber()
+		defer func() {
+			if err := p.Close(); err != nil {
+				b.Error(err)
+			}
+		}()
+		benchProbeEngine(b, p.Probe)
+	})
+}
+
+func benchProbeEngine(b *testing.B, probe probes.Func) {
 	startResponder(b)
 	var count, failed atomic.Int64
 	want := int64(b.N) * benchTargets
 	done := make(chan struct{})
 	m := monitor.New(monitor.Options{
-		Probe:   probes.DNS,
+		Probe:   probe,
 		OnEvent: func(monitor.Event) {},
 		OnResult: func(_ string, r probes.Result) {
 			if !r.OK {
@@ -191,6 +206,17 @@ func BenchmarkProbeEngine(b *testing.B) {
 	targets := make([]monitor.Target, benchTargets)
 	for i := range targets {
 		targets[i] = monitor.Target{ID: fmt.Sprint("r", i), Addr: netip.AddrPortFrom(loopback, uint16(benchBasePort+i)), Check: chk}
+	}
+	// Probe every target once before the clock starts, so that the
+	// figures are those of the steady state, in which the reusing prober
+	// has one socket open per target.
+	for _, t := range targets {
+		pctx, pcancel := context.WithTimeout(context.Background(), chk.Timeout.Duration)
+		r := probe(pctx, t.Addr, chk)
+		pcancel()
+		if !r.OK {
+			b.Fatalf("warm-up probe of %s: %s", t.Addr, r.Detail)
+		}
 	}
 	m.Update(targets)
 	ctx, cancel := context.WithCancel(context.Background())
