@@ -61,7 +61,9 @@ type Daemon struct {
 	now    func() time.Time
 	client vip.Client
 	closer func() error
-	dryRun bool
+	// closeProbe closes the probe's cached sockets.
+	closeProbe func() error
+	dryRun     bool
 
 	mon *monitor.Monitor
 	rec *vip.Reconciler
@@ -98,8 +100,13 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	closeProbe := func() error { return nil }
 	if opts.Probe == nil {
-		opts.Probe = probes.DNS
+		// One connected UDP socket kept per back end: a probe costs a
+		// send and a receive, not a socket's life (no sockets exist
+		// until the first probe, so a failed New leaks nothing).
+		pr := probes.NewDNSProber()
+		opts.Probe, closeProbe = pr.Probe, pr.Close
 	}
 	if opts.Identify == nil {
 		opts.Identify = probes.Identify
@@ -112,16 +119,17 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		opts:     opts,
-		log:      opts.Logger,
-		now:      opts.Now,
-		dryRun:   opts.DryRun,
-		events:   make(chan monitor.Event, 1024),
-		reloadCh: make(chan chan error),
-		stopping: make(chan struct{}),
-		owned:    map[vip.ServiceKey]bool{},
-		identity: map[string]string{},
-		closer:   func() error { return nil },
+		opts:       opts,
+		log:        opts.Logger,
+		now:        opts.Now,
+		dryRun:     opts.DryRun,
+		events:     make(chan monitor.Event, 1024),
+		reloadCh:   make(chan chan error),
+		stopping:   make(chan struct{}),
+		owned:      map[vip.ServiceKey]bool{},
+		identity:   map[string]string{},
+		closer:     func() error { return nil },
+		closeProbe: closeProbe,
 	}
 	d.setLevel(cfg)
 	switch {
@@ -271,6 +279,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			cancel()
 			<-monDone
 			d.stopPrefetch()
+			if err := d.closeProbe(); err != nil {
+				d.log.Warn("close dns prober", "err", err)
+			}
 			d.log.Info("lbdnsd stopped; IPVS table left in place")
 			return nil
 		case ev := <-d.events:
