@@ -187,6 +187,20 @@ func TestBenchIPVS(t *testing.T) {
 	t.Logf("  netlink calls per change: 1 write, 0 service dumps, 0 destination dumps")
 	check("after the changes")
 	t.Logf("  (a full resync of the same table reads 1 service dump + %d destination dumps)", addrs*2)
+
+	// The peers for one change, in the same run: ipvsadm editing the one
+	// destination (one process, one netlink request), and ipvsadm -R
+	// restoring the whole table (what a tool that regenerates its rules
+	// does).
+	var edits []time.Duration
+	for i := range changes {
+		start := time.Now()
+		ipvsvm.Run(t, "ipvsadm", "-e", "-u", netip.AddrPortFrom(k.Addr, k.Port).String(), "-r", d.String(), "-m", "-w", fmt.Sprint(200+i))
+		edits = append(edits, time.Since(start))
+	}
+	t.Logf("  ipvsadm -e of the same destination, %d changes: median %.3f ms", changes, ms(median(edits)))
+	t.Logf("  ratio one change via Sync / ipvsadm -e = %.2f; / ipvsadm -R of the table = %.4f",
+		float64(median(one))/float64(median(edits)), float64(median(one))/float64(mr))
 }
 
 // ms returns d in milliseconds.
