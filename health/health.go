@@ -75,6 +75,16 @@ func NewTracker(rise, fall int, now time.Time) *Tracker {
 	return &Tracker{rise: max(rise, 1), fall: max(fall, 1), since: now}
 }
 
+// WithThresholds returns a copy of t with new rise and fall thresholds,
+// keeping its state, history and counters: a check whose pacing changed
+// (on a config reload) keeps what it knows. The new thresholds apply from
+// the next observation.
+func (t *Tracker) WithThresholds(rise, fall int) *Tracker {
+	c := *t
+	c.rise, c.fall = max(rise, 1), max(fall, 1)
+	return &c
+}
+
 // Transition is one change of state.
 type Transition struct {
 	From, To State

@@ -213,3 +213,20 @@ func TestStateString(t *testing.T) {
 		})
 	}
 }
+
+func TestWithThresholds(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	tr := NewTracker(1, 3, now)
+	tr.Observe(true, "ok", now)
+	c := tr.WithThresholds(2, 1)
+	if c.State() != Up {
+		t.Fatalf("copy state = %v, want up", c.State())
+	}
+	// The new fall (1) applies at once to the copy, not to the original.
+	if _, changed := c.Observe(false, "rcode SERVFAIL", now.Add(time.Second)); !changed || c.State() != Down {
+		t.Fatalf("copy after one failure = %v, want down", c.State())
+	}
+	if tr.State() != Up {
+		t.Fatalf("original changed with its copy: %v", tr.State())
+	}
+}

@@ -199,8 +199,10 @@ func New(opts Options) *Monitor {
 
 // Update replaces the set of targets. A target whose ID, address and check
 // settings are unchanged keeps its goroutine, schedule and health state. A
-// target whose address or check settings changed restarts from Unknown
-// (its new goroutine starts probing only after the old one exited). A
+// target whose only change is its pacing (interval, fast interval, timeout,
+// rise, fall, identify) keeps its health state and restarts its schedule;
+// one whose address or question changed restarts from Unknown (its new
+// goroutine starts probing only after the old one exited). A
 // removed target is stopped: Update cancels its context and waits until its
 // goroutine exited (an in-flight probe must return), so when Update returns
 // it makes no more probe calls and no more events of it are delivered. Targets with an empty or
@@ -223,11 +225,15 @@ func (m *Monitor) Update(targets []Target) {
 
 	var stopped []chan struct{}
 	replaced := make(map[string]chan struct{})
+	carried := make(map[string]*target)
 	m.mu.Lock()
 	for id, old := range m.targets {
 		tg, ok := want[id]
 		if ok && old.addr == tg.Addr && sameCheck(&old.check, tg.Check) {
 			continue
+		}
+		if ok && old.addr == tg.Addr && sameProbe(&old.check, tg.Check) {
+			carried[id] = old // only the pacing changed: keep the facts
 		}
 		if old.cancel != nil {
 			old.cancel()
@@ -252,6 +258,13 @@ func (m *Monitor) Update(targets []Target) {
 			check:   *tg.Check,
 			tracker: health.NewTracker(tg.Check.Rise, tg.Check.Fall, now),
 			prev:    replaced[id],
+		}
+		if old := carried[id]; old != nil {
+			old.mu.Lock()
+			t.tracker = old.tracker.WithThresholds(tg.Check.Rise, tg.Check.Fall)
+			t.last, t.lastAt = old.last, old.lastAt
+			t.identity, t.identityErr, t.identifiedAt = old.identity, old.identityErr, old.identifiedAt
+			old.mu.Unlock()
 		}
 		m.targets[id] = t
 		if m.running {
@@ -295,10 +308,30 @@ func sameCheck(a, b *configs.Check) bool {
 		a.Expect == b.Expect &&
 		a.ExpectRegexp == b.ExpectRegexp &&
 		a.Interval == b.Interval &&
+		a.FastInterval == b.FastInterval &&
 		a.Timeout == b.Timeout &&
 		a.Rise == b.Rise &&
 		a.Fall == b.Fall &&
 		sameBool(a.Identify, b.Identify)
+}
+
+// sameProbe reports whether two checks ask the same question and judge
+// the answer the same way, whatever their pacing (interval, fast interval,
+// timeout, rise, fall, identify): the facts of one still hold for the
+// other.
+func sameProbe(a, b *configs.Check) bool {
+	return a.Name == b.Name &&
+		a.Kind == b.Kind &&
+		a.QName == b.QName &&
+		a.Zone == b.Zone &&
+		a.QType == b.QType &&
+		a.QClass == b.QClass &&
+		sameBool(a.RD, b.RD) &&
+		a.CD == b.CD &&
+		a.Transport == b.Transport &&
+		slices.Equal(a.Rcodes, b.Rcodes) &&
+		a.Expect == b.Expect &&
+		a.ExpectRegexp == b.ExpectRegexp
 }
 
 // sameBool compares two optional bools by value.

@@ -216,20 +216,26 @@ func TestUpdate(t *testing.T) {
 	fp := newFakeProbe()
 	rec := &recorder{}
 	m := New(Options{Probe: fp.probe, OnEvent: rec.on})
-	a, b, c := addr(1), addr(2), addr(3)
+	a, b, c, d := addr(1), addr(2), addr(3), addr(4)
 	m.Update([]Target{
 		{ID: "a", Addr: a, Check: testCheck(2, 2)},
 		{ID: "b", Addr: b, Check: testCheck(2, 2)},
 		{ID: "c", Addr: c, Check: testCheck(2, 2)},
+		{ID: "d", Addr: d, Check: testCheck(2, 2)},
 	})
 	start(t, m)
-	waitFor(t, "all up", func() bool { return len(rec.all()) == 3 })
+	waitFor(t, "all up", func() bool { return len(rec.all()) == 4 })
 
 	checksA := m.Status()["a"].Health.Checks
+	checksD := m.Status()["d"].Health.Checks
 	changed := testCheck(3, 2)
+	changed.QName = "other.test." // asks another question: facts do not carry
+	paced := testCheck(3, 2)      // only the pacing changed: facts carry
+	paced.Interval.Duration = testInterval * 2
 	m.Update([]Target{
 		{ID: "a", Addr: a, Check: testCheck(2, 2)}, // equal values, new pointers
 		{ID: "b", Addr: b, Check: changed},
+		{ID: "d", Addr: d, Check: paced},
 	})
 	callsC := fp.callCount(c)
 
@@ -247,6 +253,11 @@ func TestUpdate(t *testing.T) {
 			t.Errorf("b rise = %d, want 3", st["b"].Health.Rise)
 		}
 	})
+	t.Run("paced target keeps its facts", func(t *testing.T) {
+		if st["d"].Health.State != health.Up || st["d"].Health.Checks < checksD || st["d"].Health.Rise != 3 {
+			t.Errorf("d = %+v, want up with its checks kept and rise 3", st["d"].Health)
+		}
+	})
 	t.Run("removed target leaves status", func(t *testing.T) {
 		if _, ok := st["c"]; ok {
 			t.Errorf("c still in status")
@@ -261,6 +272,9 @@ func TestUpdate(t *testing.T) {
 	t.Run("no new event for unchanged target", func(t *testing.T) {
 		if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
 			t.Errorf("a events = %v", got)
+		}
+		if got := rec.of("d"); !slices.Equal(got, []string{"unknown>up"}) {
+			t.Errorf("d events = %v", got)
 		}
 	})
 	t.Run("changed target decides again", func(t *testing.T) {
@@ -279,7 +293,7 @@ func TestUpdate(t *testing.T) {
 	t.Run("unchanged target never overlapped", func(t *testing.T) {
 		fp.mu.Lock()
 		defer fp.mu.Unlock()
-		for _, x := range []netip.AddrPort{a, b, c} {
+		for _, x := range []netip.AddrPort{a, b, c, d} {
 			if fp.maxInflight[x] != 1 {
 				t.Errorf("%v: max in flight %d", x, fp.maxInflight[x])
 			}
