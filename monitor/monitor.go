@@ -295,18 +295,7 @@ func validTarget(tg Target) error {
 
 // sameCheck reports whether two checks have equal settings.
 func sameCheck(a, b *configs.Check) bool {
-	return a.Name == b.Name &&
-		a.Kind == b.Kind &&
-		a.QName == b.QName &&
-		a.Zone == b.Zone &&
-		a.QType == b.QType &&
-		a.QClass == b.QClass &&
-		sameBool(a.RD, b.RD) &&
-		a.CD == b.CD &&
-		a.Transport == b.Transport &&
-		slices.Equal(a.Rcodes, b.Rcodes) &&
-		a.Expect == b.Expect &&
-		a.ExpectRegexp == b.ExpectRegexp &&
+	return sameProbe(a, b) &&
 		a.Interval == b.Interval &&
 		a.FastInterval == b.FastInterval &&
 		a.Timeout == b.Timeout &&
