@@ -308,8 +308,8 @@ vendor = "knot"
 %[3]s
 [check.rec]
 zone = "vm.test"
-interval = "200ms"
-timeout = "100ms"
+interval = "400ms"
+timeout = "300ms"
 rise = 2
 fall = 2
 `
@@ -533,7 +533,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 		waitDests(t, keys6, all6, wait)
 		answeredBy(t, vip4, append(slices.Clone(names4), "10.255.1.4")...)
 
-		bad := strings.Replace(good, `interval = "200ms"`, `interval = "50ms"`, 1)
+		bad := strings.Replace(good, `interval = "400ms"`, `interval = "50ms"`, 1)
 		bad = strings.Replace(bad, `vendor = "powerdns"`, `vendor = "bogus"`, 1)
 		writeVMConfig(t, path, bad)
 		before := ipvsvm.Dump(t).String()
