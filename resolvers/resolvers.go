@@ -190,15 +190,17 @@ type Plan struct {
 // Compute applies the pool policy to its input.
 func Compute(in Input) Plan {
 	cfg := in.Config
-	pools := make(map[string]*PoolStatus, len(cfg.Pools))
 	out := Plan{Table: vip.Table{}}
+	prev := byName(in.Prev)
 	for i := range cfg.Pools {
-		ps := evalPool(in, &cfg.Pools[i])
+		wasOpen := false
+		if p := prev[cfg.Pools[i].Name]; p != nil {
+			wasOpen = p.FailOpen
+		}
+		ps := evalPool(in, &cfg.Pools[i], wasOpen)
 		out.Pools = append(out.Pools, ps)
 	}
-	for i := range out.Pools {
-		pools[out.Pools[i].Name] = &out.Pools[i]
-	}
+	pools := byName(out.Pools)
 	for i := range cfg.VIPs {
 		v := &cfg.VIPs[i]
 		ps := pools[v.Pool]
@@ -210,10 +212,13 @@ func Compute(in Input) Plan {
 	return out
 }
 
-func evalPool(in Input, p *configs.Pool) PoolStatus {
+// evalPool judges one pool; wasOpen tells whether it was failing open in
+// the previous plan.
+func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 	cfg := in.Config
 	chk := cfg.Checks[p.Check]
 	ps := PoolStatus{Name: p.Name, MinHealthy: p.MinHealthy, Vendors: map[string]VendorCount{}}
+	weights := make([]uint32, 0, len(p.Members)) // configured weight per member
 	anyKnown := false
 	for _, name := range p.Members {
 		r := cfg.Resolver(name)
@@ -243,20 +248,21 @@ func evalPool(in Input, p *configs.Pool) PoolStatus {
 		}
 		ps.Vendors[r.Vendor] = vc
 		ps.Members = append(ps.Members, m)
+		weights = append(weights, uint32(max(r.Weight, 1)))
 	}
 
 	ps.Diagnosis, ps.Detail, ps.DownVendors = diagnose(&ps, chk, anyKnown)
 	belowMin := ps.Healthy < p.MinHealthy
 	failOpen := p.FailOpen == nil || *p.FailOpen
 	ps.FailOpen = failOpen && ps.Enabled > 0 && (belowMin || ps.Diagnosis == Upstream)
-	if failOpen && !ps.FailOpen && ps.Enabled > 0 && wasFailingOpen(in.Prev, p.Name) && ps.Healthy < p.RecoverHealthy {
+	if failOpen && !ps.FailOpen && ps.Enabled > 0 && wasOpen && ps.Healthy < p.RecoverHealthy {
 		ps.FailOpen = true
 		ps.Detail += fmt.Sprintf("; recovering: fail-open held until %d members are healthy (recover_healthy)", p.RecoverHealthy)
 	}
 
 	for i := range ps.Members {
 		m := &ps.Members[i]
-		w := weightOf(cfg, m.Name)
+		w := weights[i]
 		switch {
 		case m.Override == Disable:
 		case m.Override == Drain && (m.healthy() || ps.FailOpen):
@@ -269,23 +275,16 @@ func evalPool(in Input, p *configs.Pool) PoolStatus {
 	return ps
 }
 
-func wasFailingOpen(prev []PoolStatus, name string) bool {
-	for i := range prev {
-		if prev[i].Name == name {
-			return prev[i].FailOpen
-		}
+// byName indexes pool verdicts by pool name.
+func byName(pools []PoolStatus) map[string]*PoolStatus {
+	m := make(map[string]*PoolStatus, len(pools))
+	for i := range pools {
+		m[pools[i].Name] = &pools[i]
 	}
-	return false
+	return m
 }
 
 func (m *Member) healthy() bool { return m.State == health.Up && m.Fresh }
-
-func weightOf(cfg *configs.Config, name string) uint32 {
-	if r := cfg.Resolver(name); r != nil && r.Weight > 0 {
-		return uint32(r.Weight)
-	}
-	return 1
-}
 
 // window is how far apart two failures may be and still count as "at the
 // same time": one interval of scheduling jitter plus the time the check
@@ -472,13 +471,13 @@ func (e Event) String() string {
 // changed, in pool order.
 func Events(prev, cur []PoolStatus, now time.Time) []Event {
 	var out []Event
+	before := byName(prev)
 	for _, c := range cur {
-		i := slices.IndexFunc(prev, func(p PoolStatus) bool { return p.Name == c.Name })
 		from := NoFacts
 		fo := false
-		if i >= 0 {
-			from, fo = prev[i].Diagnosis, prev[i].FailOpen
-			if from == c.Diagnosis && fo == c.FailOpen && (c.Diagnosis != VendorWide || slices.Equal(prev[i].DownVendors, c.DownVendors)) {
+		if p := before[c.Name]; p != nil {
+			from, fo = p.Diagnosis, p.FailOpen
+			if from == c.Diagnosis && fo == c.FailOpen && (c.Diagnosis != VendorWide || slices.Equal(p.DownVendors, c.DownVendors)) {
 				continue
 			}
 		}
