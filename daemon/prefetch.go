@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"lbdns/configs"
-	"lbdns/health"
 	"lbdns/prefetch"
 	"lbdns/resolvers"
 )
@@ -103,7 +102,7 @@ func prefetchHealthy(plan resolvers.Plan) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range plan.Pools {
 		for _, m := range p.Members {
-			if m.State == health.Up && m.Fresh && m.Override != resolvers.Disable {
+			if m.Healthy() && m.Override != resolvers.Disable {
 				out[m.Name] = true
 			}
 		}

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"container/heap"
+	"maps"
 	"net/netip"
 	"sort"
 	"time"
@@ -279,6 +280,9 @@ func (s *Scheduler) SetHealthy(healthy map[string]bool, now time.Time) {
 		if ok {
 			s.healthy[r] = true
 		}
+	}
+	if maps.Equal(old, s.healthy) {
+		return // the daemon tells this every plan; most of the time nothing changed
 	}
 	for _, e := range s.entries {
 		r := e.spec.Key.Resolver

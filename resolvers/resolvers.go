@@ -240,7 +240,7 @@ func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 		if m.Override != Disable {
 			ps.Enabled++
 		}
-		if m.healthy() {
+		if m.Healthy() {
 			vc.Healthy++
 			if m.Override == None {
 				ps.Healthy++
@@ -265,10 +265,10 @@ func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 		w := weights[i]
 		switch {
 		case m.Override == Disable:
-		case m.Override == Drain && (m.healthy() || ps.FailOpen):
+		case m.Override == Drain && (m.Healthy() || ps.FailOpen):
 			m.InTraffic, m.Weight = true, 0
 		case m.Override == Drain:
-		case m.healthy() || ps.FailOpen:
+		case m.Healthy() || ps.FailOpen:
 			m.InTraffic, m.Weight = true, w
 		}
 	}
@@ -284,7 +284,9 @@ func byName(pools []PoolStatus) map[string]*PoolStatus {
 	return m
 }
 
-func (m *Member) healthy() bool { return m.State == health.Up && m.Fresh }
+// Healthy reports whether the member's check is up and its facts are
+// fresh.
+func (m *Member) Healthy() bool { return m.State == health.Up && m.Fresh }
 
 // window is how far apart two failures may be and still count as "at the
 // same time": one interval of scheduling jitter plus the time the check
