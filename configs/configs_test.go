@@ -489,3 +489,21 @@ func TestAccessorsIndexed(t *testing.T) {
 		t.Fatalf("Members = %d, want %d", got, n)
 	}
 }
+
+func TestExpectRegexpCompiledOnce(t *testing.T) {
+	cfg, err := Parse([]byte("[[vip]]\nname = \"v\"\naddress = \"192.0.2.53\"\npool = \"p\"\n\n[[pool]]\nname = \"p\"\ncheck = \"c\"\nmembers = [\"r\"]\n\n[[resolver]]\nname = \"r\"\naddress = \"198.51.100.1\"\nvendor = \"bind\"\n\n[check.c]\nqname = \"example.com\"\nexpect_regexp = \"IN\\\\s+A\"\n"), "re.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Checks["c"]
+	a, err1 := c.ExpectRegexpCompiled()
+	b, err2 := c.ExpectRegexpCompiled()
+	if err1 != nil || err2 != nil || a != b || a.String() != `IN\s+A` {
+		t.Fatalf("compiled = %v, %v (%v, %v): want the one compiled at load", a, b, err1, err2)
+	}
+	hand := *c
+	hand.ExpectRegexp = "AAAA"
+	if re, err := hand.ExpectRegexpCompiled(); err != nil || re.String() != "AAAA" {
+		t.Fatalf("changed by hand: %v, %v", re, err)
+	}
+}

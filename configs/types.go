@@ -2,6 +2,7 @@ package configs
 
 import (
 	"net/netip"
+	"regexp"
 	"time"
 )
 
@@ -179,6 +180,10 @@ type Check struct {
 	Fall int `toml:"fall"`
 	// Identify asks CHAOS TXT version.bind to learn the vendor. Default true.
 	Identify *bool `toml:"identify"`
+
+	// expectRE is ExpectRegexp compiled by Load, so probes do not compile
+	// it again on every reply.
+	expectRE *regexp.Regexp
 }
 
 // Prefetch configures the cache-refresh prefetcher ([prefetch]): names
@@ -240,3 +245,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText formats the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// ExpectRegexpCompiled returns ExpectRegexp compiled: the expression Load
+// compiled, or a fresh compile for a Check built or changed by hand.
+func (c *Check) ExpectRegexpCompiled() (*regexp.Regexp, error) {
+	if c.expectRE != nil && c.expectRE.String() == c.ExpectRegexp {
+		return c.expectRE, nil
+	}
+	return regexp.Compile(c.ExpectRegexp)
+}

@@ -651,9 +651,11 @@ func (d *decoder) validateCheck(base string, k *Check) {
 		}
 	}
 	if _, present := raw["expect_regexp"]; present {
-		if _, err := regexp.Compile(k.ExpectRegexp); err != nil {
+		re, err := regexp.Compile(k.ExpectRegexp)
+		if err != nil {
 			d.p.add(joinKey(base, "expect_regexp"), k.ExpectRegexp, fmt.Sprintf("does not compile: %v", err))
 		}
+		k.expectRE = re
 	}
 	iv := k.Interval.Duration
 	if iv < MinInterval || iv > MaxInterval {

@@ -352,7 +352,7 @@ func checkReply(q *dns.Msg, reply []byte, chk *configs.Check) (verdict, string) 
 		}
 	}
 	if chk.ExpectRegexp != "" {
-		re, err := regexp.Compile(chk.ExpectRegexp)
+		re, err := chk.ExpectRegexpCompiled()
 		if err != nil {
 			return verdictFail, fmt.Sprintf("bad check: expect_regexp: %v", err)
 		}
