@@ -77,9 +77,12 @@ type Daemon struct {
 	owned map[vip.ServiceKey]bool
 	// ownedSaved is the owned set as last persisted.
 	ownedSaved []string
-	warmUntil  time.Time
-	warm       bool
-	lastTable  vip.Table
+	// ownedChanged is set when owned changed since it was last persisted.
+	ownedChanged bool
+	warmUntil    time.Time
+	warm         bool
+	// dryRunWritten is set once the dry-run table file exists.
+	dryRunWritten bool
 	// identity is the last version.bind answer logged per target.
 	identity map[string]string
 
@@ -192,7 +195,10 @@ func (d *Daemon) install(cfg *configs.Config) {
 	d.mu.Unlock()
 	d.mon.Update(Targets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
-		d.owned[k] = true
+		if !d.owned[k] {
+			d.owned[k] = true
+			d.ownedChanged = true
+		}
 	}
 	d.ensureAddresses()
 	d.warmUntil = d.now().Add(warmUp(cfg))
@@ -443,7 +449,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		ops []vip.Op
 		err error
 	)
-	if full || d.rec.Dirty() {
+	if full { // Sync itself resyncs when its cache is dirty
 		ops, err = d.rec.Resync(ctx, plan.Table)
 	} else {
 		ops, err = d.rec.Sync(ctx, plan.Table)
@@ -460,7 +466,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	} else {
 		d.pruneOwned(plan.Table)
 	}
-	if d.dryRun && (len(ops) > 0 || d.lastTable == nil) {
+	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()
 	}
 }
@@ -509,7 +515,7 @@ func (d *Daemon) ensureAddresses() {
 // spirit of ipvsadm -Ln, to the state directory (atomically).
 func (d *Daemon) writeDryRunTable() {
 	t := d.rec.Table()
-	d.lastTable = t
+	d.dryRunWritten = true
 	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
 	if err := writeAtomic(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel"))); err != nil {
 		d.log.Warn("cannot write dry-run table", "path", path, "err", err)

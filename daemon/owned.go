@@ -55,18 +55,22 @@ func (d *Daemon) loadOwned() {
 }
 
 // pruneOwned forgets owned services that are neither configured nor in the
-// kernel any more, and persists the set when it changed.
+// kernel any more, and persists the set when it changed. It runs after
+// every successful reconcile, so it reads the cached view key by key and
+// writes only on a change.
 func (d *Daemon) pruneOwned(configured vip.Table) {
-	have := d.rec.Table()
 	for k := range d.owned {
-		_, want := configured[k]
-		_, present := have[k]
-		if !want && !present {
+		if _, want := configured[k]; !want && !d.rec.Has(k) {
 			delete(d.owned, k)
+			d.ownedChanged = true
 		}
+	}
+	if !d.ownedChanged {
+		return
 	}
 	list := ownedList(d.owned)
 	if slices.Equal(list, d.ownedSaved) {
+		d.ownedChanged = false
 		return
 	}
 	b, err := json.MarshalIndent(ownedState{Version: 1, Services: list}, "", "  ")
@@ -79,7 +83,7 @@ func (d *Daemon) pruneOwned(configured vip.Table) {
 		d.log.Warn("cannot save owned IPVS services", "path", path, "err", err)
 		return
 	}
-	d.ownedSaved = list
+	d.ownedSaved, d.ownedChanged = list, false
 }
 
 func ownedList(m map[vip.ServiceKey]bool) []string {

@@ -97,6 +97,15 @@ func (r *Reconciler) Table() Table {
 	return r.cache.Clone()
 }
 
+// Has reports whether the cached view holds service k, without copying
+// the table.
+func (r *Reconciler) Has(k ServiceKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.cache[k]
+	return ok
+}
+
 // Stats returns the counters.
 func (r *Reconciler) Stats() ReconcilerStats {
 	r.mu.Lock()
