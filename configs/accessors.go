@@ -108,27 +108,29 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-// Key identifies the probe-relevant settings of a check: what is asked, how,
-// and what counts as a pass (kind, qname, zone, qtype, qclass, rd, cd,
-// transport, rcodes, expect, expect_regexp, timeout). Two checks with equal
-// keys judge a target the same way, so a reload that keeps a target's key
-// may keep its health state. Interval, rise, fall, identify and the name
-// are left out: they change pacing and thresholds, not a probe's verdict.
-func (c *Check) Key() string {
-	rd := c.RD == nil || *c.RD
-	return fmt.Sprintf("kind=%q qname=%q zone=%q qtype=%q qclass=%q rd=%t cd=%t transport=%q rcodes=%q expect=%q expect_regexp=%q timeout=%s",
-		c.Kind, c.QName, c.Zone, c.QType, c.QClass, rd, c.CD, c.Transport,
-		c.Rcodes, c.Expect, c.ExpectRegexp, c.Timeout.Duration)
+// SameProbe reports whether c and o ask the same question and judge the
+// answer the same way (name, kind, qname, zone, qtype, qclass, rd, cd,
+// transport, rcodes, expect, expect_regexp), whatever their pacing
+// (interval, fast_interval, timeout, rise, fall, identify): the health
+// facts gathered under one still hold under the other, so a reload keeps
+// them. Nil pointer bools compare as their defaults.
+func (c *Check) SameProbe(o *Check) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.Name == o.Name && c.Kind == o.Kind && c.QName == o.QName && c.Zone == o.Zone &&
+		c.QType == o.QType && c.QClass == o.QClass && boolOr(c.RD, true) == boolOr(o.RD, true) &&
+		c.CD == o.CD && c.Transport == o.Transport && slices.Equal(c.Rcodes, o.Rcodes) &&
+		c.Expect == o.Expect && c.ExpectRegexp == o.ExpectRegexp
 }
 
-// Equal reports whether c and o have the same settings in every field
-// (the name included). Nil pointer bools compare as their defaults.
+// Equal reports whether c and o have the same settings in every field.
 func (c *Check) Equal(o *Check) bool {
 	if c == nil || o == nil {
 		return c == o
 	}
-	return c.Name == o.Name && c.Key() == o.Key() &&
-		c.Interval == o.Interval && c.Rise == o.Rise && c.Fall == o.Fall &&
+	return c.SameProbe(o) && c.Interval == o.Interval && c.FastInterval == o.FastInterval &&
+		c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall &&
 		boolOr(c.Identify, true) == boolOr(o.Identify, true)
 }
 

@@ -336,7 +336,7 @@ func TestAccessors(t *testing.T) {
 	}
 }
 
-func TestCheckKeyAndEqual(t *testing.T) {
+func TestCheckSameProbeAndEqual(t *testing.T) {
 	base := func() *Check {
 		cfg, err := Parse([]byte(okDoc), "k.toml")
 		if err != nil {
@@ -347,7 +347,7 @@ func TestCheckKeyAndEqual(t *testing.T) {
 	tests := []struct {
 		name      string
 		change    func(c *Check)
-		sameKey   bool
+		sameProbe bool
 		sameEqual bool
 	}{
 		{"unchanged", func(*Check) {}, true, true},
@@ -361,14 +361,16 @@ func TestCheckKeyAndEqual(t *testing.T) {
 		{"transport", func(c *Check) { c.Transport = "tcp" }, false, false},
 		{"rcodes", func(c *Check) { c.Rcodes = []string{"NOERROR", "NXDOMAIN"} }, false, false},
 		{"expect", func(c *Check) { c.Expect = "192.0.2.1" }, false, false},
-		{"timeout", func(c *Check) { c.Timeout.Duration = 500 * time.Millisecond }, false, false},
+		{"timeout", func(c *Check) { c.Timeout.Duration = 500 * time.Millisecond }, true, false},
+		{"fast_interval", func(c *Check) { c.FastInterval.Duration = 100 * time.Millisecond }, true, false},
+		{"rd nil is the default true", func(c *Check) { c.RD = nil }, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := base(), base()
 			tt.change(b)
-			if got := a.Key() == b.Key(); got != tt.sameKey {
-				t.Errorf("same Key = %v, want %v\n a: %s\n b: %s", got, tt.sameKey, a.Key(), b.Key())
+			if got := a.SameProbe(b); got != tt.sameProbe {
+				t.Errorf("SameProbe = %v, want %v", got, tt.sameProbe)
 			}
 			if got := a.Equal(b); got != tt.sameEqual {
 				t.Errorf("Equal = %v, want %v", got, tt.sameEqual)

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -229,10 +228,10 @@ func (m *Monitor) Update(targets []Target) {
 	m.mu.Lock()
 	for id, old := range m.targets {
 		tg, ok := want[id]
-		if ok && old.addr == tg.Addr && sameCheck(&old.check, tg.Check) {
+		if ok && old.addr == tg.Addr && old.check.Equal(tg.Check) {
 			continue
 		}
-		if ok && old.addr == tg.Addr && sameProbe(&old.check, tg.Check) {
+		if ok && old.addr == tg.Addr && old.check.SameProbe(tg.Check) {
 			carried[id] = old // only the pacing changed: keep the facts
 		}
 		if old.cancel != nil {
@@ -291,44 +290,6 @@ func validTarget(tg Target) error {
 		return errors.New("timeout must be positive")
 	}
 	return nil
-}
-
-// sameCheck reports whether two checks have equal settings.
-func sameCheck(a, b *configs.Check) bool {
-	return sameProbe(a, b) &&
-		a.Interval == b.Interval &&
-		a.FastInterval == b.FastInterval &&
-		a.Timeout == b.Timeout &&
-		a.Rise == b.Rise &&
-		a.Fall == b.Fall &&
-		sameBool(a.Identify, b.Identify)
-}
-
-// sameProbe reports whether two checks ask the same question and judge
-// the answer the same way, whatever their pacing (interval, fast interval,
-// timeout, rise, fall, identify): the facts of one still hold for the
-// other.
-func sameProbe(a, b *configs.Check) bool {
-	return a.Name == b.Name &&
-		a.Kind == b.Kind &&
-		a.QName == b.QName &&
-		a.Zone == b.Zone &&
-		a.QType == b.QType &&
-		a.QClass == b.QClass &&
-		sameBool(a.RD, b.RD) &&
-		a.CD == b.CD &&
-		a.Transport == b.Transport &&
-		slices.Equal(a.Rcodes, b.Rcodes) &&
-		a.Expect == b.Expect &&
-		a.ExpectRegexp == b.ExpectRegexp
-}
-
-// sameBool compares two optional bools by value.
-func sameBool(a, b *bool) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // startLocked starts the goroutine of t. m.mu must be held and m.running

@@ -569,7 +569,7 @@ func TestUpdateSkipsInvalid(t *testing.T) {
 	}
 }
 
-func TestSameCheck(t *testing.T) {
+func TestCheckEqualForUpdate(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
 		name   string
@@ -585,7 +585,7 @@ func TestSameCheck(t *testing.T) {
 		{"qtype", func(c *configs.Check) { c.QType = "AAAA" }, false},
 		{"qclass", func(c *configs.Check) { c.QClass = "CH" }, false},
 		{"rd", func(c *configs.Check) { c.RD = &no }, false},
-		{"rd nil", func(c *configs.Check) { c.RD = nil }, false},
+		{"rd nil means the default, true", func(c *configs.Check) { c.RD = nil }, true},
 		{"cd", func(c *configs.Check) { c.CD = true }, false},
 		{"transport", func(c *configs.Check) { c.Transport = "tcp" }, false},
 		{"rcodes", func(c *configs.Check) { c.Rcodes = []string{"NXDOMAIN"} }, false},
@@ -595,14 +595,16 @@ func TestSameCheck(t *testing.T) {
 		{"timeout", func(c *configs.Check) { c.Timeout.Duration = time.Second }, false},
 		{"rise", func(c *configs.Check) { c.Rise = 5 }, false},
 		{"fall", func(c *configs.Check) { c.Fall = 5 }, false},
-		{"identify", func(c *configs.Check) { c.Identify = &yes }, false},
+		{"identify true is the default", func(c *configs.Check) { c.Identify = &yes }, true},
+		{"identify off", func(c *configs.Check) { c.Identify = &no }, false},
+		{"fast interval", func(c *configs.Check) { c.FastInterval.Duration = time.Millisecond }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := testCheck(2, 3), testCheck(2, 3)
 			tc.change(b)
-			if got := sameCheck(a, b); got != tc.same {
-				t.Errorf("sameCheck = %v, want %v", got, tc.same)
+			if got := a.Equal(b); got != tc.same {
+				t.Errorf("Equal = %v, want %v", got, tc.same)
 			}
 		})
 	}
