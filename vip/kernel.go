@@ -242,49 +242,6 @@ func (k *KernelClient) DeleteDestination(key ServiceKey, a netip.AddrPort) error
 	return kernelErr(k.c.RemoveDestination(toIPVSService(key, ""), toIPVSDest(Destination{Addr: a})))
 }
 
-// DestStats is the traffic of one destination, kept apart from its
-// identity. Packet and byte counters lag about two seconds behind (the
-// kernel's estimator); connection counts do not.
-type DestStats struct {
-	Addr netip.AddrPort
-	// Connections is the number of connections scheduled to it so far.
-	Connections uint64
-	// InPackets, OutPackets, InBytes and OutBytes are totals so far.
-	InPackets, OutPackets, InBytes, OutBytes uint64
-	// Active and Inactive are the current connection entries.
-	Active, Inactive uint32
-}
-
-// DestinationStats returns the traffic of every destination of a service.
-func (k *KernelClient) DestinationStats(key ServiceKey) ([]DestStats, error) {
-	svc := toIPVSService(key, "")
-	ds, err := k.c.Destinations(svc)
-	if err == os.ErrNotExist {
-		return []DestStats{}, nil
-	}
-	if err != nil {
-		return nil, kernelErr(err)
-	}
-	out := make([]DestStats, 0, len(ds))
-	for _, d := range ds {
-		st := d.Stats64
-		if st == (ipvs.Stats{}) {
-			st = d.Stats // kernels without 64-bit counters
-		}
-		out = append(out, DestStats{
-			Addr:        fromIPVSDest(d.Destination, svc.Family).Addr,
-			Connections: st.Connections,
-			InPackets:   st.IncomingPackets,
-			OutPackets:  st.OutgoingPackets,
-			InBytes:     st.IncomingBytes,
-			OutBytes:    st.OutgoingBytes,
-			Active:      d.ActiveConnections,
-			Inactive:    d.InactiveConnections,
-		})
-	}
-	return out, nil
-}
-
 // SetUDPTimeout sets the kernel's IPVS UDP connection timeout, keeping the
 // TCP values. The kernel counts whole seconds; d is rounded up and must be
 // at least one second.
@@ -305,17 +262,6 @@ func SetUDPTimeout(c *KernelClient, d time.Duration) error {
 		return fmt.Errorf("vip: set udp timeout: %w", err)
 	}
 	return nil
-}
-
-// Timeouts returns the kernel's IPVS connection timeouts: TCP, TCP after
-// FIN, and UDP.
-func (k *KernelClient) Timeouts() (tcp, tcpFin, udp time.Duration, err error) {
-	cfg, err := k.c.Config()
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("vip: read ipvs timeouts: %w", err)
-	}
-	sec := func(v uint32) time.Duration { return time.Duration(v) * time.Second }
-	return sec(cfg.TCPTimeout), sec(cfg.TCPFinTimeout), sec(cfg.UDPTimeout), nil
 }
 
 // expireNodestConnPath is the sysctl SetExpireNodestConn writes.
