@@ -6,6 +6,8 @@ import "time"
 const (
 	DefaultStateDir       = "/var/lib/lbdns"
 	DefaultLogLevel       = "info"
+	DefaultControlSocket  = "/run/lbdns/lbdns.sock"
+	DefaultStatusListen   = "127.0.0.1:9353"
 	DefaultResyncInterval = 30 * time.Second
 	DefaultPort           = 53
 	DefaultScheduler      = "wrr"
@@ -62,6 +64,12 @@ func (d *decoder) defaults() {
 	}
 	if !has(d.daemonRaw, "log_level") {
 		c.Daemon.LogLevel = DefaultLogLevel
+	}
+	if !has(d.daemonRaw, "control_socket") {
+		c.Daemon.ControlSocket = DefaultControlSocket
+	}
+	if !has(d.daemonRaw, "status_listen") {
+		c.Daemon.StatusListen = DefaultStatusListen
 	}
 	if !has(d.ipvsRaw, "resync_interval") {
 		c.IPVS.ResyncInterval.Duration = DefaultResyncInterval

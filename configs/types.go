@@ -39,6 +39,14 @@ type Daemon struct {
 	StateDir string `toml:"state_dir"`
 	// LogLevel is one of debug, info, warn, error. Default "info".
 	LogLevel string `toml:"log_level"`
+	// ControlSocket is the Unix socket lbctl talks to (mode 0600, its
+	// directory 0750 when the daemon creates it). Default
+	// "/run/lbdns/lbdns.sock".
+	ControlSocket string `toml:"control_socket"`
+	// StatusListen is the TCP address of the read-only status endpoint
+	// (/status, /metrics and the status page); "" turns it off. Default
+	// "127.0.0.1:9353" (loopback only).
+	StatusListen string `toml:"status_listen"`
 }
 
 // IPVS holds settings of the kernel's IPVS table that are global to the host.

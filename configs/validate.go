@@ -134,7 +134,24 @@ func (d *decoder) validateDaemon() {
 	if !oneOf(dm.LogLevel, LogLevels()) {
 		d.p.add("daemon.log_level", dm.LogLevel, "unknown log level (want one of "+listText(LogLevels())+")")
 	}
+	switch {
+	case dm.ControlSocket == "":
+		d.p.add("daemon.control_socket", "", "must not be empty")
+	case !filepath.IsAbs(dm.ControlSocket):
+		d.p.add("daemon.control_socket", dm.ControlSocket, "must be an absolute path")
+	case len(dm.ControlSocket) > MaxSocketPath:
+		d.p.add("daemon.control_socket", dm.ControlSocket, fmt.Sprintf("too long for a Unix socket (at most %d bytes)", MaxSocketPath))
+	}
+	if dm.StatusListen != "" {
+		if _, err := netip.ParseAddrPort(dm.StatusListen); err != nil {
+			d.p.add("daemon.status_listen", dm.StatusListen, `want ADDRESS:PORT such as "127.0.0.1:9353" (port 0 picks a free one), or "" to turn the status endpoint off`)
+		}
+	}
 }
+
+// MaxSocketPath is the longest Unix socket path Linux accepts
+// (sun_path is 108 bytes with the terminating NUL).
+const MaxSocketPath = 107
 
 func (d *decoder) validateIPVS() {
 	v := d.cfg.IPVS

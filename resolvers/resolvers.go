@@ -63,6 +63,40 @@ func (o Override) String() string {
 	return fmt.Sprintf("override(%d)", uint8(o))
 }
 
+// Rule is one operator override: Override applies to Resolver in every
+// pool and VIP it serves, or only in Pool, or only in the services of VIP.
+// Where several rules match, the strongest wins (disable over drain): an
+// override can only take traffic away, never add a failing resolver.
+type Rule struct {
+	Resolver string
+	// Pool, when set, limits the rule to that pool.
+	Pool string
+	// VIP, when set, limits the rule to that VIP's services; the pool's
+	// health counts are not affected.
+	VIP      string
+	Override Override
+}
+
+// Applies reports whether r covers resolver in pool (and, when vip is not
+// empty, in that VIP's services).
+func (r Rule) Applies(resolver, pool, vip string) bool {
+	return r.Resolver == resolver && (r.Pool == "" || r.Pool == pool) && (r.VIP == "" || r.VIP == vip)
+}
+
+// strongest returns the strongest override among the rules that cover
+// resolver in pool: with vip empty, among the pool-wide rules (no VIP);
+// otherwise among the rules scoped to vip only (the pool-wide ones are
+// already in the member's verdict).
+func strongest(rules []Rule, resolver, pool, vip string) Override {
+	o := None
+	for _, r := range rules {
+		if r.VIP == vip && r.Applies(resolver, pool, vip) && r.Override > o {
+			o = r.Override
+		}
+	}
+	return o
+}
+
 // Fact is what the health checks know about one resolver under one check.
 type Fact struct {
 	State health.State
@@ -87,8 +121,9 @@ type Input struct {
 	Config *configs.Config
 	// Facts by TargetID. A missing fact is treated as unknown.
 	Facts map[string]Fact
-	// Overrides by resolver name. Missing means None.
-	Overrides map[string]Override
+	// Overrides are the operator's rules; a resolver no rule covers is
+	// under health-driven control.
+	Overrides []Rule
 	// Now is the time of the plan.
 	Now time.Time
 	// Prev is the previous plan's pool verdicts (nil at start); a pool
@@ -207,7 +242,7 @@ func Compute(in Input) Plan {
 		if ps == nil {
 			continue
 		}
-		addTable(out.Table, v, ps)
+		addTable(out.Table, v, ps, in.Overrides)
 	}
 	return out
 }
@@ -230,7 +265,7 @@ func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 			f = Fact{State: health.Unknown}
 		}
 		m := Member{Name: r.Name, Vendor: r.Vendor, Addr: r.AddrPort, State: f.State, Fresh: f.Fresh,
-			Failing: f.Failing, Since: f.Since, Reason: f.Reason, Override: in.Overrides[r.Name]}
+			Failing: f.Failing, Since: f.Since, Reason: f.Reason, Override: strongest(in.Overrides, r.Name, p.Name, "")}
 		if f.State != health.Unknown {
 			anyKnown = true
 		}
@@ -413,7 +448,9 @@ func sameTime(ms []*Member, w time.Duration) bool {
 	return hi.Sub(lo) <= w
 }
 
-func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus) {
+// addTable adds v's services with the in-traffic members of ps, after the
+// rules scoped to v.
+func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus, rules []Rule) {
 	fwd := forwarding(v.Forwarding)
 	for _, proto := range v.Protocols {
 		pr := vip.UDP
@@ -427,12 +464,19 @@ func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus) {
 				if !m.InTraffic {
 					continue
 				}
+				w := m.Weight
+				switch strongest(rules, m.Name, ps.Name, v.Name) {
+				case Disable:
+					continue
+				case Drain:
+					w = 0
+				}
 				dport := m.Addr.Port()
 				if fwd != vip.NAT {
 					dport = uint16(port)
 				}
 				a := netip.AddrPortFrom(m.Addr.Addr(), dport)
-				svc.Dests[a] = vip.Destination{Addr: a, Weight: m.Weight, Forwarding: fwd}
+				svc.Dests[a] = vip.Destination{Addr: a, Weight: w, Forwarding: fwd}
 			}
 			t[key] = svc
 		}

@@ -78,7 +78,7 @@ func TestCompute(t *testing.T) {
 		since     map[string]time.Time
 		stale     []string
 		failing   []string
-		overrides map[string]Override
+		overrides []Rule
 		diag      Diagnosis
 		failOpen  bool
 		want      map[string]uint32 // udp destinations -> weight
@@ -157,21 +157,46 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "drain keeps weight 0, disable removes", cfg: testConfig("dr", true, 1), states: allUp(),
-			overrides: map[string]Override{"bind-1": Drain, "unbound-2": Disable},
+			overrides: []Rule{{Resolver: "bind-1", Override: Drain}, {Resolver: "unbound-2", Override: Disable}},
 			diag:      Healthy, healthy: 2,
 			want: map[string]uint32{"198.51.100.10:53": 0, "198.51.100.11:53": 101, "198.51.100.12:53": 102},
 		},
 		{
 			name: "disabled member stays out even when failing open", cfg: testConfig("dr", true, 1),
 			states:    map[string]health.State{"bind-1": health.Down, "bind-2": health.Down, "unbound-1": health.Down, "unbound-2": health.Down},
-			overrides: map[string]Override{"unbound-2": Disable},
+			overrides: []Rule{{Resolver: "unbound-2", Override: Disable}},
 			diag:      Upstream, failOpen: true,
 			want: map[string]uint32{"198.51.100.10:53": 100, "198.51.100.11:53": 101, "198.51.100.12:53": 102},
 		},
 		{
+			name: "rule of another pool does not apply", cfg: testConfig("dr", true, 1), states: allUp(),
+			overrides: []Rule{{Resolver: "bind-1", Pool: "other", Override: Disable}},
+			diag:      Healthy, healthy: 4,
+			want: map[string]uint32{"198.51.100.10:53": 100, "198.51.100.11:53": 101, "198.51.100.12:53": 102, "198.51.100.13:53": 103},
+		},
+		{
+			name: "pool-scoped drain and the stronger of two rules", cfg: testConfig("dr", true, 1), states: allUp(),
+			overrides: []Rule{{Resolver: "bind-1", Pool: "main", Override: Drain}, {Resolver: "bind-2", Override: Drain}, {Resolver: "bind-2", Pool: "main", Override: Disable}},
+			diag:      Healthy, healthy: 2,
+			want: map[string]uint32{"198.51.100.10:53": 0, "198.51.100.12:53": 102, "198.51.100.13:53": 103},
+		},
+		{
+			name: "VIP-scoped rules change the table, not the pool's counts", cfg: testConfig("dr", true, 1), states: allUp(),
+			overrides: []Rule{{Resolver: "bind-1", VIP: "v4", Override: Drain}, {Resolver: "unbound-1", VIP: "v4", Override: Disable}, {Resolver: "bind-2", VIP: "other", Override: Disable}},
+			diag:      Healthy, healthy: 4,
+			want: map[string]uint32{"198.51.100.10:53": 0, "198.51.100.11:53": 101, "198.51.100.13:53": 103},
+		},
+		{
+			name: "VIP-scoped drain never adds a failing member", cfg: testConfig("dr", true, 1),
+			states:    map[string]health.State{"bind-1": health.Down, "bind-2": health.Up, "unbound-1": health.Up, "unbound-2": health.Up},
+			overrides: []Rule{{Resolver: "bind-1", VIP: "v4", Override: Drain}},
+			diag:      Degraded, healthy: 3,
+			want: map[string]uint32{"198.51.100.11:53": 101, "198.51.100.12:53": 102, "198.51.100.13:53": 103},
+		},
+		{
 			name: "drained failing member is removed", cfg: testConfig("dr", true, 1),
 			states:    map[string]health.State{"bind-1": health.Down, "bind-2": health.Up, "unbound-1": health.Up, "unbound-2": health.Up},
-			overrides: map[string]Override{"bind-1": Drain},
+			overrides: []Rule{{Resolver: "bind-1", Override: Drain}},
 			diag:      Degraded, healthy: 3,
 			want: map[string]uint32{"198.51.100.11:53": 101, "198.51.100.12:53": 102, "198.51.100.13:53": 103},
 		},
