@@ -1,0 +1,360 @@
+// Package control is lbdns's operator interface: the API types, the
+// control-socket server (JSON over HTTP on a Unix socket, used by lbctl),
+// its client, and the read-only status server (JSON status, Prometheus
+// metrics and a status page over TCP).
+//
+// The package reports on the daemon without importing it or the packages
+// it reports on: the daemon fills the types below and implements Backend.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// APIPrefix is the versioned path prefix of the control socket's API.
+const APIPrefix = "/v1"
+
+// StatusVersion is the version of the Status schema (the "version" field
+// of GET /status and GET /v1/status). It changes only when a field is
+// removed or changes meaning; new fields may be added within a version.
+const StatusVersion = 1
+
+// Status is the daemon's state as lbctl status, GET /v1/status on the
+// control socket and GET /status on the status server show it.
+type Status struct {
+	// Version is StatusVersion.
+	Version int `json:"version"`
+	// Generated is when the snapshot was taken.
+	Generated time.Time `json:"generated"`
+	Daemon    Daemon    `json:"daemon"`
+	VIPs      []VIP     `json:"vips"`
+	Pools     []Pool    `json:"pools"`
+	// Overrides lists every operator override in force, orphaned ones
+	// included.
+	Overrides []Override `json:"overrides"`
+	// Prefetch lists the cache-refresh entries (name × type × resolver),
+	// when the prefetcher runs.
+	Prefetch []PrefetchEntry `json:"prefetch,omitempty"`
+}
+
+// Daemon describes the running daemon.
+type Daemon struct {
+	// Config is the configuration file's path.
+	Config string `json:"config"`
+	// Started is when the daemon started.
+	Started time.Time `json:"started"`
+	// DryRun is true when the IPVS table is computed but NOT applied.
+	DryRun bool `json:"dry_run"`
+	// Warm is false until every target has a verdict (or the warm-up
+	// time is over); until then the IPVS table is not touched.
+	Warm bool `json:"warm"`
+	// LastReload is when the configuration was last loaded successfully
+	// (the start counts as a load).
+	LastReload time.Time `json:"last_reload"`
+	// LastReloadError is the error of the last reload attempt when it
+	// failed, empty when it succeeded.
+	LastReloadError string `json:"last_reload_error,omitempty"`
+	// IPVSOps and IPVSErrors count IPVS operations applied and failed
+	// since start.
+	IPVSOps    uint64 `json:"ipvs_ops"`
+	IPVSErrors uint64 `json:"ipvs_errors"`
+}
+
+// VIP is one virtual IP with the IPVS services the daemon owns for it.
+type VIP struct {
+	Name     string    `json:"name"`
+	Address  string    `json:"address"`
+	Pool     string    `json:"pool"`
+	Services []Service `json:"services"`
+}
+
+// Service is one IPVS virtual service as the daemon last applied it (in
+// dry-run: would have applied it).
+type Service struct {
+	// Proto is "udp" or "tcp".
+	Proto string `json:"proto"`
+	// Address is "ADDR:PORT" (IPv6 in brackets).
+	Address      string        `json:"address"`
+	Scheduler    string        `json:"scheduler"`
+	Destinations []Destination `json:"destinations"`
+}
+
+// Destination is one real server of a Service.
+type Destination struct {
+	// Resolver is the configured resolver this destination belongs to
+	// ("" when the daemon cannot tell).
+	Resolver string `json:"resolver"`
+	// Address is "ADDR:PORT".
+	Address string `json:"address"`
+	// Forwarding is "dr", "nat" or "tunnel".
+	Forwarding string `json:"forwarding"`
+	Weight     uint32 `json:"weight"`
+	// Stats are the kernel's counters; nil when not read (dry-run, or
+	// the kernel could not be asked).
+	Stats *DestStats `json:"stats,omitempty"`
+}
+
+// DestStats are the kernel's IPVS counters and rate estimates of one
+// destination.
+type DestStats struct {
+	ActiveConns   uint32 `json:"active_conns"`
+	InactiveConns uint32 `json:"inactive_conns"`
+	// Conns, PacketsIn/Out and BytesIn/Out count since the destination
+	// was created.
+	Conns      uint64 `json:"conns"`
+	PacketsIn  uint64 `json:"packets_in"`
+	PacketsOut uint64 `json:"packets_out"`
+	BytesIn    uint64 `json:"bytes_in"`
+	BytesOut   uint64 `json:"bytes_out"`
+	// Rates are the kernel's estimates (per second, over a few seconds).
+	CPS    uint64 `json:"cps"`
+	PPSIn  uint64 `json:"pps_in"`
+	PPSOut uint64 `json:"pps_out"`
+	BPSIn  uint64 `json:"bps_in"`
+	BPSOut uint64 `json:"bps_out"`
+}
+
+// Pool is the verdict on one resolver pool.
+type Pool struct {
+	Name  string `json:"name"`
+	Check string `json:"check"`
+	// VIPs served by this pool.
+	VIPs       []string `json:"vips"`
+	MinHealthy int      `json:"min_healthy"`
+	// Total members, Enabled (not disabled by an operator), Healthy
+	// (up, fresh and not overridden).
+	Total   int `json:"total"`
+	Enabled int `json:"enabled"`
+	Healthy int `json:"healthy"`
+	// FailOpen is true when the pool is below its minimum and keeps
+	// every enabled member in traffic.
+	FailOpen bool `json:"fail_open"`
+	// Diagnosis is one of healthy, degraded, vendor-wide-failure,
+	// below-minimum, upstream-failure, no-facts.
+	Diagnosis string        `json:"diagnosis"`
+	Detail    string        `json:"detail"`
+	Vendors   []VendorCount `json:"vendors"`
+	Members   []Member      `json:"members"`
+}
+
+// VendorCount counts one vendor's members of a pool.
+type VendorCount struct {
+	Vendor  string `json:"vendor"`
+	Total   int    `json:"total"`
+	Healthy int    `json:"healthy"`
+}
+
+// Member is one back-end resolver in one pool.
+type Member struct {
+	Resolver string `json:"resolver"`
+	Address  string `json:"address"`
+	// Vendor is the declared vendor; Identity is the version.bind answer
+	// ("" when none); IdentifiedVendor is the vendor that answer names
+	// ("" when unknown).
+	Vendor           string `json:"vendor"`
+	Identity         string `json:"identity,omitempty"`
+	IdentifiedVendor string `json:"identified_vendor,omitempty"`
+	// State is "up", "down" or "unknown".
+	State string `json:"state"`
+	// Since is when State was entered (zero while unknown).
+	Since time.Time `json:"since,omitzero"`
+	// Fresh is false when the last probe result is too old to trust.
+	Fresh bool `json:"fresh"`
+	// LastProbe is when the last probe finished; LastResult is "ok" or
+	// the failure's one-line reason; RTTMillis its round-trip time.
+	LastProbe  time.Time `json:"last_probe,omitzero"`
+	LastResult string    `json:"last_result,omitempty"`
+	RTTMillis  float64   `json:"rtt_ms"`
+	// Flaps counts state changes since the target was created.
+	Flaps int `json:"flaps"`
+	// Override is the pool-wide operator override in force ("none",
+	// "drain" or "disable"), OverrideReason its reason.
+	Override       string `json:"override"`
+	OverrideReason string `json:"override_reason,omitempty"`
+	// InTraffic is true when the member has a destination in the pool's
+	// services; Weight is its IPVS weight then (0 when drained).
+	InTraffic bool   `json:"in_traffic"`
+	Weight    uint32 `json:"weight"`
+	// Stats sums the kernel's counters over the member's destinations
+	// in every service of the pool's VIPs; nil when not read.
+	Stats *DestStats `json:"stats,omitempty"`
+}
+
+// Actions an override request can ask for.
+const (
+	ActionDrain   = "drain"
+	ActionDisable = "disable"
+	ActionEnable  = "enable"
+)
+
+// OverrideRequest is the body of POST /v1/overrides.
+type OverrideRequest struct {
+	// Action is "drain", "disable" or "enable" (enable removes the
+	// matching overrides: the resolver returns to health-driven control).
+	Action   string `json:"action"`
+	Resolver string `json:"resolver"`
+	// Pool and VIP limit the override (at most one of them); empty means
+	// every pool the resolver is a member of.
+	Pool string `json:"pool,omitempty"`
+	VIP  string `json:"vip,omitempty"`
+	// Reason is stored and shown with the override.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Override is one operator override in force.
+type Override struct {
+	Resolver string `json:"resolver"`
+	Pool     string `json:"pool,omitempty"`
+	VIP      string `json:"vip,omitempty"`
+	// Action is "drain" or "disable".
+	Action string    `json:"action"`
+	Reason string    `json:"reason,omitempty"`
+	Set    time.Time `json:"set"`
+	// By names who set it: "uid N" from the control socket's peer
+	// credentials.
+	By string `json:"by,omitempty"`
+	// Orphaned is true when the resolver (or the pool or VIP it is
+	// scoped to) is no longer in the configuration; the override is
+	// kept and applies again if the name comes back.
+	Orphaned bool `json:"orphaned,omitempty"`
+}
+
+// OverrideReply answers POST /v1/overrides.
+type OverrideReply struct {
+	// Message says in one line what changed ("bind-1 drained in pool
+	// main (VIPs dns-v4)") or that nothing did.
+	Message string `json:"message"`
+	// Changed is false when the override was already in force (or, for
+	// enable, when there was none).
+	Changed bool `json:"changed"`
+	// Overrides are all overrides in force after the request.
+	Overrides []Override `json:"overrides"`
+}
+
+// Event kinds.
+const (
+	EventState    = "state"    // a back end's health state changed
+	EventPool     = "pool"     // a pool's verdict changed
+	EventOverride = "override" // an operator override was set or removed
+	EventIPVS     = "ipvs"     // an IPVS operation was applied (or failed)
+	EventReload   = "reload"   // a reload was applied or rejected
+	EventDaemon   = "daemon"   // the daemon started or is stopping
+)
+
+// Event is one entry of the event log (GET /v1/events).
+type Event struct {
+	// Seq numbers events from 1, without gaps, since the daemon started.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Kind is one of the Event* constants.
+	Kind string `json:"kind"`
+	// Subject is what the event is about: a target ("bind-1/recursive"),
+	// a pool, a resolver, an IPVS operation's service.
+	Subject string `json:"subject"`
+	// Message is the event in one line.
+	Message string `json:"message"`
+	// Error is true for failures (a failed IPVS op, a rejected reload).
+	Error bool `json:"error,omitempty"`
+}
+
+// EventsReply answers GET /v1/events without follow.
+type EventsReply struct {
+	Events []Event `json:"events"`
+	// Next is the sequence number to pass as after= to get only newer
+	// events.
+	Next uint64 `json:"next"`
+}
+
+// ReloadReply answers a successful POST /v1/reload.
+type ReloadReply struct {
+	// Summary is the new configuration's one-line summary.
+	Summary string `json:"summary"`
+}
+
+// Problem is one thing wrong with a configuration file.
+type Problem struct {
+	File  string `json:"file"`
+	Line  int    `json:"line,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Message says what is wrong; Text is the whole problem in one line,
+	// as lbdnsd -check-config prints it.
+	Message string `json:"message"`
+	Text    string `json:"text"`
+}
+
+// PrefetchEntry is one kept-warm cache entry: a name and type at one
+// resolver (and ECS partition).
+type PrefetchEntry struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Resolver  string `json:"resolver"`
+	Partition string `json:"partition,omitempty"`
+	// Mode is the resolver's refresh mode: "window" or "expiry".
+	Mode        string    `json:"mode"`
+	LastRefresh time.Time `json:"last_refresh,omitzero"`
+	// TTLSeconds is the TTL the resolver gave at LastRefresh;
+	// RemainingSeconds what is left of it now.
+	TTLSeconds       int       `json:"ttl_s"`
+	RemainingSeconds int       `json:"remaining_s"`
+	NextRun          time.Time `json:"next_run,omitzero"`
+	// State is "ok", "failing", "parked" (resolver unhealthy) or
+	// "pending".
+	State     string `json:"state"`
+	LastError string `json:"last_error,omitempty"`
+	Failures  int    `json:"failures"`
+}
+
+// ErrorReply is the body of every 4xx and 5xx reply of the control and
+// status servers.
+type ErrorReply struct {
+	Error string `json:"error"`
+	// Problems lists every configuration problem when a reload was
+	// rejected.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Error is an error with the HTTP status the servers reply with. Backend
+// methods return it for requests they refuse; any other error is a 500.
+type Error struct {
+	// Code is the HTTP status: 400 malformed request, 404 unknown name,
+	// 409 ambiguous or conflicting request, 422 invalid configuration,
+	// 503 not ready.
+	Code     int
+	Message  string
+	Problems []Problem
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Backend is what the servers need from the daemon. Its methods are
+// called concurrently.
+type Backend interface {
+	// Status returns a snapshot of the daemon's state.
+	Status(ctx context.Context) (*Status, error)
+	// SetOverride applies an override request. by names the requester
+	// ("uid 0").
+	SetOverride(ctx context.Context, req OverrideRequest, by string) (*OverrideReply, error)
+	// Reload loads the configuration file again and applies it; an
+	// invalid one returns an *Error with code 422 and every Problem.
+	Reload(ctx context.Context) (*ReloadReply, error)
+}
+
+// httpStatus maps err to the HTTP status a server replies with.
+func httpStatus(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.Code >= 400 {
+		return e.Code
+	}
+	return http.StatusInternalServerError
+}
