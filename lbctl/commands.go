@@ -1,0 +1,109 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// command is one lbctl command.
+type command struct {
+	name string
+	// args shows the command's arguments and flags in usage lines.
+	args string
+	// summary is the one-line help.
+	summary string
+	// setup registers the command's flags on fs and returns the action
+	// that runs it with the positional arguments.
+	setup func(fs *flag.FlagSet) action
+}
+
+// action runs a command with its positional arguments.
+type action func(e *env, args []string) error
+
+// commands returns the command table, in the order usage lists it.
+func commands() []*command {
+	return []*command{
+		{name: "status", summary: "show the daemon, VIPs, pools, members, overrides", setup: statusCmd},
+		{name: "drain", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "keep a resolver with weight 0 (existing flows finish)", setup: overrideCmd("drain")},
+		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd("disable")},
+		{name: "enable", args: "RESOLVER [--pool P | --vip V]", summary: "return a resolver to health-driven control", setup: overrideCmd("enable")},
+		{name: "events", args: "[-f] [-n N]", summary: "show recent events, newest last; -f follows", setup: eventsCmd},
+		{name: "reload", summary: "validate and apply the daemon's configuration file", setup: reloadCmd},
+		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},
+		{name: "help", args: "[COMMAND]", summary: "show this usage, or a command's", setup: helpCmd},
+	}
+}
+
+// findCommand returns the command called name, nil when there is none.
+func findCommand(cmds []*command, name string) *command {
+	for _, c := range cmds {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// flagSet returns the command's flag set with the flags every command
+// takes (-o), output discarded: lbctl prints the errors itself.
+func (c *command) flagSet(e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&e.format, "o", "output `format`: table or json")
+	return fs
+}
+
+// printUsage writes the command's usage and flags to w.
+func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: lbctl [global flags] %s\n\n%s%s.\n\nFlags:\n", strings.TrimSpace(c.name+" "+c.args), strings.ToUpper(c.summary[:1]), c.summary[1:])
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// printUsage writes lbctl's usage to w: every command and the global flags.
+func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS]\n\nCommands:\n")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %s\n        %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprintf(w, "\nGlobal flags:\n")
+	global.SetOutput(w)
+	global.PrintDefaults()
+	global.SetOutput(io.Discard)
+	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable.\n")
+}
+
+// helpCmd prints the usage of lbctl or of one command.
+func helpCmd(*flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		switch len(args) {
+		case 0:
+			printUsage(e.stdout, e.cmds, e.global)
+			return nil
+		case 1:
+			c := findCommand(e.cmds, args[0])
+			if c == nil {
+				return usageErrorf("unknown command %q", args[0])
+			}
+			fs := c.flagSet(e)
+			c.setup(fs)
+			c.printUsage(e.stdout, fs)
+			return nil
+		}
+		return usageErrorf("too many arguments: %q", args[1:])
+	}
+}
+
+// wantArgs checks that args are exactly one value per name.
+func wantArgs(args []string, names ...string) error {
+	switch {
+	case len(args) < len(names):
+		return usageErrorf("missing %s", names[len(args)])
+	case len(args) > len(names):
+		return usageErrorf("unexpected argument %q", args[len(names)])
+	}
+	return nil
+}

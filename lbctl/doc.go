@@ -1,0 +1,55 @@
+// Command lbctl is the operator's tool for lbdnsd: it talks to the daemon
+// over its local control socket (JSON over HTTP on a Unix socket) and checks
+// configuration files offline.
+//
+// Usage:
+//
+//	lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS] [FLAGS]
+//
+// Global flags come before the command; -o may also follow it. Command flags
+// may come before or after the command's arguments, with one or two dashes
+// (lbctl drain bind-1 --reason "disk full").
+//
+//	-socket PATH   the control socket (default $LBDNS_SOCKET, else /run/lbdns/lbdns.sock)
+//	-o FORMAT      table (for people, the default) or json (for scripts)
+//	-timeout DUR   deadline of each request (default 10s; not for events -f)
+//
+// Commands:
+//
+//	status
+//	    The daemon (config file, up since, DRY RUN and warm-up warnings,
+//	    last reload and its error), the VIPs, every pool (diagnosis,
+//	    healthy/enabled/total members, FAIL-OPEN, per-vendor counts) with a
+//	    row per member (declared and identified vendor, state and since
+//	    when, last probe result and RTT, flaps, override and reason, IPVS
+//	    weight, connections and packets per second), the operator overrides
+//	    (orphaned ones marked) and a prefetch summary. With -o json: the
+//	    daemon's status document (control.Status), indented.
+//	drain RESOLVER [--pool P | --vip V] [--reason TEXT]
+//	    Keep the resolver's destinations with weight 0: existing flows
+//	    finish, new ones go elsewhere.
+//	disable RESOLVER [--pool P | --vip V] [--reason TEXT]
+//	    Remove the resolver's destinations from the IPVS table.
+//	enable RESOLVER [--pool P | --vip V]
+//	    Remove the matching overrides: the resolver returns to
+//	    health-driven control. No override puts a failing resolver into
+//	    traffic.
+//	events [-f] [-n N]
+//	    Recent state changes, overrides, IPVS operations and reloads, newest
+//	    last (failures marked ERROR); -n keeps the last N, -f follows new
+//	    events until interrupted. With -o json: one JSON object per line.
+//	reload
+//	    Validate the daemon's configuration file and apply it. A bad file
+//	    is rejected whole, every problem is printed and the running
+//	    configuration stays.
+//	check-config FILE
+//	    Validate a configuration file offline, with the same rules as the
+//	    daemon, and print its summary or every problem.
+//	help [COMMAND]
+//	    Print the usage of lbctl or of one command.
+//
+// Exit status: 0 success; 1 the daemon refused the request (its message is
+// printed), the configuration is invalid or the reply was bad; 2 usage
+// error; 3 the daemon is unreachable (the message names the socket and why)
+// or did not answer within -timeout.
+package main

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"lbdns/control"
+)
+
+// usageError is a command line the command cannot run: a missing, extra or
+// conflicting argument or flag.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usageErrorf returns a *usageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError ends the command with status code; whatever needed saying
+// was already printed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// fail prints err as the operator should see it and returns the exit
+// status: 2 for a usage error, 3 when the daemon cannot be reached or does
+// not answer in time, 1 when it refused or anything else went wrong.
+func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
+	var (
+		ue *usageError
+		xe *exitError
+		re *control.UnreachableError
+		ce *control.Error
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "lbctl %s: %s\n\n", c.name, ue.msg)
+		c.printUsage(e.stderr, fs)
+		return exitUsage
+	case errors.As(err, &xe):
+		return xe.code
+	case errors.As(err, &re):
+		fmt.Fprintf(e.stderr, "lbctl: %v\n", re)
+		return exitUnreachable
+	case errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil:
+		fmt.Fprintf(e.stderr, "lbctl: lbdnsd at %s did not answer within %s (see -timeout)\n", e.socket, e.timeout)
+		return exitUnreachable
+	case errors.As(err, &ce):
+		e.refused(ce)
+		return exitRefused
+	case e.ctx.Err() != nil:
+		fmt.Fprintf(e.stderr, "lbctl: interrupted: %v\n", err)
+		return exitRefused
+	}
+	fmt.Fprintf(e.stderr, "lbctl: %v\n", err)
+	return exitRefused
+}
+
+// refused prints the daemon's refusal: with -o json the ErrorReply on
+// stdout, else its message and every problem on stderr.
+func (e *env) refused(ce *control.Error) {
+	if e.json() {
+		if err := e.writeJSON(control.ErrorReply{Error: ce.Message, Problems: ce.Problems}); err != nil {
+			fmt.Fprintf(e.stderr, "lbctl: %v\n", err)
+		}
+		return
+	}
+	fmt.Fprintf(e.stderr, "lbctl: %s\n", ce.Message)
+	for _, p := range ce.Problems {
+		fmt.Fprintln(e.stderr, p.Text)
+	}
+}

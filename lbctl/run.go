@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/control"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitRefused     = 1 // the daemon refused, the config is invalid, or a bad reply
+	exitUsage       = 2
+	exitUnreachable = 3
+)
+
+// defaultTimeout is the default deadline of one request to the daemon.
+const defaultTimeout = 10 * time.Second
+
+// env is what a command runs with: the global flags and the process's
+// context and output.
+type env struct {
+	ctx     context.Context
+	stdout  io.Writer
+	stderr  io.Writer
+	socket  string
+	format  format
+	timeout time.Duration
+	cmds    []*command
+	// global is the flag set of the global flags (for usage).
+	global *flag.FlagSet
+}
+
+// client returns a client of the control socket.
+func (e *env) client() *control.Client { return control.NewClient(e.socket) }
+
+// request returns the context of one request to the daemon.
+func (e *env) request() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.ctx, e.timeout)
+}
+
+// json reports whether -o json was given.
+func (e *env) json() bool { return e.format == formatJSON }
+
+// run is lbctl: it parses the global flags, runs the command and returns
+// the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, format: formatTable, cmds: commands()}
+	fs := globalFlags(e, getenv)
+	e.global = fs
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, e.cmds, fs)
+			return exitOK
+		}
+		return usageFail(stderr, e.cmds, fs, err.Error())
+	}
+	if e.timeout <= 0 {
+		return usageFail(stderr, e.cmds, fs, fmt.Sprintf("-timeout must be positive, not %s", e.timeout))
+	}
+	if fs.NArg() == 0 {
+		return usageFail(stderr, e.cmds, fs, "no command given")
+	}
+	cmd := findCommand(e.cmds, fs.Arg(0))
+	if cmd == nil {
+		return usageFail(stderr, e.cmds, fs, fmt.Sprintf("unknown command %q", fs.Arg(0)))
+	}
+	return e.exec(cmd, fs.Args()[1:])
+}
+
+// globalFlags returns the flag set of the flags before the command, bound
+// to e's fields.
+func globalFlags(e *env, getenv func(string) string) *flag.FlagSet {
+	socket := getenv("LBDNS_SOCKET")
+	if socket == "" {
+		socket = configs.DefaultControlSocket
+	}
+	fs := flag.NewFlagSet("lbctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&e.socket, "socket", socket, "control `socket` of lbdnsd ($LBDNS_SOCKET overrides the default)")
+	fs.Var(&e.format, "o", "output `format`: table or json")
+	fs.DurationVar(&e.timeout, "timeout", defaultTimeout, "deadline of each request (not for events -f)")
+	return fs
+}
+
+// usageFail prints msg and the usage to w and returns exitUsage.
+func usageFail(w io.Writer, cmds []*command, fs *flag.FlagSet, msg string) int {
+	fmt.Fprintf(w, "lbctl: %s\n\n", msg)
+	printUsage(w, cmds, fs)
+	return exitUsage
+}
+
+// exec parses the command's flags and arguments, runs it and turns its
+// error into output and an exit status.
+func (e *env) exec(c *command, args []string) int {
+	fs := c.flagSet(e)
+	act := c.setup(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(e.stdout, fs)
+			return exitOK
+		}
+		return e.fail(c, fs, usageErrorf("%v", err))
+	}
+	return e.fail(c, fs, act(e, pos))
+}
