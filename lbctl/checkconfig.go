@@ -11,7 +11,7 @@ import (
 // checkResult is check-config's -o json output.
 type checkResult struct {
 	Valid    bool              `json:"valid"`
-	Summary  string            `json:"summary,omitempty"`
+	Summary  string            `json:"summary"`
 	Problems []control.Problem `json:"problems"`
 }
 

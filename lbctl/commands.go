@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"lbdns/control"
 )
 
 // command is one lbctl command.
@@ -26,9 +28,9 @@ type action func(e *env, args []string) error
 func commands() []*command {
 	return []*command{
 		{name: "status", summary: "show the daemon, VIPs, pools, members, overrides", setup: statusCmd},
-		{name: "drain", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "keep a resolver with weight 0 (existing flows finish)", setup: overrideCmd("drain")},
-		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd("disable")},
-		{name: "enable", args: "RESOLVER [--pool P | --vip V]", summary: "return a resolver to health-driven control", setup: overrideCmd("enable")},
+		{name: "drain", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "keep a resolver with weight 0 (existing flows finish)", setup: overrideCmd(control.ActionDrain)},
+		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd(control.ActionDisable)},
+		{name: "enable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "return a resolver to health-driven control", setup: overrideCmd(control.ActionEnable)},
 		{name: "events", args: "[-f] [-n N]", summary: "show recent events, newest last; -f follows", setup: eventsCmd},
 		{name: "reload", summary: "validate and apply the daemon's configuration file", setup: reloadCmd},
 		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},

@@ -30,7 +30,7 @@
 //	    finish, new ones go elsewhere.
 //	disable RESOLVER [--pool P | --vip V] [--reason TEXT]
 //	    Remove the resolver's destinations from the IPVS table.
-//	enable RESOLVER [--pool P | --vip V]
+//	enable RESOLVER [--pool P | --vip V] [--reason TEXT]
 //	    Remove the matching overrides: the resolver returns to
 //	    health-driven control. No override puts a failing resolver into
 //	    traffic.

@@ -28,7 +28,8 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 // fail prints err as the operator should see it and returns the exit
 // status: 2 for a usage error, 3 when the daemon cannot be reached or does
-// not answer in time, 1 when it refused or anything else went wrong.
+// not answer in time, 1 when it refused, the operator interrupted the
+// request, or anything else went wrong.
 func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 	var (
 		ue *usageError
@@ -45,17 +46,17 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUsage
 	case errors.As(err, &xe):
 		return xe.code
+	case e.ctx.Err() != nil:
+		fmt.Fprintf(e.stderr, "lbctl: interrupted: %v\n", err)
+		return exitRefused
 	case errors.As(err, &re):
 		fmt.Fprintf(e.stderr, "lbctl: %v\n", re)
 		return exitUnreachable
-	case errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil:
+	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(e.stderr, "lbctl: lbdnsd at %s did not answer within %s (see -timeout)\n", e.socket, e.timeout)
 		return exitUnreachable
 	case errors.As(err, &ce):
 		e.refused(ce)
-		return exitRefused
-	case e.ctx.Err() != nil:
-		fmt.Fprintf(e.stderr, "lbctl: interrupted: %v\n", err)
 		return exitRefused
 	}
 	fmt.Fprintf(e.stderr, "lbctl: %v\n", err)

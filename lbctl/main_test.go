@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +180,43 @@ func TestTimeoutExits3(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, f.socket) || !strings.Contains(r.stderr, "did not answer within 200ms") {
 		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+func TestInterruptedExits1(t *testing.T) {
+	f := startFake(t, okStatus())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := lbctlEnv(t, ctx, noEnv, "-socket", f.socket, "status")
+	if r.code != exitRefused || !strings.Contains(r.stderr, "interrupted") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+func TestUnreachableStaleSocket(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "stale.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	r := lbctl(t, "-socket", socket, "status")
+	if r.code != exitUnreachable || !strings.Contains(r.stderr, socket) || !strings.Contains(r.stderr, "connection refused") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+func TestUnreachablePermissionDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root is not refused by socket permissions")
+	}
+	f := startFake(t, okStatus())
+	if err := os.Chmod(f.socket, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitUnreachable || !strings.Contains(r.stderr, f.socket) || !strings.Contains(r.stderr, "permission denied") {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }

@@ -22,6 +22,9 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs)
+	if len(st.Pools) == 0 {
+		sw.printf("\nno pools\n")
+	}
 	for _, p := range st.Pools {
 		sw.pool(p)
 	}
