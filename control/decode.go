@@ -1,0 +1,134 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"unicode"
+)
+
+// MaxRequestBody is the largest request body the control server reads.
+const MaxRequestBody = 64 << 10
+
+// MaxReasonLen is the longest override reason accepted, in bytes.
+const MaxReasonLen = 1024
+
+// readStrict reads r's body (at most MaxRequestBody) and decodes it
+// strictly into v: one JSON object, no unknown fields, no trailing data.
+// An empty body is accepted when emptyOK and leaves v alone. Every
+// failure is an *Error with code 400 naming what is wrong.
+func readStrict(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return Errorf(http.StatusBadRequest, "request body larger than %d bytes", MaxRequestBody)
+		}
+		return Errorf(http.StatusBadRequest, "read request body: %v", err)
+	}
+	return decodeStrict(body, v, emptyOK)
+}
+
+// decodeStrict is readStrict's decoder, over bytes.
+func decodeStrict(body []byte, v any, emptyOK bool) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return Errorf(http.StatusBadRequest, "empty request body: want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &Error{Code: http.StatusBadRequest, Message: describeJSONError(err)}
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Errorf(http.StatusBadRequest, "trailing data after the JSON object (byte %d on)", end)
+	}
+	return nil
+}
+
+// describeJSONError turns a decoding error into a message that names the
+// field or the byte offset and what was wrong there.
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return fmt.Sprintf("request body: want a JSON object, not %s", typ.Value)
+		}
+		return fmt.Sprintf("%s: want %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "invalid JSON: the body ends inside the object"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}
+
+// validateOverride checks what decoding cannot: the action, the required
+// resolver, the scope and the reason. Whether the names exist is the
+// Backend's to say.
+func validateOverride(req OverrideRequest) error {
+	var probs []string
+	switch req.Action {
+	case ActionDrain, ActionDisable, ActionEnable:
+	case "":
+		probs = append(probs, "action: missing (want drain, disable or enable)")
+	default:
+		probs = append(probs, fmt.Sprintf("action: want drain, disable or enable, not %q", req.Action))
+	}
+	if strings.TrimSpace(req.Resolver) == "" {
+		probs = append(probs, "resolver: missing")
+	}
+	if req.Pool != "" && req.VIP != "" {
+		probs = append(probs, "pool and vip: give at most one")
+	}
+	if len(req.Reason) > MaxReasonLen {
+		probs = append(probs, fmt.Sprintf("reason: %d bytes, at most %d", len(req.Reason), MaxReasonLen))
+	}
+	if strings.ContainsFunc(req.Reason, unicode.IsControl) {
+		probs = append(probs, "reason: no control characters (newlines, tabs) allowed")
+	}
+	if len(probs) > 0 {
+		return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
+	}
+	return nil
+}
+
+// scope names an override request's scope in logs.
+func scope(req OverrideRequest) string {
+	switch {
+	case req.Pool != "":
+		return "pool " + req.Pool
+	case req.VIP != "":
+		return "vip " + req.VIP
+	}
+	return "all pools"
+}

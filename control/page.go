@@ -1,0 +1,310 @@
+package control
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pageHTML is the status page's template.
+//
+//go:embed page.html
+var pageHTML string
+
+// newPageTemplate parses the status page's template. It is part of the
+// binary, so a parse failure is a programming error.
+func newPageTemplate() *template.Template {
+	return template.Must(template.New("page").Parse(pageHTML))
+}
+
+// pageData is what the status page shows, computed from a Status at one
+// instant so that the template only lays it out.
+type pageData struct {
+	Host      string
+	Refresh   int
+	Generated timeCell
+	Version   int
+	// Error, when set, makes the page an error page.
+	Error string
+
+	Daemon    daemonView
+	VIPs      []vipView
+	Pools     []poolView
+	Overrides []overrideView
+	Prefetch  []prefetchView
+}
+
+// timeCell is an instant shown as a relative time with the absolute time
+// in a tooltip.
+type timeCell struct {
+	// Zero is true when there is no time ("never").
+	Zero bool
+	// Rel is the distance to now ("3m12s"), Abs the time itself.
+	Rel string
+	Abs string
+	// Future is true when the time is after now.
+	Future bool
+}
+
+type daemonView struct {
+	Config      string
+	Started     timeCell
+	LastReload  timeCell
+	ReloadError string
+	DryRun      bool
+	Warm        bool
+	IPVSOps     uint64
+	IPVSErrors  uint64
+}
+
+type vipView struct {
+	Name, Address, Pool string
+	Services            []serviceView
+}
+
+type serviceView struct {
+	Proto, Address, Scheduler string
+	Dests                     int
+}
+
+type poolView struct {
+	Name, Check, Diagnosis, Detail string
+	// DiagClass is the diagnosis's severity: ok, warn, crit or unknown.
+	DiagClass                       string
+	VIPs                            []string
+	Healthy, Enabled, Total, MinHlt int
+	BelowMin                        bool
+	FailOpen                        bool
+	Vendors                         []VendorCount
+	Members                         []memberView
+}
+
+type memberView struct {
+	Resolver, Address, Vendor  string
+	Identity, IdentifiedVendor string
+	// Mismatch is true when the identified vendor is not the declared one.
+	Mismatch bool
+	// State is the member's state as the Status says; StateClass the
+	// CSS class for it (up, down, unknown or other).
+	State, StateClass string
+	Stale             bool
+	Since             timeCell
+	LastResult        string
+	LastOK            bool
+	LastProbe         timeCell
+	RTT               string
+	Flaps             int
+	Override          string
+	OverrideClass     string
+	Reason            string
+	InTraffic         bool
+	Weight            uint32
+	Stats             *statsView
+}
+
+type statsView struct {
+	Active, Inactive, Conns string
+	CPS, PPSIn, PPSOut      string
+	BPSIn, BPSOut           string
+}
+
+type overrideView struct {
+	Resolver, Scope, Action, Reason, By string
+	ActionClass                         string
+	Set                                 timeCell
+	Orphaned                            bool
+}
+
+type prefetchView struct {
+	Name, Type, Resolver, Partition, Mode string
+	State, StateClass                     string
+	LastRefresh, NextRun                  timeCell
+	TTL, Remaining, Failures              int
+	LastError                             string
+}
+
+// buildPage computes the page's data from st at now.
+func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pageData {
+	p := pageData{
+		Host:      host,
+		Refresh:   refreshSeconds(refresh),
+		Generated: cell(st.Generated, now),
+		Version:   st.Version,
+		Daemon: daemonView{
+			Config:      st.Daemon.Config,
+			Started:     cell(st.Daemon.Started, now),
+			LastReload:  cell(st.Daemon.LastReload, now),
+			ReloadError: st.Daemon.LastReloadError,
+			DryRun:      st.Daemon.DryRun,
+			Warm:        st.Daemon.Warm,
+			IPVSOps:     st.Daemon.IPVSOps,
+			IPVSErrors:  st.Daemon.IPVSErrors,
+		},
+	}
+	if st.Generated.IsZero() {
+		p.Generated = cell(now, now)
+	}
+	for _, v := range st.VIPs {
+		vv := vipView{Name: v.Name, Address: v.Address, Pool: v.Pool}
+		for _, s := range v.Services {
+			vv.Services = append(vv.Services, serviceView{Proto: s.Proto, Address: s.Address, Scheduler: s.Scheduler, Dests: len(s.Destinations)})
+		}
+		p.VIPs = append(p.VIPs, vv)
+	}
+	for _, pl := range st.Pools {
+		p.Pools = append(p.Pools, buildPool(pl, now))
+	}
+	for _, o := range st.Overrides {
+		p.Overrides = append(p.Overrides, overrideView{
+			Resolver: o.Resolver, Scope: scope(OverrideRequest{Pool: o.Pool, VIP: o.VIP}),
+			Action: o.Action, ActionClass: oneOf(o.Action, "drain", "disable"),
+			Reason: o.Reason, By: o.By, Set: cell(o.Set, now), Orphaned: o.Orphaned,
+		})
+	}
+	for _, e := range st.Prefetch {
+		p.Prefetch = append(p.Prefetch, prefetchView{
+			Name: e.Name, Type: e.Type, Resolver: e.Resolver, Partition: e.Partition, Mode: e.Mode,
+			State: e.State, StateClass: oneOf(e.State, "ok", "failing", "parked", "pending"),
+			LastRefresh: cell(e.LastRefresh, now), NextRun: cell(e.NextRun, now),
+			TTL: e.TTLSeconds, Remaining: e.RemainingSeconds, Failures: e.Failures, LastError: e.LastError,
+		})
+	}
+	return p
+}
+
+// errorPage is the page shown when the Backend could not give a Status.
+func errorPage(now time.Time, host string, refresh time.Duration, err error) pageData {
+	return pageData{
+		Host: host, Refresh: refreshSeconds(refresh), Generated: cell(now, now),
+		Version: StatusVersion, Error: err.Error(),
+	}
+}
+
+func buildPool(pl Pool, now time.Time) poolView {
+	v := poolView{
+		Name: pl.Name, Check: pl.Check, Diagnosis: pl.Diagnosis, Detail: pl.Detail,
+		DiagClass: diagnosisClass(pl.Diagnosis), VIPs: pl.VIPs,
+		Healthy: pl.Healthy, Enabled: pl.Enabled, Total: pl.Total, MinHlt: pl.MinHealthy,
+		BelowMin: pl.Healthy < pl.MinHealthy, FailOpen: pl.FailOpen, Vendors: pl.Vendors,
+	}
+	for _, m := range pl.Members {
+		mv := memberView{
+			Resolver: m.Resolver, Address: m.Address, Vendor: m.Vendor,
+			Identity: m.Identity, IdentifiedVendor: m.IdentifiedVendor,
+			Mismatch: m.Vendor != "" && m.IdentifiedVendor != "" && m.Vendor != m.IdentifiedVendor,
+			State:    m.State, StateClass: oneOf(m.State, "up", "down", "unknown"),
+			Stale: !m.Fresh, Since: cell(m.Since, now),
+			LastResult: m.LastResult, LastOK: m.LastResult == "ok", LastProbe: cell(m.LastProbe, now),
+			RTT:      strconv.FormatFloat(m.RTTMillis, 'f', 1, 64),
+			Flaps:    m.Flaps,
+			Override: m.Override, OverrideClass: oneOf(m.Override, "none", "drain", "disable"),
+			Reason:    m.OverrideReason,
+			InTraffic: m.InTraffic, Weight: m.Weight,
+		}
+		if mv.Override == "" {
+			mv.Override, mv.OverrideClass = "none", "none"
+		}
+		if m.LastProbe.IsZero() {
+			mv.RTT = ""
+		}
+		if s := m.Stats; s != nil {
+			mv.Stats = &statsView{
+				Active: si(uint64(s.ActiveConns)), Inactive: si(uint64(s.InactiveConns)), Conns: si(s.Conns),
+				CPS: si(s.CPS), PPSIn: si(s.PPSIn), PPSOut: si(s.PPSOut), BPSIn: si(s.BPSIn), BPSOut: si(s.BPSOut),
+			}
+		}
+		v.Members = append(v.Members, mv)
+	}
+	return v
+}
+
+// diagnosisClass is the severity of a pool diagnosis.
+func diagnosisClass(d string) string {
+	switch d {
+	case "healthy":
+		return "ok"
+	case "degraded":
+		return "warn"
+	case "vendor-wide-failure", "below-minimum", "upstream-failure":
+		return "crit"
+	case "no-facts", "":
+		return "unknown"
+	}
+	return "warn"
+}
+
+// oneOf returns v when it is one of known, "other" otherwise, so that a
+// value from the Status never makes up a CSS class.
+func oneOf(v string, known ...string) string {
+	for _, k := range known {
+		if v == k {
+			return v
+		}
+	}
+	return "other"
+}
+
+func refreshSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second/2)/time.Second))
+}
+
+// cell makes a timeCell of t seen at now.
+func cell(t, now time.Time) timeCell {
+	if t.IsZero() {
+		return timeCell{Zero: true, Rel: "never", Abs: ""}
+	}
+	d := now.Sub(t)
+	c := timeCell{Abs: t.Local().Format("2006-01-02 15:04:05 MST")}
+	if d < 0 {
+		c.Future = true
+		d = -d
+	}
+	c.Rel = compact(d)
+	return c
+}
+
+// compact formats d in its two largest units: "45s", "3m12s", "1h2m",
+// "2d3h".
+func compact(d time.Duration) string {
+	s := int64((d + time.Second/2) / time.Second)
+	units := []struct {
+		n    int64
+		name string
+	}{{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}}
+	var b strings.Builder
+	shown := 0
+	for _, u := range units {
+		if shown == 2 {
+			break
+		}
+		q := s / u.n
+		if q == 0 && shown == 0 && u.n > 1 {
+			continue
+		}
+		if q > 0 || shown == 0 {
+			fmt.Fprintf(&b, "%d%s", q, u.name)
+		}
+		s -= q * u.n
+		shown++
+	}
+	return b.String()
+}
+
+// si formats n with an SI prefix: 950, 1.2k, 3.4M, 5.6G.
+func si(n uint64) string {
+	const k = 1000
+	switch {
+	case n < k:
+		return strconv.FormatUint(n, 10)
+	case n < k*k:
+		return strconv.FormatFloat(float64(n)/k, 'f', 1, 64) + "k"
+	case n < k*k*k:
+		return strconv.FormatFloat(float64(n)/(k*k), 'f', 1, 64) + "M"
+	case n < k*k*k*k:
+		return strconv.FormatFloat(float64(n)/(k*k*k), 'f', 1, 64) + "G"
+	}
+	return strconv.FormatFloat(float64(n)/(k*k*k*k), 'f', 1, 64) + "T"
+}

@@ -1,0 +1,176 @@
+package control
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// renderPage gets GET / from a status server over st at now.
+func renderPage(t *testing.T, st *Status, now time.Time, refresh time.Duration) (int, string) {
+	t.Helper()
+	fb := &fakeBackend{status: st}
+	h := NewStatusServer(StatusOptions{Backend: fb, Refresh: refresh, Now: func() time.Time { return now }}).Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+var memberRow = regexp.MustCompile(`<tr class="member state-([a-z]+)" data-pool="([^"]*)" data-resolver="([^"]*)" data-state="([^"]*)" data-override="([^"]*)">`)
+
+func TestPageMembers(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	code, page := renderPage(t, sampleStatus(now), now, 7*time.Second)
+	if code != 200 {
+		t.Fatalf("GET / = %d", code)
+	}
+	rows := memberRow.FindAllStringSubmatch(page, -1)
+	want := [][]string{
+		{"up", "main", "bind-1", "up", "none"},
+		{"down", "main", "bind-2", "down", "drain"},
+		{"unknown", "main", "unbound-1", "unknown", "disable"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d member rows; want %d:\n%s", len(rows), len(want), page)
+	}
+	for i, w := range want {
+		if got := rows[i][1:]; strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("row %d = %v; want %v", i, got, w)
+		}
+	}
+	contains(t, "page", page,
+		`<meta http-equiv="refresh" content="7">`,
+		`/etc/lbdns/lbdns.toml`,
+		`<td>1d2h</td>`, // up for
+		`3m12s ago`,     // last reload
+		`<td title="`+now.Add(-3*time.Minute-12*time.Second).Local().Format("2006-01-02 15:04:05 MST")+`">3m12s</td>`, // since
+		`udp/192.0.2.53:53 (2), tcp/192.0.2.53:53 (1)`,
+		`<span class="badge diag-warn">degraded</span> 1 of 3 down`,
+		`<span class="bad">1</span> / 3 / 3`, // below min healthy
+		`bind <b class="bad">1/2</b>`,
+		`class="wrap mismatch" title="identified as powerdns, declared bind"`, `(is powerdns)`,
+		`<span class="stale"`,
+		`timeout after 1s`,
+		`<td class="num">1.2</td>`, // RTT ms
+		`<td class="wrap ovr-drain">drain: `,
+		`<td class="wrap ovr-disable">disable: disk swap</td>`,
+		`<span class="ok">yes</span> / 100`,
+		`12 / 340`, `1.5k / 1.5k`, `2.4M / 9.1M`,
+		`ORPHANED`, `uid 1000`,
+		`www.example.com.`, `in 4m`,
+		`schema version 1`,
+	)
+	if strings.Count(page, "STALE") != 1 {
+		t.Errorf("want exactly one STALE marker (unbound-1)")
+	}
+	if strings.Count(page, `mismatch"`) != 1 {
+		t.Errorf("want exactly one vendor mismatch (bind-2)")
+	}
+}
+
+func TestPageBanners(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := sampleStatus(now)
+	_, page := renderPage(t, st, now, 0)
+	for _, s := range []string{"FAIL-OPEN", "DRY RUN", "warming up", "reload error</th><td><span class=\"err\""} {
+		if strings.Contains(page, s) {
+			t.Errorf("page shows %q when not set", s)
+		}
+	}
+	contains(t, "page", page, `content="5"`) // the default refresh
+
+	st.Daemon.DryRun = true
+	st.Daemon.Warm = false
+	st.Daemon.LastReloadError = "pools.main.check: no such check"
+	st.Daemon.IPVSErrors = 3
+	st.Pools[0].FailOpen = true
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page", page,
+		`<div class="banner crit" id="dry-run">DRY RUN — IPVS table computed, NOT applied</div>`,
+		`<div class="banner warn" id="warming">warming up`,
+		`<div class="banner crit fail-open">FAIL-OPEN: pool main`,
+		`<span class="err">pools.main.check: no such check</span>`,
+		`17 / <span class="err">3</span>`,
+	)
+}
+
+func TestPageEscapes(t *testing.T) {
+	now := time.Now()
+	st := sampleStatus(now)
+	st.Pools[0].Members[0].Resolver = `x" onmouseover="alert(2)`
+	st.Pools[0].Name = `<b>pool</b>`
+	_, page := renderPage(t, st, now, 0)
+	for _, raw := range []string{"<script>alert(1)</script>", `x" onmouseover="alert(2)`, "<b>pool</b>"} {
+		if strings.Contains(page, raw) {
+			t.Errorf("page contains %q unescaped", raw)
+		}
+	}
+	contains(t, "page", page, "&lt;script&gt;alert(1)&lt;/script&gt;", `data-resolver="x&#34; onmouseover=&#34;alert(2)"`)
+}
+
+func TestPageHasNoExternalAssets(t *testing.T) {
+	now := time.Now()
+	_, page := renderPage(t, sampleStatus(now), now, 0)
+	attr := regexp.MustCompile(`(?i)\b(src|href)\s*=\s*["']?([^"' >]*)`)
+	for _, m := range attr.FindAllStringSubmatch(page, -1) {
+		if strings.Contains(strings.ToLower(m[2]), "//") {
+			t.Errorf("external asset: %s", m[0])
+		}
+	}
+	if regexp.MustCompile(`(?i)<script[^>]*\bsrc`).MatchString(page) {
+		t.Error("page loads a script")
+	}
+	if strings.Contains(page, "@import") || strings.Contains(page, "url(") {
+		t.Error("CSS loads something")
+	}
+	// The internal links the page does have.
+	contains(t, "page", page, `href="/status"`, `href="/metrics"`, `href="#pool-main"`, `id="pool-main"`)
+}
+
+func TestPageBackendError(t *testing.T) {
+	fb := &fakeBackend{statusErr: Errorf(503, "not ready: <starting>")}
+	h := NewStatusServer(StatusOptions{Backend: fb, Refresh: 2 * time.Second}).Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != 503 {
+		t.Errorf("code = %d; want 503", rec.Code)
+	}
+	contains(t, "page", rec.Body.String(), `content="2"`, "Status unavailable: not ready: &lt;starting&gt;")
+	if strings.Contains(rec.Body.String(), `class="member`) {
+		t.Error("error page shows member rows")
+	}
+}
+
+func TestCompact(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{400 * time.Millisecond, "0s"},
+		{45 * time.Second, "45s"},
+		{3*time.Minute + 12*time.Second, "3m12s"},
+		{time.Hour, "1h"},
+		{time.Hour + 2*time.Minute + 3*time.Second, "1h2m"},
+		{26 * time.Hour, "1d2h"},
+		{49*time.Hour + 59*time.Minute, "2d1h"},
+	} {
+		if got := compact(tc.d); got != tc.want {
+			t.Errorf("compact(%v) = %q; want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestSI(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1.0k", 1500: "1.5k", 2_400_000: "2.4M", 5_600_000_000: "5.6G", 7e12: "7.0T"} {
+		if got := si(n); got != want {
+			t.Errorf("si(%d) = %q; want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// DefaultRefresh is how often the status page reloads itself when the
+// options leave it unset.
+const DefaultRefresh = 5 * time.Second
+
+// StatusOptions configure a StatusServer.
+type StatusOptions struct {
+	// Backend answers GET /status and feeds the page. Only its Status
+	// method is ever called.
+	Backend Backend
+	// Gatherer is served on /metrics. Nil: /metrics answers 404.
+	Gatherer prometheus.Gatherer
+	// Logger receives failures. Default: discard.
+	Logger *slog.Logger
+	// Refresh is the status page's auto-refresh interval. Default
+	// DefaultRefresh.
+	Refresh time.Duration
+	// Timeout bounds every request. Default DefaultTimeout.
+	Timeout time.Duration
+	// Now is the clock the page computes "up for" and "since" with.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// StatusServer is the read-only status server for dashboards and people:
+// GET /status (Status as JSON), GET /metrics (Prometheus) and GET / (the
+// status page). It answers only GET and HEAD and never changes anything.
+type StatusServer struct {
+	backend  Backend
+	log      *slog.Logger
+	refresh  time.Duration
+	timeout  time.Duration
+	now      func() time.Time
+	hostname string
+	page     *template.Template
+	handler  http.Handler
+}
+
+// NewStatusServer returns a status server over opts.Backend.
+func NewStatusServer(opts StatusOptions) *StatusServer {
+	s := &StatusServer{
+		backend: opts.Backend,
+		log:     opts.Logger,
+		refresh: opts.Refresh,
+		timeout: opts.Timeout,
+		now:     opts.Now,
+		page:    newPageTemplate(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.refresh <= 0 {
+		s.refresh = DefaultRefresh
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.hostname, _ = os.Hostname()
+	rt := routes{notAllowed: func(r *http.Request) string {
+		return fmt.Sprintf("the status endpoint is read-only: %s not allowed (GET or HEAD only; change state with lbctl on the control socket)", r.Method)
+	}}
+	get := func(path string, h http.HandlerFunc) {
+		rt.handle(http.MethodGet, path, h)
+		rt.handle(http.MethodHead, path, h)
+	}
+	get("/status", s.handleStatus)
+	get("/", s.handlePage)
+	if opts.Gatherer != nil {
+		get("/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
+			ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			ErrorHandling: promhttp.ContinueOnError,
+			Timeout:       s.timeout,
+		}).ServeHTTP)
+	}
+	s.handler = http.TimeoutHandler(&rt, s.timeout, `{"error": "timed out"}`)
+	return s
+}
+
+// Handler returns the server's HTTP handler.
+func (s *StatusServer) Handler() http.Handler { return s.handler }
+
+// Serve answers requests on ln until ctx is done, then stops, giving
+// requests in flight a few seconds. It returns nil after such a stop, or
+// the error that made serving fail. ln is closed either way.
+func (s *StatusServer) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.timeout,
+		WriteTimeout:      s.timeout + time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return serveUntil(ctx, hs, ln, func() {}, s.log.With("server", "status"))
+}
+
+// status asks the Backend for a snapshot, logging failures that are the
+// daemon's.
+func (s *StatusServer) status(r *http.Request) (*Status, error) {
+	st, err := s.backend.Status(r.Context())
+	if err != nil {
+		logBackendError(s.log, r, err)
+	}
+	return st, err
+}
+
+// handleStatus answers GET /status.
+func (s *StatusServer) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.status(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handlePage answers GET / with the status page. A failure is a page too,
+// one that keeps refreshing, so a person watching sees it recover.
+func (s *StatusServer) handlePage(w http.ResponseWriter, r *http.Request) {
+	now := s.now()
+	code := http.StatusOK
+	var data any
+	st, err := s.status(r)
+	if err != nil {
+		code = httpStatus(err)
+		data = errorPage(now, s.hostname, s.refresh, err)
+	} else {
+		data = buildPage(st, now, s.hostname, s.refresh)
+	}
+	var buf bytes.Buffer
+	if err := s.page.Execute(&buf, data); err != nil {
+		s.log.Error("render status page", "err", err)
+		writeError(w, fmt.Errorf("render status page: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
