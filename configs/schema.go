@@ -197,11 +197,17 @@ func article(s string) string {
 // suggest returns ` (did you mean "x"?)` for the known key closest to k, or
 // "" when none is close.
 func suggest(k string, known map[string]reflect.Type) string {
+	return Suggest(strings.ToLower(k), sortedKeys(known))
+}
+
+// Suggest returns ` (did you mean "x"?)` for the name in known closest to
+// name (at most two edits away, the first of equals in known's order), or
+// "" when none is close. Error messages about unknown names use it.
+func Suggest(name string, known []string) string {
 	best, bestD := "", 3
-	for _, name := range sortedKeys(known) {
-		d := editDistance(strings.ToLower(k), name)
-		if d < bestD {
-			best, bestD = name, d
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
 		}
 	}
 	if best == "" {

@@ -179,4 +179,3 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	return nil, &Error{Code: resp.StatusCode, Message: er.Error, Problems: er.Problems}
 }
-

@@ -8,18 +8,22 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"lbdns/configs"
+	"lbdns/control"
 	"lbdns/health"
 	"lbdns/monitor"
 	"lbdns/probes"
@@ -52,6 +56,13 @@ type Options struct {
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
 	TickInterval time.Duration
+	// DiscardBadState, when set, moves a state file that cannot be parsed
+	// aside (keeping it as FILE.bad-TIME) and starts without its
+	// overrides, instead of refusing to start.
+	DiscardBadState bool
+	// Registry receives the daemon's Prometheus metrics and is what
+	// /metrics serves. Default: a new registry with only lbdns's series.
+	Registry *prometheus.Registry
 }
 
 // Daemon is a running lbdnsd. Create it with New and call Run.
@@ -88,10 +99,32 @@ type Daemon struct {
 
 	pf prefetcher // cache-refresh prefetcher (prefetch.go)
 
-	mu   sync.Mutex // guards plan and cfg copies read by other goroutines
-	plan resolvers.Plan
-	view *configs.Config
+	// overrides are the operator's overrides in force and rules their
+	// pool-policy form (loop-owned; overridesView is the copy under mu).
+	overrides  []storedOverride
+	rules      []resolvers.Rule
+	overrideCh chan overrideCall
+
+	started  time.Time
+	evlog    *control.EventLog
+	metrics  *metrics
+	registry *prometheus.Registry
+	stats    statsCache
+	warmView atomic.Bool
+	// ctlLn and statusLn are the control socket and the status endpoint
+	// (statusLn nil when turned off); Run serves them.
+	ctlLn, statusLn net.Listener
+
+	mu            sync.Mutex // guards the copies below, read by other goroutines
+	plan          resolvers.Plan
+	view          *configs.Config
+	overridesView []storedOverride
+	lastReload    time.Time
+	lastReloadErr string
 }
+
+// eventLogSize is how many events the daemon keeps for lbctl events.
+const eventLogSize = 2000
 
 // New loads the configuration and prepares the daemon. It fails when the
 // configuration is invalid, or when IPVS is not available and DryRun is not
@@ -117,6 +150,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
 	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
 	cfg, err := configs.Load(opts.ConfigPath)
 	if err != nil {
 		return nil, err
@@ -133,7 +169,16 @@ func New(opts Options) (*Daemon, error) {
 		identity:   map[string]string{},
 		closer:     func() error { return nil },
 		closeProbe: closeProbe,
+		overrideCh: make(chan overrideCall),
+		started:    opts.Now(),
+		registry:   opts.Registry,
 	}
+	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
+	m, err := newMetrics(opts.Registry, d)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: metrics: %w", err)
+	}
+	d.metrics = m
 	d.setLevel(cfg)
 	switch {
 	case opts.Client != nil:
@@ -149,19 +194,91 @@ func New(opts Options) (*Daemon, error) {
 		d.applyKernelSettings(kc, cfg)
 	}
 	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o750); err != nil {
+		d.closer()
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
+	ovs, kept, err := loadOverrides(cfg.Daemon.StateDir, opts.DiscardBadState, opts.Now())
+	if err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	if kept != "" {
+		d.log.Error("state file could not be parsed and was moved aside (-discard-bad-state); starting WITHOUT its overrides",
+			"copy", kept)
+		d.event(control.Event{Kind: control.EventDaemon, Subject: "state", Error: true,
+			Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
+	}
+	d.setOverrides(ovs)
 	d.rec = vip.NewReconciler(d.client, d.isOwned)
 	d.mon = monitor.New(monitor.Options{
 		Probe:    opts.Probe,
 		Identify: opts.Identify,
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
+		OnResult: d.metrics.observeProbe,
 		Logger:   d.log.With("component", "monitor"),
 	})
 	d.install(cfg)
 	d.loadOwned()
+	d.reportOrphans(cfg)
+	d.noteReload(nil)
+	if err := d.listen(cfg); err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	return d, nil
+}
+
+// listen opens the control socket and the status endpoint.
+func (d *Daemon) listen(cfg *configs.Config) error {
+	ln, err := control.ListenUnix(cfg.Daemon.ControlSocket)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	d.ctlLn = ln
+	if cfg.Daemon.StatusListen == "" {
+		return nil
+	}
+	sl, err := net.Listen("tcp", cfg.Daemon.StatusListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("status endpoint (daemon.status_listen): %w", err)
+	}
+	d.statusLn = sl
+	return nil
+}
+
+// ControlSocket returns the control socket's path.
+func (d *Daemon) ControlSocket() string { return d.ctlLn.Addr().String() }
+
+// StatusAddr returns the status endpoint's address, or "" when it is off.
+func (d *Daemon) StatusAddr() string {
+	if d.statusLn == nil {
+		return ""
+	}
+	return d.statusLn.Addr().String()
+}
+
+// Events returns the daemon's event log.
+func (d *Daemon) Events() *control.EventLog { return d.evlog }
+
+// Registry returns the registry /metrics serves.
+func (d *Daemon) Registry() *prometheus.Registry { return d.registry }
+
+// event adds ev to the event log.
+func (d *Daemon) event(ev control.Event) { d.evlog.Append(ev) }
+
+// noteReload records the outcome of a configuration load (nil: applied).
+func (d *Daemon) noteReload(err error) {
+	now := d.now()
+	d.mu.Lock()
+	if err == nil {
+		d.lastReload, d.lastReloadErr = now, ""
+	} else {
+		d.lastReloadErr = err.Error()
+	}
+	d.mu.Unlock()
+	d.metrics.reloaded(err == nil, now)
 }
 
 func (d *Daemon) setLevel(cfg *configs.Config) {
@@ -266,6 +383,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
 	d.startPrefetch(mctx, d.cfg)
+	servers := d.serve(mctx)
 
 	mode := "kernel"
 	if d.dryRun {
@@ -284,6 +402,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			close(d.stopping)
 			cancel()
 			<-monDone
+			servers.Wait()
 			d.stopPrefetch()
 			if err := d.closeProbe(); err != nil {
 				d.log.Warn("close dns prober", "err", err)
@@ -302,6 +421,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				resync.Reset(d.cfg.IPVS.ResyncInterval.Duration)
 			}
 			reply <- err
+		case call := <-d.overrideCh:
+			rep, err := d.handleOverride(ctx, call)
+			call.reply <- overrideResult{rep: rep, err: err}
 		}
 	}
 }
@@ -366,6 +488,10 @@ func (d *Daemon) logEvent(ev monitor.Event) {
 	tr := ev.Transition
 	d.log.Info("backend state change", "target", ev.TargetID, "addr", ev.Addr.String(),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
+	d.event(control.Event{Kind: control.EventState, Subject: ev.TargetID, Error: tr.To == health.Down,
+		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
+	res, check, _ := strings.Cut(ev.TargetID, "/")
+	d.metrics.transitions.WithLabelValues(res, check, tr.To.String()).Inc()
 }
 
 func (d *Daemon) handleTick(ctx context.Context) { d.reconcile(ctx, false) }
@@ -379,7 +505,15 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	if err != nil {
 		d.log.Error("reload rejected; running config unchanged", "config", d.opts.ConfigPath, "err", err)
+		d.noteReload(err)
+		n := max(len(configs.Problems(err)), 1)
+		d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Error: true,
+			Message: fmt.Sprintf("reload rejected (%d problems), running config unchanged: %s", n, firstLine(err.Error()))})
 		return err
+	}
+	if cfg.Daemon.ControlSocket != d.cfg.Daemon.ControlSocket || cfg.Daemon.StatusListen != d.cfg.Daemon.StatusListen {
+		d.log.Warn("daemon.control_socket and daemon.status_listen take effect at the next restart",
+			"control_socket", d.cfg.Daemon.ControlSocket, "status_listen", d.cfg.Daemon.StatusListen)
 	}
 	d.setLevel(cfg)
 	if kc, ok := d.client.(*vip.KernelClient); ok {
@@ -389,6 +523,9 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.install(cfg)
 	d.warm = warm // a reload does not hold back changes for targets that kept their state
 	d.log.Info("config reloaded", "config", d.opts.ConfigPath, "summary", cfg.Summary())
+	d.noteReload(nil)
+	d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Message: "config reloaded: " + cfg.Summary()})
+	d.reportOrphans(cfg)
 	d.reloadPrefetch(cfg)
 	d.reconcile(ctx, false)
 	return nil
@@ -419,7 +556,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.mu.Lock()
 	prev := d.plan.Pools
 	d.mu.Unlock()
-	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Now: now, Prev: prev})
+	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: d.rules, Now: now, Prev: prev})
 
 	d.mu.Lock()
 	d.plan = plan
@@ -435,6 +572,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		}
 		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
 			"fail_open", ev.FailOpen, "detail", ev.Detail)
+		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
 	}
 
 	if !d.warm {
@@ -442,6 +580,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 			return
 		}
 		d.warm = true
+		d.warmView.Store(true)
 		full = true
 		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", decided)
 	}
@@ -455,14 +594,19 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		ops, err = d.rec.Sync(ctx, plan.Table)
 	}
 	for _, op := range ops {
+		msg := op.String()
 		if d.dryRun {
-			d.log.Info("ipvs op (dry-run, NOT applied)", "op", op.String())
+			d.log.Info("ipvs op (dry-run, NOT applied)", "op", msg)
+			msg += " (dry-run, NOT applied)"
 		} else {
-			d.log.Info("ipvs op applied", "op", op.String())
+			d.log.Info("ipvs op applied", "op", msg)
 		}
+		d.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg})
+		d.metrics.ipvsOps.WithLabelValues(op.Kind.String()).Inc()
 	}
 	if err != nil {
 		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
+		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
 	} else {
 		d.pruneOwned(plan.Table)
 	}
@@ -543,6 +687,9 @@ func FormatTable(t vip.Table, header string) string {
 	return b.String()
 }
 
+// writeAtomic replaces path with data so that a crash leaves either the old
+// or the new file: temp file in the same directory, fsync, rename, fsync of
+// the directory.
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -561,7 +708,13 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return errors.Join(err)
+		return err
 	}
-	return nil
+	// The rename is durable only once the directory is on disk.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }

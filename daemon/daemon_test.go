@@ -46,7 +46,9 @@ func noIdentify(context.Context, netip.AddrPort) (string, error) { return "", fm
 
 const testConfig = `
 [daemon]
-state_dir = %q
+state_dir = %[1]q
+control_socket = "%[1]s/ctl.sock"
+status_listen = "127.0.0.1:0"
 
 [ipvs]
 resync_interval = "1s"

@@ -245,6 +245,8 @@ func answeredBy(t *testing.T, v netip.AddrPort, want ...string) {
 const vmConfigTmpl = `
 [daemon]
 state_dir = %[1]q
+control_socket = "%[1]s/ctl.sock"
+status_listen = "127.0.0.1:0"
 log_level = "debug"
 
 [ipvs]

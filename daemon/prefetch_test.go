@@ -16,7 +16,9 @@ import (
 
 const prefetchConfig = `
 [daemon]
-state_dir = %q
+state_dir = %[1]q
+control_socket = "%[1]s/ctl.sock"
+status_listen = "127.0.0.1:0"
 
 [[vip]]
 name = "v4"

@@ -28,7 +28,9 @@ import (
 // to the authoritative server and expects NXDOMAIN).
 const vendorConfig = `
 [daemon]
-state_dir = %q
+state_dir = %[1]q
+control_socket = "%[1]s/ctl.sock"
+status_listen = "127.0.0.1:0"
 
 [ipvs]
 resync_interval = "1s"

@@ -471,17 +471,27 @@ func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus, rules []Rule) {
 				case Drain:
 					w = 0
 				}
-				dport := m.Addr.Port()
-				if fwd != vip.NAT {
-					dport = uint16(port)
-				}
-				a := netip.AddrPortFrom(m.Addr.Addr(), dport)
+				a := DestAddr(fwd, uint16(port), m.Addr)
 				svc.Dests[a] = vip.Destination{Addr: a, Weight: w, Forwarding: fwd}
 			}
 			t[key] = svc
 		}
 	}
 }
+
+// DestAddr is the IPVS destination address of a resolver at addr in a
+// service on port with forwarding fwd: NAT keeps the resolver's port;
+// direct routing and tunnelling cannot change ports, so the service's.
+func DestAddr(fwd vip.Forwarding, port uint16, addr netip.AddrPort) netip.AddrPort {
+	if fwd == vip.NAT {
+		return addr
+	}
+	return netip.AddrPortFrom(addr.Addr(), port)
+}
+
+// Forwarding maps the configuration's forwarding method ("dr", "nat",
+// "tunnel") to the IPVS one.
+func Forwarding(s string) vip.Forwarding { return forwarding(s) }
 
 func forwarding(s string) vip.Forwarding {
 	switch s {

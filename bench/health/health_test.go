@@ -246,7 +246,7 @@ func benchProbeEngine(b *testing.B, probe probes.Func) {
 // writeConfig writes run.sh's configuration for the in-process targets.
 func writeConfig(b *testing.B, dir string) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "[daemon]\nstate_dir = %q\n\n[check.bench]\nzone = \"probe.bench.test\"\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 2\nfall = 3\n\n", filepath.Join(dir, "state"))
+	fmt.Fprintf(&s, "[daemon]\nstate_dir = %[1]q\ncontrol_socket = \"%[1]s/ctl.sock\"\nstatus_listen = \"\"\n\n[check.bench]\nzone = \"probe.bench.test\"\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 2\nfall = 3\n\n", filepath.Join(dir, "state"))
 	vendors := []string{"bind", "unbound", "powerdns", "knot", "dnsmasq"}
 	for p := range benchTargets / benchPoolSize {
 		addr := fmt.Sprintf("192.0.2.%d", p+1)

@@ -4,8 +4,12 @@
 //
 // Usage:
 //
-//	lbdnsd -config /etc/lbdns/lbdns.toml [-dry-run] [-log-format text|json]
+//	lbdnsd -config /etc/lbdns/lbdns.toml [-dry-run] [-log-format text|json] [-discard-bad-state]
 //	lbdnsd -check-config FILE
+//
+// Operators talk to the running daemon with lbctl over the control socket
+// (daemon.control_socket); dashboards read GET /status, /metrics and the
+// status page on daemon.status_listen.
 //
 // SIGHUP reloads the configuration (a bad one is rejected whole and the
 // running one stays); SIGTERM and SIGINT stop the daemon without touching
@@ -23,6 +27,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"lbdns/configs"
 	"lbdns/daemon"
 )
@@ -38,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	check := fs.String("check-config", "", "validate this configuration file, print the result and exit")
 	dryRun := fs.Bool("dry-run", false, "run the checks and compute the IPVS table without applying it (no IPVS or root needed)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
+	discard := fs.Bool("discard-bad-state", false, "if a state file (operator overrides) cannot be parsed, move it aside (a copy is kept) and start without it, instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,7 +71,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(h)
 
-	d, err := daemon.New(daemon.Options{ConfigPath: *cfgPath, DryRun: *dryRun, Logger: log, LogLevel: level})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d, err := daemon.New(daemon.Options{ConfigPath: *cfgPath, DryRun: *dryRun, Logger: log, LogLevel: level,
+		DiscardBadState: *discard, Registry: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "lbdnsd: %v\n", err)
 		return 1
