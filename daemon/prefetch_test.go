@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"lbdns/control"
 	"lbdns/internal/dnstest"
 	"lbdns/prefetch"
 	"lbdns/vip"
@@ -104,6 +105,62 @@ func TestPrefetchWiring(t *testing.T) {
 	if n := other.Count(name); n != 0 {
 		t.Errorf("down resolver b got %d prefetch queries", n)
 	}
+
+	t.Run("status and metrics show the entries", func(t *testing.T) {
+		st, err := h.d.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pa, pb *control.PrefetchEntry
+		for i, pe := range st.Prefetch {
+			if pe.Name == name && pe.Type == "A" {
+				switch pe.Resolver {
+				case "a":
+					pa = &st.Prefetch[i]
+				case "b":
+					pb = &st.Prefetch[i]
+				}
+			}
+		}
+		if len(st.Prefetch) != 4 || pa == nil || pb == nil {
+			t.Fatalf("status prefetch entries: %+v", st.Prefetch)
+		}
+		if pa.State != "ok" || pa.LastRefresh.IsZero() || pa.TTLSeconds != 1 || pa.Mode == "" {
+			t.Errorf("entry at a: %+v", *pa)
+		}
+		if pb.State != "parked" {
+			t.Errorf("entry at the down resolver b: state %q, want parked", pb.State)
+		}
+		mfs, err := h.d.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				switch {
+				case m.GetCounter() != nil:
+					got[mf.GetName()] += m.GetCounter().GetValue()
+				case m.GetGauge() != nil && mf.GetName() == "lbdns_prefetch_entries":
+					for _, l := range m.GetLabel() {
+						got[mf.GetName()+"/"+l.GetValue()] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		if got["lbdns_prefetch_queries_total"] < 2 || got["lbdns_prefetch_fetches_total"] < 2 {
+			t.Errorf("prefetch counters: %v", got)
+		}
+		if _, ok := got["lbdns_prefetch_failures_total"]; !ok {
+			t.Errorf("no lbdns_prefetch_failures_total: %v", got)
+		}
+		if _, ok := got["lbdns_prefetch_expired_total"]; !ok {
+			t.Errorf("no lbdns_prefetch_expired_total: %v", got)
+		}
+		if got["lbdns_prefetch_entries/parked"] != 2 {
+			t.Errorf("parked entries gauge = %v, want 2 (b's A and AAAA)", got["lbdns_prefetch_entries/parked"])
+		}
+	})
 
 	t.Run("recovered resolver resumes", func(t *testing.T) {
 		fp.set(bAddr, false)

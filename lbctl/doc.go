@@ -38,6 +38,11 @@
 //	    Recent state changes, overrides, IPVS operations and reloads, newest
 //	    last (failures marked ERROR); -n keeps the last N, -f follows new
 //	    events until interrupted. With -o json: one JSON object per line.
+//	prefetch [--resolver R] [--name NAME]
+//	    The names kept warm in every resolver's cache (name x type x
+//	    resolver x ECS partition): refresh mode, state (ok, failing,
+//	    parked while the resolver is unhealthy, pending), last refresh, TTL
+//	    and what is left of it, next run, failures and the last error.
 //	reload
 //	    Validate the daemon's configuration file and apply it. A bad file
 //	    is rejected whole, every problem is printed and the running
