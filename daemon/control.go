@@ -26,7 +26,9 @@ func (b backend) SetOverride(ctx context.Context, req control.OverrideRequest, b
 	return b.d.SetOverride(ctx, req, by)
 }
 
-func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) { return b.d.reloadForControl(ctx) }
+func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
+	return b.d.reloadForControl(ctx)
+}
 
 // serve runs the control server and the status server until ctx is done;
 // the returned group is done when both have stopped.
