@@ -31,6 +31,10 @@ var _ StatsReader = (*KernelClient)(nil)
 // answers a destination dump of a missing service with an empty one), or
 // is left out if the kernel says it is gone. The context is checked before
 // every dump (the netlink library takes none).
+//
+// It uses only the request/response socket of the other Client methods,
+// whose transactions the netlink library serialises, so it may be called
+// while another goroutine changes the table through the same KernelClient.
 func (k *KernelClient) DestStats(ctx context.Context, owned func(ServiceKey) bool) (map[ServiceKey]map[netip.AddrPort]DestStats, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("vip: read stats: %w", err)
