@@ -1,7 +1,9 @@
 #!/bin/sh
 # install-test-deps.sh installs the real DNS resolver products and tools that
-# lbdns tests run against (see internal/vendors). It is idempotent: packages
-# already installed are left alone, and apt-get update runs at most once.
+# lbdns tests run against (see internal/vendors), and Debian's Chromium with a
+# font for the tests that load pages in a headless browser (see
+# internal/browser). It is idempotent: packages already installed are left
+# alone, and apt-get update runs at most once.
 #
 # Debian installs would normally start bind9, unbound, dnsmasq and
 # pdns-recursor as services on port 53. Tests never use port 53, but to keep
@@ -9,7 +11,7 @@
 # (policy-rc.d) and afterwards stops any of those services that still run.
 set -eu
 
-PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils"
+PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils chromium fonts-dejavu-core"
 
 export DEBIAN_FRONTEND=noninteractive
 

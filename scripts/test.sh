@@ -5,7 +5,9 @@
 #   1. gofmt and go vet over the tree;
 #   2. every Go test on the host with the race detector, including the
 #      tests against real resolver products (unbound, BIND, Knot Resolver,
-#      PowerDNS Recursor, dnsmasq from Debian's packages) on loopback;
+#      PowerDNS Recursor, dnsmasq from Debian's packages) on loopback and
+#      the pages loaded in Debian's headless Chromium (screenshots are kept
+#      in $LBDNS_ARTIFACTS, default artifacts/ at the repository root);
 #   3. the IPVS tests of package vip against Debian's own kernel with IPVS
 #      in a qemu virtual machine (software emulation; no IPVS on the host
 #      needed).
@@ -18,7 +20,7 @@ export PATH=$PATH:/usr/local/go/bin
 start=$(date +%s)
 step() { echo; echo "=== test.sh: $* ($(( $(date +%s) - start ))s)"; }
 
-step "installing test dependencies (resolver products)"
+step "installing test dependencies (resolver products, chromium)"
 scripts/install-test-deps.sh
 
 step "gofmt and go vet"
@@ -32,9 +34,13 @@ go vet ./...
 go vet -tags ipvsvm ./...
 
 step "go test (host, race detector, real resolver products)"
-# The resolver fixtures skip when a product is missing, unless this is set:
-# here they were just installed, so a missing one is a failure.
+# The resolver fixtures and the browser tests skip when a product or
+# Chromium is missing, unless these are set: here they were just installed,
+# so a missing one is a failure.
 export LBDNS_REQUIRE_VENDORS=1
+export LBDNS_REQUIRE_BROWSER=1
+export LBDNS_ARTIFACTS=${LBDNS_ARTIFACTS:-$PWD/artifacts}
+echo "test.sh: test artifacts (screenshots) go to $LBDNS_ARTIFACTS"
 go test -race -count=1 -timeout 15m ./...
 
 if [ "${LBDNS_SKIP_VM:-0}" = 1 ]; then
@@ -44,4 +50,4 @@ else
 	scripts/ipvs-vm.sh ./vip -test.v -test.timeout 8m
 	scripts/ipvs-vm.sh ./daemon -test.v -test.run TestVM -test.timeout 8m
 fi
-step "all tests passed"
+step "all tests passed; artifacts in $LBDNS_ARTIFACTS"

@@ -1,0 +1,9 @@
+package browser
+
+import (
+	"testing"
+
+	"lbdns/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
