@@ -2,15 +2,15 @@ package prefetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"lbdns/probes"
 )
 
 // QueryFunc sends one prefetch query for spec to spec.Addr and reports the
@@ -226,19 +226,10 @@ func Query(ctx context.Context, spec Spec) Outcome {
 		opt.Option = append(opt.Option, e)
 	}
 	start := time.Now()
-	c := &dns.Client{Net: "udp", UDPSize: 1232}
-	resp, _, err := c.ExchangeContext(ctx, m, spec.Addr.String())
-	if err == nil && resp.Truncated {
-		c.Net = "tcp"
-		resp, _, err = c.ExchangeContext(ctx, m, spec.Addr.String())
-	}
+	resp, err := probes.Exchange(ctx, spec.Addr, m)
 	rtt := time.Since(start)
 	if err != nil {
-		detail := err.Error()
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-			detail = "timeout"
-		}
-		return Outcome{RTT: rtt, Detail: detail}
+		return Outcome{RTT: rtt, Detail: err.Error()}
 	}
 	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
 		return Outcome{RTT: rtt, Detail: "rcode " + dns.RcodeToString[resp.Rcode]}

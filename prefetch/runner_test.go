@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,7 +192,7 @@ func TestQuery(t *testing.T) {
 		defer srv.Thaw()
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if o := Query(ctx, Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeA}, Addr: srv.Addr()}); o.OK || o.Detail != "timeout" {
+		if o := Query(ctx, Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeA}, Addr: srv.Addr()}); o.OK || !strings.HasPrefix(o.Detail, "timeout after") {
 			t.Errorf("Query to a frozen server = %+v, want a timeout", o)
 		}
 	})
