@@ -19,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/control"
 	"lbdns/daemon"
 	"lbdns/internal/ipvsvm"
 	"lbdns/internal/testlog"
@@ -559,6 +560,112 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 		if n := len(d2.d.Config().Resolvers); n != 7 {
 			t.Errorf("running config has %d resolvers after a rejected reload, want 7", n)
 		}
+		checkHand(t)
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// --- 7: operator control over the control socket (what lbctl sends):
+	// drain keeps weight 0 in the kernel and gets no new queries, disable
+	// removes, enable restores; the kernel's per-destination counters
+	// reach /status and /metrics. ---
+	t.Run("operator control and kernel stats", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl := control.NewClient(d2.d.ControlSocket())
+		// The reload step's back end r4-4 stopped with that step: the
+		// daemon takes it out first.
+		waitDests(t, keys4, all4, wait)
+
+		if _, err := cl.SetOverride(ctx, control.OverrideRequest{Action: control.ActionDrain, Resolver: "r4-1", Reason: "vm test"}); err != nil {
+			t.Fatalf("drain: %v", err)
+		}
+		waitFor(t, "r4-1 at weight 0 in the kernel", wait, func() (bool, string) {
+			tab := ipvsvm.Dump(t)
+			for _, k := range keys4 {
+				d, ok := tab[k].Dests[all4[0]]
+				if !ok || d.Weight != 0 {
+					return false, tab.String()
+				}
+			}
+			return true, ""
+		})
+		answeredBy(t, vip4, names4[1:]...)
+
+		if _, err := cl.SetOverride(ctx, control.OverrideRequest{Action: control.ActionDisable, Resolver: "r4-2", Pool: "p4"}); err != nil {
+			t.Fatalf("disable: %v", err)
+		}
+		waitDests(t, keys4, []string{all4[0], all4[2]}, wait)
+		waitDests(t, keys6, all6, wait)
+
+		// Kernel counters: the back ends that answered have packets.
+		var st *control.Status
+		waitFor(t, "kernel stats in /status", wait, func() (bool, string) {
+			var err error
+			st, err = cl.Status(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, v := range st.VIPs {
+				for _, s := range v.Services {
+					for _, d := range s.Destinations {
+						if v.Name == "v4" && s.Proto == "udp" && d.Resolver == "r4-3" && d.Stats != nil && d.Stats.PacketsIn > 0 && d.Stats.PacketsOut > 0 {
+							return true, ""
+						}
+					}
+				}
+			}
+			return false, fmt.Sprintf("%+v", st.VIPs)
+		})
+		for _, p := range st.Pools {
+			for _, m := range p.Members {
+				if m.Resolver == "r4-1" && (m.Override != "drain" || m.OverrideReason != "vm test" || m.Weight != 0 || !m.InTraffic) {
+					t.Errorf("r4-1 in status: %+v", m)
+				}
+			}
+		}
+		mfs, err := d2.d.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, mf := range mfs {
+			if mf.GetName() != "lbdns_ipvs_destination_packets_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["resolver"] == "r4-3" && labels["direction"] == "in" && m.GetCounter().GetValue() > 0 {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no lbdns_ipvs_destination_packets_total for r4-3 with packets")
+		}
+
+		for _, r := range []string{"r4-1", "r4-2"} {
+			if _, err := cl.SetOverride(ctx, control.OverrideRequest{Action: control.ActionEnable, Resolver: r}); err != nil {
+				t.Fatalf("enable %s: %v", r, err)
+			}
+		}
+		waitDests(t, keys4, all4, wait)
+		waitFor(t, "weights restored", wait, func() (bool, string) {
+			tab := ipvsvm.Dump(t)
+			for _, k := range keys4 {
+				for _, a := range all4 {
+					if tab[k].Dests[a].Weight != 100 {
+						return false, tab.String()
+					}
+				}
+			}
+			return true, ""
+		})
+		answeredBy(t, vip4, names4...)
 		checkHand(t)
 	})
 	t.Logf("ipvsadm -Ln at the end:\n%s", ipvsvm.Run(t, "ipvsadm", "-Ln"))
