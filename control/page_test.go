@@ -174,3 +174,24 @@ func TestSI(t *testing.T) {
 		}
 	}
 }
+
+func TestPagePrefetch(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := sampleStatus(now)
+	st.Prefetch = nil
+	if _, page := renderPage(t, st, now, 5*time.Second); strings.Contains(page, `id="prefetch"`) {
+		t.Error("prefetch table shown without entries")
+	}
+	st.Prefetch = []PrefetchEntry{
+		{Name: "api.example.", Type: "A", Resolver: "bind-1", Mode: "window", State: "ok", LastRefresh: now.Add(-4 * time.Second),
+			TTLSeconds: 30, RemainingSeconds: 26, NextRun: now.Add(24 * time.Second)},
+		{Name: "api.example.", Type: "AAAA", Resolver: "dnsmasq-1", Partition: "eu", Mode: "expiry", State: "failing",
+			Failures: 3, LastError: "rcode SERVFAIL <b>", NextRun: now.Add(8 * time.Second)},
+	}
+	_, page := renderPage(t, st, now, 5*time.Second)
+	if n := strings.Count(page, `<tr class="prefetch">`); n != 2 {
+		t.Fatalf("%d prefetch rows, want 2:\n%s", n, page)
+	}
+	contains(t, "page", page, `id="prefetch"`, `api.example.`, `4s ago`, `in 24s`, `<td class="num">26</td>`,
+		`>eu<`, `expiry`, `failing`, `<span class="bad">3</span>`, `rcode SERVFAIL &lt;b&gt;`, `<span class="muted">never</span>`)
+}
