@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -62,4 +63,47 @@ func TestOverridesSurviveKill9(t *testing.T) {
 		t.Errorf("no IPVS events after the restart")
 	}
 	checkOverridesFile(t, w, "r1 drain disk full", "r2 disable bad NIC")
+}
+
+// TestRestartKeepsDownBackEndOut: with r1 drained, r2 disabled and r4
+// down, r3 alone takes queries, which meets min_healthy 1. A restart must
+// come back to that table, not fail open: during the warm-up the first
+// verdicts rest on partial facts (when r1's and r2's arrive before r3's,
+// no member is healthy yet), and such a verdict must not be held, through
+// the fail-open hysteresis, into the table the daemon then programs,
+// which would put the down r4 into traffic. The order of the first facts
+// is random, so the test restarts several times.
+func TestRestartKeepsDownBackEndOut(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, onePool(4))
+	d := w.startReady()
+	w.mustLbctl("drain", "r1", "--reason", "disk full")
+	w.mustLbctl("disable", "r2", "--reason", "bad NIC")
+	if err := w.backend("r4").Stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := w.wantTable([]string{"r1"}, []string{"r2", "r4"})
+	w.waitTable("r1 drained, r2 disabled, r4 down", want)
+
+	for i := range 4 {
+		d.kill9()
+		if err := os.Remove(w.dryRunTable()); err != nil {
+			t.Fatal(err)
+		}
+		d = w.start()
+		st := w.waitStatus("warm with r3 up and r4 down", func(st *control.Status) (bool, string) {
+			r3, _ := member(st, "main", "r3")
+			r4, _ := member(st, "main", "r4")
+			return st.Daemon.Warm && r3.State == "up" && r4.State == "down", fmt.Sprintf("warm %v, r3 %s, r4 %s", st.Daemon.Warm, r3.State, r4.State)
+		})
+		var tb ipvsTable
+		eventually(t, "the restarted daemon's table", func() (bool, string) {
+			var err error
+			tb, err = w.readTable()
+			return err == nil && tb != nil, fmt.Sprintf("table %v, err %v", tb, err)
+		})
+		if p := st.Pools[0]; p.FailOpen || !tb.equal(want) {
+			t.Fatalf("restart %d: pool %s fail-open %v (%s); table:\n%swant:\n%s", i+1, p.Diagnosis, p.FailOpen, p.Detail, tb, want)
+		}
+	}
 }
