@@ -192,3 +192,38 @@ func readOverridesFile(t *testing.T, w *world) overridesDoc {
 	decodeStrict(t, string(b), &doc)
 	return doc
 }
+
+// TestVIPScopedOverrideInStatus: an override scoped to a VIP changes only
+// that VIP's services, and a member's in_traffic and weight in status say
+// what those services hold (control.Member: "InTraffic is true when the
+// member has a destination in the pool's services; Weight is its IPVS
+// weight then (0 when drained)"). Each pool here has one VIP, so r4
+// drained on v4 takes no new queries (weight 0) and r6 disabled on v4b is
+// out of traffic. The pool's health counts are not changed (README).
+func TestVIPScopedOverrideInStatus(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, twoPools())
+	w.startReady()
+	w.mustLbctl("drain", "r4", "--vip", "v4", "--reason", "vip drain")
+	w.mustLbctl("disable", "r6", "--vip", "v4b", "--reason", "vip disable")
+	w.waitTable("r4 drained on v4, r6 disabled on v4b", w.wantTable([]string{"r4"}, []string{"r6"}))
+
+	st := w.statusJSON()
+	checkOverrides(t, st.Overrides, "r4 vip=v4 drain vip drain", "r6 vip=v4b disable vip disable")
+	if m, _ := member(st, "main", "r4"); !m.InTraffic || m.Weight != 0 {
+		t.Errorf("r4, drained on v4 (pool main's only VIP): in_traffic %v weight %d, want true 0", m.InTraffic, m.Weight)
+	}
+	if m, _ := member(st, "other", "r6"); m.InTraffic {
+		t.Errorf("r6, disabled on v4b (pool other's only VIP): in_traffic %v weight %d, want out of traffic", m.InTraffic, m.Weight)
+	}
+	if m, _ := member(st, "main", "r3"); !m.InTraffic || m.Weight != 30 {
+		t.Errorf("r3, no override: in_traffic %v weight %d, want true 30", m.InTraffic, m.Weight)
+	}
+	if st.Pools[0].Healthy != 4 || st.Pools[1].Healthy != 2 {
+		t.Errorf("healthy counts %d and %d, want 4 and 2 (VIP-scoped overrides do not change them)", st.Pools[0].Healthy, st.Pools[1].Healthy)
+	}
+	rows := tableRows(t, w.mustLbctl("status").stdout, memberColumns...)
+	if r4, r6 := rowOf(t, rows, "RESOLVER", "r4"), rowOf(t, rows, "RESOLVER", "r6"); r4["WEIGHT"] != "0" || r6["WEIGHT"] != "-" {
+		t.Errorf("lbctl status: r4 weight %q (want 0), r6 weight %q (want -)", r4["WEIGHT"], r6["WEIGHT"])
+	}
+}
