@@ -10,6 +10,6 @@
 //
 //	go test -race -count=1 ./e2e/
 //
-// With -race the two binaries are built with the race detector too, and a
-// race reported by a daemon fails the test that started it.
+// With -race lbdnsd is built with the race detector too, and a race
+// reported by a daemon fails the test that started it.
 package e2e

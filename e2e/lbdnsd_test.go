@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -46,6 +47,10 @@ func (w *world) spawn(args ...string) *lbdnsd {
 	d := &lbdnsd{t: w.t, stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	all := append([]string{"-config", w.cfgPath, "-dry-run", "-log-format", "json"}, args...)
 	d.cmd = exec.Command(binaries.lbdnsd, all...)
+	if _, set := os.LookupEnv("GORACE"); !set {
+		// A race-built daemon sleeps a second at exit by default.
+		d.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=50")
+	}
 	d.cmd.Stderr = d.stderr
 	d.cmd.Stdout = d.stderr
 	if err := d.cmd.Start(); err != nil {
