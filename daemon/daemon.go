@@ -556,7 +556,15 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.mu.Lock()
 	prev := d.plan.Pools
 	d.mu.Unlock()
-	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: d.rules, Now: now, Prev: prev})
+	// Until the daemon is warm, verdicts rest on partial facts (a member
+	// without a verdict yet is not healthy, so a pool whose first facts
+	// are of overridden members looks below its minimum). They must not
+	// reach the first managed table through the fail-open hysteresis.
+	held := prev
+	if !d.warm {
+		held = nil
+	}
+	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: d.rules, Now: now, Prev: held})
 
 	d.mu.Lock()
 	d.plan = plan

@@ -94,7 +94,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 		if p == nil {
 			continue
 		}
-		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], mon, ovs, stats))
+		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], mon, ovs, applied, stats))
 	}
 	st.Prefetch = prefetchView(d.Prefetch())
 	return st, nil
@@ -150,7 +150,7 @@ func vipKeys(v *configs.VIP) []vip.ServiceKey {
 }
 
 func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, mon map[string]monitor.TargetStatus,
-	ovs []storedOverride, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
+	ovs []storedOverride, applied vip.Table, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
 	out := control.Pool{Name: ps.Name, Check: p.Check, VIPs: []string{}, MinHealthy: ps.MinHealthy, Total: ps.Total, Enabled: ps.Enabled,
 		Healthy: ps.Healthy, FailOpen: ps.FailOpen, Diagnosis: ps.Diagnosis.String(), Detail: ps.Detail,
 		Vendors: []control.VendorCount{}, Members: []control.Member{}}
@@ -171,7 +171,8 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 	}
 	for _, m := range ps.Members {
 		cm := control.Member{Resolver: m.Name, Address: m.Addr.String(), Vendor: m.Vendor, State: m.State.String(),
-			Fresh: m.Fresh, Override: m.Override.String(), InTraffic: m.InTraffic, Weight: m.Weight}
+			Fresh: m.Fresh, Override: m.Override.String()}
+		cm.InTraffic, cm.Weight = inTraffic(vips, m.Addr, applied)
 		if m.State != health.Unknown {
 			cm.Since = m.Since.UTC()
 		}
@@ -200,6 +201,23 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 		out.Members = append(out.Members, cm)
 	}
 	return out
+}
+
+// inTraffic reports whether the resolver at addr has a destination in the
+// applied services of vips, and its weight there: the largest when they
+// differ (an override scoped to one of the VIPs). The pool's verdict alone
+// cannot tell: VIP-scoped overrides act on the table only.
+func inTraffic(vips []*configs.VIP, addr netip.AddrPort, applied vip.Table) (bool, uint32) {
+	in, w := false, uint32(0)
+	for _, v := range vips {
+		fwd := resolvers.Forwarding(v.Forwarding)
+		for _, k := range vipKeys(v) {
+			if d, ok := applied[k].Dests[resolvers.DestAddr(fwd, k.Port, addr)]; ok {
+				in, w = true, max(w, d.Weight)
+			}
+		}
+	}
+	return in, w
 }
 
 // memberStats sums the statistics of the destinations of a resolver at
