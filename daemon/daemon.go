@@ -104,6 +104,8 @@ type Daemon struct {
 	overrides  []storedOverride
 	rules      []resolvers.Rule
 	overrideCh chan overrideCall
+	// reported are the pool verdicts last logged (reportVerdicts).
+	reported []resolvers.PoolStatus
 
 	started  time.Time
 	evlog    *control.EventLog
@@ -391,6 +393,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("lbdnsd started", "config", d.opts.ConfigPath, "ipvs", mode, "summary", d.cfg.Summary(),
 		"warm_up", warmUp(d.cfg).String())
+	d.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + d.cfg.Summary()})
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()
@@ -399,6 +402,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			d.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "stopping; IPVS table left in place"})
 			close(d.stopping)
 			cancel()
 			<-monDone
@@ -570,19 +574,6 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.plan = plan
 	d.mu.Unlock()
 	d.prefetchHealth(plan)
-	for _, ev := range resolvers.Events(prev, plan.Pools, now) {
-		lvl := slog.LevelInfo
-		switch {
-		case ev.To == resolvers.NoFacts:
-			lvl = slog.LevelWarn
-		case ev.FailOpen || ev.To >= resolvers.VendorWide:
-			lvl = slog.LevelError
-		}
-		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
-			"fail_open", ev.FailOpen, "detail", ev.Detail)
-		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
-	}
-
 	if !d.warm {
 		if !decided && now.Before(d.warmUntil) {
 			return
@@ -592,6 +583,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		full = true
 		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", decided)
 	}
+	d.reportVerdicts(ctx, plan.Pools, now)
 	var (
 		ops []vip.Op
 		err error
@@ -621,6 +613,27 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()
 	}
+}
+
+// reportVerdicts logs and records the pool verdicts that changed since the
+// last report. It runs only once the daemon is warm: verdicts during the
+// warm-up rest on partial facts and would raise false alarms (a pool whose
+// first facts are of overridden members looks below its minimum).
+func (d *Daemon) reportVerdicts(ctx context.Context, pools []resolvers.PoolStatus, now time.Time) {
+	for _, ev := range resolvers.Events(d.reported, pools, now) {
+		lvl := slog.LevelInfo
+		switch {
+		case ev.To == resolvers.NoFacts:
+			lvl = slog.LevelWarn
+		case ev.FailOpen || ev.To >= resolvers.VendorWide:
+			lvl = slog.LevelError
+		}
+		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
+			"fail_open", ev.FailOpen, "detail", ev.Detail)
+		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
+	}
+
+	d.reported = pools
 }
 
 // noteIdentity logs a target's version.bind answer when it is new, and

@@ -27,9 +27,7 @@ type prefetcher struct {
 // called from Run (ctx is Run's) and from a reload.
 func (d *Daemon) startPrefetch(ctx context.Context, cfg *configs.Config) {
 	pf := &d.pf
-	if ctx != nil {
-		pf.ctx = ctx
-	}
+	pf.ctx = ctx
 	if pf.ctx == nil || pf.runner.Load() != nil || len(cfg.Prefetch.Domains) == 0 {
 		return
 	}
@@ -78,7 +76,7 @@ func (d *Daemon) reloadPrefetch(cfg *configs.Config) {
 		r = nil
 	}
 	if r == nil {
-		d.startPrefetch(nil, cfg)
+		d.startPrefetch(pf.ctx, cfg)
 		return
 	}
 	specs := prefetch.Specs(cfg)

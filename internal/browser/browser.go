@@ -30,8 +30,10 @@ const DefaultPath = "/usr/bin/chromium"
 // load and run its scripts before its DOM is dumped or its screenshot
 // taken. Virtual time runs ahead while the page is idle, so a budget of a
 // few seconds costs far less in real time; it stands still while a
-// request is pending.
-const VirtualTimeBudget = 5000
+// request is pending. It must stay below the refresh interval of pages that
+// reload themselves (lbdns's status page: 5 s): at 5,000 ms the page's
+// own refresh raced the screenshot, which then was sometimes not written.
+const VirtualTimeBudget = 2000
 
 // ErrNotFound is wrapped by Find's error when there is no Chromium.
 var ErrNotFound = errors.New("browser: chromium not found")
