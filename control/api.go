@@ -30,9 +30,12 @@ type Status struct {
 	Version int `json:"version"`
 	// Generated is when the snapshot was taken.
 	Generated time.Time `json:"generated"`
-	Daemon    Daemon    `json:"daemon"`
-	VIPs      []VIP     `json:"vips"`
-	Pools     []Pool    `json:"pools"`
+	// Daemon describes the running daemon.
+	Daemon Daemon `json:"daemon"`
+	// VIPs lists every configured VIP, in configuration order.
+	VIPs []VIP `json:"vips"`
+	// Pools lists every pool's verdict, in configuration order.
+	Pools []Pool `json:"pools"`
 	// Overrides lists every operator override in force, orphaned ones
 	// included.
 	Overrides []Override `json:"overrides"`
@@ -66,9 +69,14 @@ type Daemon struct {
 
 // VIP is one virtual IP with the IPVS services the daemon owns for it.
 type VIP struct {
-	Name     string    `json:"name"`
-	Address  string    `json:"address"`
-	Pool     string    `json:"pool"`
+	// Name is the VIP's configured name.
+	Name string `json:"name"`
+	// Address is the VIP's IP address.
+	Address string `json:"address"`
+	// Pool is the pool serving the VIP.
+	Pool string `json:"pool"`
+	// Services are the VIP's IPVS services as applied; empty before the
+	// first reconcile (warm-up).
 	Services []Service `json:"services"`
 }
 
@@ -78,8 +86,10 @@ type Service struct {
 	// Proto is "udp" or "tcp".
 	Proto string `json:"proto"`
 	// Address is "ADDR:PORT" (IPv6 in brackets).
-	Address      string        `json:"address"`
-	Scheduler    string        `json:"scheduler"`
+	Address string `json:"address"`
+	// Scheduler is the IPVS scheduler (rr, wrr, ...).
+	Scheduler string `json:"scheduler"`
+	// Destinations are the real servers, sorted by address.
 	Destinations []Destination `json:"destinations"`
 }
 
@@ -92,7 +102,8 @@ type Destination struct {
 	Address string `json:"address"`
 	// Forwarding is "dr", "nat" or "tunnel".
 	Forwarding string `json:"forwarding"`
-	Weight     uint32 `json:"weight"`
+	// Weight is the IPVS weight (0: drained).
+	Weight uint32 `json:"weight"`
 	// Stats are the kernel's counters; nil when not read (dry-run, or
 	// the kernel could not be asked).
 	Stats *DestStats `json:"stats,omitempty"`
@@ -101,6 +112,8 @@ type Destination struct {
 // DestStats are the kernel's IPVS counters and rate estimates of one
 // destination.
 type DestStats struct {
+	// ActiveConns and InactiveConns are the connections now (UDP flows
+	// count as inactive).
 	ActiveConns   uint32 `json:"active_conns"`
 	InactiveConns uint32 `json:"inactive_conns"`
 	// Conns, PacketsIn/Out and BytesIn/Out count since the destination
@@ -120,11 +133,14 @@ type DestStats struct {
 
 // Pool is the verdict on one resolver pool.
 type Pool struct {
-	Name  string `json:"name"`
+	// Name is the pool's configured name.
+	Name string `json:"name"`
+	// Check is the check profile the pool's members are probed with.
 	Check string `json:"check"`
 	// VIPs served by this pool.
-	VIPs       []string `json:"vips"`
-	MinHealthy int      `json:"min_healthy"`
+	VIPs []string `json:"vips"`
+	// MinHealthy is the configured min_healthy.
+	MinHealthy int `json:"min_healthy"`
 	// Total members, Enabled (not disabled by an operator), Healthy
 	// (up, fresh and not overridden).
 	Total   int `json:"total"`
@@ -135,14 +151,18 @@ type Pool struct {
 	FailOpen bool `json:"fail_open"`
 	// Diagnosis is one of healthy, degraded, vendor-wide-failure,
 	// below-minimum, upstream-failure, no-facts.
-	Diagnosis string        `json:"diagnosis"`
-	Detail    string        `json:"detail"`
-	Vendors   []VendorCount `json:"vendors"`
-	Members   []Member      `json:"members"`
+	Diagnosis string `json:"diagnosis"`
+	// Detail explains the diagnosis in one line.
+	Detail string `json:"detail"`
+	// Vendors counts members per vendor, sorted by vendor.
+	Vendors []VendorCount `json:"vendors"`
+	// Members are the pool's members in configuration order.
+	Members []Member `json:"members"`
 }
 
 // VendorCount counts one vendor's members of a pool.
 type VendorCount struct {
+	// Vendor is the declared vendor (bind, unbound, ...).
 	Vendor  string `json:"vendor"`
 	Total   int    `json:"total"`
 	Healthy int    `json:"healthy"`
@@ -150,8 +170,10 @@ type VendorCount struct {
 
 // Member is one back-end resolver in one pool.
 type Member struct {
+	// Resolver is the resolver's configured name.
 	Resolver string `json:"resolver"`
-	Address  string `json:"address"`
+	// Address is the resolver's ADDR:PORT.
+	Address string `json:"address"`
 	// Vendor is the declared vendor; Identity is the version.bind answer
 	// ("" when none); IdentifiedVendor is the vendor that answer names
 	// ("" when unknown).
@@ -195,7 +217,8 @@ const (
 type OverrideRequest struct {
 	// Action is "drain", "disable" or "enable" (enable removes the
 	// matching overrides: the resolver returns to health-driven control).
-	Action   string `json:"action"`
+	Action string `json:"action"`
+	// Resolver names the resolver.
 	Resolver string `json:"resolver"`
 	// Pool and VIP limit the override (at most one of them); empty means
 	// every pool the resolver is a member of.
@@ -207,11 +230,14 @@ type OverrideRequest struct {
 
 // Override is one operator override in force.
 type Override struct {
+	// Resolver, Pool and VIP are the override's target and scope (Pool
+	// or VIP empty: not limited to one).
 	Resolver string `json:"resolver"`
 	Pool     string `json:"pool,omitempty"`
 	VIP      string `json:"vip,omitempty"`
 	// Action is "drain" or "disable".
-	Action string    `json:"action"`
+	Action string `json:"action"`
+	// Reason is the operator's text; Set is when it was set.
 	Reason string    `json:"reason,omitempty"`
 	Set    time.Time `json:"set"`
 	// By names who set it: "uid N" from the control socket's peer
@@ -248,7 +274,8 @@ const (
 // Event is one entry of the event log (GET /v1/events).
 type Event struct {
 	// Seq numbers events from 1, without gaps, since the daemon started.
-	Seq  uint64    `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// Time is when the event happened.
 	Time time.Time `json:"time"`
 	// Kind is one of the Event* constants.
 	Kind string `json:"kind"`
@@ -263,6 +290,8 @@ type Event struct {
 
 // EventsReply answers GET /v1/events without follow.
 type EventsReply struct {
+	// Events are the kept events after the requested sequence number,
+	// oldest first.
 	Events []Event `json:"events"`
 	// Next is the sequence number to pass as after= to get only newer
 	// events.
@@ -277,6 +306,8 @@ type ReloadReply struct {
 
 // Problem is one thing wrong with a configuration file.
 type Problem struct {
+	// File, Line, Key and Value locate the problem (Line 0, Key or
+	// Value empty when unknown).
 	File  string `json:"file"`
 	Line  int    `json:"line,omitempty"`
 	Key   string `json:"key,omitempty"`
@@ -290,6 +321,9 @@ type Problem struct {
 // PrefetchEntry is one kept-warm cache entry: a name and type at one
 // resolver (and ECS partition).
 type PrefetchEntry struct {
+	// Name (with the final dot), Type (A, AAAA, ...), Resolver and
+	// Partition (the ECS partition's name, empty without ECS) identify
+	// the entry.
 	Name      string `json:"name"`
 	Type      string `json:"type"`
 	Resolver  string `json:"resolver"`
@@ -304,7 +338,9 @@ type PrefetchEntry struct {
 	NextRun          time.Time `json:"next_run,omitzero"`
 	// State is "ok", "failing", "parked" (resolver unhealthy) or
 	// "pending".
-	State     string `json:"state"`
+	State string `json:"state"`
+	// LastError is the last failure's reason; Failures counts failed
+	// queries since the entry was created.
 	LastError string `json:"last_error,omitempty"`
 	Failures  int    `json:"failures"`
 }
@@ -312,6 +348,7 @@ type PrefetchEntry struct {
 // ErrorReply is the body of every 4xx and 5xx reply of the control and
 // status servers.
 type ErrorReply struct {
+	// Error says what is wrong in one line.
 	Error string `json:"error"`
 	// Problems lists every configuration problem when a reload was
 	// rejected.

@@ -62,6 +62,9 @@ func firstLine(s string) string {
 
 // overrideCall is an override request handed to the loop.
 type overrideCall struct {
+	// ctx is the request's: a request whose client gave up before the
+	// loop took it is not applied.
+	ctx   context.Context
 	req   control.OverrideRequest
 	by    string
 	reply chan overrideResult
@@ -76,9 +79,11 @@ type overrideResult struct {
 // enable). The request is validated against the running configuration,
 // persisted before it takes effect, and applied at once. It refuses
 // (409) a drain or disable that would leave a VIP service with no
-// destination taking new queries.
+// destination taking new queries, or that would put a resolver into
+// traffic (by making a pool fail open): an override only takes traffic
+// away.
 func (d *Daemon) SetOverride(ctx context.Context, req control.OverrideRequest, by string) (*control.OverrideReply, error) {
-	call := overrideCall{req: req, by: by, reply: make(chan overrideResult, 1)}
+	call := overrideCall{ctx: ctx, req: req, by: by, reply: make(chan overrideResult, 1)}
 	select {
 	case d.overrideCh <- call:
 	case <-d.stopping:
@@ -96,6 +101,9 @@ func (d *Daemon) SetOverride(ctx context.Context, req control.OverrideRequest, b
 
 // handleOverride runs in the loop.
 func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*control.OverrideReply, error) {
+	if err := call.ctx.Err(); err != nil {
+		return nil, err // the client gave up: change nothing
+	}
 	req := call.req
 	o := storedOverride{Resolver: req.Resolver, Pool: req.Pool, VIP: req.VIP, Action: req.Action,
 		Reason: req.Reason, Set: d.now().UTC(), By: call.by}
@@ -104,22 +112,38 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*contro
 	}
 	next, msg, changed := applyOverride(d.overrides, o)
 	if !changed {
+		if o.Action == control.ActionEnable {
+			if still := covering(d.overrides, o.Resolver); len(still) > 0 {
+				return nil, control.Errorf(http.StatusConflict, "%s; it is still %s: run lbctl enable %s without --pool/--vip to clear every override",
+					msg, strings.Join(still, ", "), o.Resolver)
+			}
+		}
 		return &control.OverrideReply{Message: msg, Overrides: d.overrideView(d.cfg, next)}, nil
 	}
 	if o.Action != control.ActionEnable {
-		if lost := lastTakers(d.cfg, d.plan.Table, d.planWith(next).Table); len(lost) > 0 {
+		before, after := d.planWith(d.overrides).Table, d.planWith(next).Table
+		if lost := lastTakers(d.cfg, before, after); len(lost) > 0 {
 			return nil, control.Errorf(http.StatusConflict, "refused: %s %s would leave %s with no destination taking new queries; enable or repair another resolver first",
 				o.Action, o.Resolver, strings.Join(lost, ", "))
 		}
+		if added := newTakers(before, after); len(added) > 0 {
+			return nil, control.Errorf(http.StatusConflict, "refused: %s %s would put its pool below min_healthy, and the pool would fail open and send new queries to %s, which the health checks keep out; repair or enable another resolver first",
+				o.Action, o.Resolver, strings.Join(added, ", "))
+		}
 	}
 	if err := saveOverrides(d.cfg.Daemon.StateDir, next); err != nil {
-		return nil, fmt.Errorf("cannot persist the override, nothing changed: %w", err)
+		var ds *dirSyncError
+		if !errors.As(err, &ds) {
+			return nil, fmt.Errorf("cannot persist the override, nothing changed: %w", err)
+		}
+		// The new file is in place; only its durability is in doubt.
+		d.log.Warn("override saved but the state directory could not be synced", "err", err)
 	}
 	d.setOverrides(next)
 	d.log.Info("operator override", "action", o.Action, "resolver", o.Resolver, "scope", o.scopeText(),
 		"reason", o.Reason, "by", o.By, "result", msg)
 	text := msg
-	if o.Reason != "" && o.Action != control.ActionEnable {
+	if o.Reason != "" {
 		text += " (reason: " + o.Reason + ")"
 	}
 	if o.By != "" {
@@ -146,10 +170,8 @@ func (d *Daemon) checkOverride(o storedOverride) error {
 	if o.Pool != "" && o.VIP != "" {
 		return control.Errorf(http.StatusBadRequest, "pool and vip: give at most one")
 	}
-	if o.Action == control.ActionEnable && slices.ContainsFunc(d.overrides, func(p storedOverride) bool {
-		return p.Resolver == o.Resolver && (o.Pool == "" && o.VIP == "" || p.sameScope(o))
-	}) {
-		return nil
+	if o.Action == control.ActionEnable && len(covering(d.overrides, o.Resolver)) > 0 {
+		return nil // may clear an orphan, or say which override is left
 	}
 	if cfg.Resolver(o.Resolver) == nil {
 		return control.Errorf(http.StatusNotFound, "unknown resolver %q%s", o.Resolver, configs.Suggest(o.Resolver, resolverNames(cfg)))
@@ -202,6 +224,9 @@ func applyOverride(list []storedOverride, o storedOverride) ([]storedOverride, s
 				return list, fmt.Sprintf("%s is already %s %s; nothing changed", o.Resolver, past(o.Action), o.scopeText()), false
 			}
 			next[i] = o
+			if p.Action == o.Action {
+				return next, fmt.Sprintf("%s still %s %s; reason updated", o.Resolver, past(o.Action), o.scopeText()), true
+			}
 			return next, fmt.Sprintf("%s %s %s (was %s)", o.Resolver, past(o.Action), o.scopeText(), past(p.Action)), true
 		}
 	}
@@ -233,6 +258,35 @@ func lastTakers(cfg *configs.Config, before, after vip.Table) []string {
 	for _, k := range before.Keys() {
 		if takers(before[k]) > 0 && takers(after[k]) == 0 {
 			out = append(out, vipName(cfg, k)+" "+k.String())
+		}
+	}
+	return out
+}
+
+// newTakers lists the destinations (as "ADDR:PORT in SERVICE") that have
+// a weight above zero in after but not in before.
+func newTakers(before, after vip.Table) []string {
+	var out []string
+	for _, k := range after.Keys() {
+		for a, dst := range after[k].Dests {
+			if dst.Weight == 0 {
+				continue
+			}
+			if old, ok := before[k].Dests[a]; !ok || old.Weight == 0 {
+				out = append(out, a.String()+" in "+k.String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// covering describes the overrides of resolver ("disabled in all pools").
+func covering(list []storedOverride, resolver string) []string {
+	var out []string
+	for _, o := range list {
+		if o.Resolver == resolver {
+			out = append(out, past(o.Action)+" "+o.scopeText())
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -440,6 +441,8 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
 	case d.reloadCh <- reply:
+	case <-d.stopping:
+		return control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -515,9 +518,13 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 			Message: fmt.Sprintf("reload rejected (%d problems), running config unchanged: %s", n, firstLine(err.Error()))})
 		return err
 	}
-	if cfg.Daemon.ControlSocket != d.cfg.Daemon.ControlSocket || cfg.Daemon.StatusListen != d.cfg.Daemon.StatusListen {
-		d.log.Warn("daemon.control_socket and daemon.status_listen take effect at the next restart",
-			"control_socket", d.cfg.Daemon.ControlSocket, "status_listen", d.cfg.Daemon.StatusListen)
+	if cfg.Daemon.ControlSocket != d.cfg.Daemon.ControlSocket || cfg.Daemon.StatusListen != d.cfg.Daemon.StatusListen ||
+		cfg.Daemon.StateDir != d.cfg.Daemon.StateDir {
+		d.log.Warn("daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
+			"state_dir", d.cfg.Daemon.StateDir, "control_socket", d.cfg.Daemon.ControlSocket, "status_listen", d.cfg.Daemon.StatusListen)
+		// The state in force (overrides, owned services) lives in the
+		// directory it was loaded from until the daemon restarts.
+		cfg.Daemon.StateDir = d.cfg.Daemon.StateDir
 	}
 	d.setLevel(cfg)
 	if kc, ok := d.client.(*vip.KernelClient); ok {
@@ -733,9 +740,21 @@ func writeAtomic(path string, data []byte) error {
 	}
 	// The rename is durable only once the directory is on disk.
 	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
+	if err == nil {
+		err = dir.Sync()
+		dir.Close()
 	}
-	defer dir.Close()
-	return dir.Sync()
+	if err != nil {
+		return &dirSyncError{err: err}
+	}
+	return nil
 }
+
+// dirSyncError is writeAtomic's error when the new file is in place but
+// the directory could not be synced: the change is made, its durability
+// across a power loss is in doubt.
+type dirSyncError struct{ err error }
+
+func (e *dirSyncError) Error() string { return "sync of the directory after rename: " + e.err.Error() }
+
+func (e *dirSyncError) Unwrap() error { return e.err }

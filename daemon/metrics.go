@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -139,6 +140,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	st, err := c.d.Status(ctx)
 	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.descs["warm"], fmt.Errorf("status snapshot: %w", err))
 		return
 	}
 	g := func(name string, v float64, labels ...string) {

@@ -53,7 +53,7 @@ func (o storedOverride) scopeText() string {
 	case o.VIP != "":
 		return "on VIP " + o.VIP
 	}
-	return "in every pool"
+	return "in all pools"
 }
 
 func (o storedOverride) rule() resolvers.Rule {

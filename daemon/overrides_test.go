@@ -30,7 +30,7 @@ func TestParseOverrides(t *testing.T) {
 		"action":        {`{"version":1,"overrides":[{"resolver":"a","action":"enable","set":"2026-11-29T10:00:00Z"}]}`, `overrides[0]: action "enable"`},
 		"resolver":      {`{"version":1,"overrides":[{"action":"drain","set":"2026-11-29T10:00:00Z"}]}`, "overrides[0]: resolver missing"},
 		"both scopes":   {`{"version":1,"overrides":[{"resolver":"a","pool":"p","vip":"v","action":"drain","set":"2026-11-29T10:00:00Z"}]}`, "both pool and vip"},
-		"duplicate":     {`{"version":1,"overrides":[{"resolver":"a","action":"drain","set":"2026-11-29T10:00:00Z"},{"resolver":"a","action":"disable","set":"2026-11-29T10:00:00Z"}]}`, "overrides[1]: a second override of a in every pool"},
+		"duplicate":     {`{"version":1,"overrides":[{"resolver":"a","action":"drain","set":"2026-11-29T10:00:00Z"},{"resolver":"a","action":"disable","set":"2026-11-29T10:00:00Z"}]}`, "overrides[1]: a second override of a in all pools"},
 		"trailing":      {`{"version":1,"overrides":[]} {}`, "data after"},
 		"empty file":    {``, "parse"},
 	} {
@@ -95,7 +95,7 @@ func TestApplyOverride(t *testing.T) {
 		t.Errorf("scoped enable: %v %+v", changed, next)
 	}
 	next, msg, changed = applyOverride(list, storedOverride{Resolver: "a", Action: control.ActionEnable})
-	if !changed || len(next) != 1 || next[0] != other || !strings.Contains(msg, "removed drain in every pool, disable in pool p") {
+	if !changed || len(next) != 1 || next[0] != other || !strings.Contains(msg, "removed drain in all pools, disable in pool p") {
 		t.Errorf("enable: %v %q %+v", changed, msg, next)
 	}
 	if _, msg, changed := applyOverride(list, storedOverride{Resolver: "c", Action: control.ActionEnable}); changed || !strings.Contains(msg, "nothing changed") {
@@ -300,4 +300,73 @@ func TestOrphanedOverrideKeptAcrossReload(t *testing.T) {
 		t.Fatalf("overrides after the resolver came back: %+v", st.Overrides)
 	}
 	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302")
+}
+
+// TestOverrideNeverAddsFailingResolver: a disable that would put the pool
+// below min_healthy would make it fail open and send queries to a resolver
+// the checks keep out; it is refused, and nothing changes.
+func TestOverrideNeverAddsFailingResolver(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{netip.MustParseAddrPort("127.0.0.1:5301"): true}}
+	mc := vip.NewMemClient()
+	h := start(t, path, mc, fp)
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
+	ctx := context.Background()
+	if _, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "unbound-1"}, "uid 0"); err != nil {
+		t.Fatal(err)
+	}
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5303": 100})
+	_, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0")
+	var ce *control.Error
+	if !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(ce.Message, "127.0.0.1:5301") || !strings.Contains(ce.Message, "fail open") {
+		t.Fatalf("disable of the last healthy member: %v", err)
+	}
+	if w := destWeights(mc); len(w) != 1 || w["127.0.0.1:5303"] != 100 {
+		t.Fatalf("refused override changed the table: %v", w)
+	}
+	st, _ := h.d.Status(ctx)
+	if len(st.Overrides) != 1 {
+		t.Fatalf("refused override was stored: %+v", st.Overrides)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "state", overridesFile))
+	if strings.Contains(string(b), "knot-1") {
+		t.Fatalf("refused override was persisted:\n%s", b)
+	}
+
+	// A scoped enable that does not match says which override is left.
+	_, err = h.d.SetOverride(ctx, control.OverrideRequest{Action: "enable", Resolver: "unbound-1", Pool: "main"}, "uid 0")
+	if !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(ce.Message, "still disabled in all pools") {
+		t.Fatalf("scoped enable under a wider override: %v", err)
+	}
+}
+
+// TestReloadKeepsStateDir: daemon.state_dir takes effect at the next
+// restart; a reload that changes it keeps persisting where the state in
+// force was loaded from.
+func TestReloadKeepsStateDir(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	h := start(t, path, mc, fp)
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
+	cfg, _ := os.ReadFile(path)
+	moved := strings.Replace(string(cfg), `state_dir = "`+filepath.Join(dir, "state")+`"`, `state_dir = "`+filepath.Join(dir, "elsewhere")+`"`, 1)
+	if moved == string(cfg) {
+		t.Fatal("test config did not change")
+	}
+	if err := os.WriteFile(path, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.d.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "drain", Resolver: "bind-1"}, "uid 0"); err != nil {
+		t.Fatalf("drain after a reload that moved state_dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", overridesFile)); err != nil {
+		t.Errorf("override not persisted in the state dir in force: %v", err)
+	}
 }

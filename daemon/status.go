@@ -45,7 +45,7 @@ func (d *Daemon) destStats(ctx context.Context, applied vip.Table) map[vip.Servi
 	c := &d.stats
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
+	now := d.now()
 	if c.data != nil && now.Sub(c.at) < statsMaxAge {
 		return c.data
 	}

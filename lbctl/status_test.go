@@ -139,7 +139,7 @@ func TestStatusTable(t *testing.T) {
 	if !hasLine(out, "DRY RUN: the IPVS table is computed but NOT applied") {
 		t.Errorf("no DRY RUN line:\n%s", out)
 	}
-	if !hasLine(out, "pool main (check recursive): below-minimum, healthy 1/2 of 3 (min 2)") {
+	if !hasLine(out, "pool main (check recursive): below-minimum, healthy 1, enabled 2, total 3 (min healthy 2)") {
 		t.Errorf("no pool header:\n%s", out)
 	}
 	if !hasLine(out, "FAIL-OPEN: every enabled member kept in traffic") {

@@ -125,7 +125,7 @@ func services(ss []control.Service) string {
 // pool writes a pool's header, its FAIL-OPEN warning, detail, vendor
 // counts and member table.
 func (sw *statusWriter) pool(p control.Pool) {
-	sw.printf("\npool %s (check %s): %s, healthy %d/%d of %d (min %d)\n",
+	sw.printf("\npool %s (check %s): %s, healthy %d, enabled %d, total %d (min healthy %d)\n",
 		p.Name, p.Check, p.Diagnosis, p.Healthy, p.Enabled, p.Total, p.MinHealthy)
 	if p.FailOpen {
 		sw.printf("FAIL-OPEN: every enabled member kept in traffic\n")

@@ -122,6 +122,8 @@ vendors=(bind unbound powerdns knot dnsmasq)
 [daemon]
 state_dir = "$WORK/state"
 log_level = "info"
+control_socket = "$WORK/state/lbdns.sock"
+status_listen = ""
 
 [check.bench]
 zone     = "probe.bench.test"

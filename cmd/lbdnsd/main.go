@@ -90,7 +90,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := d.Reload(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				// A rejected config is logged (every problem) by the
+				// daemon itself; only other failures are logged here.
+				if err := d.Reload(ctx); err != nil && !errors.Is(err, context.Canceled) && configs.Problems(err) == nil {
 					log.Error("SIGHUP reload failed", "err", err)
 				}
 			}
