@@ -540,6 +540,22 @@ func (m *Monitor) Status() map[string]TargetStatus {
 	return out
 }
 
+// Each calls fn with the status of every current target, in no particular
+// order. Unlike Status it builds no map: a caller that reads every target
+// often (the daemon, once a second) allocates nothing per target. fn runs
+// without the monitor's lock held.
+func (m *Monitor) Each(fn func(TargetStatus)) {
+	m.mu.Lock()
+	ts := make([]*target, 0, len(m.targets))
+	for _, t := range m.targets {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	for _, t := range ts {
+		fn(t.status())
+	}
+}
+
 // status returns a copy of t's status.
 func (t *target) status() TargetStatus {
 	t.mu.Lock()
