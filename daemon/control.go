@@ -315,6 +315,7 @@ func vipName(cfg *configs.Config, k vip.ServiceKey) string {
 func (d *Daemon) setOverrides(list []storedOverride) {
 	d.overrides = list
 	d.rules = rules(list)
+	d.settled = false
 	d.mu.Lock()
 	d.overridesView = slices.Clone(list)
 	d.mu.Unlock()

@@ -107,6 +107,13 @@ type Daemon struct {
 	overrideCh chan overrideCall
 	// reported are the pool verdicts last logged (reportVerdicts).
 	reported []resolvers.PoolStatus
+	// planFacts are the facts the last plan was computed from; settled
+	// is set when that plan was applied without error and computing it
+	// again from the same facts would give the same plan (tick.go).
+	planFacts map[string]resolvers.Fact
+	settled   bool
+	// plans counts the plans computed by reconcile.
+	plans int
 
 	started  time.Time
 	evlog    *control.EventLog
@@ -310,6 +317,7 @@ func (d *Daemon) applyKernelSettings(kc *vip.KernelClient, cfg *configs.Config) 
 // owned service keys, and the VIP addresses.
 func (d *Daemon) install(cfg *configs.Config) {
 	d.cfg = cfg
+	d.settled = false
 	d.mu.Lock()
 	d.view = cfg
 	d.mu.Unlock()
@@ -501,7 +509,15 @@ func (d *Daemon) logEvent(ev monitor.Event) {
 	d.metrics.transitions.WithLabelValues(res, check, tr.To.String()).Inc()
 }
 
-func (d *Daemon) handleTick(ctx context.Context) { d.reconcile(ctx, false) }
+// handleTick reconciles unless the plan in force is still current: a tick
+// exists to notice facts going stale or probes turning slow, and when no
+// target's fact changed there is nothing to recompute or apply.
+func (d *Daemon) handleTick(ctx context.Context) {
+	if d.planCurrent(d.now()) {
+		return
+	}
+	d.reconcile(ctx, false)
+}
 
 func (d *Daemon) handleResync(ctx context.Context) {
 	d.ensureAddresses()
@@ -544,17 +560,15 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 
 // facts reads the monitor's status into the pool policy's terms.
 func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
-	st := d.mon.Status()
-	out := make(map[string]resolvers.Fact, len(st))
+	out := make(map[string]resolvers.Fact, len(d.planFacts))
 	decided := true
-	for id, s := range st {
-		d.noteIdentity(id, s)
-		out[id] = resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
-			Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0 || s.Slow(now)}
+	d.mon.Each(func(s monitor.TargetStatus) {
+		d.noteIdentity(s.ID, s)
+		out[s.ID] = factOf(s, now)
 		if s.Health.State == health.Unknown {
 			decided = false
 		}
-	}
+	})
 	return out, decided
 }
 
@@ -576,6 +590,8 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		held = nil
 	}
 	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: d.rules, Now: now, Prev: held})
+	d.planFacts, d.settled = facts, false
+	d.plans++
 
 	d.mu.Lock()
 	d.plan = plan
@@ -616,6 +632,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
 	} else {
 		d.pruneOwned(plan.Table)
+		d.settled = fixpoint(held, plan.Pools)
 	}
 	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()

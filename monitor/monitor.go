@@ -404,28 +404,26 @@ func (m *Monitor) handleTick(ctx context.Context, t *target) time.Duration {
 	t.mu.Unlock()
 	r := m.opts.Probe(pctx, t.addr, &t.check)
 	cancel()
-	t.mu.Lock()
-	t.probeStart = time.Time{}
-	t.mu.Unlock()
 	if ctx.Err() != nil {
 		// Stopped while probing: the result says more about our own
 		// cancellation than about the target.
+		t.mu.Lock()
+		t.probeStart = time.Time{}
+		t.mu.Unlock()
 		return next
 	}
-	m.handleResult(ctx, t, r)
-	if t.transitioning() {
+	if m.handleResult(ctx, t, r) {
 		next = m.nextDelay(t.fastInterval())
 	}
 	return max(next-time.Since(start), 0)
 }
 
-// transitioning reports whether t's state is not settled: unknown, or up
-// with failures, or down with successes, not yet enough to change it. Such
-// a target is probed every fast interval, so that a verdict (and the
-// removal of a failed back end) does not wait fall × interval.
-func (t *target) transitioning() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// transitioningLocked reports whether t's state is not settled: unknown,
+// or up with failures, or down with successes, not yet enough to change
+// it. Such a target is probed every fast interval, so that a verdict (and
+// the removal of a failed back end) does not wait fall × interval. t.mu
+// must be held.
+func (t *target) transitioningLocked() bool {
 	s := t.tracker.Snapshot()
 	switch s.State {
 	case health.Up:
@@ -473,26 +471,31 @@ func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
 	}
 }
 
-// handleResult feeds one probe result to t's tracker and queues an event on
-// a state change. It blocks while the event queue is full, until ctx is
-// done.
-func (m *Monitor) handleResult(ctx context.Context, t *target, r probes.Result) {
+// handleResult ends t's probe in flight, feeds its result to t's tracker
+// and queues an event on a state change; it reports whether t is then
+// transitioning (see transitioningLocked). It blocks while the event queue
+// is full, until ctx is done. One lock per probe result: this runs
+// thousands of times a second.
+func (m *Monitor) handleResult(ctx context.Context, t *target, r probes.Result) (transitioning bool) {
 	now := m.opts.Now()
 	t.mu.Lock()
+	t.probeStart = time.Time{}
 	t.last, t.lastAt = r, now
 	tr, changed := t.tracker.Observe(r.OK, r.Detail, now)
+	transitioning = t.transitioningLocked()
 	t.mu.Unlock()
 	if m.opts.OnResult != nil {
 		m.opts.OnResult(t.id, r)
 	}
 	if !changed {
-		return
+		return transitioning
 	}
 	qe := queuedEvent{t: t, ev: Event{TargetID: t.id, Addr: t.addr, Transition: tr, Result: r}}
 	select {
 	case m.events <- qe:
 	case <-ctx.Done():
 	}
+	return transitioning
 }
 
 // firstDelay returns a random delay in [0, interval).
@@ -538,6 +541,22 @@ func (m *Monitor) Status() map[string]TargetStatus {
 		out[t.id] = t.status()
 	}
 	return out
+}
+
+// Each calls fn with the status of every current target, in no particular
+// order. Unlike Status it builds no map: a caller that reads every target
+// often (the daemon, once a second) allocates nothing per target. fn runs
+// without the monitor's lock held.
+func (m *Monitor) Each(fn func(TargetStatus)) {
+	m.mu.Lock()
+	ts := make([]*target, 0, len(m.targets))
+	for _, t := range m.targets {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	for _, t := range ts {
+		fn(t.status())
+	}
 }
 
 // status returns a copy of t's status.

@@ -14,6 +14,9 @@
 // SIGHUP reloads the configuration (a bad one is rejected whole and the
 // running one stays); SIGTERM and SIGINT stop the daemon without touching
 // the IPVS table.
+//
+// For profiling, LBDNS_CPUPROFILE=FILE writes a Go CPU profile of the whole
+// run to FILE (read it with go tool pprof); unset, nothing is profiled.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +75,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(h)
 
+	if path := os.Getenv("LBDNS_CPUPROFILE"); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "lbdnsd: LBDNS_CPUPROFILE: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := daemon.New(daemon.Options{ConfigPath: *cfgPath, DryRun: *dryRun, Logger: log, LogLevel: level,
@@ -113,4 +126,21 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, cfg.Summary())
 	return 0
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function
+// is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
