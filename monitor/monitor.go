@@ -31,6 +31,10 @@ import (
 // Options.IdentifyEvery is zero.
 const DefaultIdentifyEvery = 10 * time.Minute
 
+// DefaultIdentifyRetry is how soon a failed identification is tried again
+// when Options.IdentifyRetry is zero (never later than IdentifyEvery).
+const DefaultIdentifyRetry = 30 * time.Second
+
 // eventBuffer is the number of events that may wait for OnEvent before
 // target goroutines block.
 const eventBuffer = 256
@@ -107,6 +111,10 @@ type Options struct {
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// IdentifyEvery is the period of Identify. Default 10 minutes.
 	IdentifyEvery time.Duration
+	// IdentifyRetry is how soon a failed Identify (a back end that was
+	// down at start, say) is tried again, if sooner than IdentifyEvery.
+	// Default 30 seconds.
+	IdentifyRetry time.Duration
 	// Now is the clock of health facts. Default time.Now.
 	Now func() time.Time
 	// Rand draws scheduling jitter; access is serialized by the monitor.
@@ -183,6 +191,9 @@ func New(opts Options) *Monitor {
 	}
 	if opts.IdentifyEvery <= 0 {
 		opts.IdentifyEvery = DefaultIdentifyEvery
+	}
+	if opts.IdentifyRetry <= 0 {
+		opts.IdentifyRetry = DefaultIdentifyRetry
 	}
 	log := opts.Logger
 	if log == nil {
@@ -453,7 +464,11 @@ func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
 	ictx, cancel := context.WithTimeout(ctx, t.check.Timeout.Duration)
 	id, err := m.opts.Identify(ictx, t.addr)
 	cancel()
-	t.nextIdentify = time.Now().Add(m.opts.IdentifyEvery)
+	next := m.opts.IdentifyEvery
+	if err != nil {
+		next = min(next, m.opts.IdentifyRetry)
+	}
+	t.nextIdentify = time.Now().Add(next)
 	if ctx.Err() != nil {
 		return
 	}

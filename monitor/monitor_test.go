@@ -728,3 +728,27 @@ func TestFastIntervalWhileTransitioning(t *testing.T) {
 		t.Errorf("settled down target: gap %v, want about %v", g, iv)
 	}
 }
+
+// TestIdentifyRetry: a failed identification (the back end was down) is
+// tried again after IdentifyRetry, not only after IdentifyEvery.
+func TestIdentifyRetry(t *testing.T) {
+	fp := newFakeProbe()
+	var mu sync.Mutex
+	calls := 0
+	identify := func(context.Context, netip.AddrPort) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			return "", errors.New("connection refused")
+		}
+		return "unbound 1.17.1", nil
+	}
+	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: time.Hour, IdentifyRetry: 2 * testInterval})
+	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 1)}})
+	start(t, m)
+	waitFor(t, "identity after a failed first try", func() bool { return m.Status()["a"].Identity == "unbound 1.17.1" })
+	if st := m.Status()["a"]; st.IdentityErr != "" {
+		t.Errorf("IdentityErr = %q after a good answer", st.IdentityErr)
+	}
+}
