@@ -215,6 +215,10 @@ func applyOverride(list []storedOverride, o storedOverride) ([]storedOverride, s
 		if len(removed) == 0 {
 			return list, fmt.Sprintf("%s has no override %s; nothing changed", o.Resolver, o.scopeText()), false
 		}
+		if still := covering(next, o.Resolver); len(still) > 0 {
+			return next, fmt.Sprintf("%s: removed %s; still %s (lbctl enable %s without --pool/--vip clears every override)",
+				o.Resolver, strings.Join(removed, ", "), strings.Join(still, ", "), o.Resolver), true
+		}
 		return next, fmt.Sprintf("%s enabled: removed %s; back under health-driven control", o.Resolver, strings.Join(removed, ", ")), true
 	}
 	next := slices.Clone(list)

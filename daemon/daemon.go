@@ -8,6 +8,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -539,8 +540,11 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 		d.log.Warn("daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
 			"state_dir", d.cfg.Daemon.StateDir, "control_socket", d.cfg.Daemon.ControlSocket, "status_listen", d.cfg.Daemon.StatusListen)
 		// The state in force (overrides, owned services) lives in the
-		// directory it was loaded from until the daemon restarts.
+		// directory it was loaded from, and the listeners stay where they
+		// are, until the daemon restarts.
 		cfg.Daemon.StateDir = d.cfg.Daemon.StateDir
+		cfg.Daemon.ControlSocket = d.cfg.Daemon.ControlSocket
+		cfg.Daemon.StatusListen = d.cfg.Daemon.StatusListen
 	}
 	d.setLevel(cfg)
 	if kc, ok := d.client.(*vip.KernelClient); ok {
@@ -632,7 +636,11 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
 	} else {
 		d.pruneOwned(plan.Table)
-		d.settled = fixpoint(held, plan.Pools)
+		// Settled only when nothing is left to retry at the next tick:
+		// a reconciler cache the kernel surprised (the next Sync is a
+		// Resync), an owned-services file not yet saved, a dry-run
+		// table file not yet written.
+		d.settled = fixpoint(held, plan.Pools) && !d.rec.Dirty() && !d.ownedChanged && (!d.dryRun || d.dryRunWritten)
 	}
 	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()
@@ -704,11 +712,14 @@ func (d *Daemon) ensureAddresses() {
 // spirit of ipvsadm -Ln, to the state directory (atomically).
 func (d *Daemon) writeDryRunTable() {
 	t := d.rec.Table()
-	d.dryRunWritten = true
 	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
-	if err := writeAtomic(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel"))); err != nil {
-		d.log.Warn("cannot write dry-run table", "path", path, "err", err)
+	err := writeAtomic(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
+	var ds *dirSyncError
+	if err != nil && !errors.As(err, &ds) {
+		d.log.Warn("cannot write dry-run table; will retry", "path", path, "err", err)
+		return
 	}
+	d.dryRunWritten = true
 }
 
 // FormatTable renders t like `ipvsadm -Ln`, with a header line.

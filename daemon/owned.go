@@ -80,8 +80,13 @@ func (d *Daemon) pruneOwned(configured vip.Table) {
 	}
 	path := filepath.Join(d.cfg.Daemon.StateDir, ownedFile)
 	if err := writeAtomic(path, append(b, '\n')); err != nil {
-		d.log.Warn("cannot save owned IPVS services", "path", path, "err", err)
-		return
+		var ds *dirSyncError
+		if !errors.As(err, &ds) {
+			d.log.Warn("cannot save owned IPVS services; will retry", "path", path, "err", err)
+			return
+		}
+		// The file is in place; only its durability is in doubt.
+		d.log.Warn("owned IPVS services saved but the state directory could not be synced", "path", path, "err", err)
 	}
 	d.ownedSaved, d.ownedChanged = list, false
 }

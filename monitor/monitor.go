@@ -465,7 +465,10 @@ func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
 	id, err := m.opts.Identify(ictx, t.addr)
 	cancel()
 	next := m.opts.IdentifyEvery
-	if err != nil {
+	if err != nil && !errors.Is(err, probes.ErrNoVersion) {
+		// No answer (down at start, say): ask again soon. A back end
+		// that answers without a version (Knot by default, hidden
+		// versions) keeps the normal period.
 		next = min(next, m.opts.IdentifyRetry)
 	}
 	t.nextIdentify = time.Now().Add(next)

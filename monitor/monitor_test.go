@@ -735,9 +735,14 @@ func TestIdentifyRetry(t *testing.T) {
 	fp := newFakeProbe()
 	var mu sync.Mutex
 	calls := 0
-	identify := func(context.Context, netip.AddrPort) (string, error) {
+	noVersion := 0
+	identify := func(_ context.Context, a netip.AddrPort) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		if a == addr(2) {
+			noVersion++
+			return "", fmt.Errorf("version.bind: rcode SERVFAIL: %w", probes.ErrNoVersion)
+		}
 		calls++
 		if calls == 1 {
 			return "", errors.New("connection refused")
@@ -745,10 +750,17 @@ func TestIdentifyRetry(t *testing.T) {
 		return "unbound 1.17.1", nil
 	}
 	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: time.Hour, IdentifyRetry: 2 * testInterval})
-	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 1)}})
+	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 1)}, {ID: "knot", Addr: addr(2), Check: testCheck(1, 1)}})
 	start(t, m)
 	waitFor(t, "identity after a failed first try", func() bool { return m.Status()["a"].Identity == "unbound 1.17.1" })
 	if st := m.Status()["a"]; st.IdentityErr != "" {
 		t.Errorf("IdentityErr = %q after a good answer", st.IdentityErr)
+	}
+	// A back end that answers without a version keeps the normal period.
+	waitFor(t, "knot probed 10 times", func() bool { return fp.callCount(addr(2)) >= 10 })
+	mu.Lock()
+	defer mu.Unlock()
+	if noVersion != 1 {
+		t.Errorf("a back end without a version was asked %d times within IdentifyEvery, want 1", noVersion)
 	}
 }

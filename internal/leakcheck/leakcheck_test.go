@@ -6,11 +6,15 @@ import (
 	"time"
 )
 
-func blockedHere(release chan struct{}) { <-release }
+func blockedHere(started, release chan struct{}) {
+	close(started)
+	<-release
+}
 
 func TestSettle(t *testing.T) {
-	release := make(chan struct{})
-	go blockedHere(release)
+	started, release := make(chan struct{}), make(chan struct{})
+	go blockedHere(started, release)
+	<-started // a goroutine not yet run may not show its function yet
 	err := settle(0, []string{"leakcheck.blockedHere"}, 100*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "blockedHere") {
 		t.Fatalf("settle with a blocked goroutine = %v, want a leak naming it", err)
