@@ -3,10 +3,14 @@ package daemon
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"lbdns/control"
 	"lbdns/health"
 	"lbdns/vip"
 )
@@ -33,40 +37,8 @@ func (c *fakeClock) add(d time.Duration) {
 // fact changed since the last plan; facts going stale by time alone are
 // still noticed at the next tick.
 func TestTickSkipsUnchangedPlan(t *testing.T) {
-	dir := t.TempDir()
-	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d, err := New(Options{ConfigPath: writeConfig(t, dir, ""), Client: vip.NewMemClient(), Probe: fp.probe,
-		Identify: noIdentify, Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.ctlLn.Close(); d.statusLn.Close() })
+	d, _, clk := frozenDaemon(t)
 	ctx := context.Background()
-
-	// Probe until every target is up (all observations at the same fake
-	// time), then stop probing: the facts change only by the clock.
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.mon.Run(mctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		up := 0
-		for _, s := range d.mon.Status() {
-			if s.Health.State == health.Up {
-				up++
-			}
-		}
-		if up == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 3 targets up after 5s", up)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
 
 	healthy := func() int {
 		n := 0
@@ -112,5 +84,137 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 	d.handleTick(ctx)
 	if d.plans != 4 {
 		t.Fatalf("tick after an override change: plans = %d, want 4", d.plans)
+	}
+}
+
+// frozenDaemon returns a daemon (not running: the test drives its loop
+// by hand) on a fake clock whose three targets were probed until up, with
+// the monitor then stopped, so that the facts change only by the clock.
+func frozenDaemon(t *testing.T) (*Daemon, *vip.MemClient, *fakeClock) {
+	t.Helper()
+	dir := t.TempDir()
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	clk := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	mc := vip.NewMemClient()
+	d, err := New(Options{ConfigPath: writeConfig(t, dir, ""), Client: mc, Probe: fp.probe, Identify: noIdentify, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.ctlLn.Close(); d.statusLn.Close() })
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.mon.Run(mctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		up := 0
+		for _, s := range d.mon.Status() {
+			if s.Health.State == health.Up {
+				up++
+			}
+		}
+		if up == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 targets up after 5s", up)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	return d, mc, clk
+}
+
+// upDaemon is frozenDaemon with its first plan applied and settled.
+func upDaemon(t *testing.T) (*Daemon, *vip.MemClient, *fakeClock) {
+	t.Helper()
+	d, mc, clk := frozenDaemon(t)
+	d.handleTick(context.Background())
+	if !d.warm || !d.settled {
+		t.Fatalf("warm %v settled %v", d.warm, d.settled)
+	}
+	return d, mc, clk
+}
+
+// TestTickRepairsDirtyCache: a Sync that met a surprise from the kernel
+// (a delete that found the destination gone) returns no error but marks
+// the reconciler's cache dirty; the next tick must turn that into a
+// Resync (vip/doc.go: "the next Sync is then a Resync"), as it did before
+// the tick skip. With the skip, the drift waits for the resync ticker.
+func TestTickRepairsDirtyCache(t *testing.T) {
+	d, mc, clk := upDaemon(t)
+	ctx := context.Background()
+	a := netip.MustParseAddrPort("127.0.0.1:5301")
+	b := netip.MustParseAddrPort("127.0.0.1:5302")
+	// Drift by hand: both a and b deleted from the UDP service.
+	for _, x := range []netip.AddrPort{a, b} {
+		if err := mc.DeleteDestination(svcUDP, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The operator disables a (handleOverride's loop path): deleting a
+	// finds it gone, a surprise that marks the cache dirty, no error.
+	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDisable}})
+	d.reconcile(ctx, false)
+	if !d.rec.Dirty() {
+		t.Fatal("cache not dirty after the surprise")
+	}
+	clk.add(100 * time.Millisecond)
+	d.handleTick(ctx)
+	if _, ok := mc.Table()[svcUDP].Dests[b]; !ok {
+		t.Fatalf("tick after a surprise left the drift in place: dirty %v, settled %v, kernel %v",
+			d.rec.Dirty(), d.settled, mc.Table()[svcUDP].Dests)
+	}
+}
+
+// TestTickRetriesOwnedSave: a failed save of the owned services was
+// retried at the next tick before the skip; now it waits for an event or
+// the resync ticker.
+func TestTickRetriesOwnedSave(t *testing.T) {
+	d, _, clk := frozenDaemon(t)
+	owned := filepath.Join(d.cfg.Daemon.StateDir, ownedFile)
+	// A directory in the file's place makes the rename fail.
+	if err := os.MkdirAll(filepath.Join(owned, "x"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d.handleTick(ctx)
+	if !d.ownedChanged {
+		t.Fatal("owned save did not fail")
+	}
+	if err := os.RemoveAll(owned); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(100 * time.Millisecond)
+	d.handleTick(ctx)
+	if _, err := os.Stat(owned); err != nil {
+		t.Fatalf("owned services not saved at the tick after the failure: %v (settled %v)", err, d.settled)
+	}
+}
+
+// TestScopedEnableUnderWiderOverride: R is disabled in all pools and
+// drained in pool main; "enable R --pool main" removes the drain and
+// must say that R stays disabled everywhere, not that it is back under
+// health-driven control.
+func TestScopedEnableUnderWiderOverride(t *testing.T) {
+	d, _, _ := upDaemon(t)
+	ctx := context.Background()
+	call := func(req control.OverrideRequest) (*control.OverrideReply, error) {
+		return d.handleOverride(ctx, overrideCall{ctx: ctx, req: req, reply: make(chan overrideResult, 1)})
+	}
+	for _, req := range []control.OverrideRequest{
+		{Resolver: "bind-1", Action: control.ActionDisable},
+		{Resolver: "bind-1", Pool: "main", Action: control.ActionDrain},
+	} {
+		if _, err := call(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := call(control.OverrideRequest{Resolver: "bind-1", Pool: "main", Action: control.ActionEnable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rep.Message, "back under health-driven control") || !strings.Contains(rep.Message, "still disabled in all pools") {
+		t.Fatalf("scoped enable under a wider disable says %q; overrides left %+v", rep.Message, rep.Overrides)
 	}
 }
