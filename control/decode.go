@@ -122,13 +122,15 @@ func validateOverride(req OverrideRequest) error {
 	return nil
 }
 
-// scope names an override request's scope in logs.
-func scope(req OverrideRequest) string {
+// Scope names what an override with pool and vip applies to: "pool P",
+// "vip V" or "all pools". The daemon's messages, the logs, lbctl and the
+// status page all use it.
+func Scope(pool, vip string) string {
 	switch {
-	case req.Pool != "":
-		return "pool " + req.Pool
-	case req.VIP != "":
-		return "vip " + req.VIP
+	case pool != "":
+		return "pool " + pool
+	case vip != "":
+		return "vip " + vip
 	}
 	return "all pools"
 }

@@ -159,7 +159,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	}
 	for _, o := range st.Overrides {
 		p.Overrides = append(p.Overrides, overrideView{
-			Resolver: o.Resolver, Scope: scope(OverrideRequest{Pool: o.Pool, VIP: o.VIP}),
+			Resolver: o.Resolver, Scope: Scope(o.Pool, o.VIP),
 			Action: o.Action, ActionClass: oneOf(o.Action, "drain", "disable"),
 			Reason: o.Reason, By: o.By, Set: cell(o.Set, now), Orphaned: o.Orphaned,
 		})

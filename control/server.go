@@ -208,7 +208,7 @@ func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 		result = rep.Message
 	}
 	s.log.Info("override request", "peer", p.String(), "action", req.Action, "resolver", req.Resolver,
-		"scope", scope(req), "reason", req.Reason, "result", result)
+		"scope", Scope(req.Pool, req.VIP), "reason", req.Reason, "result", result)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -46,15 +46,7 @@ func (o storedOverride) sameScope(p storedOverride) bool {
 }
 
 // scopeText describes the override's scope for messages.
-func (o storedOverride) scopeText() string {
-	switch {
-	case o.Pool != "":
-		return "in pool " + o.Pool
-	case o.VIP != "":
-		return "on VIP " + o.VIP
-	}
-	return "in all pools"
-}
+func (o storedOverride) scopeText() string { return "in " + control.Scope(o.Pool, o.VIP) }
 
 func (o storedOverride) rule() resolvers.Rule {
 	r := resolvers.Rule{Resolver: o.Resolver, Pool: o.Pool, VIP: o.VIP}

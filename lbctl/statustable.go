@@ -240,24 +240,13 @@ func (sw *statusWriter) overrides(ovs []control.Override) {
 	tw := sw.table()
 	fmt.Fprintf(tw, "  RESOLVER\tSCOPE\tACTION\tREASON\tSET\tBY\n")
 	for _, o := range ovs {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s", o.Resolver, scope(o), o.Action, dash(oneLine(o.Reason, 60)), sw.ago(o.Set), dash(o.By))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s", o.Resolver, control.Scope(o.Pool, o.VIP), o.Action, dash(oneLine(o.Reason, 60)), sw.ago(o.Set), dash(o.By))
 		if o.Orphaned {
 			fmt.Fprintf(tw, "\tORPHANED")
 		}
 		fmt.Fprintf(tw, "\n")
 	}
 	tw.Flush()
-}
-
-// scope names what an override applies to.
-func scope(o control.Override) string {
-	switch {
-	case o.VIP != "":
-		return "vip " + o.VIP
-	case o.Pool != "":
-		return "pool " + o.Pool
-	}
-	return "all pools"
 }
 
 // prefetch writes the prefetch summary line, when there are entries.
