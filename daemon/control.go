@@ -11,6 +11,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/internal/atomicfile"
 	"lbdns/resolvers"
 	"lbdns/vip"
 )
@@ -132,7 +133,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*contro
 		}
 	}
 	if err := saveOverrides(d.cfg.Daemon.StateDir, next); err != nil {
-		var ds *dirSyncError
+		var ds *atomicfile.DirSyncError
 		if !errors.As(err, &ds) {
 			return nil, fmt.Errorf("cannot persist the override, nothing changed: %w", err)
 		}

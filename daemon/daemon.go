@@ -27,6 +27,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/internal/atomicfile"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
@@ -713,8 +714,8 @@ func (d *Daemon) ensureAddresses() {
 func (d *Daemon) writeDryRunTable() {
 	t := d.rec.Table()
 	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
-	err := writeAtomic(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
-	var ds *dirSyncError
+	err := atomicfile.Write(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
+	var ds *atomicfile.DirSyncError
 	if err != nil && !errors.As(err, &ds) {
 		d.log.Warn("cannot write dry-run table; will retry", "path", path, "err", err)
 		return
@@ -742,47 +743,3 @@ func FormatTable(t vip.Table, header string) string {
 	}
 	return b.String()
 }
-
-// writeAtomic replaces path with data so that a crash leaves either the old
-// or the new file: temp file in the same directory, fsync, rename, fsync of
-// the directory.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	// The rename is durable only once the directory is on disk.
-	dir, err := os.Open(filepath.Dir(path))
-	if err == nil {
-		err = dir.Sync()
-		dir.Close()
-	}
-	if err != nil {
-		return &dirSyncError{err: err}
-	}
-	return nil
-}
-
-// dirSyncError is writeAtomic's error when the new file is in place but
-// the directory could not be synced: the change is made, its durability
-// across a power loss is in doubt.
-type dirSyncError struct{ err error }
-
-func (e *dirSyncError) Error() string { return "sync of the directory after rename: " + e.err.Error() }
-
-func (e *dirSyncError) Unwrap() error { return e.err }

@@ -13,6 +13,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/internal/atomicfile"
 	"lbdns/resolvers"
 )
 
@@ -145,7 +146,7 @@ func saveOverrides(dir string, list []storedOverride) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, overridesFile), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(dir, overridesFile), append(b, '\n'))
 }
 
 // rules turns the overrides into the pool policy's rules.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"lbdns/internal/atomicfile"
 	"lbdns/vip"
 )
 
@@ -79,8 +80,8 @@ func (d *Daemon) pruneOwned(configured vip.Table) {
 		return
 	}
 	path := filepath.Join(d.cfg.Daemon.StateDir, ownedFile)
-	if err := writeAtomic(path, append(b, '\n')); err != nil {
-		var ds *dirSyncError
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		var ds *atomicfile.DirSyncError
 		if !errors.As(err, &ds) {
 			d.log.Warn("cannot save owned IPVS services; will retry", "path", path, "err", err)
 			return
