@@ -252,8 +252,7 @@ func past(action string) string {
 // planWith computes the plan the current facts give under other overrides.
 func (d *Daemon) planWith(list []storedOverride) resolvers.Plan {
 	now := d.now()
-	facts, _ := d.facts(now)
-	return resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: rules(list), Now: now, Prev: d.plan.Pools})
+	return d.planner.WhatIf(d.facts(now), rules(list), now)
 }
 
 // lastTakers lists the services (as "VIP proto/addr:port") that have a
@@ -320,7 +319,6 @@ func vipName(cfg *configs.Config, k vip.ServiceKey) string {
 func (d *Daemon) setOverrides(list []storedOverride) {
 	d.overrides = list
 	d.rules = rules(list)
-	d.settled = false
 	d.mu.Lock()
 	d.overridesView = slices.Clone(list)
 	d.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -93,8 +94,9 @@ type Daemon struct {
 	ownedSaved []string
 	// ownedChanged is set when owned changed since it was last persisted.
 	ownedChanged bool
-	warmUntil    time.Time
-	warm         bool
+	// planner runs the pool policy over time: warm-up, fail-open memory,
+	// verdict events, and whether a tick has anything to do.
+	planner *resolvers.Planner
 	// dryRunWritten is set once the dry-run table file exists.
 	dryRunWritten bool
 	// identity is the last version.bind answer logged per target.
@@ -107,13 +109,6 @@ type Daemon struct {
 	overrides  []storedOverride
 	rules      []resolvers.Rule
 	overrideCh chan overrideCall
-	// reported are the pool verdicts last logged (reportVerdicts).
-	reported []resolvers.PoolStatus
-	// planFacts are the facts the last plan was computed from; settled
-	// is set when that plan was applied without error and computing it
-	// again from the same facts would give the same plan (tick.go).
-	planFacts map[string]resolvers.Fact
-	settled   bool
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -182,6 +177,7 @@ func New(opts Options) (*Daemon, error) {
 		closer:     func() error { return nil },
 		closeProbe: closeProbe,
 		overrideCh: make(chan overrideCall),
+		planner:    resolvers.NewPlanner(),
 		started:    opts.Now(),
 		registry:   opts.Registry,
 	}
@@ -230,7 +226,7 @@ func New(opts Options) (*Daemon, error) {
 		OnResult: d.metrics.observeProbe,
 		Logger:   d.log.With("component", "monitor"),
 	})
-	d.install(cfg)
+	d.install(cfg, false)
 	d.loadOwned()
 	d.reportOrphans(cfg)
 	d.noteReload(nil)
@@ -315,11 +311,12 @@ func (d *Daemon) applyKernelSettings(kc *vip.KernelClient, cfg *configs.Config) 
 	}
 }
 
-// install makes cfg the running configuration: the monitor's targets, the
-// owned service keys, and the VIP addresses.
-func (d *Daemon) install(cfg *configs.Config) {
+// install makes cfg the running configuration: the planner's, the
+// monitor's targets, the owned service keys, and the VIP addresses.
+// reload tells a reload from the start (see resolvers.Planner.Configure).
+func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.cfg = cfg
-	d.settled = false
+	d.planner.Configure(cfg, d.now(), reload)
 	d.mu.Lock()
 	d.view = cfg
 	d.mu.Unlock()
@@ -331,11 +328,10 @@ func (d *Daemon) install(cfg *configs.Config) {
 		}
 	}
 	d.ensureAddresses()
-	d.warmUntil = d.now().Add(warmUp(cfg))
 }
 
 // Targets lists the health targets of cfg: one per (resolver, check) pair
-// that some pool uses, with IDs from resolvers.TargetID.
+// that some pool uses, with IDs from resolvers.TargetKey.String.
 func Targets(cfg *configs.Config) []monitor.Target {
 	seen := map[string]bool{}
 	var out []monitor.Target
@@ -347,7 +343,7 @@ func Targets(cfg *configs.Config) []monitor.Target {
 			if r == nil || chk == nil {
 				continue
 			}
-			id := resolvers.TargetID(r.Name, p.Check)
+			id := resolvers.TargetKey{Resolver: r.Name, Check: p.Check}.String()
 			if seen[id] {
 				continue
 			}
@@ -356,20 +352,6 @@ func Targets(cfg *configs.Config) []monitor.Target {
 		}
 	}
 	return out
-}
-
-// warmUp is how long after start (or reload) the daemon waits for every
-// target to reach a verdict before it touches the IPVS table: the longest
-// time a check needs to decide, plus one interval of start jitter.
-func warmUp(cfg *configs.Config) time.Duration {
-	var w time.Duration
-	for _, c := range cfg.Checks {
-		n := max(c.Rise, c.Fall)
-		if x := time.Duration(n+1)*c.Interval.Duration + c.Timeout.Duration; x > w {
-			w = x
-		}
-	}
-	return w
 }
 
 func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned[k] }
@@ -403,7 +385,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		mode = "dry-run (IPVS table computed, NOT applied)"
 	}
 	d.log.Info("lbdnsd started", "config", d.opts.ConfigPath, "ipvs", mode, "summary", d.cfg.Summary(),
-		"warm_up", warmUp(d.cfg).String())
+		"warm_up", resolvers.WarmUp(d.cfg).String())
 	d.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + d.cfg.Summary()})
 
 	tick := time.NewTicker(d.opts.TickInterval)
@@ -515,7 +497,7 @@ func (d *Daemon) logEvent(ev monitor.Event) {
 // exists to notice facts going stale or probes turning slow, and when no
 // target's fact changed there is nothing to recompute or apply.
 func (d *Daemon) handleTick(ctx context.Context) {
-	if d.planCurrent(d.now()) {
+	if d.planner.Current(d.rules, d.eachFact(d.now())) {
 		return
 	}
 	d.reconcile(ctx, false)
@@ -551,9 +533,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	if kc, ok := d.client.(*vip.KernelClient); ok {
 		d.applyKernelSettings(kc, cfg)
 	}
-	warm := d.warm
-	d.install(cfg)
-	d.warm = warm // a reload does not hold back changes for targets that kept their state
+	d.install(cfg, true) // a warm planner stays warm: targets that kept their state are not held back
 	d.log.Info("config reloaded", "config", d.opts.ConfigPath, "summary", cfg.Summary())
 	d.noteReload(nil)
 	d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Message: "config reloaded: " + cfg.Summary()})
@@ -563,55 +543,67 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	return nil
 }
 
-// facts reads the monitor's status into the pool policy's terms.
-func (d *Daemon) facts(now time.Time) (map[string]resolvers.Fact, bool) {
-	out := make(map[string]resolvers.Fact, len(d.planFacts))
-	decided := true
-	d.mon.Each(func(s monitor.TargetStatus) {
-		d.noteIdentity(s.ID, s)
-		out[s.ID] = factOf(s, now)
-		if s.Health.State == health.Unknown {
-			decided = false
-		}
-	})
-	return out, decided
+// targetKey is the pool policy's key of a monitor target. It is the one
+// place that knows how the monitor names targets.
+func targetKey(s monitor.TargetStatus) resolvers.TargetKey {
+	res, check, _ := strings.Cut(s.ID, "/")
+	return resolvers.TargetKey{Resolver: res, Check: check}
 }
 
-// reconcile recomputes the plan and brings the IPVS table to it. Until
-// every target has a verdict (or the warm-up time is over), it does not
-// touch the table, so a restarted daemon adopts the kernel's table as it is.
+// factOf turns one target's status at now into the pool policy's fact.
+func factOf(s monitor.TargetStatus, now time.Time) resolvers.Fact {
+	return resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
+		Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0 || s.Slow(now)}
+}
+
+// eachFact yields every target's fact at now, without allocating per
+// target, and notes new identities on the way (every target is read, even
+// after the consumer stopped).
+func (d *Daemon) eachFact(now time.Time) iter.Seq2[resolvers.TargetKey, resolvers.Fact] {
+	return func(yield func(resolvers.TargetKey, resolvers.Fact) bool) {
+		more := true
+		d.mon.Each(func(s monitor.TargetStatus) {
+			d.noteIdentity(s.ID, s)
+			if more {
+				more = yield(targetKey(s), factOf(s, now))
+			}
+		})
+	}
+}
+
+// facts snapshots every target's fact at now.
+func (d *Daemon) facts(now time.Time) map[resolvers.TargetKey]resolvers.Fact {
+	out := make(map[resolvers.TargetKey]resolvers.Fact, len(d.cfg.Resolvers))
+	for k, f := range d.eachFact(now) {
+		out[k] = f
+	}
+	return out
+}
+
+// reconcile runs one round of the pool policy: snapshot the facts, plan,
+// report the verdicts that changed, bring the IPVS table to the plan, and
+// tell the planner whether anything is left to retry. Until the warm-up is
+// over the planner holds the table back, so that a restarted daemon adopts
+// the kernel's table as it is.
 func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	now := d.now()
-	facts, decided := d.facts(now)
-	d.mu.Lock()
-	prev := d.plan.Pools
-	d.mu.Unlock()
-	// Until the daemon is warm, verdicts rest on partial facts (a member
-	// without a verdict yet is not healthy, so a pool whose first facts
-	// are of overridden members looks below its minimum). They must not
-	// reach the first managed table through the fail-open hysteresis.
-	held := prev
-	if !d.warm {
-		held = nil
-	}
-	plan := resolvers.Compute(resolvers.Input{Config: d.cfg, Facts: facts, Overrides: d.rules, Now: now, Prev: held})
-	d.planFacts, d.settled = facts, false
+	step := d.planner.Plan(d.facts(now), d.rules, now)
+	plan := step.Plan
 	d.plans++
 
 	d.mu.Lock()
 	d.plan = plan
 	d.mu.Unlock()
 	d.prefetchHealth(plan)
-	if !d.warm {
-		if !decided && now.Before(d.warmUntil) {
-			return
-		}
-		d.warm = true
+	if !step.Apply {
+		return
+	}
+	if step.JustWarmed {
 		d.warmView.Store(true)
 		full = true
-		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", decided)
+		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", step.Decided)
 	}
-	d.reportVerdicts(ctx, plan.Pools, now)
+	d.reportVerdicts(ctx, step.Events)
 	var (
 		ops []vip.Op
 		err error
@@ -637,23 +629,21 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
 	} else {
 		d.pruneOwned(plan.Table)
-		// Settled only when nothing is left to retry at the next tick:
-		// a reconciler cache the kernel surprised (the next Sync is a
+		// Clean only when nothing is left to retry at the next tick: a
+		// reconciler cache the kernel surprised (the next Sync is a
 		// Resync), an owned-services file not yet saved, a dry-run
 		// table file not yet written.
-		d.settled = fixpoint(held, plan.Pools) && !d.rec.Dirty() && !d.ownedChanged && (!d.dryRun || d.dryRunWritten)
+		d.planner.Settle(!d.rec.Dirty() && !d.ownedChanged && (!d.dryRun || d.dryRunWritten))
 	}
 	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()
 	}
 }
 
-// reportVerdicts logs and records the pool verdicts that changed since the
-// last report. It runs only once the daemon is warm: verdicts during the
-// warm-up rest on partial facts and would raise false alarms (a pool whose
-// first facts are of overridden members looks below its minimum).
-func (d *Daemon) reportVerdicts(ctx context.Context, pools []resolvers.PoolStatus, now time.Time) {
-	for _, ev := range resolvers.Events(d.reported, pools, now) {
+// reportVerdicts logs and records the pool verdicts that changed (the
+// planner reports them only once warm).
+func (d *Daemon) reportVerdicts(ctx context.Context, events []resolvers.Event) {
+	for _, ev := range events {
 		lvl := slog.LevelInfo
 		switch {
 		case ev.To == resolvers.NoFacts:
@@ -665,8 +655,6 @@ func (d *Daemon) reportVerdicts(ctx context.Context, pools []resolvers.PoolStatu
 			"fail_open", ev.FailOpen, "detail", ev.Detail)
 		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
 	}
-
-	d.reported = pools
 }
 
 // noteIdentity logs a target's version.bind answer when it is new, and

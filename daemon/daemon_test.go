@@ -264,7 +264,7 @@ func TestReload(t *testing.T) {
 	mc := vip.NewMemClient()
 	h := start(t, path, mc, fp)
 	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
-	before := h.d.Monitor().Status()[resolvers.TargetID("bind-1", "rec")].Health
+	before := h.d.Monitor().Status()[resolvers.TargetKey{Resolver: "bind-1", Check: "rec"}.String()].Health
 
 	t.Run("bad config rejected whole", func(t *testing.T) {
 		bad := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), ""), `vendor = "knot"`, `vendor = "knotty"`, 1)
@@ -295,7 +295,7 @@ func TestReload(t *testing.T) {
 		if err := h.d.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		after := h.d.Monitor().Status()[resolvers.TargetID("bind-1", "rec")].Health
+		after := h.d.Monitor().Status()[resolvers.TargetKey{Resolver: "bind-1", Check: "rec"}.String()].Health
 		if after.State != health.Up || !after.Since.Equal(before.Since) {
 			t.Errorf("bind-1 health reset by reload: before %v since %v, after %v since %v", before.State, before.Since, after.State, after.Since)
 		}

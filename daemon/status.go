@@ -176,7 +176,7 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 		if m.State != health.Unknown {
 			cm.Since = m.Since.UTC()
 		}
-		if ts, ok := mon[resolvers.TargetID(m.Name, p.Check)]; ok {
+		if ts, ok := mon[resolvers.TargetKey{Resolver: m.Name, Check: p.Check}.String()]; ok {
 			cm.Identity = ts.Identity
 			cm.IdentifiedVendor = probes.VendorOf(ts.Identity)
 			cm.Flaps = ts.Health.Flaps

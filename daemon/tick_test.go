@@ -35,7 +35,9 @@ func (c *fakeClock) add(d time.Duration) {
 
 // TestTickSkipsUnchangedPlan: a tick recomputes the plan only when some
 // fact changed since the last plan; facts going stale by time alone are
-// still noticed at the next tick.
+// still noticed at the next tick. The policy is tested pure in resolvers
+// (TestPlannerCurrent); this proves the wiring: the daemon's facts at the
+// tick's time, the planner's verdict, and the overrides in force.
 func TestTickSkipsUnchangedPlan(t *testing.T) {
 	d, _, clk := frozenDaemon(t)
 	ctx := context.Background()
@@ -50,8 +52,8 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 		return n
 	}
 	d.handleTick(ctx) // every target decided: warm, first plan
-	if !d.warm || d.plans != 1 || healthy() != 3 {
-		t.Fatalf("after first tick: warm %v, plans %d, healthy %d; want true, 1, 3", d.warm, d.plans, healthy())
+	if !d.planner.Warm() || d.plans != 1 || healthy() != 3 {
+		t.Fatalf("after first tick: warm %v, plans %d, healthy %d; want true, 1, 3", d.planner.Warm(), d.plans, healthy())
 	}
 	clk.add(100 * time.Millisecond)
 	d.handleTick(ctx)
@@ -64,10 +66,10 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 	if d.plans != 2 || healthy() != 0 {
 		t.Fatalf("tick with stale facts: plans %d, healthy %d; want 2, 0", d.plans, healthy())
 	}
-	if !d.plan.Pools[0].FailOpen {
+	if !d.Plan().Pools[0].FailOpen {
 		t.Fatalf("every member stale: pool not failing open: %+v", d.plan.Pools[0])
 	}
-	// The pool turned to failing open, which the next plan reads (Prev):
+	// The pool turned to failing open, which the next plan reads (Memory):
 	// one more plan, then the plan is settled.
 	clk.add(100 * time.Millisecond)
 	d.handleTick(ctx)
@@ -79,11 +81,19 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 	if d.plans != 3 {
 		t.Fatalf("tick with facts still stale computed a plan (plans = %d, want 3)", d.plans)
 	}
-	// An override change clears the settled plan.
-	d.setOverrides(nil)
+	// An override change makes the settled plan not current.
+	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDrain}})
 	d.handleTick(ctx)
 	if d.plans != 4 {
 		t.Fatalf("tick after an override change: plans = %d, want 4", d.plans)
+	}
+	// Setting the same overrides again changes nothing.
+	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDrain}})
+	clk.add(100 * time.Millisecond)
+	d.handleTick(ctx)
+	d.handleTick(ctx)
+	if d.plans != 4 {
+		t.Fatalf("ticks after the same overrides again: plans = %d, want 4", d.plans)
 	}
 }
 
@@ -130,8 +140,8 @@ func upDaemon(t *testing.T) (*Daemon, *vip.MemClient, *fakeClock) {
 	t.Helper()
 	d, mc, clk := frozenDaemon(t)
 	d.handleTick(context.Background())
-	if !d.warm || !d.settled {
-		t.Fatalf("warm %v settled %v", d.warm, d.settled)
+	if !d.planner.Warm() || !d.planner.Settled() {
+		t.Fatalf("warm %v settled %v", d.planner.Warm(), d.planner.Settled())
 	}
 	return d, mc, clk
 }
@@ -163,7 +173,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 	d.handleTick(ctx)
 	if _, ok := mc.Table()[svcUDP].Dests[b]; !ok {
 		t.Fatalf("tick after a surprise left the drift in place: dirty %v, settled %v, kernel %v",
-			d.rec.Dirty(), d.settled, mc.Table()[svcUDP].Dests)
+			d.rec.Dirty(), d.planner.Settled(), mc.Table()[svcUDP].Dests)
 	}
 }
 
@@ -188,7 +198,7 @@ func TestTickRetriesOwnedSave(t *testing.T) {
 	clk.add(100 * time.Millisecond)
 	d.handleTick(ctx)
 	if _, err := os.Stat(owned); err != nil {
-		t.Fatalf("owned services not saved at the tick after the failure: %v (settled %v)", err, d.settled)
+		t.Fatalf("owned services not saved at the tick after the failure: %v (settled %v)", err, d.planner.Settled())
 	}
 }
 

@@ -75,7 +75,7 @@ func TestRealVendors(t *testing.T) {
 	ids := map[vendors.Vendor]string{}
 	for _, v := range vendors.All() {
 		name := string(v) + "-1"
-		ids[v] = resolvers.TargetID(name, "rec")
+		ids[v] = resolvers.TargetKey{Resolver: name, Check: "rec"}.String()
 		members = append(members, fmt.Sprintf("%q", name))
 		resolverBlocks = append(resolverBlocks, fmt.Sprintf("[[resolver]]\nname = %q\naddress = %q\nvendor = %q\n", name, procs[v].Addr, v))
 	}

@@ -112,24 +112,45 @@ type Fact struct {
 	Failing bool
 }
 
-// TargetID names the health target of resolver r checked by check profile
-// c. The monitor and the pool policy both use it.
-func TargetID(resolver, check string) string { return resolver + "/" + check }
+// TargetKey names the health target of one resolver checked by one check
+// profile: the facts are keyed by it.
+type TargetKey struct {
+	Resolver string
+	Check    string
+}
 
-// Input is everything Plan needs.
+// String returns "resolver/check".
+func (k TargetKey) String() string { return k.Resolver + "/" + k.Check }
+
+// Input is everything Compute needs.
 type Input struct {
 	Config *configs.Config
-	// Facts by TargetID. A missing fact is treated as unknown.
-	Facts map[string]Fact
+	// Facts by target. A missing fact is treated as unknown.
+	Facts map[TargetKey]Fact
 	// Overrides are the operator's rules; a resolver no rule covers is
 	// under health-driven control.
 	Overrides []Rule
 	// Now is the time of the plan.
 	Now time.Time
-	// Prev is the previous plan's pool verdicts (nil at start); a pool
-	// that was failing open keeps failing open until recover_healthy
-	// members are healthy.
-	Prev []PoolStatus
+	// Memory is what the plans before this one left about each pool, by
+	// pool name (nil at a cold start): see Memory. A Planner keeps it.
+	Memory map[string]Memory
+}
+
+// Memory is what one plan leaves for the next about one pool.
+type Memory struct {
+	// FailOpen is true when the pool was failing open: it keeps failing
+	// open until recover_healthy members are healthy (hysteresis).
+	FailOpen bool
+	// LastGood names the members that were healthy in the last plan
+	// before the pool began failing open, in the pool's member order: the
+	// members in traffic just before the collapse (unless an operator
+	// kept them out). Nil when no such plan is known: at a cold start, or
+	// after a reload that changed the pool's members or check. A pool
+	// failing open holds these members in traffic and keeps the others
+	// out; with no last good set (or none of it enabled) it keeps every
+	// enabled member.
+	LastGood []string
 }
 
 // Diagnosis is the verdict on one pool.
@@ -194,6 +215,73 @@ type Member struct {
 	InTraffic bool
 	// Weight is its IPVS weight when InTraffic.
 	Weight uint32
+	// Why says why the member is in or out of traffic, at the pool's
+	// level: a rule scoped to one VIP may still drain or remove its
+	// destinations in that VIP's services (the Table has the result).
+	Why Why
+}
+
+// WhyCode is the fixed reason a member is in or out of traffic.
+type WhyCode uint8
+
+// Reasons a member is in or out of traffic.
+const (
+	// WhyHealthy: in, with its weight; its check is up and fresh.
+	WhyHealthy WhyCode = iota
+	// WhyNoVerdict: out; its check has no verdict yet.
+	WhyNoVerdict
+	// WhyDown: out; its check is down.
+	WhyDown
+	// WhyStale: out; its facts are too old to trust.
+	WhyStale
+	// WhyDrained: in at weight 0, drained by an operator (healthy, or
+	// held by fail-open); a drained member its health keeps out has the
+	// health reason instead.
+	WhyDrained
+	// WhyDisabled: out, disabled by an operator.
+	WhyDisabled
+	// WhyHeldFailOpen: in although it fails its check: the pool fails
+	// open and the member was in traffic just before the collapse.
+	WhyHeldFailOpen
+	// WhyOutFailOpen: out although the pool fails open: the member was
+	// already failing before the collapse.
+	WhyOutFailOpen
+	// WhyFailOpenAll: in although it fails its check: the pool fails open
+	// with no last good set (cold start, or a reload changed the pool),
+	// so every enabled member is kept.
+	WhyFailOpenAll
+)
+
+// String returns the code in lower case with dashes ("held-fail-open").
+func (c WhyCode) String() string {
+	switch c {
+	case WhyHealthy:
+		return "healthy"
+	case WhyNoVerdict:
+		return "no-verdict"
+	case WhyDown:
+		return "down"
+	case WhyStale:
+		return "stale"
+	case WhyDrained:
+		return "drained"
+	case WhyDisabled:
+		return "disabled"
+	case WhyHeldFailOpen:
+		return "held-fail-open"
+	case WhyOutFailOpen:
+		return "out-fail-open"
+	case WhyFailOpenAll:
+		return "fail-open-all"
+	}
+	return fmt.Sprintf("why(%d)", uint8(c))
+}
+
+// Why is the reason a member is in or out of traffic: a fixed code and
+// one line of text for people.
+type Why struct {
+	Code WhyCode
+	Text string
 }
 
 // PoolStatus is the verdict on one pool.
@@ -204,8 +292,10 @@ type PoolStatus struct {
 	Enabled    int
 	Healthy    int
 	Vendors    map[string]VendorCount
-	// FailOpen is true when the pool is below its minimum and keeps every
-	// enabled member in traffic.
+	// FailOpen is true when the pool is below its minimum (or fails at
+	// once) and keeps members in traffic that fail their checks: the last
+	// good set (Memory.LastGood), or every enabled member when there is
+	// none. Each member's Why says which.
 	FailOpen  bool
 	Diagnosis Diagnosis
 	// Detail explains the diagnosis in one line.
@@ -216,40 +306,59 @@ type PoolStatus struct {
 	Members     []Member
 }
 
-// Plan is the outcome of the pool policy.
+// Plan is the outcome of the pool policy: the desired table and the
+// verdict on every pool and member. A Plan is read-only once computed.
 type Plan struct {
 	Table vip.Table
 	Pools []PoolStatus
+	// dests indexes, per service, every pool member's destination address
+	// (in traffic or not) to its pool and member.
+	dests map[vip.ServiceKey]map[netip.AddrPort]memberRef
+}
+
+// memberRef locates a member in Plan.Pools.
+type memberRef struct{ pool, member int }
+
+// Dest returns the pool and the member whose destination addr is in the
+// service key, whether the member is in traffic or not; ok is false when
+// addr is no member's destination there (a destination the daemon does
+// not manage). The member's Why says why it is in or out; the Table has
+// the destination's weight after VIP-scoped rules. The results point into
+// p.Pools and must not be modified.
+func (p Plan) Dest(key vip.ServiceKey, addr netip.AddrPort) (pool *PoolStatus, member *Member, ok bool) {
+	r, ok := p.dests[key][addr]
+	if !ok {
+		return nil, nil, false
+	}
+	ps := &p.Pools[r.pool]
+	return ps, &ps.Members[r.member], true
 }
 
 // Compute applies the pool policy to its input.
 func Compute(in Input) Plan {
 	cfg := in.Config
-	out := Plan{Table: vip.Table{}}
-	prev := byName(in.Prev)
+	out := Plan{Table: vip.Table{}, dests: map[vip.ServiceKey]map[netip.AddrPort]memberRef{}}
 	for i := range cfg.Pools {
-		wasOpen := false
-		if p := prev[cfg.Pools[i].Name]; p != nil {
-			wasOpen = p.FailOpen
-		}
-		ps := evalPool(in, &cfg.Pools[i], wasOpen)
+		ps := evalPool(in, &cfg.Pools[i], in.Memory[cfg.Pools[i].Name])
 		out.Pools = append(out.Pools, ps)
 	}
-	pools := byName(out.Pools)
+	index := make(map[string]int, len(out.Pools))
+	for i := range out.Pools {
+		index[out.Pools[i].Name] = i
+	}
 	for i := range cfg.VIPs {
 		v := &cfg.VIPs[i]
-		ps := pools[v.Pool]
-		if ps == nil {
+		pi, ok := index[v.Pool]
+		if !ok {
 			continue
 		}
-		addTable(out.Table, v, ps, in.Overrides)
+		out.addTable(v, pi, in.Overrides)
 	}
 	return out
 }
 
-// evalPool judges one pool; wasOpen tells whether it was failing open in
-// the previous plan.
-func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
+// evalPool judges one pool; mem is what the plans before left about it.
+func evalPool(in Input, p *configs.Pool, mem Memory) PoolStatus {
 	cfg := in.Config
 	chk := cfg.Checks[p.Check]
 	ps := PoolStatus{Name: p.Name, MinHealthy: p.MinHealthy, Vendors: map[string]VendorCount{}}
@@ -260,7 +369,7 @@ func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 		if r == nil {
 			continue
 		}
-		f, ok := in.Facts[TargetID(r.Name, p.Check)]
+		f, ok := in.Facts[TargetKey{Resolver: r.Name, Check: p.Check}]
 		if !ok {
 			f = Fact{State: health.Unknown}
 		}
@@ -290,24 +399,116 @@ func evalPool(in Input, p *configs.Pool, wasOpen bool) PoolStatus {
 	belowMin := ps.Healthy < p.MinHealthy
 	failOpen := p.FailOpen == nil || *p.FailOpen
 	ps.FailOpen = failOpen && ps.Enabled > 0 && (belowMin || ps.Diagnosis == Upstream)
-	if failOpen && !ps.FailOpen && ps.Enabled > 0 && wasOpen && ps.Healthy < p.RecoverHealthy {
+	if failOpen && !ps.FailOpen && ps.Enabled > 0 && mem.FailOpen && ps.Healthy < p.RecoverHealthy {
 		ps.FailOpen = true
 		ps.Detail += fmt.Sprintf("; recovering: fail-open held until %d members are healthy (recover_healthy)", p.RecoverHealthy)
 	}
 
+	// Failing open, the pool holds the members of its last good set; with
+	// none (or none of them enabled) it keeps every enabled member.
+	held := map[string]bool{}
+	if ps.FailOpen {
+		for _, name := range mem.LastGood {
+			held[name] = true
+		}
+		n := 0
+		for i := range ps.Members {
+			if held[ps.Members[i].Name] && ps.Members[i].Override != Disable {
+				n++
+			}
+		}
+		if n == 0 {
+			clear(held)
+		}
+		ps.Detail += failOpenDetail(&ps, held)
+	}
 	for i := range ps.Members {
 		m := &ps.Members[i]
 		w := weights[i]
-		switch {
-		case m.Override == Disable:
-		case m.Override == Drain && (m.Healthy() || ps.FailOpen):
-			m.InTraffic, m.Weight = true, 0
-		case m.Override == Drain:
-		case m.Healthy() || ps.FailOpen:
+		m.Why = why(m, ps.FailOpen, held)
+		switch m.Why.Code {
+		case WhyHealthy, WhyHeldFailOpen, WhyFailOpenAll:
 			m.InTraffic, m.Weight = true, w
+		case WhyDrained:
+			m.InTraffic, m.Weight = true, 0
 		}
 	}
 	return ps
+}
+
+// why judges whether member m is in traffic in a pool that is failing
+// open or not; held is the pool's last good set in force (empty when the
+// pool keeps every enabled member).
+func why(m *Member, failOpen bool, held map[string]bool) Why {
+	var h Why
+	switch {
+	case m.Healthy():
+		h = Why{WhyHealthy, "healthy"}
+	case failOpen && len(held) == 0:
+		h = Why{WhyFailOpenAll, "failing its check (" + m.health() + "), kept by fail-open: no last good set, every enabled member in traffic"}
+	case failOpen && held[m.Name]:
+		h = Why{WhyHeldFailOpen, "failing its check (" + m.health() + "), held by fail-open: in traffic before the pool collapsed"}
+	case failOpen:
+		h = Why{WhyOutFailOpen, "out although the pool fails open: already failing before the collapse (" + m.health() + ")"}
+	case m.State == health.Unknown:
+		h = Why{WhyNoVerdict, "no health verdict yet"}
+	case m.State == health.Down:
+		h = Why{WhyDown, m.health()}
+	default:
+		h = Why{WhyStale, m.health()}
+	}
+	switch m.Override {
+	case Disable:
+		return Why{WhyDisabled, "disabled by an operator"}
+	case Drain:
+		switch h.Code {
+		case WhyHealthy, WhyHeldFailOpen, WhyFailOpenAll:
+			return Why{WhyDrained, "drained by an operator: weight 0 (" + h.Text + ")"}
+		}
+		h.Text = "drained by an operator and " + h.Text
+	}
+	return h
+}
+
+// health describes a member's health fact in a few words.
+func (m *Member) health() string {
+	switch {
+	case m.State == health.Unknown:
+		return "no verdict yet"
+	case m.State == health.Down && m.Reason != "":
+		return "down: " + m.Reason
+	case m.State == health.Down:
+		return "down"
+	case !m.Fresh:
+		return "stale: no recent probe result"
+	}
+	return m.State.String()
+}
+
+// failOpenDetail tells which members a pool failing open holds in traffic.
+func failOpenDetail(ps *PoolStatus, held map[string]bool) string {
+	if len(held) == 0 {
+		return "; fail-open: no last good set (cold start, or the pool changed), every enabled member kept in traffic"
+	}
+	var in, out []string
+	for i := range ps.Members {
+		m := &ps.Members[i]
+		switch {
+		case m.Override == Disable || m.Healthy():
+		case held[m.Name]:
+			in = append(in, m.Name)
+		default:
+			out = append(out, m.Name)
+		}
+	}
+	s := "; fail-open: holding the members in traffic before the collapse"
+	if len(in) > 0 {
+		s += " (" + strings.Join(in, ", ") + ")"
+	}
+	if len(out) > 0 {
+		s += "; kept out, failing before it: " + strings.Join(out, ", ")
+	}
+	return s
 }
 
 // byName indexes pool verdicts by pool name.
@@ -448,9 +649,10 @@ func sameTime(ms []*Member, w time.Duration) bool {
 	return hi.Sub(lo) <= w
 }
 
-// addTable adds v's services with the in-traffic members of ps, after the
-// rules scoped to v.
-func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus, rules []Rule) {
+// addTable adds v's services with the in-traffic members of pool pi, after
+// the rules scoped to v, and indexes every member's destination in them.
+func (p *Plan) addTable(v *configs.VIP, pi int, rules []Rule) {
+	t, ps := p.Table, &p.Pools[pi]
 	fwd := forwarding(v.Forwarding)
 	for _, proto := range v.Protocols {
 		pr := vip.UDP
@@ -460,7 +662,13 @@ func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus, rules []Rule) {
 		for _, port := range v.Ports {
 			key := vip.ServiceKey{Addr: v.Addr, Port: uint16(port), Proto: pr}
 			svc := vip.Service{Key: key, Scheduler: v.Scheduler, Dests: map[netip.AddrPort]vip.Destination{}}
-			for _, m := range ps.Members {
+			idx := map[netip.AddrPort]memberRef{}
+			p.dests[key] = idx
+			for mi, m := range ps.Members {
+				a := DestAddr(fwd, uint16(port), m.Addr)
+				if _, dup := idx[a]; !dup {
+					idx[a] = memberRef{pool: pi, member: mi}
+				}
 				if !m.InTraffic {
 					continue
 				}
@@ -471,7 +679,6 @@ func addTable(t vip.Table, v *configs.VIP, ps *PoolStatus, rules []Rule) {
 				case Drain:
 					w = 0
 				}
-				a := DestAddr(fwd, uint16(port), m.Addr)
 				svc.Dests[a] = vip.Destination{Addr: a, Weight: w, Forwarding: fwd}
 			}
 			t[key] = svc
@@ -518,7 +725,7 @@ type Event struct {
 func (e Event) String() string {
 	s := fmt.Sprintf("pool %s: %s -> %s: %s", e.Pool, e.From, e.To, e.Detail)
 	if e.FailOpen {
-		s += " (FAIL-OPEN: every enabled member kept in traffic)"
+		s += " (FAIL-OPEN: members failing their checks kept in traffic)"
 	}
 	return s
 }

@@ -39,14 +39,14 @@ func testConfig(fwd string, failOpen bool, minHealthy int) *configs.Config {
 	return c
 }
 
-func facts(states map[string]health.State, since map[string]time.Time) map[string]Fact {
-	out := map[string]Fact{}
+func facts(states map[string]health.State, since map[string]time.Time) map[TargetKey]Fact {
+	out := map[TargetKey]Fact{}
 	for n, s := range states {
 		at, ok := since[n]
 		if !ok {
 			at = t0
 		}
-		out[TargetID(n, "rec")] = Fact{State: s, Since: at, Fresh: true, Reason: "rcode SERVFAIL"}
+		out[TargetKey{Resolver: n, Check: "rec"}] = Fact{State: s, Since: at, Fresh: true, Reason: "rcode SERVFAIL"}
 	}
 	return out
 }
@@ -205,14 +205,14 @@ func TestCompute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := facts(tc.states, tc.since)
 			for _, n := range tc.failing {
-				x := f[TargetID(n, "rec")]
+				x := f[TargetKey{Resolver: n, Check: "rec"}]
 				x.Failing = true
-				f[TargetID(n, "rec")] = x
+				f[TargetKey{Resolver: n, Check: "rec"}] = x
 			}
 			for _, n := range tc.stale {
-				x := f[TargetID(n, "rec")]
+				x := f[TargetKey{Resolver: n, Check: "rec"}]
 				x.Fresh = false
-				f[TargetID(n, "rec")] = x
+				f[TargetKey{Resolver: n, Check: "rec"}] = x
 			}
 			p := Compute(Input{Config: tc.cfg, Facts: f, Overrides: tc.overrides, Now: later})
 			if len(p.Pools) != 1 {
@@ -295,6 +295,7 @@ func TestRecoveryHysteresis(t *testing.T) {
 	cfg := testConfig("dr", true, 1) // recover_healthy 2 of 4
 	down := map[string]health.State{"bind-1": health.Down, "bind-2": health.Down, "unbound-1": health.Down, "unbound-2": health.Down}
 	p := Compute(Input{Config: cfg, Now: t0, Facts: facts(down, nil)})
+	mem := remember(nil, p.Pools)
 	if !p.Pools[0].FailOpen {
 		t.Fatal("all down: not failing open")
 	}
@@ -315,7 +316,8 @@ func TestRecoveryHysteresis(t *testing.T) {
 		for _, n := range st.up {
 			states[n] = health.Up
 		}
-		p = Compute(Input{Config: cfg, Now: t0, Facts: facts(states, nil), Prev: p.Pools})
+		p = Compute(Input{Config: cfg, Now: t0, Facts: facts(states, nil), Memory: mem})
+		mem = remember(mem, p.Pools)
 		ps := p.Pools[0]
 		n := 0
 		for _, m := range ps.Members {
