@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"lbdns/control"
 )
 
 // TestOverrideNeverAddsFailingBackEnd: with r3 and r4 down, r1 and r2
@@ -48,5 +51,44 @@ func TestOverrideNeverAddsFailingBackEnd(t *testing.T) {
 	}
 	if st := w.statusJSON(); st.Pools[0].FailOpen {
 		t.Errorf("pool failed open after a refused override: %s", st.Pools[0].Detail)
+	}
+}
+
+// TestFailOpenKeepsLastGood is issue 7's case end to end: r2 and r3 are
+// down (broken in their own ways) long before r1, the last good one,
+// dies. The pool fails open to r1 alone, the set in traffic just before
+// the collapse; r2 and r3 stay out. When r2 recovers it comes back at
+// once (the pool keeps failing open until recover_healthy members are
+// healthy), and r3 still stays out.
+func TestFailOpenKeepsLastGood(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, onePool(3))
+	w.startReady()
+	for _, name := range []string{"r2", "r3"} {
+		if err := w.backend(name).Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastGood := w.wantTable(nil, []string{"r2", "r3"})
+	w.waitTable("r2 and r3 down", lastGood)
+
+	if err := w.backend("r1").Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus("the pool failing open with r1 down", func(st *control.Status) (bool, string) {
+		r1, _ := member(st, "main", "r1")
+		return st.Pools[0].FailOpen && r1.State == "down", fmt.Sprintf("fail-open %v, r1 %s: %s", st.Pools[0].FailOpen, r1.State, st.Pools[0].Detail)
+	})
+	tb, err := w.readTable()
+	if err != nil || !tb.equal(lastGood) {
+		t.Errorf("failing open: table\n%swant the last good set (r1 alone):\n%s(err %v)", tb, lastGood, err)
+	}
+
+	if err := w.backend("r2").Restart(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitTable("r2 back, r1 held, r3 out", w.wantTable(nil, []string{"r3"}))
+	if st := w.statusJSON(); !st.Pools[0].FailOpen {
+		t.Errorf("one member healthy of recover_healthy 2: pool stopped failing open: %s", st.Pools[0].Detail)
 	}
 }
