@@ -1,22 +1,33 @@
 // Package resolvers turns health facts about back-end recursive resolvers and
 // operator intent into the desired IPVS table, per pool and per VIP.
 //
-// It is pure: Plan is a function of the configuration, the facts and the
-// overrides it is given, and of the time passed in. The rules, in order:
+// It is pure. Compute is a function of the configuration, the facts, the
+// overrides and the memory it is given, and of the time passed in; a
+// Planner runs it over time: it keeps the memory between plans, holds the
+// table back during the warm-up, reports verdict changes, and tells when
+// a new round would change nothing. The rules, in order:
 //
 //   - A member disabled by an operator never gets traffic.
 //   - A member is healthy when its check's state is up and the fact is
 //     fresh. Healthy members get their configured weight; a drained one
 //     keeps its destination at weight 0 so that existing flows finish.
 //   - When fewer than min_healthy members are healthy and the pool fails
-//     open (the default), every enabled member keeps traffic: when a whole
-//     pool fails, the check or the upstream is the likelier culprit, and
-//     removing every resolver would turn a partial outage into a total one.
-//     A pool failing open keeps failing open until recover_healthy members
-//     are healthy again (hysteresis), so that the first resolver to recover
-//     does not take all the traffic alone.
-//     When the pool does not fail open, only the healthy members remain,
-//     possibly none.
+//     open (the default), the pool keeps its last good set in traffic: the
+//     members that were healthy in the last plan before it began failing
+//     open, that is, in traffic just before the collapse. When a whole pool
+//     fails, the check or the upstream is the likelier culprit, and removing
+//     every resolver would turn a partial outage into a total one; but a
+//     member that was already down before the collapse is broken for
+//     reasons of its own and stays out. Only with no last good set (a cold
+//     start, a reload that changed the pool's members or check, or a set
+//     whose members are all disabled) does the pool keep every enabled
+//     member. A pool failing open keeps failing open until recover_healthy
+//     members are healthy again (hysteresis), so that the first resolver to
+//     recover does not take all the traffic alone; members that recover
+//     meanwhile get traffic at once. When the pool does not fail open, only
+//     the healthy members remain, possibly none.
+//   - Every member's verdict says why it is in or out (Member.Why), and
+//     Plan.Dest finds the member behind any destination of a service.
 //   - The diagnosis tells a single broken box, a vendor-wide failure (all
 //     members of one vendor down while another vendor is up) and a broken
 //     upstream (members of at least two vendors all down, having gone down
