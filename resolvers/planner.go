@@ -2,7 +2,6 @@ package resolvers
 
 import (
 	"iter"
-	"reflect"
 	"slices"
 	"time"
 
@@ -81,8 +80,9 @@ func WarmUp(cfg *configs.Config) time.Duration {
 // the planner is cold: it waits for the warm-up and remembers nothing. On
 // a reload, a warm planner stays warm (targets that kept their state are
 // not held back) and keeps each pool's memory, except the last good set
-// of a pool whose members (names or addresses) or check changed: it no
-// longer says who was in traffic. The plan in force is no longer current.
+// of a pool whose members (names or addresses) or check (the question it
+// asks, see configs.Check.SameProbe) changed: it no longer says who was
+// in traffic. The plan in force is no longer current.
 func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	if reload && p.cfg != nil {
 		p.memory = carry(p.cfg, cfg, p.memory)
@@ -113,10 +113,13 @@ func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory 
 }
 
 // poolChanged reports whether a pool's members (names, addresses) or its
-// check profile differ between two configurations.
+// check differ between two configurations: another check profile, or one
+// that asks another question or judges the answer another way (its
+// pacing aside: the facts gathered under the old one still hold, so the
+// last good set does too).
 func poolChanged(prev, next *configs.Config, op, np *configs.Pool) bool {
 	if op.Check != np.Check || !slices.Equal(op.Members, np.Members) ||
-		!reflect.DeepEqual(prev.Checks[op.Check], next.Checks[np.Check]) {
+		!prev.Checks[op.Check].SameProbe(next.Checks[np.Check]) {
 		return true
 	}
 	for _, name := range np.Members {

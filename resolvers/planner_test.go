@@ -181,8 +181,8 @@ func TestFailOpenColdStart(t *testing.T) {
 }
 
 // TestFailOpenReload: a reload that changed the pool (its members, their
-// addresses, or its check) forgets the last good set; one that did not
-// keeps it.
+// addresses, or the question its check asks) forgets the last good set;
+// one that did not (its check's pacing aside) keeps it.
 func TestFailOpenReload(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -197,7 +197,14 @@ func TestFailOpenReload(t *testing.T) {
 			c.Resolvers[1].AddrPort = netip.MustParseAddrPort("198.51.100.99:5353")
 		},
 			want: bind1 + "=100 " + unb1 + "=102 198.51.100.99:53=101"},
-		{name: "check changed", change: func(c *configs.Config) { c.Checks["rec"].Fall = 5 },
+		{name: "check pacing changed", change: func(c *configs.Config) { c.Checks["rec"].Fall = 5; c.Checks["rec"].Rise = 1 },
+			want: bind1 + "=100"},
+		{name: "check question changed", change: func(c *configs.Config) { c.Checks["rec"].QName = "other.example." },
+			want: bind1 + "=100 " + bind2 + "=101 " + unb1 + "=102"},
+		{name: "other check profile", change: func(c *configs.Config) {
+			c.Checks["deep"] = &configs.Check{Name: "deep", Interval: configs.Duration{Duration: time.Second}, Rise: 2, Fall: 3}
+			c.Pools[0].Check = "deep"
+		},
 			want: bind1 + "=100 " + bind2 + "=101 " + unb1 + "=102"},
 	}
 	for _, tc := range tests {
@@ -219,6 +226,10 @@ func TestFailOpenReload(t *testing.T) {
 			w.p.Configure(next, w.now, true)
 			if !w.p.Warm() {
 				t.Fatal("a reload cooled the planner down")
+			}
+			forget := tc.want != bind1+"=100"
+			if m, _ := w.p.Memory("main"); !m.FailOpen || (m.LastGood == nil) != forget {
+				t.Errorf("memory after the reload %+v; want failing open, last good forgotten %v", m, forget)
 			}
 			st := w.plan()
 			if !st.Apply || st.JustWarmed {
