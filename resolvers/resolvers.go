@@ -417,8 +417,9 @@ func evalPool(in Input, p *configs.Pool, mem Memory) PoolStatus {
 
 	// Failing open, the pool holds the members of its last good set; with
 	// none (or none of them enabled) it keeps every enabled member.
-	held := map[string]bool{}
+	var held map[string]bool
 	if ps.FailOpen {
+		held = make(map[string]bool, len(mem.LastGood))
 		for _, name := range mem.LastGood {
 			held[name] = true
 		}
