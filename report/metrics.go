@@ -218,7 +218,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if t := in.PrefetchTotals; t != nil {
-		states := map[string]int{PrefetchOK: 0, PrefetchFailing: 0, PrefetchParked: 0, PrefetchPending: 0}
+		states := map[string]int{prefetchOK: 0, prefetchFailing: 0, prefetchParked: 0, prefetchPending: 0}
 		for _, e := range st.Prefetch {
 			states[e.State]++
 		}

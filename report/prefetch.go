@@ -14,14 +14,14 @@ import (
 // Prefetch entry states, as the status and the prefetch_entries metric
 // name them.
 const (
-	// PrefetchParked: the resolver is down or disabled; the entry waits.
-	PrefetchParked = "parked"
-	// PrefetchFailing: the last queries failed.
-	PrefetchFailing = "failing"
-	// PrefetchPending: no answer yet.
-	PrefetchPending = "pending"
-	// PrefetchOK: the last query was answered.
-	PrefetchOK = "ok"
+	// prefetchParked: the resolver is down or disabled; the entry waits.
+	prefetchParked = "parked"
+	// prefetchFailing: the last queries failed.
+	prefetchFailing = "failing"
+	// prefetchPending: no answer yet.
+	prefetchPending = "pending"
+	// prefetchOK: the last query was answered.
+	prefetchOK = "ok"
 )
 
 // PrefetchEntries turns the prefetcher's entries into the API's, sorted by
@@ -52,12 +52,12 @@ func PrefetchEntries(entries []prefetch.Status) []control.PrefetchEntry {
 func prefetchState(e prefetch.Status) string {
 	switch {
 	case !e.Healthy:
-		return PrefetchParked
+		return prefetchParked
 	case e.ConsecutiveFailures > 0:
-		return PrefetchFailing
+		return prefetchFailing
 	case e.LastRefresh.IsZero():
-		return PrefetchPending
+		return prefetchPending
 	default:
-		return PrefetchOK
+		return prefetchOK
 	}
 }
