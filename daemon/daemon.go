@@ -31,6 +31,7 @@ import (
 	"lbdns/internal/atomicfile"
 	"lbdns/monitor"
 	"lbdns/probes"
+	"lbdns/report"
 	"lbdns/resolvers"
 	"lbdns/vip"
 )
@@ -114,9 +115,9 @@ type Daemon struct {
 
 	started  time.Time
 	evlog    *control.EventLog
-	metrics  *metrics
+	metrics  *report.Metrics
 	registry *prometheus.Registry
-	stats    statsCache
+	stats    *report.StatsCache
 	warmView atomic.Bool
 	// ctlLn and statusLn are the control socket and the status endpoint
 	// (statusLn nil when turned off); Run serves them.
@@ -182,7 +183,7 @@ func New(opts Options) (*Daemon, error) {
 		registry:   opts.Registry,
 	}
 	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
-	m, err := newMetrics(opts.Registry, d)
+	m, err := report.NewMetrics(opts.Registry, d.reportInput)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: metrics: %w", err)
 	}
@@ -201,6 +202,7 @@ func New(opts Options) (*Daemon, error) {
 		d.client, d.closer = kc, kc.Close
 		d.applyKernelSettings(kc, cfg)
 	}
+	d.stats = report.NewStatsCache(d.statsReader(), opts.Now, d.log)
 	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o750); err != nil {
 		d.closer()
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
@@ -223,7 +225,7 @@ func New(opts Options) (*Daemon, error) {
 		Identify: opts.Identify,
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
-		OnResult: d.metrics.observeProbe,
+		OnResult: d.observeProbe,
 		Logger:   d.log.With("component", "monitor"),
 	})
 	d.install(cfg, false)
@@ -286,7 +288,7 @@ func (d *Daemon) noteReload(err error) {
 		d.lastReloadErr = err.Error()
 	}
 	d.mu.Unlock()
-	d.metrics.reloaded(err == nil, now)
+	d.metrics.Reloaded(err == nil, now)
 }
 
 func (d *Daemon) setLevel(cfg *configs.Config) {
@@ -489,8 +491,7 @@ func (d *Daemon) logEvent(ev monitor.Event) {
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
 	d.event(control.Event{Kind: control.EventState, Subject: ev.TargetID, Error: tr.To == health.Down,
 		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
-	res, check, _ := strings.Cut(ev.TargetID, "/")
-	d.metrics.transitions.WithLabelValues(res, check, tr.To.String()).Inc()
+	d.countTransition(ev)
 }
 
 // handleTick reconciles unless the plan in force is still current: a tick
@@ -622,7 +623,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 			d.log.Info("ipvs op applied", "op", msg)
 		}
 		d.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg})
-		d.metrics.ipvsOps.WithLabelValues(op.Kind.String()).Inc()
+		d.metrics.IPVSOp(op)
 	}
 	if err != nil {
 		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
