@@ -15,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/health"
 	"lbdns/internal/testlog"
+	"lbdns/internal/vipfake"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
@@ -233,7 +234,7 @@ func TestRestartAdoptsTable(t *testing.T) {
 
 	// A new daemon over the same table applies nothing once it has
 	// re-learned the same health.
-	counting := vip.NewCountingClient(mc)
+	counting := vipfake.NewCountingClient(mc)
 	d, err := New(Options{ConfigPath: path, Client: counting, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

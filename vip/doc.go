@@ -43,7 +43,7 @@
 // # Bulk changes
 //
 // When there is more than one operation and the Client is a BatchClient
-// (KernelClient, MemClient, CountingClient), the reconciler sends them all
+// (KernelClient, MemClient), the reconciler sends them all
 // in one ApplyBatch: KernelClient writes up to 128 IPVS requests per
 // sendmsg on a generic netlink socket of its own and matches each
 // acknowledgement to its request by sequence number. Only the operations

@@ -20,11 +20,9 @@ const unavailableHint = "load the ip_vs module (modprobe ip_vs) and run as root 
 var (
 	_ Client = (*KernelClient)(nil)
 	_ Client = (*MemClient)(nil)
-	_ Client = (*CountingClient)(nil)
 
 	_ BatchClient = (*KernelClient)(nil)
 	_ BatchClient = (*MemClient)(nil)
-	_ BatchClient = (*CountingClient)(nil)
 )
 
 // KernelClient is the Client of the running kernel's IPVS table, over

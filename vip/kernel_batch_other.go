@@ -7,7 +7,7 @@ type batchConn struct{}
 
 // ApplyBatch implements BatchClient one op at a time.
 func (k *KernelClient) ApplyBatch(ops []Op) []error {
-	return applyEach(k, ops)
+	return ApplyEach(k, ops)
 }
 
 // BatchSends returns the number of sendmsg calls ApplyBatch has made: none

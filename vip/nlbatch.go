@@ -21,9 +21,9 @@ type BatchClient interface {
 	ApplyBatch(ops []Op) []error
 }
 
-// applyEach performs each op once through c's plain methods: ApplyBatch
-// for clients without a faster way.
-func applyEach(c Client, ops []Op) []error {
+// ApplyEach performs each op once through c's plain methods: the ApplyBatch
+// of a Client without a faster way. It returns one error or nil per op.
+func ApplyEach(c Client, ops []Op) []error {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
 		k := op.Service.Key
