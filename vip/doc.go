@@ -3,9 +3,10 @@
 //
 // The desired table (Table, Service, Destination) comes from the pools; the
 // kernel's table is read and written through the small Client interface,
-// whose implementations are KernelClient (generic netlink via
-// github.com/cloudflare/ipvs) and MemClient (in memory, for -dry-run and
-// tests). Diff is a pure function from the current and desired tables to the
+// whose implementations are KernelClient (generic netlink: reads via
+// github.com/cloudflare/ipvs, writes through this package's one encoder of
+// IPVS attributes, for single requests and batches alike) and MemClient (in
+// memory, for -dry-run and tests). Diff is a pure function from the current and desired tables to the
 // smallest list of operations, and Apply is its pure model; the Reconciler
 // runs those operations against a Client.
 //

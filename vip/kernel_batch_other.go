@@ -2,6 +2,8 @@
 
 package vip
 
+import "fmt"
+
 // batchConn is empty off Linux, where there is no netlink.
 type batchConn struct{}
 
@@ -16,3 +18,8 @@ func (k *KernelClient) BatchSends() uint64 { return 0 }
 
 // closeBatch has nothing to close off Linux.
 func (k *KernelClient) closeBatch() error { return nil }
+
+// write fails off Linux, where there is no netlink.
+func (k *KernelClient) write(op Op) error {
+	return fmt.Errorf("vip: %s: %w", op, ErrIPVSUnavailable)
+}
