@@ -428,23 +428,6 @@ func TestRemovedVIPDeletedAfterRestart(t *testing.T) {
 	}
 }
 
-func TestParseServiceKey(t *testing.T) {
-	for _, k := range []vip.ServiceKey{
-		{Addr: netip.MustParseAddr("192.0.2.1"), Port: 53, Proto: vip.UDP},
-		{Addr: netip.MustParseAddr("2001:db8::1"), Port: 5353, Proto: vip.TCP},
-	} {
-		got, err := parseServiceKey(k.String())
-		if err != nil || got != k {
-			t.Errorf("parseServiceKey(%q) = %v, %v", k.String(), got, err)
-		}
-	}
-	for _, bad := range []string{"", "udp", "sctp/192.0.2.1:53", "udp/192.0.2.1", "udp/x:53"} {
-		if _, err := parseServiceKey(bad); err == nil {
-			t.Errorf("parseServiceKey(%q) accepted", bad)
-		}
-	}
-}
-
 // TestOnEventDoesNotBlockShutdown: once Run is stopping, a monitor event
 // arriving with the queue full must not block the monitor (which Run waits
 // for): that was a shutdown deadlock under load.
