@@ -17,7 +17,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,11 +89,7 @@ type Daemon struct {
 
 	// Loop-owned state.
 	cfg   *configs.Config
-	owned map[vip.ServiceKey]bool
-	// ownedSaved is the owned set as last persisted.
-	ownedSaved []string
-	// ownedChanged is set when owned changed since it was last persisted.
-	ownedChanged bool
+	owned *vip.OwnedSet
 	// planner runs the pool policy over time: warm-up, fail-open memory,
 	// verdict events, and whether a tick has anything to do.
 	planner *resolvers.Planner
@@ -173,7 +168,7 @@ func New(opts Options) (*Daemon, error) {
 		events:     make(chan monitor.Event, 1024),
 		reloadCh:   make(chan chan error),
 		stopping:   make(chan struct{}),
-		owned:      map[vip.ServiceKey]bool{},
+		owned:      vip.NewOwnedSet(),
 		identity:   map[string]string{},
 		closer:     func() error { return nil },
 		closeProbe: closeProbe,
@@ -324,10 +319,7 @@ func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.mu.Unlock()
 	d.mon.Update(Targets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
-		if !d.owned[k] {
-			d.owned[k] = true
-			d.ownedChanged = true
-		}
+		d.owned.Add(k)
 	}
 	d.ensureAddresses()
 }
@@ -356,7 +348,7 @@ func Targets(cfg *configs.Config) []monitor.Target {
 	return out
 }
 
-func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned[k] }
+func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned.Has(k) }
 
 // onEvent queues a monitor event for the loop. Once the loop is stopping
 // it drops events instead of blocking the monitor's shutdown.
@@ -634,7 +626,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		// reconciler cache the kernel surprised (the next Sync is a
 		// Resync), an owned-services file not yet saved, a dry-run
 		// table file not yet written.
-		d.planner.Settle(!d.rec.Dirty() && !d.ownedChanged && (!d.dryRun || d.dryRunWritten))
+		d.planner.Settle(!d.rec.Dirty() && !d.owned.Unsaved() && (!d.dryRun || d.dryRunWritten))
 	}
 	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
 		d.writeDryRunTable()
@@ -703,32 +695,11 @@ func (d *Daemon) ensureAddresses() {
 func (d *Daemon) writeDryRunTable() {
 	t := d.rec.Table()
 	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
-	err := atomicfile.Write(path, []byte(FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
+	err := atomicfile.Write(path, []byte(vip.FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
 	var ds *atomicfile.DirSyncError
 	if err != nil && !errors.As(err, &ds) {
 		d.log.Warn("cannot write dry-run table; will retry", "path", path, "err", err)
 		return
 	}
 	d.dryRunWritten = true
-}
-
-// FormatTable renders t like `ipvsadm -Ln`, with a header line.
-func FormatTable(t vip.Table, header string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n", header)
-	fmt.Fprintf(&b, "Prot LocalAddress:Port Scheduler\n  -> RemoteAddress:Port Forward Weight\n")
-	for _, k := range t.Keys() {
-		s := t[k]
-		fmt.Fprintf(&b, "%s  %s %s\n", strings.ToUpper(k.Proto.String()), netip.AddrPortFrom(k.Addr, k.Port), s.Scheduler)
-		addrs := make([]netip.AddrPort, 0, len(s.Dests))
-		for a := range s.Dests {
-			addrs = append(addrs, a)
-		}
-		sort.Slice(addrs, func(i, j int) bool { return addrs[i].Compare(addrs[j]) < 0 })
-		for _, a := range addrs {
-			dst := s.Dests[a]
-			fmt.Fprintf(&b, "  -> %-28s %-6s %d\n", a, dst.Forwarding, dst.Weight)
-		}
-	}
-	return b.String()
 }

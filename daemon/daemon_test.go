@@ -15,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/health"
 	"lbdns/internal/testlog"
+	"lbdns/internal/vipfake"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
@@ -233,7 +234,7 @@ func TestRestartAdoptsTable(t *testing.T) {
 
 	// A new daemon over the same table applies nothing once it has
 	// re-learned the same health.
-	counting := vip.NewCountingClient(mc)
+	counting := vipfake.NewCountingClient(mc)
 	d, err := New(Options{ConfigPath: path, Client: counting, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -424,23 +425,6 @@ func TestRemovedVIPDeletedAfterRestart(t *testing.T) {
 	}
 	if !pruned(b) {
 		t.Errorf("owned file not pruned:\n%s", b)
-	}
-}
-
-func TestParseServiceKey(t *testing.T) {
-	for _, k := range []vip.ServiceKey{
-		{Addr: netip.MustParseAddr("192.0.2.1"), Port: 53, Proto: vip.UDP},
-		{Addr: netip.MustParseAddr("2001:db8::1"), Port: 5353, Proto: vip.TCP},
-	} {
-		got, err := parseServiceKey(k.String())
-		if err != nil || got != k {
-			t.Errorf("parseServiceKey(%q) = %v, %v", k.String(), got, err)
-		}
-	}
-	for _, bad := range []string{"", "udp", "sctp/192.0.2.1:53", "udp/192.0.2.1", "udp/x:53"} {
-		if _, err := parseServiceKey(bad); err == nil {
-			t.Errorf("parseServiceKey(%q) accepted", bad)
-		}
 	}
 }
 

@@ -25,14 +25,15 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
 	mon := d.mon.Status()
-	applied := d.rec.Table()
+	snap := d.rec.Snapshot() // table and counters from one publish
+	applied := snap.Table
 	in := report.Input{
 		Now: now, Config: cfg, Plan: plan, Overrides: d.overrideView(cfg, ovs),
 		Target: func(resolver, check string) (monitor.TargetStatus, bool) {
 			ts, ok := mon[resolvers.TargetKey{Resolver: resolver, Check: check}.String()]
 			return ts, ok
 		},
-		Applied: applied, Stats: d.stats.Read(ctx, applied), IPVS: d.rec.Stats(),
+		Applied: applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
 		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: d.warmView.Load(),
 			LastReload: lastReload, LastReloadError: reloadErr},
 	}

@@ -189,7 +189,7 @@ func TestTickRetriesOwnedSave(t *testing.T) {
 	}
 	ctx := context.Background()
 	d.handleTick(ctx)
-	if !d.ownedChanged {
+	if !d.owned.Unsaved() {
 		t.Fatal("owned save did not fail")
 	}
 	if err := os.RemoveAll(owned); err != nil {

@@ -108,7 +108,7 @@ func (tb ipvsTable) equal(other ipvsTable) bool {
 func (w *world) dryRunTable() string { return filepath.Join(w.stateDir, "dry-run-table.txt") }
 
 // readTable parses the dry-run table file (the format of
-// daemon.FormatTable); a missing file is a nil table.
+// vip.FormatTable); a missing file is a nil table.
 func (w *world) readTable() (ipvsTable, error) {
 	b, err := os.ReadFile(w.dryRunTable())
 	if errors.Is(err, fs.ErrNotExist) {
@@ -120,7 +120,7 @@ func (w *world) readTable() (ipvsTable, error) {
 	return parseTable(string(b))
 }
 
-// parseTable parses daemon.FormatTable's output.
+// parseTable parses vip.FormatTable's output.
 func parseTable(s string) (ipvsTable, error) {
 	lines := strings.Split(s, "\n")
 	if len(lines) < 3 || !strings.HasPrefix(lines[0], "# DRY RUN") {

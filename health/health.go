@@ -43,10 +43,6 @@ func (s State) String() string {
 	}
 }
 
-// flapRing is the number of recent Up<->Down change times kept for
-// RecentFlaps.
-const flapRing = 32
-
 // Tracker is the rise/fall state machine for one (back end, check) target.
 // It is not safe for concurrent use; the caller serializes access.
 type Tracker struct {
@@ -62,11 +58,6 @@ type Tracker struct {
 	consecFail     int
 	flaps          int
 	checks         uint64
-
-	// flapTimes is a ring of the times of the last flapRing Up<->Down
-	// changes; flapNext is the slot written next.
-	flapTimes [flapRing]time.Time
-	flapNext  int
 }
 
 // NewTracker returns a tracker in state Unknown since now. A rise or fall
@@ -127,8 +118,6 @@ func (t *Tracker) Observe(ok bool, reason string, now time.Time) (Transition, bo
 	tr := Transition{From: t.state, To: next, At: now, Reason: reason}
 	if t.state != Unknown {
 		t.flaps++
-		t.flapTimes[t.flapNext] = now
-		t.flapNext = (t.flapNext + 1) % flapRing
 	}
 	t.state = next
 	t.since = now
@@ -137,20 +126,6 @@ func (t *Tracker) Observe(ok bool, reason string, now time.Time) (Transition, bo
 
 // State returns the current state.
 func (t *Tracker) State() State { return t.state }
-
-// RecentFlaps returns the number of Up<->Down changes in the window that
-// ends at now (changes at times after now-window and not after now). Only
-// the last 32 changes are remembered, so the count is at most 32.
-func (t *Tracker) RecentFlaps(now time.Time, window time.Duration) int {
-	from := now.Add(-window)
-	n := 0
-	for _, at := range t.flapTimes {
-		if !at.IsZero() && at.After(from) && !at.After(now) {
-			n++
-		}
-	}
-	return n
-}
 
 // Status is a copy of a tracker's facts at one moment.
 type Status struct {

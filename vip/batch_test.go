@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"slices"
 	"testing"
@@ -27,7 +26,7 @@ func (b *batchFaultClient) ApplyBatch(ops []Op) []error {
 			errs[i] = err
 			continue
 		}
-		errs[i] = applyEach(b.faultClient, []Op{op})[0]
+		errs[i] = ApplyEach(b.faultClient, []Op{op})[0]
 	}
 	return errs
 }
@@ -121,32 +120,6 @@ func TestReconcilerBatchFallback(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestReconcilerBatchOnlyForMany(t *testing.T) {
-	ctx := context.Background()
-	m := NewMemClient()
-	c := NewCountingClient(m)
-	r, _ := newTestReconciler(c, nil)
-	if _, err := r.Sync(ctx, desiredTable()); err != nil {
-		t.Fatal(err)
-	}
-	got := c.Counts()
-	if want := (ClientCounts{Services: 1, Writes: 6, Batches: 1}); got != want {
-		t.Errorf("full sync counts %+v, want %+v", got, want)
-	}
-	want := desiredTable()
-	want[kU].Dests[netip.MustParseAddrPort("10.0.0.1:53")] = dest("10.0.0.1:53", 5, DirectRoute)
-	if _, err := r.Sync(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	got = c.Counts()
-	if want := (ClientCounts{Services: 1, Writes: 7, Batches: 1}); got != want {
-		t.Errorf("after one change counts %+v, want %+v (one write, no batch)", got, want)
-	}
-	if !tablesEqual(m.Table(), want) {
-		t.Errorf("table %v, want %v", m.Table(), want)
 	}
 }
 

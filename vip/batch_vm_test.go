@@ -147,3 +147,34 @@ func TestVMBatchErrors(t *testing.T) {
 		t.Fatalf("ipvsadm -Sn\n%s\nwant\n%s", got, w)
 	}
 }
+
+// TestVMSingleWritesMatchIPVSAdm: the Client methods, one request per op
+// through the same encoder as ApplyBatch, build the same table, tunnel
+// destinations included, and read back as written.
+func TestVMSingleWritesMatchIPVSAdm(t *testing.T) {
+	c := newBatchKernel(t)
+	want := mixedTable(6)
+	ops := vip.Diff(vip.Table{}, want, nil)
+	for i, err := range vip.ApplyEach(c, ops) {
+		if err != nil {
+			t.Errorf("op %d %s: %v", i, ops[i], err)
+		}
+	}
+	if n := c.BatchSends(); n != 0 {
+		t.Errorf("single writes made %d batch sendmsg calls", n)
+	}
+	if got, w := ipvsvm.Dump(t).String(), ipvsvm.FromVIP(want).String(); got != w {
+		t.Fatalf("ipvsadm -Sn\n%s\nwant\n%s", got, w)
+	}
+	for _, k := range want.Keys() {
+		ds, err := c.Destinations(k)
+		if err != nil {
+			t.Fatalf("Destinations(%s): %v", k, err)
+		}
+		for _, d := range ds {
+			if w := want[k].Dests[d.Addr]; d != w {
+				t.Errorf("%s: read back %v, want %v", k, d, w)
+			}
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 )
 
 // ErrIPVSUnavailable is wrapped by the errors returned when the kernel's
@@ -164,94 +163,5 @@ func (m *MemClient) DeleteDestination(k ServiceKey, a netip.AddrPort) error {
 
 // ApplyBatch implements BatchClient one op at a time.
 func (m *MemClient) ApplyBatch(ops []Op) []error {
-	return applyEach(m, ops)
-}
-
-// ClientCounts is the number of calls a CountingClient has passed on.
-type ClientCounts struct {
-	// Services and Destinations count the two kinds of reads.
-	Services, Destinations int64
-	// Writes counts every create, update and delete, those inside a
-	// batch included.
-	Writes int64
-	// Batches counts ApplyBatch calls.
-	Batches int64
-}
-
-// CountingClient wraps a Client and counts the calls made through it, for
-// metrics and for tests that assert how much netlink traffic a change costs.
-// It is safe for concurrent use if the wrapped Client is.
-type CountingClient struct {
-	c                             Client
-	services, dests, wrs, batches atomic.Int64
-}
-
-// NewCountingClient returns a CountingClient over c.
-func NewCountingClient(c Client) *CountingClient {
-	return &CountingClient{c: c}
-}
-
-// Counts returns the counts so far.
-func (c *CountingClient) Counts() ClientCounts {
-	return ClientCounts{Services: c.services.Load(), Destinations: c.dests.Load(), Writes: c.wrs.Load(), Batches: c.batches.Load()}
-}
-
-// Services implements Client.
-func (c *CountingClient) Services() ([]Service, error) {
-	c.services.Add(1)
-	return c.c.Services()
-}
-
-// Destinations implements Client.
-func (c *CountingClient) Destinations(k ServiceKey) ([]Destination, error) {
-	c.dests.Add(1)
-	return c.c.Destinations(k)
-}
-
-// CreateService implements Client.
-func (c *CountingClient) CreateService(s Service) error {
-	c.wrs.Add(1)
-	return c.c.CreateService(s)
-}
-
-// UpdateService implements Client.
-func (c *CountingClient) UpdateService(s Service) error {
-	c.wrs.Add(1)
-	return c.c.UpdateService(s)
-}
-
-// DeleteService implements Client.
-func (c *CountingClient) DeleteService(k ServiceKey) error {
-	c.wrs.Add(1)
-	return c.c.DeleteService(k)
-}
-
-// CreateDestination implements Client.
-func (c *CountingClient) CreateDestination(k ServiceKey, d Destination) error {
-	c.wrs.Add(1)
-	return c.c.CreateDestination(k, d)
-}
-
-// UpdateDestination implements Client.
-func (c *CountingClient) UpdateDestination(k ServiceKey, d Destination) error {
-	c.wrs.Add(1)
-	return c.c.UpdateDestination(k, d)
-}
-
-// DeleteDestination implements Client.
-func (c *CountingClient) DeleteDestination(k ServiceKey, a netip.AddrPort) error {
-	c.wrs.Add(1)
-	return c.c.DeleteDestination(k, a)
-}
-
-// ApplyBatch implements BatchClient, counting one batch and a write per op.
-// It passes the batch on if the wrapped Client is a BatchClient, and
-// applies the ops one at a time otherwise.
-func (c *CountingClient) ApplyBatch(ops []Op) []error {
-	c.batches.Add(1)
-	c.wrs.Add(int64(len(ops)))
-	if bc, ok := c.c.(BatchClient); ok {
-		return bc.ApplyBatch(ops)
-	}
-	return applyEach(c.c, ops)
+	return ApplyEach(m, ops)
 }

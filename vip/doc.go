@@ -3,9 +3,10 @@
 //
 // The desired table (Table, Service, Destination) comes from the pools; the
 // kernel's table is read and written through the small Client interface,
-// whose implementations are KernelClient (generic netlink via
-// github.com/cloudflare/ipvs) and MemClient (in memory, for -dry-run and
-// tests). Diff is a pure function from the current and desired tables to the
+// whose implementations are KernelClient (generic netlink: reads via
+// github.com/cloudflare/ipvs, writes through this package's one encoder of
+// IPVS attributes, for single requests and batches alike) and MemClient (in
+// memory, for -dry-run and tests). Diff is a pure function from the current and desired tables to the
 // smallest list of operations, and Apply is its pure model; the Reconciler
 // runs those operations against a Client.
 //
@@ -43,7 +44,7 @@
 // # Bulk changes
 //
 // When there is more than one operation and the Client is a BatchClient
-// (KernelClient, MemClient, CountingClient), the reconciler sends them all
+// (KernelClient, MemClient), the reconciler sends them all
 // in one ApplyBatch: KernelClient writes up to 128 IPVS requests per
 // sendmsg on a generic netlink socket of its own and matches each
 // acknowledgement to its request by sequence number. Only the operations

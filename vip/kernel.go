@@ -20,20 +20,21 @@ const unavailableHint = "load the ip_vs module (modprobe ip_vs) and run as root 
 var (
 	_ Client = (*KernelClient)(nil)
 	_ Client = (*MemClient)(nil)
-	_ Client = (*CountingClient)(nil)
 
 	_ BatchClient = (*KernelClient)(nil)
 	_ BatchClient = (*MemClient)(nil)
-	_ BatchClient = (*CountingClient)(nil)
 )
 
 // KernelClient is the Client of the running kernel's IPVS table, over
-// generic netlink (github.com/cloudflare/ipvs). Firewall-mark services are
+// generic netlink: reads through github.com/cloudflare/ipvs, writes through
+// this package's one encoder of IPVS attributes (encodeOp), alone or in
+// batches. Firewall-mark services are
 // left out of Services: they have no address and port, so they are never
 // owned. It is not safe for concurrent use.
 type KernelClient struct {
 	c ipvs.Client
-	// batch is the socket of ApplyBatch, opened at its first use.
+	// batch is the socket of every write, alone or in a batch, opened at
+	// its first use.
 	batch *batchConn
 }
 
@@ -119,35 +120,6 @@ func fromIPVSService(s ipvs.Service) (Service, bool) {
 	}, true
 }
 
-// toIPVSDest maps a destination to the library's type.
-func toIPVSDest(d Destination) ipvs.Destination {
-	a := d.Addr.Addr().Unmap()
-	fam := ipvs.INET
-	if a.Is6() {
-		fam = ipvs.INET6
-	}
-	var fwd ipvs.ForwardType
-	switch d.Forwarding {
-	case DirectRoute:
-		fwd = ipvs.DirectRoute
-	case NAT:
-		fwd = ipvs.Masquerade
-	case Tunnel:
-		fwd = ipvs.Tunnel
-	case Local:
-		fwd = ipvs.Local
-	default:
-		fwd = ipvs.ForwardType(d.Forwarding)
-	}
-	return ipvs.Destination{
-		Address:   a,
-		Port:      d.Addr.Port(),
-		Family:    fam,
-		FwdMethod: fwd,
-		Weight:    d.Weight,
-	}
-}
-
 // fromIPVSDest maps a destination from the kernel. Old kernels do not
 // report a destination's family; then a 4-byte address arrives padded to 16
 // bytes, which svcFamily corrects.
@@ -212,34 +184,38 @@ func (k *KernelClient) Destinations(key ServiceKey) ([]Destination, error) {
 	return out, nil
 }
 
+// The writes below go out one request each through encodeOp, the encoder
+// ApplyBatch uses too (kernel_batch_linux.go); the library serves the
+// reads (Services, Destinations, statistics) and the global settings.
+
 // CreateService implements Client.
 func (k *KernelClient) CreateService(s Service) error {
-	return kernelErr(k.c.CreateService(toIPVSService(s.Key, s.Scheduler)))
+	return k.write(Op{Kind: CreateService, Service: s})
 }
 
 // UpdateService implements Client.
 func (k *KernelClient) UpdateService(s Service) error {
-	return kernelErr(k.c.UpdateService(toIPVSService(s.Key, s.Scheduler)))
+	return k.write(Op{Kind: UpdateService, Service: s})
 }
 
 // DeleteService implements Client.
 func (k *KernelClient) DeleteService(key ServiceKey) error {
-	return kernelErr(k.c.RemoveService(toIPVSService(key, "")))
+	return k.write(Op{Kind: DeleteService, Service: Service{Key: key}})
 }
 
 // CreateDestination implements Client.
 func (k *KernelClient) CreateDestination(key ServiceKey, d Destination) error {
-	return kernelErr(k.c.CreateDestination(toIPVSService(key, ""), toIPVSDest(d)))
+	return k.write(Op{Kind: CreateDest, Service: Service{Key: key}, Dest: d})
 }
 
 // UpdateDestination implements Client.
 func (k *KernelClient) UpdateDestination(key ServiceKey, d Destination) error {
-	return kernelErr(k.c.UpdateDestination(toIPVSService(key, ""), toIPVSDest(d)))
+	return k.write(Op{Kind: UpdateDest, Service: Service{Key: key}, Dest: d})
 }
 
 // DeleteDestination implements Client.
 func (k *KernelClient) DeleteDestination(key ServiceKey, a netip.AddrPort) error {
-	return kernelErr(k.c.RemoveDestination(toIPVSService(key, ""), toIPVSDest(Destination{Addr: a})))
+	return k.write(Op{Kind: DeleteDest, Service: Service{Key: key}, Dest: Destination{Addr: a}})
 }
 
 // SetUDPTimeout sets the kernel's IPVS UDP connection timeout, keeping the

@@ -23,9 +23,9 @@ const (
 	batchAckWait = 10 * time.Second
 )
 
-// batchConn is a generic netlink socket of its own for pipelined writes:
-// requests go out many to a sendmsg, and their acknowledgements are read
-// back raw, matched by sequence number.
+// batchConn is a generic netlink socket of its own for the writes: single
+// requests, and pipelined ones that go out many to a sendmsg; the
+// acknowledgements are read back raw, matched by sequence number.
 type batchConn struct {
 	c      *netlink.Conn
 	rc     syscall.RawConn
@@ -33,6 +33,10 @@ type batchConn struct {
 	seq    uint32
 	sends  uint64
 	buf    []byte
+	// exchange writes one chunk of requests in one sendmsg and reads
+	// their acknowledgements, setting errs[index[j]] for message j:
+	// (*batchConn).send, or a recorder in tests.
+	exchange func(chunk []netlink.Message, index []int, errs []error)
 }
 
 // dialBatch opens the batch socket and looks up the IPVS family.
@@ -54,7 +58,42 @@ func dialBatch() (*batchConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("generic netlink raw conn: %w", err)
 	}
-	return &batchConn{c: c, rc: rc, family: f.ID, buf: make([]byte, 32<<10)}, nil
+	b := &batchConn{c: c, rc: rc, family: f.ID, buf: make([]byte, 32<<10)}
+	b.exchange = b.send
+	return b, nil
+}
+
+// conn returns the batch socket, opening it at its first use.
+func (k *KernelClient) conn() (*batchConn, error) {
+	if k.batch == nil {
+		b, err := dialBatch()
+		if err != nil {
+			return nil, err
+		}
+		k.batch = b
+	}
+	return k.batch, nil
+}
+
+// write performs op as a request of its own and waits for its
+// acknowledgement: the single-request path of the Client methods, on the
+// batch socket and through the same encoder (encodeOp) as ApplyBatch.
+func (k *KernelClient) write(op Op) error {
+	b, err := k.conn()
+	if err != nil {
+		return err
+	}
+	if b.seq > 1<<31 {
+		b.seq = 0
+	}
+	b.seq++
+	m, err := batchRequest(b.family, b.seq, op)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, 1)
+	b.exchange([]netlink.Message{m}, []int{0}, errs)
+	return errs[0]
 }
 
 // ApplyBatch implements BatchClient: the requests go to the kernel up to
@@ -64,17 +103,13 @@ func (k *KernelClient) ApplyBatch(ops []Op) []error {
 	if len(ops) == 0 {
 		return errs
 	}
-	if k.batch == nil {
-		b, err := dialBatch()
-		if err != nil {
-			for i := range errs {
-				errs[i] = err
-			}
-			return errs
+	b, err := k.conn()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
 		}
-		k.batch = b
+		return errs
 	}
-	b := k.batch
 	var (
 		chunk []netlink.Message
 		index []int // position in ops of each message of chunk
@@ -92,7 +127,8 @@ func (k *KernelClient) ApplyBatch(ops []Op) []error {
 		}
 		n := nlmsgHeaderLen + len(m.Data)
 		if len(chunk) == batchMaxMsgs || (len(chunk) > 0 && size+n > batchMaxBytes) {
-			b.send(chunk, index, errs)
+			b.sends++
+			b.exchange(chunk, index, errs)
 			chunk, index, size = chunk[:0], index[:0], 0
 		}
 		chunk = append(chunk, m)
@@ -100,12 +136,14 @@ func (k *KernelClient) ApplyBatch(ops []Op) []error {
 		size += n
 	}
 	if len(chunk) > 0 {
-		b.send(chunk, index, errs)
+		b.sends++
+		b.exchange(chunk, index, errs)
 	}
 	return errs
 }
 
-// BatchSends returns the number of sendmsg calls ApplyBatch has made.
+// BatchSends returns the number of sendmsg calls ApplyBatch has made (the
+// single requests of the Client methods are not counted).
 func (k *KernelClient) BatchSends() uint64 {
 	if k.batch == nil {
 		return 0
@@ -116,7 +154,6 @@ func (k *KernelClient) BatchSends() uint64 {
 // send writes one chunk in one sendmsg and reads its acknowledgements,
 // setting errs[index[j]] for message j.
 func (b *batchConn) send(chunk []netlink.Message, index []int, errs []error) {
-	b.sends++
 	if _, err := b.c.SendMessages(chunk); err != nil {
 		for _, i := range index {
 			errs[i] = fmt.Errorf("netlink batch send: %w", err)

@@ -2,12 +2,14 @@
 
 package vip
 
+import "fmt"
+
 // batchConn is empty off Linux, where there is no netlink.
 type batchConn struct{}
 
 // ApplyBatch implements BatchClient one op at a time.
 func (k *KernelClient) ApplyBatch(ops []Op) []error {
-	return applyEach(k, ops)
+	return ApplyEach(k, ops)
 }
 
 // BatchSends returns the number of sendmsg calls ApplyBatch has made: none
@@ -16,3 +18,8 @@ func (k *KernelClient) BatchSends() uint64 { return 0 }
 
 // closeBatch has nothing to close off Linux.
 func (k *KernelClient) closeBatch() error { return nil }
+
+// write fails off Linux, where there is no netlink.
+func (k *KernelClient) write(op Op) error {
+	return fmt.Errorf("vip: %s: %w", op, ErrIPVSUnavailable)
+}

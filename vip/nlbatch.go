@@ -21,9 +21,9 @@ type BatchClient interface {
 	ApplyBatch(ops []Op) []error
 }
 
-// applyEach performs each op once through c's plain methods: ApplyBatch
-// for clients without a faster way.
-func applyEach(c Client, ops []Op) []error {
+// ApplyEach performs each op once through c's plain methods: the ApplyBatch
+// of a Client without a faster way. It returns one error or nil per op.
+func ApplyEach(c Client, ops []Op) []error {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
 		k := op.Service.Key
@@ -83,12 +83,16 @@ const (
 	ipvsDestUThresh   = 5  // u32
 	ipvsDestLThresh   = 6  // u32
 	ipvsDestAF        = 11 // u16
+	ipvsDestTunType   = 12 // u8, IP_VS_CONN_F_TUNNEL_TYPE_*
 
 	// Forwarding methods (IP_VS_CONN_F_*).
 	ipvsFwdMasq   = 0
 	ipvsFwdLocal  = 1
 	ipvsFwdTunnel = 2
 	ipvsFwdDroute = 3
+
+	// Tunnel type of a tunnelling destination (IP_VS_CONN_F_TUNNEL_TYPE_*).
+	ipvsTunIPIP = 0
 )
 
 // batchCommand maps an operation kind to its IPVS command.
@@ -120,7 +124,8 @@ func addrFamily(a netip.Addr) uint16 {
 
 // encodeService writes the attributes of a service: its identity, and for a
 // create or update (full) also the scheduler, flags, timeout and the host
-// netmask the kernel insists on.
+// netmask the kernel insists on. It is the one encoder of services, for
+// single requests and batches alike.
 func encodeService(ae *netlink.AttributeEncoder, s Service, full bool) {
 	a := s.Key.Addr.Unmap()
 	ae.Uint16(ipvsSvcAF, addrFamily(a))
@@ -142,8 +147,28 @@ func encodeService(ae *netlink.AttributeEncoder, s Service, full bool) {
 	}
 }
 
+// fwdMethod returns the kernel's forwarding method (IP_VS_CONN_F_*) of f;
+// a value this package does not name is passed through.
+func fwdMethod(f Forwarding) uint32 {
+	switch f {
+	case DirectRoute:
+		return ipvsFwdDroute
+	case NAT:
+		return ipvsFwdMasq
+	case Tunnel:
+		return ipvsFwdTunnel
+	case Local:
+		return ipvsFwdLocal
+	}
+	return uint32(f)
+}
+
 // encodeDest writes the attributes of a destination: its identity, and for
-// a create or update (full) also method, weight and the two thresholds.
+// a create or update (full) also method, weight and the two thresholds,
+// and for a tunnel its type, IPIP (as keepalived does; the tunnel port and
+// flags matter only for GUE and GRE, and the kernel takes 0 for them when
+// absent). It is the one encoder of destinations, for single requests and
+// batches alike.
 func encodeDest(ae *netlink.AttributeEncoder, d Destination, full bool) {
 	a := d.Addr.Addr().Unmap()
 	ae.Uint16(ipvsDestAF, addrFamily(a))
@@ -152,21 +177,13 @@ func encodeDest(ae *netlink.AttributeEncoder, d Destination, full bool) {
 	if !full {
 		return
 	}
-	fwd := uint32(d.Forwarding)
-	switch d.Forwarding {
-	case DirectRoute:
-		fwd = ipvsFwdDroute
-	case NAT:
-		fwd = ipvsFwdMasq
-	case Tunnel:
-		fwd = ipvsFwdTunnel
-	case Local:
-		fwd = ipvsFwdLocal
-	}
-	ae.Uint32(ipvsDestFwdMethod, fwd)
+	ae.Uint32(ipvsDestFwdMethod, fwdMethod(d.Forwarding))
 	ae.Uint32(ipvsDestWeight, d.Weight)
 	ae.Uint32(ipvsDestUThresh, 0)
 	ae.Uint32(ipvsDestLThresh, 0)
+	if d.Forwarding == Tunnel {
+		ae.Uint8(ipvsDestTunType, ipvsTunIPIP)
+	}
 }
 
 // encodeOp returns the generic netlink message (header and attributes) of

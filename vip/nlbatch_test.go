@@ -71,7 +71,7 @@ func TestEncodeBatchRequest(t *testing.T) {
 	dest6 := map[uint16][]byte{
 		ipvsDestAF: u16(syscall.AF_INET6), ipvsDestAddr: netip.MustParseAddr("2001:db8::2").AsSlice(),
 		ipvsDestPort: {0x14, 0xb4}, ipvsDestFwdMethod: u32(ipvsFwdTunnel), ipvsDestWeight: u32(300),
-		ipvsDestUThresh: u32(0), ipvsDestLThresh: u32(0),
+		ipvsDestUThresh: u32(0), ipvsDestLThresh: u32(0), ipvsDestTunType: {ipvsTunIPIP},
 	}
 	del6 := map[uint16][]byte{
 		ipvsDestAF: u16(syscall.AF_INET6), ipvsDestAddr: netip.MustParseAddr("2001:db8::2").AsSlice(),

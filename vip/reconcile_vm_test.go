@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lbdns/internal/ipvsvm"
+	"lbdns/internal/vipfake"
 	"lbdns/vip"
 )
 
@@ -249,7 +250,7 @@ func TestVMReconcile(t *testing.T) {
 	kc2 := newKernel(t) // the restarted daemon's connection, open to the end
 	t.Run("restart adopts without flush", func(t *testing.T) {
 		before := ipvsvm.Dump(t).String()
-		cc := vip.NewCountingClient(kc2)
+		cc := vipfake.NewCountingClient(kc2)
 		r2 := vip.NewReconciler(cc, owned)
 		ops, err := r2.Resync(ctx, desired)
 		if err != nil {

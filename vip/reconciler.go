@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +40,9 @@ func defaultBackoff() []time.Duration {
 // through a Client, keeping a cached view of what the kernel holds so that
 // routine changes cost no reads. See the package documentation for the
 // ownership rule, adoption and drift repair. It is safe for concurrent use;
-// calls are serialized.
+// Sync and Resync are serialized, and each publishes a Snapshot at its end
+// that the readers (Snapshot, Table, Has, Stats, Dirty) get without
+// waiting for the next.
 type Reconciler struct {
 	// Backoff is the wait before each retry of a failed operation or
 	// dump; its length is the number of retries. NewReconciler sets 50ms
@@ -55,6 +58,26 @@ type Reconciler struct {
 	cache Table
 	dirty bool
 	stats ReconcilerStats
+	// touched holds the services the current call changed in cache since
+	// the last publish; all means the whole cache was replaced.
+	touched map[ServiceKey]bool
+	all     bool
+
+	// snap is the last published Snapshot: readers never take mu.
+	snap atomic.Pointer[Snapshot]
+}
+
+// Snapshot is what a Reconciler published at the end of its latest Sync or
+// Resync (or at its creation): the applied table and the counters. It is
+// immutable: share it, never modify it, Table included.
+type Snapshot struct {
+	// Table is the cached view of the kernel's owned services after the
+	// call: what the kernel is believed to hold.
+	Table Table
+	// Stats are the counters after the call.
+	Stats ReconcilerStats
+	// Dirty reports whether the next Sync will do a Resync.
+	Dirty bool
 }
 
 // NewReconciler returns a Reconciler over c that touches only services for
@@ -64,7 +87,7 @@ func NewReconciler(c Client, owned func(ServiceKey) bool) *Reconciler {
 	if owned == nil {
 		owned = func(ServiceKey) bool { return true }
 	}
-	return &Reconciler{
+	r := &Reconciler{
 		Backoff: defaultBackoff(),
 		c:       c,
 		owned:   owned,
@@ -72,6 +95,8 @@ func NewReconciler(c Client, owned func(ServiceKey) bool) *Reconciler {
 		cache:   make(Table),
 		dirty:   true,
 	}
+	r.snap.Store(&Snapshot{Table: Table{}, Dirty: true})
+	return r
 }
 
 // sleepCtx waits for d, or returns ctx's error when it is done first.
@@ -89,37 +114,64 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Table returns a deep copy of the cached view: what the kernel is believed
-// to hold for owned services.
-func (r *Reconciler) Table() Table {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cache.Clone()
+// Snapshot returns the last published snapshot, without waiting for a
+// Sync or Resync in progress (a netlink resync can take seconds): status
+// pages and metrics read it. It must not be modified.
+func (r *Reconciler) Snapshot() *Snapshot {
+	return r.snap.Load()
 }
 
-// Has reports whether the cached view holds service k, without copying
-// the table.
+// Table returns a deep copy of the table of the last published Snapshot:
+// what the kernel is believed to hold for owned services. It does not wait
+// for a Sync or Resync in progress.
+func (r *Reconciler) Table() Table {
+	return r.snap.Load().Table.Clone()
+}
+
+// Has reports whether the last published Snapshot holds service k, without
+// copying the table.
 func (r *Reconciler) Has(k ServiceKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.cache[k]
+	_, ok := r.snap.Load().Table[k]
 	return ok
 }
 
-// Stats returns the counters.
+// Stats returns the counters of the last published Snapshot. It does not
+// wait for a Sync or Resync in progress.
 func (r *Reconciler) Stats() ReconcilerStats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stats
+	return r.snap.Load().Stats
 }
 
 // Dirty reports whether the next Sync will do a Resync, because an
 // operation failed, the kernel surprised the reconciler, or no Resync has
-// succeeded yet.
+// succeeded yet (as of the last published Snapshot).
 func (r *Reconciler) Dirty() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dirty
+	return r.snap.Load().Dirty
+}
+
+// publish makes the state after a call the new Snapshot. Only the services
+// the call touched are copied; the others are shared with the previous
+// snapshot, which nobody modifies. Callers hold mu.
+func (r *Reconciler) publish() {
+	prev := r.snap.Load()
+	t := prev.Table
+	switch {
+	case r.all:
+		t = r.cache.Clone()
+	case len(r.touched) > 0:
+		t = make(Table, len(prev.Table)+len(r.touched))
+		for k, s := range prev.Table {
+			t[k] = s
+		}
+		for k := range r.touched {
+			if s, ok := r.cache[k]; ok {
+				t[k] = s.Clone()
+			} else {
+				delete(t, k)
+			}
+		}
+	}
+	r.touched, r.all = nil, false
+	r.snap.Store(&Snapshot{Table: t, Stats: r.stats, Dirty: r.dirty})
 }
 
 // Resync reads the kernel table once (Services, then Destinations for each
@@ -130,6 +182,7 @@ func (r *Reconciler) Dirty() bool {
 func (r *Reconciler) Resync(ctx context.Context, desired Table) ([]Op, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	return r.resync(ctx, desired)
 }
 
@@ -140,6 +193,7 @@ func (r *Reconciler) Resync(ctx context.Context, desired Table) ([]Op, error) {
 func (r *Reconciler) Sync(ctx context.Context, desired Table) ([]Op, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publish()
 	r.stats.Syncs++
 	if r.dirty {
 		return r.resync(ctx, desired)
@@ -168,6 +222,7 @@ func (r *Reconciler) resync(ctx context.Context, desired Table) ([]Op, error) {
 		return nil, err
 	}
 	r.cache = current
+	r.all = true
 	r.dirty = false
 	return r.apply(ctx, Diff(r.cache, desired, r.owned))
 }
@@ -248,7 +303,7 @@ func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 	for i, op := range ops {
 		if batched != nil && batched[i] == nil {
 			r.stats.OpsApplied++
-			applyOp(r.cache, op)
+			r.applied(op)
 			done = append(done, op)
 			continue
 		}
@@ -285,13 +340,23 @@ func (r *Reconciler) apply(ctx context.Context, ops []Op) ([]Op, error) {
 			continue
 		}
 		r.stats.OpsApplied++
-		applyOp(r.cache, op)
+		r.applied(op)
 		done = append(done, op)
 	}
 	if notTried > 0 {
 		errs = append(errs, fmt.Errorf("vip: %d operations not applied: %w", notTried, stopped))
 	}
 	return done, errors.Join(errs...)
+}
+
+// applied keeps the cache in step with op, which succeeded, and notes its
+// service for the next publish.
+func (r *Reconciler) applied(op Op) {
+	applyOp(r.cache, op)
+	if r.touched == nil {
+		r.touched = make(map[ServiceKey]bool)
+	}
+	r.touched[op.Service.Key] = true
 }
 
 // exec performs op once. A create that finds the object already there

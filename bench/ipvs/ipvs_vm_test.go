@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lbdns/internal/ipvsvm"
+	"lbdns/internal/vipfake"
 	"lbdns/vip"
 )
 
@@ -120,7 +121,7 @@ func TestBenchIPVS(t *testing.T) {
 
 	var restore, recon []time.Duration
 	var r *vip.Reconciler
-	var cc *vip.CountingClient
+	var cc *vipfake.CountingClient
 	var sends []uint64 // sendmsg calls of the batch path per Reconciler round
 	for i := range rounds {
 		ipvsvm.Run(t, "ipvsadm", "-C")
@@ -130,7 +131,7 @@ func TestBenchIPVS(t *testing.T) {
 		check(fmt.Sprintf("ipvsadm -R round %d", i))
 
 		ipvsvm.Run(t, "ipvsadm", "-C")
-		cc = vip.NewCountingClient(kc)
+		cc = vipfake.NewCountingClient(kc)
 		r = vip.NewReconciler(cc, nil)
 		sent := kc.BatchSends()
 		start = time.Now()

@@ -1,0 +1,172 @@
+package vip
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+
+	"lbdns/internal/atomicfile"
+)
+
+// OwnedFile is the usual name of the file an OwnedSet is kept in, in the
+// daemon's state directory.
+const OwnedFile = "ipvs-owned.json"
+
+// ownedState is the file format: {"version": 1, "services": ["udp/ADDR:PORT", ...]}.
+type ownedState struct {
+	Version  int      `json:"version"`
+	Services []string `json:"services"`
+}
+
+// OwnedSet is the set of IPVS services a daemon owns, kept in a file so
+// that a service of a VIP removed from the configuration while the daemon
+// was down is still recognised as its own, and deleted, after a restart.
+// It is not safe for concurrent use.
+type OwnedSet struct {
+	keys map[ServiceKey]bool
+	// saved is the sorted list of services the file holds, as last loaded
+	// or saved; changed is set when keys changed since.
+	saved   []string
+	changed bool
+}
+
+// NewOwnedSet returns an empty set, with nothing saved.
+func NewOwnedSet() *OwnedSet {
+	return &OwnedSet{keys: map[ServiceKey]bool{}}
+}
+
+// LoadOwned reads the set saved at path. A missing file gives an empty set
+// (first start). A file that cannot be read or parsed gives an empty set
+// and the error; entries that do not parse are left out and reported in the
+// error, the others kept. The set is usable in every case: the worst outcome
+// of a lost entry is an orphaned service left in the kernel, never a deleted
+// one.
+func LoadOwned(path string) (*OwnedSet, error) {
+	s := NewOwnedSet()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("vip: owned services: %w", err)
+	}
+	var st ownedState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return s, fmt.Errorf("vip: owned services %s: %w", path, err)
+	}
+	var errs []error
+	for _, e := range st.Services {
+		k, err := ParseServiceKey(e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("vip: owned services %s: ignoring %q: %w", path, e, err))
+			continue
+		}
+		s.keys[k] = true
+	}
+	s.saved = s.list()
+	return s, errors.Join(errs...)
+}
+
+// Add adds k to the set.
+func (s *OwnedSet) Add(k ServiceKey) {
+	if !s.keys[k] {
+		s.keys[k] = true
+		s.changed = true
+	}
+}
+
+// Has reports whether k is in the set: the ownership test of a Reconciler.
+func (s *OwnedSet) Has(k ServiceKey) bool { return s.keys[k] }
+
+// Keys returns the services of the set in Compare order.
+func (s *OwnedSet) Keys() []ServiceKey {
+	out := make([]ServiceKey, 0, len(s.keys))
+	for k := range s.keys {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, ServiceKey.Compare)
+	return out
+}
+
+// Prune removes the services for which keep returns false.
+func (s *OwnedSet) Prune(keep func(ServiceKey) bool) {
+	for k := range s.keys {
+		if !keep(k) {
+			delete(s.keys, k)
+			s.changed = true
+		}
+	}
+}
+
+// Unsaved reports whether the set differs from what its file holds (as
+// last loaded or saved).
+func (s *OwnedSet) Unsaved() bool {
+	if !s.changed {
+		return false
+	}
+	if slices.Equal(s.list(), s.saved) {
+		s.changed = false
+	}
+	return s.changed
+}
+
+// Save writes the set to path atomically (internal/atomicfile) when it is
+// Unsaved. On an error the set stays Unsaved, so the next Save tries
+// again, except for an *atomicfile.DirSyncError: the file is then in
+// place, only its durability is in doubt.
+func (s *OwnedSet) Save(path string) error {
+	if !s.Unsaved() {
+		return nil
+	}
+	list := s.list()
+	b, err := json.MarshalIndent(ownedState{Version: 1, Services: list}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("vip: owned services: encode: %w", err)
+	}
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		var ds *atomicfile.DirSyncError
+		if errors.As(err, &ds) {
+			s.saved, s.changed = list, false
+		}
+		return fmt.Errorf("vip: owned services: save: %w", err)
+	}
+	s.saved, s.changed = list, false
+	return nil
+}
+
+// list returns the services of the set as sorted strings.
+func (s *OwnedSet) list() []string {
+	out := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		out = append(out, k.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ParseServiceKey parses the form of ServiceKey.String: "udp/ADDR:PORT".
+func ParseServiceKey(s string) (ServiceKey, error) {
+	proto, ap, ok := strings.Cut(s, "/")
+	if !ok {
+		return ServiceKey{}, fmt.Errorf("want PROTO/ADDR:PORT, got %q", s)
+	}
+	a, err := netip.ParseAddrPort(ap)
+	if err != nil {
+		return ServiceKey{}, err
+	}
+	k := ServiceKey{Addr: a.Addr(), Port: a.Port()}
+	switch proto {
+	case "udp":
+		k.Proto = UDP
+	case "tcp":
+		k.Proto = TCP
+	default:
+		return ServiceKey{}, fmt.Errorf("unknown protocol %q", proto)
+	}
+	return k, nil
+}
