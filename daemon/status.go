@@ -14,6 +14,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/prefetch"
 	"lbdns/probes"
@@ -150,7 +151,7 @@ func vipKeys(v *configs.VIP) []vip.ServiceKey {
 }
 
 func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, mon map[string]monitor.TargetStatus,
-	ovs []storedOverride, applied vip.Table, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
+	ovs []intent.Override, applied vip.Table, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
 	out := control.Pool{Name: ps.Name, Check: p.Check, VIPs: []string{}, MinHealthy: ps.MinHealthy, Total: ps.Total, Enabled: ps.Enabled,
 		Healthy: ps.Healthy, FailOpen: ps.FailOpen, Diagnosis: ps.Diagnosis.String(), Detail: ps.Detail,
 		Vendors: []control.VendorCount{}, Members: []control.Member{}}
@@ -191,7 +192,7 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 		}
 		if m.Override != resolvers.None {
 			for _, o := range ovs {
-				if o.VIP == "" && o.rule().Applies(m.Name, p.Name, "") && o.Action == m.Override.String() {
+				if o.VIP == "" && resolvers.RuleFrom(o).Applies(m.Name, p.Name, "") && o.Action == m.Override.String() {
 					cm.OverrideReason = o.Reason
 					break
 				}

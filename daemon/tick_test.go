@@ -12,6 +12,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/vip"
 )
 
@@ -80,7 +81,7 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 		t.Fatalf("tick with facts still stale computed a plan (plans = %d, want 3)", d.plans)
 	}
 	// An override change clears the settled plan.
-	d.setOverrides(nil)
+	d.setOverrides(intent.State{})
 	d.handleTick(ctx)
 	if d.plans != 4 {
 		t.Fatalf("tick after an override change: plans = %d, want 4", d.plans)
@@ -154,7 +155,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 	}
 	// The operator disables a (handleOverride's loop path): deleting a
 	// finds it gone, a surprise that marks the cache dirty, no error.
-	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDisable}})
+	d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: control.ActionDisable}}})
 	d.reconcile(ctx, false)
 	if !d.rec.Dirty() {
 		t.Fatal("cache not dirty after the surprise")
