@@ -27,6 +27,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/internal/atomicfile"
 	"lbdns/monitor"
 	"lbdns/probes"
@@ -64,6 +65,10 @@ type Options struct {
 	// aside (keeping it as FILE.bad-TIME) and starts without its
 	// overrides, instead of refusing to start.
 	DiscardBadState bool
+	// Store, when set, keeps the operator intent instead of the file
+	// intent.FileName in daemon.state_dir (DiscardBadState then does not
+	// apply); tests use it.
+	Store intent.Store
 	// Registry receives the daemon's Prometheus metrics and is what
 	// /metrics serves. Default: a new registry with only lbdns's series.
 	Registry *prometheus.Registry
@@ -100,10 +105,12 @@ type Daemon struct {
 
 	pf prefetcher // cache-refresh prefetcher (prefetch.go)
 
-	// overrides are the operator's overrides in force and rules their
-	// pool-policy form (loop-owned; overridesView is the copy under mu).
-	overrides  []storedOverride
+	// intent is what operators said, in force, and rules its overrides'
+	// pool-policy form (loop-owned; overridesView is the copy under mu);
+	// store persists it.
+	intent     intent.State
 	rules      []resolvers.Rule
+	store      intent.Store
 	overrideCh chan overrideCall
 	// plans counts the plans computed by reconcile.
 	plans int
@@ -121,7 +128,7 @@ type Daemon struct {
 	mu            sync.Mutex // guards the copies below, read by other goroutines
 	plan          resolvers.Plan
 	view          *configs.Config
-	overridesView []storedOverride
+	overridesView []intent.Override
 	lastReload    time.Time
 	lastReloadErr string
 }
@@ -202,18 +209,22 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
-	ovs, kept, err := loadOverrides(cfg.Daemon.StateDir, opts.DiscardBadState, opts.Now())
+	d.store = opts.Store
+	if d.store == nil {
+		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+			OnDiscard: func(kept string, cause error) {
+				d.log.Error("state file could not be parsed and was moved aside (-discard-bad-state); starting WITHOUT its overrides",
+					"copy", kept, "err", cause)
+				d.event(control.Event{Kind: control.EventDaemon, Subject: "state", Error: true,
+					Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
+			}})
+	}
+	st, err := d.store.Load(context.Background())
 	if err != nil {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	if kept != "" {
-		d.log.Error("state file could not be parsed and was moved aside (-discard-bad-state); starting WITHOUT its overrides",
-			"copy", kept)
-		d.event(control.Event{Kind: control.EventDaemon, Subject: "state", Error: true,
-			Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
-	}
-	d.setOverrides(ovs)
+	d.setOverrides(st)
 	d.rec = vip.NewReconciler(d.client, d.isOwned)
 	d.mon = monitor.New(monitor.Options{
 		Probe:    opts.Probe,

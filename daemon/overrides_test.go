@@ -8,127 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/intent"
 	"lbdns/vip"
 )
-
-func TestParseOverrides(t *testing.T) {
-	good := `{"version":1,"overrides":[{"resolver":"bind-1","action":"drain","reason":"disk","set":"2026-11-29T10:00:00Z","by":"uid 0"},{"resolver":"bind-1","pool":"main","action":"disable","set":"2026-11-29T10:00:00Z"}]}`
-	list, err := parseOverrides([]byte(good))
-	if err != nil || len(list) != 2 || list[0].Reason != "disk" || list[1].Pool != "main" {
-		t.Fatalf("parseOverrides(good) = %+v, %v", list, err)
-	}
-	for name, tc := range map[string]struct{ doc, want string }{
-		"syntax":        {`{"version":1,`, "parse"},
-		"unknown field": {`{"version":1,"overides":[]}`, `unknown field "overides"`},
-		"version":       {`{"version":2,"overrides":[]}`, "version 2 is not 1"},
-		"no version":    {`{"overrides":[]}`, "version 0 is not 1"},
-		"action":        {`{"version":1,"overrides":[{"resolver":"a","action":"enable","set":"2026-11-29T10:00:00Z"}]}`, `overrides[0]: action "enable"`},
-		"resolver":      {`{"version":1,"overrides":[{"action":"drain","set":"2026-11-29T10:00:00Z"}]}`, "overrides[0]: resolver missing"},
-		"both scopes":   {`{"version":1,"overrides":[{"resolver":"a","pool":"p","vip":"v","action":"drain","set":"2026-11-29T10:00:00Z"}]}`, "both pool and vip"},
-		"duplicate":     {`{"version":1,"overrides":[{"resolver":"a","action":"drain","set":"2026-11-29T10:00:00Z"},{"resolver":"a","action":"disable","set":"2026-11-29T10:00:00Z"}]}`, "overrides[1]: a second override of a in all pools"},
-		"trailing":      {`{"version":1,"overrides":[]} {}`, "data after"},
-		"empty file":    {``, "parse"},
-	} {
-		if _, err := parseOverrides([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
-		}
-	}
-}
-
-func TestLoadOverridesBadFile(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	if list, kept, err := loadOverrides(dir, false, now); err != nil || list != nil || kept != "" {
-		t.Fatalf("missing file: %v %q %v", list, kept, err)
-	}
-	path := filepath.Join(dir, overridesFile)
-	bad := []byte(`{"version":1,"overrides":[{"resolver":"bind-1","action":"disable"` + "\n")
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := loadOverrides(dir, false, now)
-	var sfe *StateFileError
-	if !errors.As(err, &sfe) || sfe.Path != path || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "-discard-bad-state") {
-		t.Fatalf("bad file: err = %v, want a StateFileError naming %s and the flag", err, path)
-	}
-	if b, _ := os.ReadFile(path); string(b) != string(bad) {
-		t.Fatal("the bad file was changed without -discard-bad-state")
-	}
-	list, kept, err := loadOverrides(dir, true, now)
-	if err != nil || list != nil {
-		t.Fatalf("discard: %v %v", list, err)
-	}
-	if want := path + ".bad-20261129T100000Z"; kept != want {
-		t.Fatalf("kept = %q, want %q", kept, want)
-	}
-	if b, err := os.ReadFile(kept); err != nil || string(b) != string(bad) {
-		t.Fatalf("copy %s: %q %v", kept, b, err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("bad file still at %s", path)
-	}
-}
-
-func TestApplyOverride(t *testing.T) {
-	drain := storedOverride{Resolver: "a", Action: control.ActionDrain, Reason: "r1"}
-	poolDisable := storedOverride{Resolver: "a", Pool: "p", Action: control.ActionDisable}
-	other := storedOverride{Resolver: "b", Action: control.ActionDisable}
-	list := []storedOverride{drain, poolDisable, other}
-
-	if _, msg, changed := applyOverride(list, drain); changed || !strings.Contains(msg, "already drained") {
-		t.Errorf("same drain: changed=%v msg=%q", changed, msg)
-	}
-	next, msg, changed := applyOverride(list, storedOverride{Resolver: "a", Action: control.ActionDisable})
-	if !changed || len(next) != 3 || next[0].Action != control.ActionDisable || !strings.Contains(msg, "(was drained)") {
-		t.Errorf("drain -> disable: %v %q %+v", changed, msg, next)
-	}
-	if list[0].Action != control.ActionDrain {
-		t.Error("applyOverride changed its input")
-	}
-	next, _, changed = applyOverride(list, storedOverride{Resolver: "a", Pool: "p", Action: control.ActionEnable})
-	if !changed || len(next) != 2 || next[0] != drain || next[1] != other {
-		t.Errorf("scoped enable: %v %+v", changed, next)
-	}
-	next, msg, changed = applyOverride(list, storedOverride{Resolver: "a", Action: control.ActionEnable})
-	if !changed || len(next) != 1 || next[0] != other || !strings.Contains(msg, "removed drain in all pools, disable in pool p") {
-		t.Errorf("enable: %v %q %+v", changed, msg, next)
-	}
-	if _, msg, changed := applyOverride(list, storedOverride{Resolver: "c", Action: control.ActionEnable}); changed || !strings.Contains(msg, "nothing changed") {
-		t.Errorf("enable without override: %v %q", changed, msg)
-	}
-	next, _, changed = applyOverride(nil, storedOverride{Resolver: "a", VIP: "v", Action: control.ActionDrain})
-	if !changed || len(next) != 1 || next[0].VIP != "v" {
-		t.Errorf("VIP drain: %v %+v", changed, next)
-	}
-}
-
-func TestOrphaned(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := configs.Load(writeConfig(t, dir, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		o    storedOverride
-		want string
-	}{
-		{storedOverride{Resolver: "bind-1"}, ""},
-		{storedOverride{Resolver: "bind-1", Pool: "main"}, ""},
-		{storedOverride{Resolver: "bind-1", VIP: "v4"}, ""},
-		{storedOverride{Resolver: "gone"}, "resolver gone is not in the configuration"},
-		{storedOverride{Resolver: "bind-1", Pool: "old"}, "pool old is not in the configuration"},
-		{storedOverride{Resolver: "bind-1", VIP: "old"}, "VIP old is not in the configuration"},
-	} {
-		if got := orphaned(cfg, tc.o); got != tc.want {
-			t.Errorf("orphaned(%+v) = %q, want %q", tc.o, got, tc.want)
-		}
-	}
-}
 
 func destWeights(c *vip.MemClient) map[string]uint32 {
 	out := map[string]uint32{}
@@ -205,7 +92,7 @@ func TestOverridesApplyPersistAndSurviveRestart(t *testing.T) {
 	// The overrides survive a restart (the daemon is stopped, as kill -9
 	// would: nothing is written at stop).
 	h.stop()
-	b, err := os.ReadFile(filepath.Join(dir, "state", overridesFile))
+	b, err := os.ReadFile(filepath.Join(dir, "state", intent.FileName))
 	if err != nil || !strings.Contains(string(b), `"disk full"`) || !strings.Contains(string(b), `"upgrade"`) {
 		t.Fatalf("overrides file: %s %v", b, err)
 	}
@@ -233,7 +120,7 @@ func TestBadStateFileStopsStart(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	sf := filepath.Join(dir, "state", overridesFile)
+	sf := filepath.Join(dir, "state", intent.FileName)
 	if err := os.WriteFile(sf, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +216,7 @@ func TestOverrideNeverAddsFailingResolver(t *testing.T) {
 	if len(st.Overrides) != 1 {
 		t.Fatalf("refused override was stored: %+v", st.Overrides)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "state", overridesFile))
+	b, _ := os.ReadFile(filepath.Join(dir, "state", intent.FileName))
 	if strings.Contains(string(b), "knot-1") {
 		t.Fatalf("refused override was persisted:\n%s", b)
 	}
@@ -366,7 +253,90 @@ func TestReloadKeepsStateDir(t *testing.T) {
 	if _, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "drain", Resolver: "bind-1"}, "uid 0"); err != nil {
 		t.Fatalf("drain after a reload that moved state_dir: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "state", overridesFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "state", intent.FileName)); err != nil {
 		t.Errorf("override not persisted in the state dir in force: %v", err)
+	}
+}
+
+// memStore is an intent.Store in memory whose Save fails on demand.
+type memStore struct {
+	mu    sync.Mutex
+	st    intent.State
+	fail  error
+	saves int
+}
+
+func (s *memStore) Load(context.Context) (intent.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Clone(), nil
+}
+
+func (s *memStore) Save(_ context.Context, st intent.State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.st, s.saves = st.Clone(), s.saves+1
+	return nil
+}
+
+func (s *memStore) Watch(ctx context.Context) <-chan intent.State {
+	ch := make(chan intent.State)
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
+}
+
+// TestOverrideNotPersistedChangesNothing: the daemon loads the operator
+// intent from the store it is given (Options.Store), persists before
+// applying, and when the store cannot save, refuses: nothing changes in
+// the table, in status or in the store.
+func TestOverrideNotPersistedChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	store := &memStore{st: intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain, Reason: "disk"}}}}
+	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 0, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
+
+	store.mu.Lock()
+	store.fail = errors.New("store unreachable")
+	store.mu.Unlock()
+	_, err = d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0")
+	if err == nil || err.Error() != "cannot persist the override, nothing changed: store unreachable" {
+		t.Fatalf("disable with a failing store: %v", err)
+	}
+	if w := destWeights(mc); len(w) != 3 || w["127.0.0.1:5303"] != 100 {
+		t.Fatalf("an override that was not saved changed the table: %v", w)
+	}
+	st, _ := d.Status(ctx)
+	if len(st.Overrides) != 1 || st.Overrides[0].Resolver != "bind-1" {
+		t.Fatalf("an override that was not saved is in force: %+v", st.Overrides)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", intent.FileName)); !os.IsNotExist(err) {
+		t.Errorf("the daemon wrote the state file beside the store it was given: %v", err)
+	}
+
+	// Once the store saves again, the same request goes through.
+	store.mu.Lock()
+	store.fail = nil
+	store.mu.Unlock()
+	if rep, err := d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0"); err != nil || !rep.Changed {
+		t.Fatalf("disable: %+v %v", rep, err)
+	}
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 0, "127.0.0.1:5302": 100})
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.saves != 1 || len(store.st.Overrides) != 2 || store.st.Overrides[1].Resolver != "knot-1" {
+		t.Errorf("store holds %+v after %d saves", store.st, store.saves)
 	}
 }

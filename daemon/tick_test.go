@@ -12,6 +12,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/vip"
 )
 
@@ -82,13 +83,13 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 		t.Fatalf("tick with facts still stale computed a plan (plans = %d, want 3)", d.plans)
 	}
 	// An override change makes the settled plan not current.
-	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDrain}})
+	d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}})
 	d.handleTick(ctx)
 	if d.plans != 4 {
 		t.Fatalf("tick after an override change: plans = %d, want 4", d.plans)
 	}
 	// Setting the same overrides again changes nothing.
-	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDrain}})
+	d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}})
 	clk.add(100 * time.Millisecond)
 	d.handleTick(ctx)
 	d.handleTick(ctx)
@@ -164,7 +165,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 	}
 	// The operator disables a (handleOverride's loop path): deleting a
 	// finds it gone, a surprise that marks the cache dirty, no error.
-	d.setOverrides([]storedOverride{{Resolver: "bind-1", Action: control.ActionDisable}})
+	d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: control.ActionDisable}}})
 	d.reconcile(ctx, false)
 	if !d.rec.Dirty() {
 		t.Fatal("cache not dirty after the surprise")
