@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lbdns/internal/poll"
 )
 
 // TestClientAgainstServer runs the real Client against the real Server
@@ -86,9 +88,9 @@ func TestClientAgainstServer(t *testing.T) {
 		})
 	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	waitFor(t, "the kept event", func() bool { return count() == 1 })
+	poll.Until(t, 10*time.Second, "the kept event", poll.True(func() bool { return count() == 1 }))
 	ev.Append(Event{Kind: EventOverride, Subject: "bind-2", Message: "disabled"})
-	waitFor(t, "the new event", func() bool { return count() == 2 })
+	poll.Until(t, 10*time.Second, "the new event", poll.True(func() bool { return count() == 2 }))
 	fcancel()
 	if err := <-done; err != nil {
 		t.Errorf("Follow after cancel = %v; want nil", err)

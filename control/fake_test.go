@@ -193,18 +193,6 @@ func do(t *testing.T, c *http.Client, method, url string, body []byte) reply {
 	return reply{code: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // contains fails the test unless s contains every sub.
 func contains(t *testing.T, what, s string, subs ...string) {
 	t.Helper()

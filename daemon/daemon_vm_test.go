@@ -22,6 +22,7 @@ import (
 	"lbdns/control"
 	"lbdns/daemon"
 	"lbdns/internal/ipvsvm"
+	"lbdns/internal/poll"
 	"lbdns/internal/testlog"
 )
 
@@ -146,23 +147,6 @@ func (v *vmDaemon) stop(t *testing.T) {
 	})
 }
 
-// waitFor polls cond every 100ms until it holds or timeout passes; then it
-// fails t with what and cond's last detail.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v; last: %s", what, timeout, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // destsOf returns the sorted destinations of service key ("-u ADDR:PORT")
 // in tab; nil when the service is absent.
 func destsOf(tab ipvsvm.Table, key string) []string {
@@ -176,22 +160,6 @@ func destsOf(tab ipvsvm.Table, key string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// waitDests waits until every service in keys has exactly the destinations
-// want (in "ADDR:PORT" form, any order) in the kernel's table.
-func waitDests(t *testing.T, keys []string, want []string, timeout time.Duration) {
-	t.Helper()
-	want = slices.Sorted(slices.Values(want))
-	waitFor(t, fmt.Sprintf("services %v with destinations %v", keys, want), timeout, func() (bool, string) {
-		tab := ipvsvm.Dump(t)
-		for _, k := range keys {
-			if got := destsOf(tab, k); !slices.Equal(got, want) {
-				return false, fmt.Sprintf("%s has %v\n%s", k, got, tab)
-			}
-		}
-		return true, ""
-	})
 }
 
 // askVIP sends n TXT queries for vmWho to v over network, each from a new
@@ -241,159 +209,272 @@ func answeredBy(t *testing.T, v netip.AddrPort, want ...string) {
 	}
 }
 
-// vmConfigTmpl is the daemon config of the test: %[1]s state dir, %[2]s
-// extra members of pool p4, %[3]s extra resolvers.
-const vmConfigTmpl = `
-[daemon]
-state_dir = %[1]q
-control_socket = "%[1]s/ctl.sock"
-status_listen = "127.0.0.1:0"
-log_level = "debug"
-
-[ipvs]
-resync_interval = "1s"
-
-[[vip]]
-name = "v4"
-address = "10.255.0.53"
-forwarding = "nat"
-scheduler = "rr"
-interface = "lbdns0"
-pool = "p4"
-
-[[vip]]
-name = "v6"
-address = "fd00::53"
-forwarding = "nat"
-scheduler = "rr"
-interface = "lbdns0"
-pool = "p6"
-
-[[pool]]
-name = "p4"
-members = ["r4-1", "r4-2", "r4-3"%[2]s]
-check = "rec"
-
-[[pool]]
-name = "p6"
-members = ["r6-1", "r6-2", "r6-3"]
-check = "rec"
-
-[[resolver]]
-name = "r4-1"
-address = "10.255.1.1:53"
-vendor = "bind"
-
-[[resolver]]
-name = "r4-2"
-address = "10.255.1.2:53"
-vendor = "unbound"
-
-[[resolver]]
-name = "r4-3"
-address = "10.255.1.3:53"
-vendor = "knot"
-
-[[resolver]]
-name = "r6-1"
-address = "[fd00::1:1]:53"
-vendor = "bind"
-
-[[resolver]]
-name = "r6-2"
-address = "[fd00::1:2]:53"
-vendor = "unbound"
-
-[[resolver]]
-name = "r6-3"
-address = "[fd00::1:3]:53"
-vendor = "knot"
-%[3]s
-[check.rec]
-zone = "vm.test"
-interval = "400ms"
-timeout = "300ms"
-rise = 2
-fall = 2
-`
-
-func writeVMConfig(t *testing.T, path, text string) {
+// status returns the daemon's status as the control socket serves it.
+func (v *vmDaemon) status(t *testing.T) *control.Status {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := v.d.Status(ctx)
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	return st
+}
+
+// ops returns the reconciler's counters: IPVS operations applied and
+// failed since the daemon started.
+func (v *vmDaemon) ops(t *testing.T) (applied, failed uint64) {
+	t.Helper()
+	st := v.status(t)
+	return st.Daemon.IPVSOps, st.Daemon.IPVSErrors
+}
+
+// waitWarm waits until the daemon says it is warm and returns that status.
+func (v *vmDaemon) waitWarm(t *testing.T) *control.Status {
+	t.Helper()
+	var st *control.Status
+	poll.Until(t, vmWait, "daemon warm", func() (bool, string) {
+		st = v.status(t)
+		return st.Daemon.Warm, "not warm"
+	})
+	return st
+}
+
+// wantOps fails t unless the daemon has applied exactly want IPVS
+// operations since it started, none failed.
+func (v *vmDaemon) wantOps(t *testing.T, what string, want uint64) {
+	t.Helper()
+	if applied, failed := v.ops(t); applied != want || failed != 0 {
+		t.Errorf("%s: %d IPVS operations applied, %d failed; want %d applied, none failed", what, applied, failed, want)
+	}
+}
+
+// vmWait bounds every wait for the daemon or the kernel to reach a state
+// (software emulation is slow).
+const vmWait = 15 * time.Second
+
+// vmWorld is one subtest's installation inside the VM: a dummy interface
+// of its own carrying three IPv4 and three IPv6 back-end addresses (and a
+// fourth of each, unserved until a test starts it), two VIPs, a
+// configuration file, a state directory, and a service made by hand on
+// another address, which the daemon must leave alone. Worlds built with
+// different numbers share no interface, address or service, so a failed
+// subtest cannot break the next one.
+type vmWorld struct {
+	n        int // the world's number: 10.n.0.0/16, fdNN::/16, lbdnsN
+	ifname   string
+	path     string // the configuration file
+	stateDir string
+	vip4     netip.AddrPort
+	vip6     netip.AddrPort
+	keys4    []string // the v4 VIP's services as ipvsadm names them
+	keys6    []string
+	all4     []string // back ends r4-1..3 as "ADDR:PORT"
+	all6     []string
+	names4   []string // what back ends r4-1..3 answer (their address)
+	names6   []string
+	b4, b6   map[int]*vmBackend
+	handKey  string
+	hand     ipvsvm.Service
+}
+
+// newVMWorld builds world number n (1 to 99) and removes it when t ends.
+func newVMWorld(t *testing.T, n int) *vmWorld {
+	t.Helper()
+	w := &vmWorld{
+		n:      n,
+		ifname: fmt.Sprintf("lbdns%d", n),
+		vip4:   netip.MustParseAddrPort(fmt.Sprintf("10.%d.0.53:53", n)),
+		vip6:   netip.MustParseAddrPort(fmt.Sprintf("[fd%02d::53]:53", n)),
+		b4:     map[int]*vmBackend{},
+		b6:     map[int]*vmBackend{},
+	}
+	w.keys4 = []string{"-u " + w.vip4.String(), "-t " + w.vip4.String()}
+	w.keys6 = []string{"-u " + w.vip6.String(), "-t " + w.vip6.String()}
+	for i := 1; i <= 3; i++ {
+		w.all4 = append(w.all4, w.addr4(i).String())
+		w.all6 = append(w.all6, w.addr6(i).String())
+		w.names4 = append(w.names4, w.addr4(i).Addr().String())
+		w.names6 = append(w.names6, w.addr6(i).Addr().String())
+	}
+	w.handKey = fmt.Sprintf("-u 10.%d.9.9:53", n)
+
+	ipvsvm.Sh(t, fmt.Sprintf("ip link add %[1]s type dummy && ip link set %[1]s up", w.ifname))
+	t.Cleanup(func() {
+		// Best effort: the world's services and interface (with its
+		// addresses) go, whatever state the test left them in.
+		var del []string
+		for _, k := range append(append([]string{w.handKey}, w.keys4...), w.keys6...) {
+			del = append(del, "ipvsadm -D "+k+" 2>/dev/null")
+		}
+		ipvsvm.Sh(t, strings.Join(del, "; ")+"; ip link del "+w.ifname+"; true")
+	})
+	for i := 1; i <= 4; i++ {
+		ipvsvm.Sh(t, fmt.Sprintf("ip addr add %s/32 dev %s && ip addr add %s/128 dev %s", w.addr4(i).Addr(), w.ifname, w.addr6(i).Addr(), w.ifname))
+	}
+	for i := 1; i <= 3; i++ {
+		w.b4[i] = startVMBackend(t, w.addr4(i))
+		w.b6[i] = startVMBackend(t, w.addr6(i))
+	}
+	if got := w.vipAddrs(t); got != "" {
+		t.Fatalf("VIP addresses on %s before the daemon started: %s", w.ifname, got)
+	}
+	ipvsvm.Sh(t, fmt.Sprintf("ipvsadm -A %[1]s -s rr && ipvsadm -a %[1]s -r %[2]s -m -w 5", w.handKey, w.addr4(1)))
+	w.hand = ipvsvm.Dump(t)[w.handKey]
+
+	dir := t.TempDir()
+	w.path = filepath.Join(dir, "lbdns.toml")
+	w.stateDir = filepath.Join(dir, "state")
+	w.writeConfig(t, w.config(false))
+	return w
+}
+
+// addr4 and addr6 are back end i's addresses.
+func (w *vmWorld) addr4(i int) netip.AddrPort {
+	return netip.MustParseAddrPort(fmt.Sprintf("10.%d.1.%d:53", w.n, i))
+}
+
+func (w *vmWorld) addr6(i int) netip.AddrPort {
+	return netip.MustParseAddrPort(fmt.Sprintf("[fd%02d::1:%d]:53", w.n, i))
+}
+
+// vipAddrs returns the VIP addresses on the world's interface, as ip
+// lists them, space separated.
+func (w *vmWorld) vipAddrs(t *testing.T) string {
+	t.Helper()
+	out := ipvsvm.Run(t, "ip", "addr", "show", "dev", w.ifname)
+	var got []string
+	for _, a := range []string{w.vip4.Addr().String() + "/32", w.vip6.Addr().String() + "/128"} {
+		got = append(got, strings.Repeat(a+" ", strings.Count(out, " "+a+" ")))
+	}
+	return strings.TrimSpace(strings.Join(got, ""))
+}
+
+// config is the daemon's configuration of the world; with r44, resolver
+// r4-4 (the fourth IPv4 back end) joins pool p4.
+func (w *vmWorld) config(r44 bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[daemon]\nstate_dir = %[1]q\ncontrol_socket = \"%[1]s/ctl.sock\"\nstatus_listen = \"127.0.0.1:0\"\nlog_level = \"debug\"\n", w.stateDir)
+	fmt.Fprintf(&b, "\n[ipvs]\nresync_interval = \"1s\"\n")
+	for _, v := range []struct {
+		name, pool string
+		addr       netip.Addr
+	}{{"v4", "p4", w.vip4.Addr()}, {"v6", "p6", w.vip6.Addr()}} {
+		fmt.Fprintf(&b, "\n[[vip]]\nname = %q\naddress = %q\nforwarding = \"nat\"\nscheduler = \"rr\"\ninterface = %q\npool = %q\n", v.name, v.addr, w.ifname, v.pool)
+	}
+	p4 := `"r4-1", "r4-2", "r4-3"`
+	if r44 {
+		p4 += `, "r4-4"`
+	}
+	fmt.Fprintf(&b, "\n[[pool]]\nname = \"p4\"\nmembers = [%s]\ncheck = \"rec\"\n", p4)
+	fmt.Fprintf(&b, "\n[[pool]]\nname = \"p6\"\nmembers = [\"r6-1\", \"r6-2\", \"r6-3\"]\ncheck = \"rec\"\n")
+	vendors := []string{"bind", "unbound", "knot", "powerdns"}
+	last := 3
+	if r44 {
+		last = 4
+	}
+	for i := 1; i <= last; i++ {
+		fmt.Fprintf(&b, "\n[[resolver]]\nname = \"r4-%d\"\naddress = %q\nvendor = %q\n", i, w.addr4(i), vendors[i-1])
+	}
+	for i := 1; i <= 3; i++ {
+		fmt.Fprintf(&b, "\n[[resolver]]\nname = \"r6-%d\"\naddress = %q\nvendor = %q\n", i, w.addr6(i), vendors[i-1])
+	}
+	fmt.Fprintf(&b, "\n[check.rec]\nzone = \"vm.test\"\ninterval = \"400ms\"\ntimeout = \"300ms\"\nrise = 2\nfall = 2\n")
+	return b.String()
+}
+
+func (w *vmWorld) writeConfig(t *testing.T, text string) {
+	t.Helper()
+	if err := os.WriteFile(w.path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestVMDaemonEndToEnd runs the real daemon (kernel IPVS client, real DNS
-// probes, VIP addresses) inside the VM against three DNS back ends per
-// family, and checks the kernel's table (read with ipvsadm) and the data
-// path through the VIPs as back ends fail and recover, as the table drifts
-// by hand, across a restart, and across reloads.
-func TestVMDaemonEndToEnd(t *testing.T) {
-	ipvsvm.Require(t)
-	ipvsvm.Run(t, "ipvsadm", "-C")
-	t.Cleanup(func() { ipvsvm.Run(t, "ipvsadm", "-C") })
+// start starts a daemon over the world's configuration.
+func (w *vmWorld) start(t *testing.T, name string) *vmDaemon {
+	t.Helper()
+	return startVMDaemon(t, name, w.path)
+}
 
-	// --- setup: interface, real-server addresses, back ends, config ---
-	ipvsvm.Sh(t, "ip link add lbdns0 type dummy && ip link set lbdns0 up")
-	t.Cleanup(func() { ipvsvm.Sh(t, "ip link del lbdns0") })
-	for i := 1; i <= 4; i++ {
-		ipvsvm.Sh(t, fmt.Sprintf("ip addr add 10.255.1.%d/32 dev lbdns0 && ip addr add fd00::1:%d/128 dev lbdns0", i, i))
-	}
-	vip4 := netip.MustParseAddrPort("10.255.0.53:53")
-	vip6 := netip.MustParseAddrPort("[fd00::53]:53")
-	b4 := map[int]*vmBackend{}
-	b6 := map[int]*vmBackend{}
-	for i := 1; i <= 3; i++ {
-		b4[i] = startVMBackend(t, netip.MustParseAddrPort(fmt.Sprintf("10.255.1.%d:53", i)))
-		b6[i] = startVMBackend(t, netip.MustParseAddrPort(fmt.Sprintf("[fd00::1:%d]:53", i)))
-	}
-	for _, a := range []string{"10.255.0.53/32", "fd00::53/128"} {
-		if out := ipvsvm.Run(t, "ip", "addr", "show", "dev", "lbdns0"); strings.Contains(out, a) {
-			t.Fatalf("VIP %s already on lbdns0 before the daemon started:\n%s", a, out)
+// table returns the kernel's table restricted to the world's VIP
+// services.
+func (w *vmWorld) table(t *testing.T) ipvsvm.Table {
+	t.Helper()
+	tab := ipvsvm.Dump(t)
+	out := ipvsvm.Table{}
+	for _, k := range append(slices.Clone(w.keys4), w.keys6...) {
+		if s, ok := tab[k]; ok {
+			out[k] = s
 		}
 	}
+	return out
+}
 
-	// A service made by hand on another address: not the daemon's.
-	ipvsvm.Sh(t, "ipvsadm -A -u 10.255.9.9:53 -s rr && ipvsadm -a -u 10.255.9.9:53 -r 10.255.1.1:53 -m -w 5")
-	const handKey = "-u 10.255.9.9:53"
-	handBefore := ipvsvm.Dump(t)[handKey]
-	checkHand := func(t *testing.T) {
-		t.Helper()
-		got, ok := ipvsvm.Dump(t)[handKey]
-		if !ok {
-			t.Fatalf("hand-made service %s was removed", handKey)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(handBefore) {
-			t.Fatalf("hand-made service %s changed: %v, was %v", handKey, got, handBefore)
-		}
-	}
-
-	dir := t.TempDir()
-	path := filepath.Join(dir, "lbdns.toml")
-	stateDir := filepath.Join(dir, "state")
-	writeVMConfig(t, path, fmt.Sprintf(vmConfigTmpl, stateDir, "", ""))
-
-	keys4 := []string{"-u 10.255.0.53:53", "-t 10.255.0.53:53"}
-	keys6 := []string{"-u [fd00::53]:53", "-t [fd00::53]:53"}
-	all4 := []string{"10.255.1.1:53", "10.255.1.2:53", "10.255.1.3:53"}
-	all6 := []string{"[fd00::1:1]:53", "[fd00::1:2]:53", "[fd00::1:3]:53"}
-	names4 := []string{"10.255.1.1", "10.255.1.2", "10.255.1.3"}
-	names6 := []string{"fd00::1:1", "fd00::1:2", "fd00::1:3"}
-	const wait = 15 * time.Second
-
-	// --- 2: start; services, destinations, VIP addresses, data path ---
-	d1 := startVMDaemon(t, "first", path)
-	t.Run("start", func(t *testing.T) {
-		waitFor(t, "VIP addresses on lbdns0", wait, func() (bool, string) {
-			out := ipvsvm.Run(t, "ip", "addr", "show", "dev", "lbdns0")
-			return strings.Contains(out, "10.255.0.53/32") && strings.Contains(out, "fd00::53/128"), out
-		})
-		waitDests(t, keys4, all4, wait)
-		waitDests(t, keys6, all6, wait)
+// waitDests waits until every service in keys has exactly the
+// destinations want ("ADDR:PORT", any order) in the kernel's table.
+func (w *vmWorld) waitDests(t *testing.T, keys []string, want []string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	poll.Until(t, vmWait, fmt.Sprintf("services %v with destinations %v", keys, want), func() (bool, string) {
 		tab := ipvsvm.Dump(t)
-		for _, k := range append(slices.Clone(keys4), keys6...) {
-			s := tab[k]
+		for _, k := range keys {
+			if got := destsOf(tab, k); !slices.Equal(got, want) {
+				return false, fmt.Sprintf("%s has %v\n%s", k, got, tab)
+			}
+		}
+		return true, ""
+	})
+}
+
+// ready starts a daemon and waits until the kernel has every back end of
+// both VIPs and the daemon's table agrees with it.
+func (w *vmWorld) ready(t *testing.T, name string) *vmDaemon {
+	t.Helper()
+	d := w.start(t, name)
+	w.waitDests(t, w.keys4, w.all4)
+	w.waitDests(t, w.keys6, w.all6)
+	w.checkApplied(t, d)
+	return d
+}
+
+// checkApplied fails t unless the table the daemon believes it applied is
+// the kernel's table of the world's VIPs.
+func (w *vmWorld) checkApplied(t *testing.T, d *vmDaemon) {
+	t.Helper()
+	poll.Until(t, vmWait, "the daemon's applied table is the kernel's", func() (bool, string) {
+		applied, kernel := ipvsvm.FromVIP(d.d.Applied()).String(), w.table(t).String()
+		return applied == kernel, fmt.Sprintf("applied:\n%s\nkernel:\n%s", applied, kernel)
+	})
+}
+
+// checkHand fails t unless the hand-made service is as it was made.
+func (w *vmWorld) checkHand(t *testing.T) {
+	t.Helper()
+	got, ok := ipvsvm.Dump(t)[w.handKey]
+	if !ok {
+		t.Errorf("hand-made service %s was removed", w.handKey)
+	} else if fmt.Sprint(got) != fmt.Sprint(w.hand) {
+		t.Errorf("hand-made service %s changed: %v, was %v", w.handKey, got, w.hand)
+	}
+}
+
+// TestVMDaemon runs the real daemon (kernel IPVS client, real DNS probes,
+// VIP addresses) inside the VM against three DNS back ends per family,
+// and checks the kernel's table (read with ipvsadm), the reconciler's
+// counters and the data path through the VIPs as back ends fail and
+// recover, as the table drifts by hand, across a restart, across reloads
+// and under operator overrides. Each subtest builds a world of its own, so
+// one failure does not hide the others.
+func TestVMDaemon(t *testing.T) {
+	ipvsvm.Require(t)
+
+	t.Run("start", func(t *testing.T) {
+		w := newVMWorld(t, 1)
+		d := w.ready(t, "start")
+		if got, want := w.vipAddrs(t), w.vip4.Addr().String()+"/32 "+w.vip6.Addr().String()+"/128"; got != want {
+			t.Errorf("VIP addresses on %s: %q, want %q", w.ifname, got, want)
+		}
+		for k, s := range w.table(t) {
 			if s.Scheduler != "rr" {
 				t.Errorf("%s scheduler %q, want rr", k, s.Scheduler)
 			}
@@ -403,19 +484,17 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 				}
 			}
 		}
-		if n := d1.logs.Count("VIP address added"); n != 2 {
-			t.Errorf("%d \"VIP address added\" log lines, want 2", n)
-		}
-		answeredBy(t, vip4, names4...)
-		answeredBy(t, vip6, names6...)
-		checkHand(t)
+		// Four services and twelve destinations, each created once.
+		d.wantOps(t, "after start", 16)
+		answeredBy(t, w.vip4, w.names4...)
+		answeredBy(t, w.vip6, w.names6...)
+		w.checkHand(t)
 	})
-	if t.Failed() {
-		t.FailNow()
-	}
 
-	// --- 3: back ends fail (SERVFAIL, silence) and recover ---
 	t.Run("failure and recovery", func(t *testing.T) {
+		w := newVMWorld(t, 2)
+		d := w.ready(t, "failure")
+		ops, _ := d.ops(t)
 		steps := []struct {
 			name    string
 			b       *vmBackend
@@ -425,15 +504,16 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 			answers []string
 			vip     netip.AddrPort
 		}{
-			{"v4 backend 2 servfail", b4[2], modeServfail, keys4, []string{all4[0], all4[2]}, []string{names4[0], names4[2]}, vip4},
-			{"v4 backend 2 restored", b4[2], modeOK, keys4, all4, names4, vip4},
-			{"v6 backend 3 silent", b6[3], modeSilent, keys6, all6[:2], names6[:2], vip6},
-			{"v6 backend 3 restored", b6[3], modeOK, keys6, all6, names6, vip6},
+			{"v4 backend 2 servfail", w.b4[2], modeServfail, w.keys4, []string{w.all4[0], w.all4[2]}, []string{w.names4[0], w.names4[2]}, w.vip4},
+			{"v4 backend 2 restored", w.b4[2], modeOK, w.keys4, w.all4, w.names4, w.vip4},
+			{"v6 backend 3 silent", w.b6[3], modeSilent, w.keys6, w.all6[:2], w.names6[:2], w.vip6},
+			{"v6 backend 3 restored", w.b6[3], modeOK, w.keys6, w.all6, w.names6, w.vip6},
 		}
 		for _, st := range steps {
 			t.Run(st.name, func(t *testing.T) {
 				st.b.mode.Store(st.mode)
-				waitDests(t, st.keys, st.dests, wait)
+				w.waitDests(t, st.keys, st.dests)
+				w.checkApplied(t, d)
 				before := st.b.hits.Load()
 				answeredBy(t, st.vip, st.answers...)
 				if st.mode != modeOK {
@@ -443,110 +523,104 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 				}
 			})
 		}
-		// The other family's services were not touched meanwhile.
-		waitDests(t, keys4, all4, wait)
-		checkHand(t)
+		// The other family's services were not touched meanwhile: each
+		// step removed or re-created one destination in two services.
+		w.waitDests(t, w.keys4, w.all4)
+		w.waitDests(t, w.keys6, w.all6)
+		d.wantOps(t, "after two failures and recoveries", ops+8)
+		w.checkHand(t)
 	})
-	if t.Failed() {
-		t.FailNow()
-	}
 
-	// --- 4: drift by hand is repaired by the periodic resync ---
 	t.Run("drift repaired", func(t *testing.T) {
+		w := newVMWorld(t, 3)
+		d := w.ready(t, "drift")
+		ops, _ := d.ops(t)
 		// The resync (every second) may repair the drift before the test
-		// can look, so the proof is the daemon's own operations: it
-		// re-creates the deleted destination and resets the weight.
-		const recreate = "create-dest udp/10.255.0.53:53 -> 10.255.1.1:53"
-		const reweight = "update-dest tcp/[fd00::53]:53 -> [fd00::1:2]:53"
-		ops := func(op string) int { return strings.Count(d1.logs.String(), op) }
-		created, updated := ops(recreate), ops(reweight)
-		ipvsvm.Run(t, "ipvsadm", "-d", "-u", "10.255.0.53:53", "-r", "10.255.1.1:53")
-		ipvsvm.Run(t, "ipvsadm", "-e", "-t", "[fd00::53]:53", "-r", "[fd00::1:2]:53", "-m", "-w", "7")
-		waitFor(t, "hand-made drift repaired", wait, func() (bool, string) {
+		// can look, so the proof is the reconciler's counter: exactly one
+		// re-created destination and one reset weight.
+		ipvsvm.Run(t, "ipvsadm", "-d", "-u", w.vip4.String(), "-r", w.all4[0])
+		ipvsvm.Run(t, "ipvsadm", "-e", "-t", w.vip6.String(), "-r", w.all6[1], "-m", "-w", "7")
+		poll.Until(t, vmWait, "hand-made drift repaired", func() (bool, string) {
 			tab := ipvsvm.Dump(t)
-			ok := slices.Equal(destsOf(tab, keys4[0]), all4) && tab[keys6[1]].Dests[all6[1]].Weight == 100 &&
-				ops(recreate) > created && ops(reweight) > updated
-			return ok, tab.String() + "\n" + d1.logs.String()
+			applied, failed := d.ops(t)
+			ok := slices.Equal(destsOf(tab, w.keys4[0]), w.all4) && tab[w.keys6[1]].Dests[w.all6[1]].Weight == 100 && applied == ops+2
+			return ok, fmt.Sprintf("%d ops applied (%d before the drift), %d failed\n%s", applied, ops, failed, tab)
 		})
-		checkHand(t)
+		d.wantOps(t, "after the repair", ops+2)
+		w.checkApplied(t, d)
+		w.checkHand(t)
 	})
-	if t.Failed() {
-		t.FailNow()
-	}
 
-	// --- 5: stop leaves the table; a new daemon adopts it without ops ---
-	// The second daemon runs until the end of the whole test, so it is
-	// started with the top-level t (its cleanup stops it).
-	top := t
-	var d2 *vmDaemon
 	t.Run("restart adopts table", func(t *testing.T) {
-		if n := d1.logs.Count("ipvs op applied"); n == 0 {
-			t.Fatalf("first daemon logged no \"ipvs op applied\"; the log check below would prove nothing")
+		w := newVMWorld(t, 4)
+		d1 := w.ready(t, "first")
+		if applied, _ := d1.ops(t); applied == 0 {
+			t.Fatalf("first daemon applied no IPVS operation; the check of the second would prove nothing")
 		}
 		// Back end 3 is down across the restart, so a daemon that did
 		// not wait for its verdict (no facts: all members, fail-open)
 		// would put it back and take it out again.
-		b4[3].mode.Store(modeServfail)
-		waitDests(t, keys4, all4[:2], wait)
-		before := ipvsvm.Dump(t).String()
+		w.b4[3].mode.Store(modeServfail)
+		w.waitDests(t, w.keys4, w.all4[:2])
+		before, addrs := ipvsvm.Dump(t).String(), w.vipAddrs(t)
 		d1.stop(t)
-		if !strings.Contains(d1.logs.String(), "IPVS table left in place") {
-			t.Errorf("first daemon did not log its stop")
-		}
 		time.Sleep(500 * time.Millisecond)
 		if after := ipvsvm.Dump(t).String(); after != before {
 			t.Fatalf("stopping the daemon changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
 		}
 
-		d2 = startVMDaemon(top, "second", path)
-		waitFor(t, "second daemon warm", wait, func() (bool, string) {
-			return d2.logs.Count("warm-up over; reconciling IPVS table") == 1, d2.logs.String()
-		})
+		d2 := w.start(t, "second")
+		st := d2.waitWarm(t)
+		for _, p := range st.Pools {
+			for _, m := range p.Members {
+				if m.State == "unknown" {
+					t.Errorf("restarted daemon warm with %s/%s undecided", p.Name, m.Resolver)
+				}
+			}
+		}
 		// Two resync periods and many ticks after warm-up.
 		time.Sleep(2500 * time.Millisecond)
-		if n := d2.logs.Count("ipvs op applied"); n != 0 {
-			t.Errorf("restarted daemon applied %d operations to a correct table:\n%s", n, d2.logs)
-		}
-		if n := d2.logs.Count("VIP address added"); n != 0 {
-			t.Errorf("restarted daemon added %d VIP addresses that were there", n)
-		}
-		if !strings.Contains(d2.logs.String(), "all_targets_decided=true") {
-			t.Errorf("restarted daemon's warm-up ended without every target decided")
-		}
+		d2.wantOps(t, "restarted daemon over a correct table", 0)
 		if after := ipvsvm.Dump(t).String(); after != before {
-			t.Fatalf("restarted daemon changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
+			t.Errorf("restarted daemon changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
 		}
-		answeredBy(t, vip4, names4[:2]...)
+		if got := w.vipAddrs(t); got != addrs {
+			t.Errorf("VIP addresses after the restart: %q, before: %q", got, addrs)
+		}
+		w.checkApplied(t, d2)
+		answeredBy(t, w.vip4, w.names4[:2]...)
 
-		b4[3].mode.Store(modeOK)
-		waitDests(t, keys4, all4, wait)
+		w.b4[3].mode.Store(modeOK)
+		w.waitDests(t, w.keys4, w.all4)
+		d2.wantOps(t, "after back end 3 came back", 2)
+		w.checkHand(t)
 	})
-	if t.Failed() {
-		t.FailNow()
-	}
 
-	// --- 6: reload, good and bad ---
 	t.Run("reload", func(t *testing.T) {
-		b4[4] = startVMBackend(t, netip.MustParseAddrPort("10.255.1.4:53"))
-		extra := "\n[[resolver]]\nname = \"r4-4\"\naddress = \"10.255.1.4:53\"\nvendor = \"powerdns\"\n"
-		good := fmt.Sprintf(vmConfigTmpl, stateDir, `, "r4-4"`, extra)
-		writeVMConfig(t, path, good)
+		w := newVMWorld(t, 5)
+		d := w.ready(t, "reload")
+		w.b4[4] = startVMBackend(t, w.addr4(4))
+		good := w.config(true)
+		w.writeConfig(t, good)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := d2.d.Reload(ctx); err != nil {
+		ops, _ := d.ops(t)
+		if err := d.d.Reload(ctx); err != nil {
 			t.Fatalf("Reload of a good config: %v", err)
 		}
-		all := append(slices.Clone(all4), "10.255.1.4:53")
-		waitDests(t, keys4, all, wait)
-		waitDests(t, keys6, all6, wait)
-		answeredBy(t, vip4, append(slices.Clone(names4), "10.255.1.4")...)
+		all := append(slices.Clone(w.all4), w.addr4(4).String())
+		w.waitDests(t, w.keys4, all)
+		w.waitDests(t, w.keys6, w.all6)
+		w.checkApplied(t, d)
+		d.wantOps(t, "after adding r4-4", ops+2)
+		answeredBy(t, w.vip4, append(slices.Clone(w.names4), w.addr4(4).Addr().String())...)
 
 		bad := strings.Replace(good, `interval = "400ms"`, `interval = "50ms"`, 1)
 		bad = strings.Replace(bad, `vendor = "powerdns"`, `vendor = "bogus"`, 1)
-		writeVMConfig(t, path, bad)
+		w.writeConfig(t, bad)
 		before := ipvsvm.Dump(t).String()
-		ops := d2.logs.Count("ipvs op applied")
-		err := d2.d.Reload(ctx)
+		ops, _ = d.ops(t)
+		err := d.d.Reload(ctx)
 		if err == nil {
 			t.Fatal("Reload accepted a bad config")
 		}
@@ -559,54 +633,56 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 		if after := ipvsvm.Dump(t).String(); after != before {
 			t.Errorf("rejected reload changed the kernel table\n--- before:\n%s\n--- after:\n%s", before, after)
 		}
-		if n := d2.logs.Count("ipvs op applied"); n != ops {
-			t.Errorf("rejected reload was followed by %d ipvs operations", n-ops)
+		d.wantOps(t, "after a rejected reload", ops)
+		members := 0
+		for _, p := range d.status(t).Pools {
+			members += len(p.Members)
 		}
-		if n := len(d2.d.Config().Resolvers); n != 7 {
-			t.Errorf("running config has %d resolvers after a rejected reload, want 7", n)
+		if members != 7 {
+			t.Errorf("running config has %d pool members after a rejected reload, want 7", members)
 		}
-		checkHand(t)
+		w.checkHand(t)
 	})
-	if t.Failed() {
-		t.FailNow()
-	}
 
-	// --- 7: operator control over the control socket (what lbctl sends):
-	// drain keeps weight 0 in the kernel and gets no new queries, disable
+	// Operator control over the control socket (what lbctl sends): drain
+	// keeps weight 0 in the kernel and gets no new queries, disable
 	// removes, enable restores; the kernel's per-destination counters
-	// reach /status and /metrics. ---
+	// reach /status and /metrics.
 	t.Run("operator control and kernel stats", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		w := newVMWorld(t, 6)
+		d := w.ready(t, "operator")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		cl := control.NewClient(d2.d.ControlSocket())
-		// The reload step's back end r4-4 stopped with that step: the
-		// daemon takes it out first.
-		waitDests(t, keys4, all4, wait)
+		cl := control.NewClient(filepath.Join(w.stateDir, "ctl.sock"))
+		ops, _ := d.ops(t)
 
 		if _, err := cl.SetOverride(ctx, control.OverrideRequest{Action: control.ActionDrain, Resolver: "r4-1", Reason: "vm test"}); err != nil {
 			t.Fatalf("drain: %v", err)
 		}
-		waitFor(t, "r4-1 at weight 0 in the kernel", wait, func() (bool, string) {
+		poll.Until(t, vmWait, "r4-1 at weight 0 in the kernel", func() (bool, string) {
 			tab := ipvsvm.Dump(t)
-			for _, k := range keys4 {
-				d, ok := tab[k].Dests[all4[0]]
+			for _, k := range w.keys4 {
+				d, ok := tab[k].Dests[w.all4[0]]
 				if !ok || d.Weight != 0 {
 					return false, tab.String()
 				}
 			}
 			return true, ""
 		})
-		answeredBy(t, vip4, names4[1:]...)
+		d.wantOps(t, "after the drain", ops+2)
+		answeredBy(t, w.vip4, w.names4[1:]...)
 
 		if _, err := cl.SetOverride(ctx, control.OverrideRequest{Action: control.ActionDisable, Resolver: "r4-2", Pool: "p4"}); err != nil {
 			t.Fatalf("disable: %v", err)
 		}
-		waitDests(t, keys4, []string{all4[0], all4[2]}, wait)
-		waitDests(t, keys6, all6, wait)
+		w.waitDests(t, w.keys4, []string{w.all4[0], w.all4[2]})
+		w.waitDests(t, w.keys6, w.all6)
+		d.wantOps(t, "after the disable", ops+4)
+		w.checkApplied(t, d)
 
 		// Kernel counters: the back ends that answered have packets.
 		var st *control.Status
-		waitFor(t, "kernel stats in /status", wait, func() (bool, string) {
+		poll.Until(t, vmWait, "kernel stats in /status", func() (bool, string) {
 			var err error
 			st, err = cl.Status(ctx)
 			if err != nil {
@@ -630,7 +706,7 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 				}
 			}
 		}
-		mfs, err := d2.d.Registry().Gather()
+		mfs, err := d.d.Registry().Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -658,11 +734,11 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 				t.Fatalf("enable %s: %v", r, err)
 			}
 		}
-		waitDests(t, keys4, all4, wait)
-		waitFor(t, "weights restored", wait, func() (bool, string) {
+		w.waitDests(t, w.keys4, w.all4)
+		poll.Until(t, vmWait, "weights restored", func() (bool, string) {
 			tab := ipvsvm.Dump(t)
-			for _, k := range keys4 {
-				for _, a := range all4 {
+			for _, k := range w.keys4 {
+				for _, a := range w.all4 {
 					if tab[k].Dests[a].Weight != 100 {
 						return false, tab.String()
 					}
@@ -670,8 +746,11 @@ func TestVMDaemonEndToEnd(t *testing.T) {
 			}
 			return true, ""
 		})
-		answeredBy(t, vip4, names4...)
-		checkHand(t)
+		// Enable: r4-2 re-created and r4-1 back to its weight, in both
+		// services.
+		d.wantOps(t, "after the enables", ops+8)
+		w.checkApplied(t, d)
+		answeredBy(t, w.vip4, w.names4...)
+		w.checkHand(t)
 	})
-	t.Logf("ipvsadm -Ln at the end:\n%s", ipvsvm.Run(t, "ipvsadm", "-Ln"))
 }

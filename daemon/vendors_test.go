@@ -15,6 +15,7 @@ import (
 
 	"lbdns/health"
 	"lbdns/internal/dnstest"
+	"lbdns/internal/poll"
 	"lbdns/internal/vendors"
 	"lbdns/monitor"
 	"lbdns/probes"
@@ -200,11 +201,11 @@ func TestRealVendors(t *testing.T) {
 		if err := breakIt(); err != nil {
 			t.Fatal(err)
 		}
-		downAt := waitUntil(t, 10*time.Second, id+" down", func() (bool, string) {
+		downAt := poll.Until(t, 10*time.Second, id+" down", func() (bool, string) {
 			st := status(id)
 			return st.Health.State == health.Down, fmt.Sprintf("%s is %s", id, st.Health.State)
 		})
-		removedAt := waitUntil(t, 10*time.Second, id+" removed from the table", func() (bool, string) {
+		removedAt := poll.Until(t, 10*time.Second, id+" removed from the table", func() (bool, string) {
 			u, tc := inTable(a)
 			return !u && !tc, fmt.Sprintf("udp %v tcp %v", u, tc)
 		})
@@ -230,17 +231,17 @@ func TestRealVendors(t *testing.T) {
 		if err := heal(); err != nil {
 			t.Fatal(err)
 		}
-		upAt := waitUntil(t, 10*time.Second, id+" up again", func() (bool, string) {
+		upAt := poll.Until(t, 10*time.Second, id+" up again", func() (bool, string) {
 			st := status(id)
 			return st.Health.State == health.Up, fmt.Sprintf("%s is %s (%s)", id, st.Health.State, st.Health.LastReason)
 		})
-		backAt := waitUntil(t, 10*time.Second, id+" back in the table", func() (bool, string) {
+		backAt := poll.Until(t, 10*time.Second, id+" back in the table", func() (bool, string) {
 			u, tc := inTable(a)
 			return u && tc, fmt.Sprintf("udp %v tcp %v", u, tc)
 		})
 		t.Logf("%s: healed -> up %v, healed -> back in table %v", id, upAt.Sub(healAt).Round(time.Millisecond),
 			backAt.Sub(healAt).Round(time.Millisecond))
-		waitUntil(t, 5*time.Second, "pool healthy", func() (bool, string) {
+		poll.Until(t, 5*time.Second, "pool healthy", func() (bool, string) {
 			p := pool()
 			return p.Diagnosis == resolvers.Healthy, p.Diagnosis.String() + ": " + p.Detail
 		})
@@ -261,9 +262,9 @@ func TestRealVendors(t *testing.T) {
 	}
 
 	phase("all five up", func(t *testing.T) {
-		waitUntil(t, 15*time.Second, "all five up", allUp)
-		waitUntil(t, 5*time.Second, "all five in the udp and tcp services", allIn)
-		waitUntil(t, 5*time.Second, "pool healthy", func() (bool, string) {
+		poll.Until(t, 15*time.Second, "all five up", allUp)
+		poll.Until(t, 5*time.Second, "all five in the udp and tcp services", allIn)
+		poll.Until(t, 5*time.Second, "pool healthy", func() (bool, string) {
 			p := pool()
 			return p.Diagnosis == resolvers.Healthy && !p.FailOpen, p.Diagnosis.String() + ": " + p.Detail
 		})
@@ -313,11 +314,11 @@ func TestRealVendors(t *testing.T) {
 		if err := up.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		upstreamAt := waitUntil(t, 15*time.Second, "pool diagnosis upstream, failing open", func() (bool, string) {
+		upstreamAt := poll.Until(t, 15*time.Second, "pool diagnosis upstream, failing open", func() (bool, string) {
 			p := pool()
 			return p.Diagnosis == resolvers.Upstream && p.FailOpen, p.Diagnosis.String() + ": " + p.Detail
 		})
-		allDownAt := waitUntil(t, 15*time.Second, "all five down", func() (bool, string) {
+		allDownAt := poll.Until(t, 15*time.Second, "all five down", func() (bool, string) {
 			st := d.Monitor().Status()
 			var not []string
 			for _, id := range allIDs {
@@ -375,36 +376,18 @@ func TestRealVendors(t *testing.T) {
 		if err := up.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		allUpAt := waitUntil(t, 60*time.Second, "all five up again", allUp)
+		allUpAt := poll.Until(t, 60*time.Second, "all five up again", allUp)
 		for _, id := range allIDs {
 			st := status(id)
 			t.Logf("%s: up %v after the upstream came back", id, st.Health.Since.Sub(restartAt).Round(time.Millisecond))
 		}
-		waitUntil(t, 5*time.Second, "all five in the udp and tcp services", allIn)
-		waitUntil(t, 5*time.Second, "pool healthy", func() (bool, string) {
+		poll.Until(t, 5*time.Second, "all five in the udp and tcp services", allIn)
+		poll.Until(t, 5*time.Second, "pool healthy", func() (bool, string) {
 			p := pool()
 			return p.Diagnosis == resolvers.Healthy && !p.FailOpen, p.Diagnosis.String() + ": " + p.Detail
 		})
 		t.Logf("upstream restarted -> all five up %v", allUpAt.Sub(restartAt).Round(time.Millisecond))
 	})
-}
-
-// waitUntil polls cond every 20ms until it holds and returns the time it
-// first held; after timeout it fails the test with cond's last words.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		now := time.Now()
-		ok, why := cond()
-		if ok {
-			return now
-		}
-		if now.After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, timeout, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // testLogWriter sends the daemon's log lines to the test that currently

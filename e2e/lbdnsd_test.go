@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"lbdns/control"
+	"lbdns/internal/poll"
 	"lbdns/internal/testlog"
 )
 
@@ -20,20 +24,21 @@ type lbdnsd struct {
 	cmd    *exec.Cmd
 	stderr *testlog.Buffer
 	done   chan struct{} // closed when the process was waited for
-	// statusURL is the status endpoint, "http://ADDR" (set by
-	// waitStarted).
-	statusURL string
+	// socket is the control socket the daemon serves.
+	socket string
+	// spawned is when the process was started.
+	spawned time.Time
 }
 
 // startTimeout bounds how long a daemon takes to start (and to stop).
 const startTimeout = 15 * time.Second
 
 // start starts lbdnsd -dry-run over the world's configuration and waits
-// until it serves.
+// until it is ready: its control socket answers status and it is warm.
 func (w *world) start(args ...string) *lbdnsd {
 	w.t.Helper()
 	d := w.spawn(args...)
-	d.waitStarted()
+	d.waitReady()
 	return d
 }
 
@@ -44,7 +49,7 @@ func (w *world) start(args ...string) *lbdnsd {
 // with status 0.
 func (w *world) spawn(args ...string) *lbdnsd {
 	w.t.Helper()
-	d := &lbdnsd{t: w.t, stderr: &testlog.Buffer{}, done: make(chan struct{})}
+	d := &lbdnsd{t: w.t, stderr: &testlog.Buffer{}, done: make(chan struct{}), socket: w.socket, spawned: time.Now()}
 	all := append([]string{"-config", w.cfgPath, "-dry-run", "-log-format", "json"}, args...)
 	d.cmd = exec.Command(binaries.lbdnsd, all...)
 	if _, set := os.LookupEnv("GORACE"); !set {
@@ -115,34 +120,51 @@ func (d *lbdnsd) logLines() []map[string]any {
 	return out
 }
 
-// waitStarted waits until the daemon logged that it started, and learns
-// the status endpoint's address from its log. It fails the test if the
-// daemon exits first.
-func (d *lbdnsd) waitStarted() {
+// waitReady waits until the daemon answers status on its control socket
+// (this process, not an earlier one: it started after spawn) and says it
+// is warm. It fails the test if the daemon exits first.
+func (d *lbdnsd) waitReady() {
 	d.t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		started := false
+	c := control.NewClient(d.socket)
+	poll.Until(d.t, startTimeout, "lbdnsd answering status, warm", func() (bool, string) {
+		if d.exited() {
+			return true, ""
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := c.Status(ctx)
+		switch {
+		case err != nil:
+			return false, err.Error()
+		case st.Daemon.Started.Before(d.spawned):
+			return false, fmt.Sprintf("an earlier daemon (started %s) answers", st.Daemon.Started)
+		case !st.Daemon.Warm:
+			return false, "not warm"
+		}
+		return true, ""
+	})
+	if d.exited() {
+		d.t.Fatalf("lbdnsd exited before it was ready (%s):\n%s", d.cmd.ProcessState, d.stderr.String())
+	}
+}
+
+// statusURL returns the status endpoint, "http://ADDR". The daemon's log
+// is the only place that tells the address (status_listen's port 0 picks
+// one), so it is read from there; the daemon logs it as it starts serving.
+func (d *lbdnsd) statusURL() string {
+	d.t.Helper()
+	var url string
+	poll.Until(d.t, startTimeout, "lbdnsd logging its status endpoint", func() (bool, string) {
 		for _, m := range d.logLines() {
-			switch m["msg"] {
-			case "status endpoint listening (read-only)":
+			if m["msg"] == "status endpoint listening (read-only)" {
 				u, _ := m["url"].(string)
-				d.statusURL = strings.TrimSuffix(u, "/")
-			case "lbdnsd started":
-				started = true
+				url = strings.TrimSuffix(u, "/")
+				return url != "", ""
 			}
 		}
-		if started && d.statusURL != "" {
-			return
-		}
-		if d.exited() {
-			d.t.Fatalf("lbdnsd exited before it started (%s):\n%s", d.cmd.ProcessState, d.stderr.String())
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("lbdnsd did not log that it started within %s:\n%s", startTimeout, d.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, d.stderr.String()
+	})
+	return url
 }
 
 // waitExit waits for the process to end and returns its exit status (-1

@@ -25,7 +25,7 @@ func TestMetrics(t *testing.T) {
 	begin := time.Now()
 	w := newWorld(t, onePool(3))
 	d := w.startReady()
-	url := d.statusURL + "/metrics"
+	url := d.statusURL() + "/metrics"
 
 	fams := scrape(t, url)
 	for _, name := range []string{"r1", "r2", "r3"} {
@@ -78,7 +78,7 @@ func TestStatusEndpointReadOnly(t *testing.T) {
 
 	for _, path := range []string{"/", "/status", "/metrics"} {
 		for _, method := range []string{"POST", "PUT", "DELETE", "PATCH"} {
-			req, err := http.NewRequest(method, d.statusURL+path, strings.NewReader(`{"action": "enable", "resolver": "r2"}`))
+			req, err := http.NewRequest(method, d.statusURL()+path, strings.NewReader(`{"action": "enable", "resolver": "r2"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestStatusEndpointReadOnly(t *testing.T) {
 	}
 	checkOverrides(t, w.statusJSON().Overrides, "r2 drain read-only test")
 
-	resp, err := hc.Get(d.statusURL + "/status")
+	resp, err := hc.Get(d.statusURL() + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestStatusEndpointReadOnly(t *testing.T) {
 		t.Errorf("GET /status says\n%s\nlbctl status -o json says\n%s", summary(&viaHTTP), summary(&viaLbctl))
 	}
 
-	resp, err = hc.Get(d.statusURL + "/")
+	resp, err = hc.Get(d.statusURL() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/internal/poll"
 )
 
 // TestReload: a good configuration is applied by lbctl reload without
@@ -186,7 +187,7 @@ func lastEvent(t *testing.T, w *world, kind string) control.Event {
 func (w *world) waitEvent(what string, after uint64, match func(control.Event) bool) control.Event {
 	w.t.Helper()
 	var found control.Event
-	eventually(w.t, what, func() (bool, string) {
+	poll.Until(w.t, waitTimeout, what, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		rep, err := w.client().Events(ctx, after)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lbdns/control"
+	"lbdns/internal/poll"
 )
 
 // TestOverridesSurviveKill9: a drain and a disable outlive kill -9 of the
@@ -97,7 +98,7 @@ func TestRestartKeepsDownBackEndOut(t *testing.T) {
 			return st.Daemon.Warm && r3.State == "up" && r4.State == "down", fmt.Sprintf("warm %v, r3 %s, r4 %s", st.Daemon.Warm, r3.State, r4.State)
 		})
 		var tb ipvsTable
-		eventually(t, "the restarted daemon's table", func() (bool, string) {
+		poll.Until(t, waitTimeout, "the restarted daemon's table", func() (bool, string) {
 			var err error
 			tb, err = w.readTable()
 			return err == nil && tb != nil, fmt.Sprintf("table %v, err %v", tb, err)

@@ -10,38 +10,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"lbdns/control"
+	"lbdns/internal/poll"
 )
 
 // waitTimeout bounds every wait for the daemon to reach a state.
 const waitTimeout = 10 * time.Second
-
-// eventually polls cond until it holds, and fails the test with what was
-// last seen when it does not hold within waitTimeout.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last seen:\n%s", what, waitTimeout, seen)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // waitStatus polls the daemon's status until cond holds and returns that
 // status.
 func (w *world) waitStatus(what string, cond func(*control.Status) (bool, string)) *control.Status {
 	w.t.Helper()
 	var last *control.Status
-	eventually(w.t, what, func() (bool, string) {
+	poll.Until(w.t, waitTimeout, what, func() (bool, string) {
 		st, err := w.status()
 		if err != nil {
 			return false, err.Error()
@@ -174,7 +157,7 @@ func (w *world) wantTable(drained, disabled []string) ipvsTable {
 // waitTable waits until the dry-run table is want.
 func (w *world) waitTable(what string, want ipvsTable) {
 	w.t.Helper()
-	eventually(w.t, what, func() (bool, string) {
+	poll.Until(w.t, waitTimeout, what, func() (bool, string) {
 		tb, err := w.readTable()
 		if err != nil {
 			return false, err.Error()

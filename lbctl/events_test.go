@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lbdns/control"
+	"lbdns/internal/poll"
 )
 
 // sampleEvents returns n events numbered from 1; every third is an error.
@@ -119,7 +120,7 @@ func TestEventsFollow(t *testing.T) {
 			for _, ev := range evs[3:] {
 				f.stream <- ev
 			}
-			waitFor(t, func() bool { return strings.Contains(out.String(), evs[5].Message) }, "the last streamed event printed")
+			poll.Until(t, 10*time.Second, "the last streamed event printed", poll.True(func() bool { return strings.Contains(out.String(), evs[5].Message) }))
 			cancel()
 			select {
 			case code := <-done:
@@ -147,17 +148,5 @@ func TestEventsFollow(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"lbdns/internal/dnstest"
@@ -45,89 +47,99 @@ func (f *fakeCache) query(_ context.Context, sp Spec) Outcome {
 	return Outcome{OK: true, TTL: time.Duration(f.ttl) * time.Second}
 }
 
+// TestRunnerKeepsWarmAndStops runs a runner for five seconds of a fake
+// clock (testing/synctest) against expiry-mode caches with a TTL of two
+// seconds, without jitter, so every query time is known: healthy
+// resolvers are fetched at 0, at 2.05 and at 4.05 (expiry plus
+// ExpiryMargin), a failing one is retried after 1 and 2 more seconds
+// (MinBackoff doubling, at 0, 1 and 3), an unhealthy one is never asked.
 func TestRunnerKeepsWarmAndStops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 5 s")
-	}
-	fc := newFakeCache(2)
-	fc.fail["bad"] = true
-	r := New(Options{MaxQPS: 1000, Jitter: 10 * time.Millisecond, Query: fc.query})
-	var specs []Spec
-	for _, res := range []string{"a", "b", "bad", "down"} {
-		for _, n := range []string{"x.example.", "y.example."} {
-			specs = append(specs, Spec{Key: Key{Name: n, Type: dns.TypeA, Resolver: res}, Policy: Policy{Mode: Expiry}})
-		}
-	}
-	r.Update(specs)
-	r.SetHealthy(map[string]bool{"a": true, "b": true, "bad": true})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	time.Sleep(5 * time.Second)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	for _, sp := range specs {
-		k := sp.Key
-		switch k.Resolver {
-		case "a", "b":
-			// 5 s at TTL 2: a fetch at start, then one per TTL: 3 or 4.
-			if n := fc.fetches[k]; n < 3 || n > 4 {
-				t.Errorf("%v: %d fetches in 5 s at TTL 2, want 3..4", k, n)
-			}
-			if q := fc.queries[k]; q > fc.fetches[k]+3 {
-				t.Errorf("%v: %d queries for %d fetches", k, q, fc.fetches[k])
-			}
-		case "bad":
-			// backoff 1, 2: queries at 0, 1, 3 (and maybe 7 is past the end)
-			if q := fc.queries[k]; q < 2 || q > 4 {
-				t.Errorf("%v: %d queries while failing, want 2..4 (backoff)", k, q)
-			}
-		case "down":
-			if q := fc.queries[k]; q != 0 {
-				t.Errorf("%v: %d queries to an unhealthy resolver", k, q)
+	synctest.Test(t, func(t *testing.T) {
+		fc := newFakeCache(2)
+		fc.fail["bad"] = true
+		r := New(Options{MaxQPS: 1000, Jitter: 10 * time.Millisecond, Query: fc.query, Rand: func(time.Duration) time.Duration { return 0 }})
+		var specs []Spec
+		for _, res := range []string{"a", "b", "bad", "down"} {
+			for _, n := range []string{"x.example.", "y.example."} {
+				specs = append(specs, Spec{Key: Key{Name: n, Type: dns.TypeA, Resolver: res}, Policy: Policy{Mode: Expiry}})
 			}
 		}
-	}
-	for _, st := range r.Snapshot() {
-		t.Logf("%v mode=%v healthy=%v ttl=%v next=%v fails=%d %+v", st.Key, st.Mode, st.Healthy, st.LastTTL, st.NextRun.Format("15:04:05.000"), st.ConsecutiveFailures, st.Counters)
-	}
+		start := time.Now()
+		r.Update(specs)
+		r.SetHealthy(map[string]bool{"a": true, "b": true, "bad": true})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		time.Sleep(5 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		for _, sp := range specs {
+			k := sp.Key
+			want := map[string]struct{ queries, fetches int }{"a": {3, 3}, "b": {3, 3}, "bad": {3, 0}, "down": {0, 0}}[k.Resolver]
+			if q, f := fc.queries[k], fc.fetches[k]; q != want.queries || f != want.fetches {
+				t.Errorf("%v: %d queries, %d fetches in 5s; want %d, %d", k, q, f, want.queries, want.fetches)
+			}
+		}
+		for _, st := range r.Snapshot() {
+			var want time.Duration
+			switch st.Key.Resolver {
+			case "a", "b":
+				want = 6050 * time.Millisecond // the entry fetched at 4.05 expires at 6
+			case "bad":
+				want = 7 * time.Second // third failure at 3, then 4s of back-off
+			default:
+				continue
+			}
+			if got := st.NextRun.Sub(start); got != want {
+				t.Errorf("%v: next run at +%v, want +%v", st.Key, got, want)
+			}
+		}
+	})
 }
 
+// TestRunnerRespectsMaxQPS runs a runner with 200 due entries for 975ms
+// of a fake clock at max_qps 20: the burst of 2 goes at once, then one
+// query every 50ms (at 50, 100, ... 950ms).
 func TestRunnerRespectsMaxQPS(t *testing.T) {
-	var mu sync.Mutex
-	var times []time.Time
-	q := func(context.Context, Spec) Outcome {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var times []time.Duration
+		start := time.Now()
+		q := func(context.Context, Spec) Outcome {
+			mu.Lock()
+			times = append(times, time.Since(start))
+			mu.Unlock()
+			return Outcome{OK: true, TTL: time.Hour}
+		}
+		r := New(Options{MaxQPS: 20, Query: q})
+		var specs []Spec
+		for i := range 200 {
+			specs = append(specs, Spec{Key: Key{Name: "n.example.", Type: uint16(i + 1), Resolver: "a"}})
+		}
+		r.Update(specs)
+		r.SetHealthy(map[string]bool{"a": true})
+		ctx, cancel := context.WithTimeout(context.Background(), 975*time.Millisecond)
+		defer cancel()
+		if err := r.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
-		times = append(times, time.Now())
-		mu.Unlock()
-		return Outcome{OK: true, TTL: time.Hour}
-	}
-	r := New(Options{MaxQPS: 20, Query: q})
-	var specs []Spec
-	for i := range 200 {
-		specs = append(specs, Spec{Key: Key{Name: "n.example.", Type: uint16(i + 1), Resolver: "a"}})
-	}
-	r.Update(specs)
-	r.SetHealthy(map[string]bool{"a": true})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	start := time.Now()
-	if err := r.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	// burst 2 plus 20/s for about one second.
-	if n := len(times); n < 10 || n > 23 {
-		t.Errorf("%d queries in %v at max_qps 20, want 10..23", n, time.Since(start))
-	}
-	if c := r.Totals(); c.Queries != uint64(len(times)) {
-		t.Errorf("Totals().Queries = %d, queries seen %d", c.Queries, len(times))
-	}
+		defer mu.Unlock()
+		want := []time.Duration{0, 0}
+		for ms := 50; ms < 975; ms += 50 {
+			want = append(want, time.Duration(ms)*time.Millisecond)
+		}
+		if !slices.Equal(times, want) {
+			t.Errorf("queries at %v, want at %v", times, want)
+		}
+		if c := r.Totals(); c.Queries != uint64(len(times)) {
+			t.Errorf("Totals().Queries = %d, queries seen %d", c.Queries, len(times))
+		}
+	})
 }
 
 func TestQuery(t *testing.T) {

@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -205,16 +206,29 @@ func TestSetKeepsState(t *testing.T) {
 	}
 }
 
+// TestJitterBounded checks where the jitter can put a window-mode query:
+// the window of an answer with TTL 10 under BIND's 2s trigger is [8,10),
+// its middle 9, and a jitter of 100ms spreads the query over [8.95, 9.05).
 func TestJitterBounded(t *testing.T) {
-	s := NewScheduler(100*time.Millisecond, func(n time.Duration) time.Duration { return n - 1 })
-	s.SetHealthy(map[string]bool{"r": true}, at(0))
-	sp := spec("r", bindPol)
-	s.Set([]Spec{sp}, at(0))
-	sp, _ = s.Pop(at(1))
-	next := s.Done(sp.Key, ok(10), at(0.3))
-	// middle of [8,10) is 9; jitter spreads over at most ±50ms.
-	if d := next.Sub(at(9)); d < -50*time.Millisecond || d >= 50*time.Millisecond {
-		t.Errorf("next = %v, more than 50ms from the middle of the window", next.Sub(t0))
+	for _, tt := range []struct {
+		name string
+		rnd  func(n time.Duration) time.Duration
+		want time.Time
+	}{
+		{"least", func(time.Duration) time.Duration { return 0 }, at(8.95)},
+		{"middle", func(n time.Duration) time.Duration { return n / 2 }, at(9)},
+		{"most", func(n time.Duration) time.Duration { return n - 1 }, at(9.05).Add(-1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewScheduler(100*time.Millisecond, tt.rnd)
+			s.SetHealthy(map[string]bool{"r": true}, at(0))
+			sp := spec("r", bindPol)
+			s.Set([]Spec{sp}, at(0))
+			sp, _ = s.Pop(at(1))
+			if next := s.Done(sp.Key, ok(10), at(0.3)); !next.Equal(tt.want) {
+				t.Errorf("next = %v, want %v", next.Sub(t0), tt.want.Sub(t0))
+			}
+		})
 	}
 }
 
@@ -229,17 +243,19 @@ func TestBucket(t *testing.T) {
 	if got != 2 {
 		t.Errorf("burst gave %d tokens, want 2", got)
 	}
-	if w := b.take(at(0)); w < 99*time.Millisecond || w > 101*time.Millisecond {
-		t.Errorf("wait = %v, want ~100ms", w)
+	if w := b.take(at(0)); w != 100*time.Millisecond {
+		t.Errorf("wait = %v, want 100ms", w)
 	}
-	n := 0
+	// Asked every millisecond for one second at 10/s, the empty bucket
+	// gives a token every 100ms: at 100, 200, ... 1000ms.
+	var when []int
 	for ms := 0; ms <= 1000; ms++ {
 		if b.take(at(float64(ms)/1000)) == 0 {
-			n++
+			when = append(when, ms)
 		}
 	}
-	if n < 10 || n > 11 {
-		t.Errorf("one second at 10/s gave %d tokens", n)
+	if want := []int{100, 200, 300, 400, 500, 600, 700, 800, 900, 1000}; !slices.Equal(when, want) {
+		t.Errorf("one second at 10/s gave tokens at %v ms, want %v", when, want)
 	}
 }
 
