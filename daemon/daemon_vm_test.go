@@ -310,11 +310,13 @@ address = "[fd00::1:3]:53"
 vendor = "knot"
 %[3]s
 [check.rec]
-zone = "vm.test"
 interval = "400ms"
 timeout = "300ms"
 rise = 2
 fall = 2
+
+[check.rec.dns]
+zone = "vm.test"
 `
 
 func writeVMConfig(t *testing.T, path, text string) {

@@ -3,12 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/control"
+	"lbdns/monitor"
 	"lbdns/probes"
 )
 
@@ -61,13 +61,12 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) (*metrics, error) {
 }
 
 // observeProbe records one probe result (monitor.Options.OnResult).
-func (m *metrics) observeProbe(targetID string, r probes.Result) {
-	_, check, _ := strings.Cut(targetID, "/")
+func (m *metrics) observeProbe(key monitor.Key, r probes.Result) {
 	result := "ok"
 	if !r.OK {
 		result = "fail"
 	}
-	m.probeDuration.WithLabelValues(check, result).Observe(r.RTT.Seconds())
+	m.probeDuration.WithLabelValues(key.Check, result).Observe(r.RTT.Seconds())
 }
 
 func (m *metrics) reloaded(ok bool, at time.Time) {

@@ -16,7 +16,6 @@ import (
 	"lbdns/health"
 	"lbdns/monitor"
 	"lbdns/prefetch"
-	"lbdns/probes"
 	"lbdns/resolvers"
 	"lbdns/vip"
 )
@@ -69,6 +68,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
 	mon := d.mon.Status()
+	ids := d.ident.Identities()
 	applied := d.rec.Table()
 	stats := d.destStats(ctx, applied)
 	rs := d.rec.Stats()
@@ -94,7 +94,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 		if p == nil {
 			continue
 		}
-		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], mon, ovs, applied, stats))
+		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], mon, ids, ovs, applied, stats))
 	}
 	st.Prefetch = prefetchView(d.Prefetch())
 	return st, nil
@@ -149,8 +149,8 @@ func vipKeys(v *configs.VIP) []vip.ServiceKey {
 	return out
 }
 
-func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, mon map[string]monitor.TargetStatus,
-	ovs []storedOverride, applied vip.Table, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
+func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, mon map[monitor.Key]monitor.TargetStatus,
+	ids map[string]resolvers.Identity, ovs []storedOverride, applied vip.Table, stats map[vip.ServiceKey]map[netip.AddrPort]vip.DestStats) control.Pool {
 	out := control.Pool{Name: ps.Name, Check: p.Check, VIPs: []string{}, MinHealthy: ps.MinHealthy, Total: ps.Total, Enabled: ps.Enabled,
 		Healthy: ps.Healthy, FailOpen: ps.FailOpen, Diagnosis: ps.Diagnosis.String(), Detail: ps.Detail,
 		Vendors: []control.VendorCount{}, Members: []control.Member{}}
@@ -176,9 +176,10 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 		if m.State != health.Unknown {
 			cm.Since = m.Since.UTC()
 		}
-		if ts, ok := mon[resolvers.TargetID(m.Name, p.Check)]; ok {
-			cm.Identity = ts.Identity
-			cm.IdentifiedVendor = probes.VendorOf(ts.Identity)
+		if id, ok := ids[m.Name]; ok {
+			cm.Identity, cm.IdentifiedVendor = id.Version, id.Vendor
+		}
+		if ts, ok := mon[ResolverKey(m.Name, p.Check)]; ok {
 			cm.Flaps = ts.Health.Flaps
 			if !ts.LastAt.IsZero() {
 				cm.LastProbe = ts.LastAt.UTC()

@@ -25,17 +25,16 @@ func sameFact(a, b resolvers.Fact) bool {
 // and slowness included, both time-based) is the one that plan was
 // computed from. The configuration and the overrides are not compared:
 // changing either clears settled. It reads every target once without
-// allocating, and notes new identities as facts does.
+// allocating.
 func (d *Daemon) planCurrent(now time.Time) bool {
 	if !d.settled {
 		return false
 	}
 	n, same := 0, true
 	d.mon.Each(func(s monitor.TargetStatus) {
-		d.noteIdentity(s.ID, s)
 		n++
 		if same {
-			old, ok := d.planFacts[s.ID]
+			old, ok := d.planFacts[factID(s.Key)]
 			same = ok && sameFact(old, factOf(s, now))
 		}
 	})
