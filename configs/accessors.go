@@ -108,39 +108,6 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-// SameProbe reports whether c and o ask the same question and judge the
-// answer the same way (name, kind, qname, zone, qtype, qclass, rd, cd,
-// transport, rcodes, expect, expect_regexp), whatever their pacing
-// (interval, fast_interval, timeout, rise, fall, identify): the health
-// facts gathered under one still hold under the other, so a reload keeps
-// them. Nil pointer bools compare as their defaults.
-func (c *Check) SameProbe(o *Check) bool {
-	if c == nil || o == nil {
-		return c == o
-	}
-	return c.Name == o.Name && c.Kind == o.Kind && c.QName == o.QName && c.Zone == o.Zone &&
-		c.QType == o.QType && c.QClass == o.QClass && boolOr(c.RD, true) == boolOr(o.RD, true) &&
-		c.CD == o.CD && c.Transport == o.Transport && slices.Equal(c.Rcodes, o.Rcodes) &&
-		c.Expect == o.Expect && c.ExpectRegexp == o.ExpectRegexp
-}
-
-// Equal reports whether c and o have the same settings in every field.
-func (c *Check) Equal(o *Check) bool {
-	if c == nil || o == nil {
-		return c == o
-	}
-	return c.SameProbe(o) && c.Interval == o.Interval && c.FastInterval == o.FastInterval &&
-		c.Timeout == o.Timeout && c.Rise == o.Rise && c.Fall == o.Fall &&
-		boolOr(c.Identify, true) == boolOr(o.Identify, true)
-}
-
-func boolOr(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
-
 // Members returns the resolvers of pool p in member order (names that
 // name no resolver are skipped).
 func (c *Config) Members(p *Pool) []*Resolver {

@@ -127,6 +127,9 @@ type decoder struct {
 	vipOK, poolOK, resOK []bool
 	checks               map[string]bool
 	checkRaw             map[string]map[string]any
+	// moved names the checks with settings of their kind written directly
+	// under [check.NAME] (reported by movedKeys).
+	moved map[string]bool
 }
 
 // decode type-checks the generic document and decodes what is sound into
@@ -260,11 +263,56 @@ func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primiti
 		c := &Check{Name: name}
 		d.cfg.Checks[name] = c
 		d.checkRaw[name] = cm
-		if !(checker{d.p}).table(path, cm, reflect.TypeFor[Check]()) {
+		rest := d.movedKeys(name, cm)
+		if !(checker{d.p}).table(path, rest, reflect.TypeFor[Check]()) {
 			d.broken = true
 			continue
 		}
 		d.checks[name] = d.primitive(path, elems[name], c)
 		c.Name = name // the decode does not touch it; keep it explicit
 	}
+}
+
+// movedKeys reports every key of a kind's settings written directly under
+// [check.NAME] (the layout before checks were typed by kind) with where it
+// moved, and returns the table without them for the schema check. Such a
+// check is not validated further (d.moved).
+func (d *decoder) movedKeys(name string, cm map[string]any) map[string]any {
+	kind, _ := cm["kind"].(string)
+	if kind == "" {
+		kind = DefaultCheckKind
+	}
+	common := fields(reflect.TypeFor[Check]())
+	rest := make(map[string]any, len(cm))
+	for _, k := range sortedKeys(cm) {
+		owner := ""
+		if _, ok := common[k]; !ok {
+			owner = kindOwning(k, kind)
+		}
+		if owner == "" {
+			rest[k] = cm[k]
+			continue
+		}
+		if d.moved == nil {
+			d.moved = map[string]bool{}
+		}
+		d.moved[name] = true
+		sub := "[check." + quoteKey(name) + "." + owner + "]"
+		d.p.add(joinKey(joinKey("check", name), k), scalarText(cm[k]),
+			fmt.Sprintf("moved to %s: write %s = ... under that header", sub, k))
+	}
+	return rest
+}
+
+// kindOwning returns the kind whose settings have key k, preferring kind,
+// or "".
+func kindOwning(k, kind string) string {
+	t := reflect.TypeFor[Check]()
+	owner := ""
+	for _, f := range kindFields() {
+		if _, ok := fields(t.Field(f.index).Type.Elem())[k]; ok && (owner == "" || f.name == kind) {
+			owner = f.name
+		}
+	}
+	return owner
 }

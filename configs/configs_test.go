@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -113,8 +114,11 @@ func assertLoaded(t *testing.T, cfg *Config) {
 		if c.Name != name {
 			t.Errorf("check %s: Name = %q", name, c.Name)
 		}
-		if c.RD == nil || c.Identify == nil {
-			t.Errorf("check %s: pointer bools not set", name)
+		if c.Kind == "dns" && (c.DNS == nil || c.DNS.RD == nil || c.DNS.Identify == nil) {
+			t.Errorf("check %s: dns settings or their pointer bools not set", name)
+		}
+		if c.Spec() == nil {
+			t.Errorf("check %s: no settings of kind %q", name, c.Kind)
 		}
 	}
 }
@@ -171,18 +175,18 @@ func TestDefaults(t *testing.T) {
 		{"resolver.weight", cfg.Resolvers[0].Weight, 100},
 		{"resolver.port", cfg.Resolvers[0].AddrPort.Port(), uint16(53)},
 		{"check.kind", chk.Kind, "dns"},
-		{"check.zone fqdn", chk.Zone, "probe.example.net."},
-		{"check.qtype", chk.QType, "A"},
-		{"check.qclass", chk.QClass, "IN"},
-		{"check.rd", *chk.RD, true},
-		{"check.cd", chk.CD, false},
-		{"check.transport", chk.Transport, "udp"},
-		{"check.rcodes with zone", chk.Rcodes, []string{"NXDOMAIN"}},
+		{"check.dns.zone fqdn", chk.DNS.Zone, "probe.example.net."},
+		{"check.dns.qtype", chk.DNS.QType, "A"},
+		{"check.dns.qclass", chk.DNS.QClass, "IN"},
+		{"check.dns.rd", *chk.DNS.RD, true},
+		{"check.dns.cd", chk.DNS.CD, false},
+		{"check.dns.transport", chk.DNS.Transport, "udp"},
+		{"check.dns.rcodes with zone", chk.DNS.Rcodes, []string{"NXDOMAIN"}},
 		{"check.interval", chk.Interval.Duration, 2 * time.Second},
 		{"check.timeout", chk.Timeout.Duration, time.Second},
 		{"check.rise", chk.Rise, 2},
 		{"check.fall", chk.Fall, 3},
-		{"check.identify", *chk.Identify, true},
+		{"check.dns.identify", *chk.DNS.Identify, true},
 		{"resolver.refresh bind", cfg.Resolvers[0].Refresh, "window"},
 		{"resolver.refresh_window bind", cfg.Resolvers[0].RefreshWindow.Duration, 2 * time.Second},
 		{"resolver.refresh unbound", cfg.Resolvers[1].Refresh, "expiry"},
@@ -227,7 +231,7 @@ name = "a"
 address = "192.0.2.10"
 vendor = "other"
 
-[check.c]
+[check.c.dns]
 qname = "example.com"
 `
 
@@ -236,7 +240,7 @@ func TestRcodesDefaultWithQName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cfg.Check("c")
+	c := cfg.Check("c").DNS
 	if len(c.Rcodes) != 1 || c.Rcodes[0] != "NOERROR" {
 		t.Errorf("rcodes = %q, want [NOERROR]", c.Rcodes)
 	}
@@ -336,7 +340,10 @@ func TestAccessors(t *testing.T) {
 	}
 }
 
-func TestCheckSameProbeAndEqual(t *testing.T) {
+// TestProbeIdentity: a reload keeps a target's health exactly when the
+// probe's identity is unchanged; pacing and identify do not change it,
+// every setting of the question and of the judgement does.
+func TestProbeIdentity(t *testing.T) {
 	base := func() *Check {
 		cfg, err := Parse([]byte(okDoc), "k.toml")
 		if err != nil {
@@ -348,38 +355,89 @@ func TestCheckSameProbeAndEqual(t *testing.T) {
 		name      string
 		change    func(c *Check)
 		sameProbe bool
-		sameEqual bool
 	}{
-		{"unchanged", func(*Check) {}, true, true},
-		{"interval", func(c *Check) { c.Interval.Duration = 5 * time.Second }, true, false},
-		{"rise", func(c *Check) { c.Rise = 5 }, true, false},
-		{"identify", func(c *Check) { f := false; c.Identify = &f }, true, false},
-		{"qname", func(c *Check) { c.QName = "example.org." }, false, false},
-		{"qtype", func(c *Check) { c.QType = "AAAA" }, false, false},
-		{"rd", func(c *Check) { f := false; c.RD = &f }, false, false},
-		{"cd", func(c *Check) { c.CD = true }, false, false},
-		{"transport", func(c *Check) { c.Transport = "tcp" }, false, false},
-		{"rcodes", func(c *Check) { c.Rcodes = []string{"NOERROR", "NXDOMAIN"} }, false, false},
-		{"expect", func(c *Check) { c.Expect = "192.0.2.1" }, false, false},
-		{"timeout", func(c *Check) { c.Timeout.Duration = 500 * time.Millisecond }, true, false},
-		{"fast_interval", func(c *Check) { c.FastInterval.Duration = 100 * time.Millisecond }, true, false},
-		{"rd nil is the default true", func(c *Check) { c.RD = nil }, true, true},
+		{"unchanged", func(*Check) {}, true},
+		{"interval", func(c *Check) { c.Interval.Duration = 5 * time.Second }, true},
+		{"rise", func(c *Check) { c.Rise = 5 }, true},
+		{"identify", func(c *Check) { f := false; c.DNS.Identify = &f }, true},
+		{"kind", func(c *Check) { c.Kind = "other" }, false},
+		{"qname", func(c *Check) { c.DNS.QName = "example.org." }, false},
+		{"qtype", func(c *Check) { c.DNS.QType = "AAAA" }, false},
+		{"rd", func(c *Check) { f := false; c.DNS.RD = &f }, false},
+		{"cd", func(c *Check) { c.DNS.CD = true }, false},
+		{"transport", func(c *Check) { c.DNS.Transport = "tcp" }, false},
+		{"rcodes", func(c *Check) { c.DNS.Rcodes = []string{"NOERROR", "NXDOMAIN"} }, false},
+		{"expect", func(c *Check) { c.DNS.Expect = "192.0.2.1" }, false},
+		{"timeout", func(c *Check) { c.Timeout.Duration = 500 * time.Millisecond }, true},
+		{"fast_interval", func(c *Check) { c.FastInterval.Duration = 100 * time.Millisecond }, true},
+		{"rd true by another pointer", func(c *Check) { tr := true; c.DNS.RD = &tr }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := base(), base()
 			tt.change(b)
-			if got := a.SameProbe(b); got != tt.sameProbe {
-				t.Errorf("SameProbe = %v, want %v", got, tt.sameProbe)
-			}
-			if got := a.Equal(b); got != tt.sameEqual {
-				t.Errorf("Equal = %v, want %v", got, tt.sameEqual)
+			if got := a.ProbeIdentity() == b.ProbeIdentity(); got != tt.sameProbe {
+				t.Errorf("same identity = %v, want %v (%s vs %s)", got, tt.sameProbe, a.ProbeIdentity(), b.ProbeIdentity())
 			}
 		})
 	}
 	var nilCheck *Check
-	if !nilCheck.Equal(nil) || nilCheck.Equal(base()) {
-		t.Error("Equal with nil checks is wrong")
+	if nilCheck.ProbeIdentity() == base().ProbeIdentity() {
+		t.Error("a nil check has the identity of a real one")
+	}
+}
+
+// TestProbeIdentityEveryField sets each field of DNSCheck in turn: each
+// one except those tagged json:"-" (identify) changes the identity, with
+// no list of fields anywhere.
+func TestProbeIdentityEveryField(t *testing.T) {
+	typ := reflect.TypeFor[DNSCheck]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		t.Run(f.Name, func(t *testing.T) {
+			var a, b DNSCheck
+			v := reflect.ValueOf(&b).Elem().Field(i)
+			switch v.Kind() {
+			case reflect.String:
+				v.SetString("x")
+			case reflect.Bool:
+				v.SetBool(true)
+			case reflect.Pointer:
+				v.Set(reflect.New(f.Type.Elem()))
+			case reflect.Slice:
+				v.Set(reflect.MakeSlice(f.Type, 1, 1))
+			default:
+				t.Fatalf("field kind %s: extend this test", v.Kind())
+			}
+			want := f.Tag.Get("json") != "-"
+			if got := SpecIdentity(&a) != SpecIdentity(&b); got != want {
+				t.Errorf("identity changed = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestSpecIdentityNewField: a spec type of a future kind, extended by a
+// field, is compared by that field too with no other edit.
+func TestSpecIdentityNewField(t *testing.T) {
+	type httpSpec struct {
+		URL string
+	}
+	type httpSpecV2 struct {
+		URL string
+		// ValidStatus is the added field.
+		ValidStatus []int
+	}
+	if SpecIdentity(httpSpec{URL: "http://x/"}) != SpecIdentity(httpSpec{URL: "http://x/"}) {
+		t.Fatal("equal specs differ")
+	}
+	a := httpSpecV2{URL: "http://x/", ValidStatus: []int{200}}
+	b := httpSpecV2{URL: "http://x/", ValidStatus: []int{200, 204}}
+	if SpecIdentity(a) == SpecIdentity(b) {
+		t.Error("the added field does not change the identity")
+	}
+	if SpecIdentity(a) != SpecIdentity(httpSpecV2{URL: "http://x/", ValidStatus: []int{200}}) {
+		t.Error("equal values, different identities")
 	}
 }
 
@@ -468,7 +526,7 @@ func TestAccessorsIndexed(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&b, "[[resolver]]\nname = \"r%d\"\naddress = \"198.51.%d.%d\"\nvendor = \"bind\"\n\n", i, 100+i/250, i%250+1)
 	}
-	b.WriteString("[check.c]\nzone = \"probe.example.net\"\n")
+	b.WriteString("[check.c.dns]\nzone = \"probe.example.net\"\n")
 	cfg, err := Parse([]byte(b.String()), "big.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -492,20 +550,34 @@ func TestAccessorsIndexed(t *testing.T) {
 	}
 }
 
-func TestExpectRegexpCompiledOnce(t *testing.T) {
-	cfg, err := Parse([]byte("[[vip]]\nname = \"v\"\naddress = \"192.0.2.53\"\npool = \"p\"\n\n[[pool]]\nname = \"p\"\ncheck = \"c\"\nmembers = [\"r\"]\n\n[[resolver]]\nname = \"r\"\naddress = \"198.51.100.1\"\nvendor = \"bind\"\n\n[check.c]\nqname = \"example.com\"\nexpect_regexp = \"IN\\\\s+A\"\n"), "re.toml")
+func TestCheckKinds(t *testing.T) {
+	if got := CheckKinds(); !slices.Equal(got, []string{"dns"}) {
+		t.Errorf("CheckKinds() = %q, want [dns]", got)
+	}
+	cfg, err := Parse([]byte(okDoc), "k.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := cfg.Checks["c"]
-	a, err1 := c.ExpectRegexpCompiled()
-	b, err2 := c.ExpectRegexpCompiled()
-	if err1 != nil || err2 != nil || a != b || a.String() != `IN\s+A` {
-		t.Fatalf("compiled = %v, %v (%v, %v): want the one compiled at load", a, b, err1, err2)
+	c := cfg.Check("c")
+	if s, ok := c.Spec().(*DNSCheck); !ok || s != c.DNS {
+		t.Errorf("Spec() = %#v, want the *DNSCheck", c.Spec())
 	}
-	hand := *c
-	hand.ExpectRegexp = "AAAA"
-	if re, err := hand.ExpectRegexpCompiled(); err != nil || re.String() != "AAAA" {
-		t.Fatalf("changed by hand: %v, %v", re, err)
+	other := *c
+	other.Kind = "http"
+	if other.Spec() != nil {
+		t.Errorf("Spec() of an unknown kind = %#v, want nil", other.Spec())
+	}
+}
+
+// TestMovedKeys: the flat layout from before checks had kinds is refused
+// with where each key went, and nothing else about that check.
+func TestMovedKeys(t *testing.T) {
+	doc := strings.Replace(okDoc, "[check.c.dns]\n", "[check.c]\n", 1)
+	_, err := Parse([]byte(doc), "m.toml")
+	ps := Problems(err)
+	want := Problem{File: "m.toml", Line: 18, Key: "check.c.qname", Value: "example.com",
+		Msg: "moved to [check.c.dns]: write qname = ... under that header"}
+	if len(ps) != 1 || ps[0] != want {
+		t.Fatalf("problems = %#v, want %#v", ps, want)
 	}
 }

@@ -145,25 +145,6 @@ func (d *decoder) defaults() {
 		if !has(m, "kind") {
 			k.Kind = DefaultCheckKind
 		}
-		if !has(m, "qtype") {
-			k.QType = DefaultQType
-		}
-		if !has(m, "qclass") {
-			k.QClass = DefaultQClass
-		}
-		if k.RD == nil {
-			k.RD = boolPtr(true)
-		}
-		if !has(m, "transport") {
-			k.Transport = DefaultTransport
-		}
-		if !has(m, "rcodes") {
-			if k.Zone != "" {
-				k.Rcodes = []string{"NXDOMAIN"}
-			} else {
-				k.Rcodes = []string{"NOERROR"}
-			}
-		}
 		if !has(m, "interval") {
 			k.Interval.Duration = DefaultInterval
 		}
@@ -179,8 +160,36 @@ func (d *decoder) defaults() {
 		if !has(m, "fall") {
 			k.Fall = DefaultFall
 		}
-		if k.Identify == nil {
-			k.Identify = boolPtr(true)
+		if k.Kind == "dns" && k.DNS != nil {
+			sub, _ := m["dns"].(map[string]any)
+			dnsDefaults(k.DNS, func(key string) bool { return has(sub, key) })
 		}
+	}
+}
+
+// dnsDefaults fills the keys of a [check.NAME.dns] table that it leaves
+// out; has reports whether the table sets a key.
+func dnsDefaults(k *DNSCheck, has func(string) bool) {
+	if !has("qtype") {
+		k.QType = DefaultQType
+	}
+	if !has("qclass") {
+		k.QClass = DefaultQClass
+	}
+	if k.RD == nil {
+		k.RD = boolPtr(true)
+	}
+	if !has("transport") {
+		k.Transport = DefaultTransport
+	}
+	if !has("rcodes") {
+		if k.Zone != "" {
+			k.Rcodes = []string{"NXDOMAIN"}
+		} else {
+			k.Rcodes = []string{"NOERROR"}
+		}
+	}
+	if k.Identify == nil {
+		k.Identify = boolPtr(true)
 	}
 }

@@ -2,7 +2,6 @@ package configs
 
 import (
 	"net/netip"
-	"regexp"
 	"time"
 )
 
@@ -141,12 +140,48 @@ type Resolver struct {
 	AddrPort netip.AddrPort `toml:"-"`
 }
 
-// Check is a named health-check profile ([check.NAME]).
+// Check is a named health-check profile ([check.NAME]): its kind, the
+// pacing keys every kind shares, and the settings of its kind in a typed
+// sub-table ([check.NAME.dns]), in the shape of blackbox_exporter's
+// modules. Adding a kind is one more sub-table field here (a pointer to
+// its settings struct, tagged with the kind's name), its defaults and
+// validation, and its checker constructor in probes.
 type Check struct {
 	// Name is the key of the profile (set by Load).
 	Name string `toml:"-"`
-	// Kind is the probe kind. Only "dns" for resolver pools. Default "dns".
+	// Kind is the probe kind, the name of the sub-table holding its
+	// settings. Only "dns" exists (resolver pools). Default "dns".
 	Kind string `toml:"kind"`
+	// Interval between probes of one target. Default 2s.
+	Interval Duration `toml:"interval"`
+	// FastInterval is the interval while a target's state is changing
+	// (unknown, or some failures while up, or some successes while down),
+	// so that detection takes about interval + (fall-1) × fast_interval
+	// rather than fall × interval (HAProxy's fastinter). Default: Interval
+	// (one pace). A shorter one detects faster but weakens the evidence
+	// the pool policy uses to tell an upstream failure (all members failing
+	// together) from a broken box: the first member may be down before the
+	// others have been probed since the failure began.
+	FastInterval Duration `toml:"fast_interval"`
+	// Timeout of one probe; must be less than Interval. Default 1s.
+	Timeout Duration `toml:"timeout"`
+	// Rise is the number of consecutive successes to turn up. Default 2.
+	Rise int `toml:"rise"`
+	// Fall is the number of consecutive failures to turn down. Default 3.
+	Fall int `toml:"fall"`
+
+	// DNS holds the settings of kind "dns" ([check.NAME.dns]); set (with
+	// defaults) by Load when Kind is "dns", nil otherwise.
+	DNS *DNSCheck `toml:"dns"`
+}
+
+// DNSCheck is the settings of a check of kind "dns" ([check.NAME.dns]):
+// the question a probe asks and how the reply is judged.
+//
+// Every field takes part in ProbeIdentity, so a new field changes whether
+// a reload keeps a target's health with no other edit; a field that does
+// not change the question or the judgement is tagged `json:"-"`.
+type DNSCheck struct {
 	// QName is a fixed name to query. Exactly one of QName and Zone.
 	QName string `toml:"qname"`
 	// Zone, when set, makes each probe ask a fresh random label under the
@@ -169,29 +204,10 @@ type Check struct {
 	Expect string `toml:"expect"`
 	// ExpectRegexp, when set, must match the text of an answer RR.
 	ExpectRegexp string `toml:"expect_regexp"`
-	// Interval between probes of one target. Default 2s.
-	Interval Duration `toml:"interval"`
-	// FastInterval is the interval while a target's state is changing
-	// (unknown, or some failures while up, or some successes while down),
-	// so that detection takes about interval + (fall-1) × fast_interval
-	// rather than fall × interval (HAProxy's fastinter). Default: Interval
-	// (one pace). A shorter one detects faster but weakens the evidence
-	// the pool policy uses to tell an upstream failure (all members failing
-	// together) from a broken box: the first member may be down before the
-	// others have been probed since the failure began.
-	FastInterval Duration `toml:"fast_interval"`
-	// Timeout of one probe; must be less than Interval. Default 1s.
-	Timeout Duration `toml:"timeout"`
-	// Rise is the number of consecutive successes to turn up. Default 2.
-	Rise int `toml:"rise"`
-	// Fall is the number of consecutive failures to turn down. Default 3.
-	Fall int `toml:"fall"`
-	// Identify asks CHAOS TXT version.bind to learn the vendor. Default true.
-	Identify *bool `toml:"identify"`
-
-	// expectRE is ExpectRegexp compiled by Load, so probes do not compile
-	// it again on every reply.
-	expectRE *regexp.Regexp
+	// Identify asks CHAOS TXT version.bind to learn the vendor. Default
+	// true. It does not change the health probe (json:"-": not part of
+	// ProbeIdentity).
+	Identify *bool `toml:"identify" json:"-"`
 }
 
 // Prefetch configures the cache-refresh prefetcher ([prefetch]): names
@@ -253,12 +269,3 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText formats the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
-
-// ExpectRegexpCompiled returns ExpectRegexp compiled: the expression Load
-// compiled, or a fresh compile for a Check built or changed by hand.
-func (c *Check) ExpectRegexpCompiled() (*regexp.Regexp, error) {
-	if c.expectRE != nil && c.expectRE.String() == c.ExpectRegexp {
-		return c.expectRE, nil
-	}
-	return regexp.Compile(c.ExpectRegexp)
-}

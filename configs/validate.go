@@ -612,9 +612,32 @@ func validDNSName(s string) bool {
 
 func (d *decoder) validateCheck(base string, k *Check) {
 	raw := d.checkRaw[k.Name]
-	if k.Kind != "dns" {
+	kinds := CheckKinds()
+	if !oneOf(k.Kind, kinds) {
 		d.p.add(joinKey(base, "kind"), k.Kind, `unknown kind (resolver pools support only "dns")`)
 	}
+	for _, other := range kinds {
+		if _, present := raw[other]; present && other != k.Kind {
+			d.p.add(joinKey(base, other), "", fmt.Sprintf("a [check.%s.%s] sub-table, but the check's kind is %q (a check has the settings of its own kind only)",
+				quoteKey(k.Name), other, k.Kind))
+		}
+	}
+	switch {
+	case d.moved[k.Name]:
+		// Its settings were written under [check.NAME]; already reported.
+	case k.Kind == "dns" && k.DNS == nil:
+		d.p.add(base, "", fmt.Sprintf("missing required [check.%s.dns] sub-table: set either qname (a fixed name) or zone (random labels under it) there", quoteKey(k.Name)))
+	case k.Kind == "dns":
+		sub, _ := raw["dns"].(map[string]any)
+		d.validateDNS(joinKey(base, "dns"), k.DNS, sub)
+	}
+	d.validatePacing(base, k)
+}
+
+// validateDNS checks the settings of a check of kind "dns" (the table at
+// key path base, raw as decoded generically) and normalizes names and
+// mnemonics.
+func (d *decoder) validateDNS(base string, k *DNSCheck, raw map[string]any) {
 	_, hasQ := raw["qname"]
 	_, hasZ := raw["zone"]
 	switch {
@@ -668,12 +691,14 @@ func (d *decoder) validateCheck(base string, k *Check) {
 		}
 	}
 	if _, present := raw["expect_regexp"]; present {
-		re, err := regexp.Compile(k.ExpectRegexp)
-		if err != nil {
+		if _, err := regexp.Compile(k.ExpectRegexp); err != nil {
 			d.p.add(joinKey(base, "expect_regexp"), k.ExpectRegexp, fmt.Sprintf("does not compile: %v", err))
 		}
-		k.expectRE = re
 	}
+}
+
+// validatePacing checks the keys every kind shares.
+func (d *decoder) validatePacing(base string, k *Check) {
 	iv := k.Interval.Duration
 	if iv < MinInterval || iv > MaxInterval {
 		d.p.add(joinKey(base, "interval"), fmtDur(iv), "must be between "+fmtDur(MinInterval)+" and "+fmtDur(MaxInterval))

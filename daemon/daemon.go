@@ -17,13 +17,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
@@ -54,9 +54,15 @@ type Options struct {
 	// Client, when set, replaces the kernel (or dry-run) IPVS client; tests
 	// use it.
 	Client vip.Client
-	// Probe, when set, replaces the DNS probe; tests use it.
+	// Checkers, when set, builds the checker of one health target (a
+	// resolver's address under a check profile) instead of the probes of
+	// package probes; tests use it.
+	Checkers func(chk *configs.Check, addr netip.AddrPort) (check.Checker, error)
+	// Probe, when set and Checkers is not, checks every target by calling
+	// Probe with its address and check profile; tests use it.
 	Probe probes.Func
-	// Identify, when set, replaces the CHAOS version.bind identification.
+	// Identify, when set, replaces the CHAOS version.bind identification
+	// the resolvers.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
@@ -85,8 +91,9 @@ type Daemon struct {
 	closeProbe func() error
 	dryRun     bool
 
-	mon *monitor.Monitor
-	rec *vip.Reconciler
+	mon   *monitor.Monitor
+	ident *resolvers.Identifier
+	rec   *vip.Reconciler
 
 	events   chan monitor.Event
 	reloadCh chan chan error
@@ -100,8 +107,6 @@ type Daemon struct {
 	planner *resolvers.Planner
 	// dryRunWritten is set once the dry-run table file exists.
 	dryRunWritten bool
-	// identity is the last version.bind answer logged per target.
-	identity map[string]string
 
 	pf prefetcher // cache-refresh prefetcher (prefetch.go)
 
@@ -147,12 +152,18 @@ func New(opts Options) (*Daemon, error) {
 		opts.Now = time.Now
 	}
 	closeProbe := func() error { return nil }
-	if opts.Probe == nil {
+	if opts.Checkers == nil && opts.Probe != nil {
+		probe := opts.Probe
+		opts.Checkers = func(chk *configs.Check, addr netip.AddrPort) (check.Checker, error) {
+			return check.Func(func(ctx context.Context) check.Result { return probe(ctx, addr, chk) }), nil
+		}
+	}
+	if opts.Checkers == nil {
 		// One connected UDP socket kept per back end: a probe costs a
 		// send and a receive, not a socket's life (no sockets exist
 		// until the first probe, so a failed New leaks nothing).
 		pr := probes.NewDNSProber()
-		opts.Probe, closeProbe = pr.Probe, pr.Close
+		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}
 	if opts.Identify == nil {
 		opts.Identify = probes.Identify
@@ -176,7 +187,6 @@ func New(opts Options) (*Daemon, error) {
 		reloadCh:   make(chan chan error),
 		stopping:   make(chan struct{}),
 		owned:      vip.NewOwnedSet(),
-		identity:   map[string]string{},
 		closer:     func() error { return nil },
 		closeProbe: closeProbe,
 		overrideCh: make(chan overrideCall),
@@ -227,12 +237,17 @@ func New(opts Options) (*Daemon, error) {
 	d.setOverrides(st)
 	d.rec = vip.NewReconciler(d.client, d.isOwned)
 	d.mon = monitor.New(monitor.Options{
-		Probe:    opts.Probe,
-		Identify: opts.Identify,
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
 		OnResult: d.observeProbe,
 		Logger:   d.log.With("component", "monitor"),
+	})
+	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
+		Identify: opts.Identify,
+		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
+		VendorOf: probes.VendorOf,
+		Now:      opts.Now,
+		Logger:   d.log,
 	})
 	d.install(cfg, false)
 	d.loadOwned()
@@ -328,18 +343,32 @@ func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.mu.Lock()
 	d.view = cfg
 	d.mu.Unlock()
-	d.mon.Update(Targets(cfg))
+	targets, err := Targets(cfg, d.opts.Checkers)
+	if err != nil {
+		d.log.Error("some health targets cannot be checked", "err", err)
+	}
+	d.mon.Update(targets)
+	d.ident.Update(IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
 		d.owned.Add(k)
 	}
 	d.ensureAddresses()
 }
 
+// ResolverKey is the monitor's key of the health target of resolver r
+// checked by check profile check.
+func ResolverKey(resolver, check string) monitor.Key {
+	return monitor.Key{Kind: "resolver", Member: resolver, Check: check}
+}
+
 // Targets lists the health targets of cfg: one per (resolver, check) pair
-// that some pool uses, with IDs from resolvers.TargetKey.String.
-func Targets(cfg *configs.Config) []monitor.Target {
-	seen := map[string]bool{}
+// that some pool uses, keyed by ResolverKey, each with its checker built
+// once by build. A target whose checker cannot be built is left out and
+// named in the error.
+func Targets(cfg *configs.Config, build func(chk *configs.Check, addr netip.AddrPort) (check.Checker, error)) ([]monitor.Target, error) {
+	seen := map[monitor.Key]bool{}
 	var out []monitor.Target
+	var errs []error
 	for i := range cfg.Pools {
 		p := &cfg.Pools[i]
 		chk := cfg.Checks[p.Check]
@@ -348,12 +377,45 @@ func Targets(cfg *configs.Config) []monitor.Target {
 			if r == nil || chk == nil {
 				continue
 			}
-			id := resolvers.TargetKey{Resolver: r.Name, Check: p.Check}.String()
-			if seen[id] {
+			key := ResolverKey(r.Name, p.Check)
+			if seen[key] {
 				continue
 			}
-			seen[id] = true
-			out = append(out, monitor.Target{ID: id, Addr: r.AddrPort, Check: chk})
+			seen[key] = true
+			c, err := build(chk, r.AddrPort)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("resolver %s: %w", r.Name, err))
+				continue
+			}
+			out = append(out, monitor.Target{Key: key, Addr: r.AddrPort, Checker: c, Spec: chk.ProbeIdentity(),
+				Schedule: monitor.Schedule{Interval: chk.Interval.Duration, FastInterval: chk.FastInterval.Duration,
+					Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// IdentifyTargets lists the back ends of cfg to identify: every pool
+// member whose check is of kind dns with identify on, once, with the
+// timeout of the first such check and its interval as the spread of the
+// first tries.
+func IdentifyTargets(cfg *configs.Config) []resolvers.IdentifyTarget {
+	seen := map[string]bool{}
+	var out []resolvers.IdentifyTarget
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		chk := cfg.Checks[p.Check]
+		if chk == nil || chk.DNS == nil || (chk.DNS.Identify != nil && !*chk.DNS.Identify) {
+			continue
+		}
+		for _, name := range p.Members {
+			r := cfg.Resolver(name)
+			if r == nil || seen[name] {
+				continue
+			}
+			seen[name] = true
+			out = append(out, resolvers.IdentifyTarget{Resolver: name, Addr: r.AddrPort, Vendor: r.Vendor,
+				Timeout: chk.Timeout.Duration, Spread: chk.Interval.Duration})
 		}
 	}
 	return out
@@ -382,6 +444,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
+	identDone := make(chan error, 1)
+	go func() { identDone <- d.ident.Run(mctx) }()
 	d.startPrefetch(mctx, d.cfg)
 	servers := d.serve(mctx)
 
@@ -404,6 +468,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			close(d.stopping)
 			cancel()
 			<-monDone
+			<-identDone
 			servers.Wait()
 			d.stopPrefetch()
 			if err := d.closeProbe(); err != nil {
@@ -468,6 +533,10 @@ func (d *Daemon) Config() *configs.Config {
 // Monitor returns the health monitor, for status.
 func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 
+// Identifier returns the vendor identification of the back ends, for
+// status.
+func (d *Daemon) Identifier() *resolvers.Identifier { return d.ident }
+
 // Applied returns the IPVS table the daemon believes the kernel holds for
 // its services (in dry-run, the table it would have programmed).
 func (d *Daemon) Applied() vip.Table { return d.rec.Table() }
@@ -490,9 +559,10 @@ func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
 
 func (d *Daemon) logEvent(ev monitor.Event) {
 	tr := ev.Transition
-	d.log.Info("backend state change", "target", ev.TargetID, "addr", ev.Addr.String(),
+	id := targetKey(ev.Key).String()
+	d.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
-	d.event(control.Event{Kind: control.EventState, Subject: ev.TargetID, Error: tr.To == health.Down,
+	d.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
 		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
 	d.countTransition(ev)
 }
@@ -547,11 +617,10 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	return nil
 }
 
-// targetKey is the pool policy's key of a monitor target. It is the one
-// place that knows how the monitor names targets.
-func targetKey(s monitor.TargetStatus) resolvers.TargetKey {
-	res, check, _ := strings.Cut(s.ID, "/")
-	return resolvers.TargetKey{Resolver: res, Check: check}
+// targetKey is the pool policy's key of a resolver's monitor target: the
+// one place that knows how the two name it.
+func targetKey(k monitor.Key) resolvers.TargetKey {
+	return resolvers.TargetKey{Resolver: k.Member, Check: k.Check}
 }
 
 // factOf turns one target's status at now into the pool policy's fact.
@@ -561,15 +630,13 @@ func factOf(s monitor.TargetStatus, now time.Time) resolvers.Fact {
 }
 
 // eachFact yields every target's fact at now, without allocating per
-// target, and notes new identities on the way (every target is read, even
-// after the consumer stopped).
+// target.
 func (d *Daemon) eachFact(now time.Time) iter.Seq2[resolvers.TargetKey, resolvers.Fact] {
 	return func(yield func(resolvers.TargetKey, resolvers.Fact) bool) {
 		more := true
 		d.mon.Each(func(s monitor.TargetStatus) {
-			d.noteIdentity(s.ID, s)
 			if more {
-				more = yield(targetKey(s), factOf(s, now))
+				more = yield(targetKey(s.Key), factOf(s, now))
 			}
 		})
 	}
@@ -659,28 +726,6 @@ func (d *Daemon) reportVerdicts(ctx context.Context, events []resolvers.Event) {
 			"fail_open", ev.FailOpen, "detail", ev.Detail)
 		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
 	}
-}
-
-// noteIdentity logs a target's version.bind answer when it is new, and
-// warns when the product it names is not the vendor the config declares:
-// a warning, never a failure, since version strings can be changed.
-func (d *Daemon) noteIdentity(id string, s monitor.TargetStatus) {
-	if s.Identity == "" || d.identity[id] == s.Identity {
-		return
-	}
-	d.identity[id] = s.Identity
-	name, _, _ := strings.Cut(id, "/")
-	declared := ""
-	if r := d.cfg.Resolver(name); r != nil {
-		declared = r.Vendor
-	}
-	seen := probes.VendorOf(s.Identity)
-	if seen != "" && declared != "" && declared != "other" && seen != declared {
-		d.log.Warn("backend identifies as another vendor than configured", "target", id, "addr", s.Addr.String(),
-			"version", s.Identity, "identified", seen, "configured", declared)
-		return
-	}
-	d.log.Info("backend identified", "target", id, "addr", s.Addr.String(), "version", s.Identity, "vendor", seen)
 }
 
 func (d *Daemon) ensureAddresses() {

@@ -81,11 +81,13 @@ address = "127.0.0.1:5303"
 vendor = "knot"
 %s
 [check.rec]
-zone = "lbdns.test"
 interval = "100ms"
 timeout = "50ms"
 rise = 1
 fall = 2
+
+[check.rec.dns]
+zone = "lbdns.test"
 `
 
 func writeConfig(t *testing.T, dir, extra string) string {
@@ -265,7 +267,7 @@ func TestReload(t *testing.T) {
 	mc := vip.NewMemClient()
 	h := start(t, path, mc, fp)
 	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
-	before := h.d.Monitor().Status()[resolvers.TargetKey{Resolver: "bind-1", Check: "rec"}.String()].Health
+	before := h.d.Monitor().Status()[ResolverKey("bind-1", "rec")].Health
 
 	t.Run("bad config rejected whole", func(t *testing.T) {
 		bad := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), ""), `vendor = "knot"`, `vendor = "knotty"`, 1)
@@ -296,7 +298,7 @@ func TestReload(t *testing.T) {
 		if err := h.d.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		after := h.d.Monitor().Status()[resolvers.TargetKey{Resolver: "bind-1", Check: "rec"}.String()].Health
+		after := h.d.Monitor().Status()[ResolverKey("bind-1", "rec")].Health
 		if after.State != health.Up || !after.Since.Equal(before.Since) {
 			t.Errorf("bind-1 health reset by reload: before %v since %v, after %v since %v", before.State, before.Since, after.State, after.Since)
 		}
@@ -354,18 +356,18 @@ func TestIdentityMismatchWarns(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && !(strings.Contains(buf.String(), "another vendor") && strings.Contains(buf.String(), "target=unbound-1/rec")) {
+	for time.Now().Before(deadline) && !(strings.Contains(buf.String(), "another vendor") && strings.Contains(buf.String(), "resolver=unbound-1")) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	out := buf.String()
-	if !strings.Contains(out, `msg="backend identifies as another vendor than configured" target=bind-1/rec`) ||
+	if !strings.Contains(out, `msg="backend identifies as another vendor than configured" resolver=bind-1`) ||
 		!strings.Contains(out, "identified=unbound configured=bind") {
 		t.Fatalf("no mismatch warning for bind-1 in log:\n%s", out)
 	}
-	if !strings.Contains(out, `msg="backend identified" target=unbound-1/rec addr=127.0.0.1:5302 version="unbound 1.17.1" vendor=unbound`) {
+	if !strings.Contains(out, `msg="backend identified" resolver=unbound-1 addr=127.0.0.1:5302 version="unbound 1.17.1" vendor=unbound`) {
 		t.Errorf("unbound-1 not logged as identified:\n%s", out)
 	}
-	if strings.Contains(out, `identified" target=knot-1/rec`) || strings.Contains(out, `configured" target=knot-1/rec`) {
+	if strings.Contains(out, `identified" resolver=knot-1`) || strings.Contains(out, `configured" resolver=knot-1`) {
 		t.Errorf("knot-1 gave no version but something was logged for it:\n%s", out)
 	}
 }
@@ -438,12 +440,12 @@ func TestOnEventDoesNotBlockShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for len(d.events) < cap(d.events) {
-		d.events <- monitor.Event{TargetID: "x"}
+		d.events <- monitor.Event{Key: ResolverKey("x", "rec")}
 	}
 	close(d.stopping)
 	returned := make(chan struct{})
 	go func() {
-		d.onEvent(monitor.Event{TargetID: "y"})
+		d.onEvent(monitor.Event{Key: ResolverKey("y", "rec")})
 		close(returned)
 	}()
 	select {

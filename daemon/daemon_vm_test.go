@@ -379,7 +379,7 @@ func (w *vmWorld) config(r44 bool) string {
 	for i := 1; i <= 3; i++ {
 		fmt.Fprintf(&b, "\n[[resolver]]\nname = \"r6-%d\"\naddress = %q\nvendor = %q\n", i, w.addr6(i), vendors[i-1])
 	}
-	fmt.Fprintf(&b, "\n[check.rec]\nzone = \"vm.test\"\ninterval = \"400ms\"\ntimeout = \"300ms\"\nrise = 2\nfall = 2\n")
+	fmt.Fprintf(&b, "\n[check.rec]\ninterval = \"400ms\"\ntimeout = \"300ms\"\nrise = 2\nfall = 2\n\n[check.rec.dns]\nzone = \"vm.test\"\n")
 	return b.String()
 }
 

@@ -8,4 +8,6 @@ import (
 
 // TestMain fails the package when a daemon's goroutines (monitor targets,
 // event loop) outlive the test that started it.
-func TestMain(m *testing.M) { leakcheck.Main(m, "lbdns/daemon.(*Daemon)", "lbdns/monitor.(*Monitor)") }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, "lbdns/daemon.(*Daemon)", "lbdns/monitor.(*Monitor)", "lbdns/resolvers.(*Identifier)")
+}

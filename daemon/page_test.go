@@ -44,11 +44,13 @@ address = %[3]q
 vendor = "dnsmasq"
 
 [check.rec]
-zone = %[4]q
 interval = "300ms"
 timeout = "250ms"
 rise = 1
 fall = 2
+
+[check.rec.dns]
+zone = %[4]q
 `
 
 // memberRow matches one member row of the status page as the browser

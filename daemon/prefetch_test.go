@@ -43,11 +43,13 @@ address = %q
 vendor = "dnsmasq"
 
 [check.rec]
-zone = "lbdns.test"
 interval = "100ms"
 timeout = "50ms"
 rise = 1
 fall = 1
+
+[check.rec.dns]
+zone = "lbdns.test"
 
 [prefetch]
 jitter = "10ms"

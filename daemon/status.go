@@ -6,7 +6,6 @@ import (
 	"lbdns/control"
 	"lbdns/monitor"
 	"lbdns/report"
-	"lbdns/resolvers"
 	"lbdns/vip"
 )
 
@@ -30,10 +29,11 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	in := report.Input{
 		Now: now, Config: cfg, Plan: plan, Overrides: d.overrideView(cfg, ovs),
 		Target: func(resolver, check string) (monitor.TargetStatus, bool) {
-			ts, ok := mon[resolvers.TargetKey{Resolver: resolver, Check: check}.String()]
+			ts, ok := mon[ResolverKey(resolver, check)]
 			return ts, ok
 		},
-		Applied: applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
+		Identities: d.ident.Identities(),
+		Applied:    applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
 		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: d.warmView.Load(),
 			LastReload: lastReload, LastReloadError: reloadErr},
 	}

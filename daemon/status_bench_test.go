@@ -21,7 +21,7 @@ func BenchmarkStatus(b *testing.B) {
 	dir := b.TempDir()
 	var s strings.Builder
 	fmt.Fprintf(&s, "[daemon]\nstate_dir = %[1]q\ncontrol_socket = \"%[1]s/ctl.sock\"\nstatus_listen = \"\"\n\n", filepath.Join(dir, "state"))
-	s.WriteString("[check.rec]\nzone = \"lbdns.test\"\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 1\nfall = 2\n\n")
+	s.WriteString("[check.rec]\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 1\nfall = 2\n\n[check.rec.dns]\nzone = \"lbdns.test\"\n\n")
 	vendors := []string{"bind", "unbound", "powerdns", "knot", "dnsmasq"}
 	for p := range pools {
 		fmt.Fprintf(&s, "[[vip]]\nname = \"v%d\"\naddress = \"10.%d.%d.1\"\nforwarding = \"nat\"\npool = \"p%d\"\n\n", p, p/250, p%250, p)

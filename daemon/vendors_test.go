@@ -48,11 +48,13 @@ members = [%s]
 check = "rec"
 %s
 [check.rec]
-zone = %q
 interval = "500ms"
 timeout = "400ms"
 rise = 2
 fall = 3
+
+[check.rec.dns]
+zone = %q
 `
 
 var svcTCP = vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.53"), Port: 53, Proto: vip.TCP}
@@ -132,7 +134,7 @@ func TestRealVendors(t *testing.T) {
 		lw.set(nil)
 	})
 
-	status := func(id string) monitor.TargetStatus { return d.Monitor().Status()[id] }
+	status := func(id string) monitor.TargetStatus { return statusByID(d)[id] }
 	pool := func() resolvers.PoolStatus {
 		p := d.Plan()
 		if len(p.Pools) == 0 {
@@ -156,7 +158,7 @@ func TestRealVendors(t *testing.T) {
 		return len(missing) == 0, "missing from the table: " + strings.Join(missing, ", ")
 	}
 	allUp := func() (bool, string) {
-		st := d.Monitor().Status()
+		st := statusByID(d)
 		var not []string
 		for _, id := range allIDs {
 			if st[id].Health.State != health.Up {
@@ -167,7 +169,7 @@ func TestRealVendors(t *testing.T) {
 	}
 	flaps := func() map[string]int {
 		out := map[string]int{}
-		for id, st := range d.Monitor().Status() {
+		for id, st := range statusByID(d) {
 			out[id] = st.Health.Flaps
 		}
 		return out
@@ -270,13 +272,14 @@ func TestRealVendors(t *testing.T) {
 		})
 		for _, v := range vendors.All() {
 			st := status(ids[v])
-			got := probes.VendorOf(st.Identity)
-			t.Logf("%s at %s: version.bind %q (err %q) -> vendor %q", ids[v], st.Addr, st.Identity, st.IdentityErr, got)
+			ident, _ := d.Identifier().Identity(string(v) + "-1")
+			got := probes.VendorOf(ident.Version)
+			t.Logf("%s at %s: version.bind %q (err %q) -> vendor %q", ids[v], st.Addr, ident.Version, ident.Err, got)
 			if v == vendors.Knot {
 				continue // Knot Resolver does not answer version.bind (REFUSED here)
 			}
 			if got != string(v) {
-				t.Errorf("%s: VendorOf(%q) = %q, want %q", ids[v], st.Identity, got, v)
+				t.Errorf("%s: VendorOf(%q) = %q, want %q", ids[v], ident.Version, got, v)
 			}
 		}
 	})
@@ -319,7 +322,7 @@ func TestRealVendors(t *testing.T) {
 			return p.Diagnosis == resolvers.Upstream && p.FailOpen, p.Diagnosis.String() + ": " + p.Detail
 		})
 		allDownAt := poll.Until(t, 15*time.Second, "all five down", func() (bool, string) {
-			st := d.Monitor().Status()
+			st := statusByID(d)
 			var not []string
 			for _, id := range allIDs {
 				if st[id].Health.State != health.Down {
@@ -516,7 +519,7 @@ func (s *sampler) run(ctx context.Context, every time.Duration) {
 
 func (s *sampler) sample() {
 	now := time.Now()
-	st := s.d.Monitor().Status()
+	st := statusByID(s.d)
 	tab := s.mc.Table()
 	plan := s.d.Plan()
 
@@ -641,4 +644,14 @@ func (s *sampler) timeline(from, to time.Time, allProbes bool) string {
 		fmt.Fprintf(&b, "  +%7.3fs %-6s %-18s %s%s\n", e.at.Sub(s.t0).Seconds(), e.kind, e.target, mark, e.text)
 	}
 	return b.String()
+}
+
+// statusByID returns the monitor's status keyed by the pool policy's
+// target names ("resolver/check").
+func statusByID(d *Daemon) map[string]monitor.TargetStatus {
+	out := map[string]monitor.TargetStatus{}
+	for k, st := range d.Monitor().Status() {
+		out[targetKey(k).String()] = st
+	}
+	return out
 }

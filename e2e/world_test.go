@@ -191,7 +191,7 @@ func (w *world) render(l layout) string {
 		}
 		fmt.Fprintf(&b, "\n[[resolver]]\nname = %q\naddress = %q\nvendor = %q\nweight = %d\n", r.name, addr, r.vendor, r.weight)
 	}
-	fmt.Fprintf(&b, "\n[check.rec]\nzone = %q\ninterval = \"200ms\"\ntimeout = \"100ms\"\nrise = 1\nfall = 2\nidentify = false\n",
+	fmt.Fprintf(&b, "\n[check.rec]\ninterval = \"200ms\"\ntimeout = \"100ms\"\nrise = 1\nfall = 2\n\n[check.rec.dns]\nzone = %q\nidentify = false\n",
 		strings.TrimSuffix(dnstest.DefaultZone, "."))
 	return b.String()
 }

@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/configs"
-	"lbdns/probes"
+	"lbdns/check"
 )
 
 // cpuTime returns the process's user plus system CPU time.
@@ -32,23 +31,18 @@ func benchSchedule(b *testing.B, n int, interval time.Duration, perOp int) {
 	want := int64(b.N) * int64(perOp)
 	done := make(chan struct{})
 	var once sync.Once
-	probe := func(context.Context, netip.AddrPort, *configs.Check) probes.Result {
+	probe := check.Func(func(context.Context) check.Result {
 		if count.Add(1) == want {
 			once.Do(func() { close(done) })
 		}
-		return probes.Result{OK: true, Detail: "NOERROR"}
-	}
-	m := New(Options{Probe: probe, OnEvent: func(Event) {}})
-	chk := &configs.Check{
-		Name:     "bench",
-		Interval: configs.Duration{Duration: interval},
-		Timeout:  configs.Duration{Duration: interval / 2},
-		Rise:     2, Fall: 3,
-	}
+		return check.Result{OK: true, Detail: "NOERROR"}
+	})
+	m := New(Options{OnEvent: func(Event) {}})
+	s := Schedule{Interval: interval, Timeout: interval / 2, Rise: 2, Fall: 3}
 	targets := make([]Target, n)
 	for i := range targets {
 		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 2, byte(i >> 8), byte(i)}), 53)
-		targets[i] = Target{ID: fmt.Sprint(i), Addr: a, Check: chk}
+		targets[i] = Target{Key: Key{Kind: "bench", Member: fmt.Sprint(i), Check: "bench"}, Addr: a, Schedule: s, Checker: probe, Spec: "bench"}
 	}
 	m.Update(targets)
 

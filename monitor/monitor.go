@@ -1,39 +1,33 @@
-// Package monitor schedules health probes per target, feeds each result to
-// the target's health.Tracker, and emits an Event on every state change.
+// Package monitor schedules health checks per target, feeds each result to
+// the target's health.Tracker, and emits an Event on every state change. It
+// knows no check kind: a Target brings its own check.Checker, built by the
+// caller, and a comparable Spec saying what that checker asks.
 //
-// Each target runs in its own goroutine with one timer: the first probe
+// Each target runs in its own goroutine with one timer: the first check
 // comes after a random delay in [0, interval) so that targets loaded at the
-// same moment spread out, later probes every interval ± up to 2%. A target
-// has at most one probe in flight: the next probe is scheduled only when the
-// previous one returned, so a probe slower than the interval delays the next
-// one instead of overlapping it. Each probe's context has the check's
-// timeout as its deadline.
+// same moment spread out, later checks every interval ± up to 2%. A target
+// has at most one check in flight: the next check is scheduled only when
+// the previous one returned, so a check slower than the interval delays the
+// next one instead of overlapping it. Each check's context has the
+// schedule's timeout as its deadline.
 //
-// Timers and probe deadlines use the real clock; the times recorded in
+// Timers and check deadlines use the real clock; the times recorded in
 // health facts come from Options.Now.
 package monitor
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"time"
 
-	"lbdns/configs"
+	"lbdns/check"
 	"lbdns/health"
-	"lbdns/probes"
 )
-
-// DefaultIdentifyEvery is how often a target's identity is asked again when
-// Options.IdentifyEvery is zero.
-const DefaultIdentifyEvery = 10 * time.Minute
-
-// DefaultIdentifyRetry is how soon a failed identification is tried again
-// when Options.IdentifyRetry is zero (never later than IdentifyEvery).
-const DefaultIdentifyRetry = 30 * time.Second
 
 // eventBuffer is the number of events that may wait for OnEvent before
 // target goroutines block.
@@ -42,51 +36,86 @@ const eventBuffer = 256
 // ErrRunning is returned by Run when the monitor is already running.
 var ErrRunning = errors.New("monitor: already running")
 
-// Target is one thing to probe with one check.
+// Key identifies a target: what owns it and which check of which member it
+// runs. Resolver back ends are {Kind "resolver", Owner "", Member: the
+// resolver's name, Check: the check profile's name}; GSLB members will be
+// {Kind "gslb", Owner: the pool, Member: the member, Check: the monitor}.
+type Key struct {
+	Kind   string
+	Owner  string
+	Member string
+	Check  string
+}
+
+// String returns the key as "kind:owner/member/check" without the empty
+// owner ("resolver:bind-1/rec"), for logs.
+func (k Key) String() string {
+	if k.Owner == "" {
+		return k.Kind + ":" + k.Member + "/" + k.Check
+	}
+	return k.Kind + ":" + k.Owner + "/" + k.Member + "/" + k.Check
+}
+
+// Schedule is the pacing of one target's checks and the thresholds of its
+// health state machine.
+type Schedule struct {
+	// Interval between checks; must be positive.
+	Interval time.Duration
+	// FastInterval is the interval while the target's state is changing
+	// (see transitioningLocked); used when positive and below Interval.
+	FastInterval time.Duration
+	// Timeout of one check (its context's deadline); must be positive.
+	Timeout time.Duration
+	// Rise and Fall are the consecutive successes to turn up and failures
+	// to turn down.
+	Rise, Fall int
+}
+
+// Target is one thing to check with one checker.
 type Target struct {
-	// ID identifies the target; it must be stable across reloads for an
-	// unchanged target (the caller builds it, for example from the
-	// resolver name and the check name) and unique within one Update.
-	ID string
-	// Addr is the address the probe goes to.
+	// Key identifies the target; it must be stable across reloads for an
+	// unchanged target and unique within one Update.
+	Key Key
+	// Addr is the address the checker goes to, for events, status and
+	// logs (the checker holds its own copy).
 	Addr netip.AddrPort
-	// Check is the check profile; Interval and Timeout must be positive.
-	Check *configs.Check
+	// Schedule paces the checks.
+	Schedule Schedule
+	// Checker makes one check. Required.
+	Checker check.Checker
+	// Spec identifies what Checker asks and how it judges the answer (for
+	// example the kind and the values of its settings): two targets of
+	// one key with equal Addr and Spec gather the same facts, so Update
+	// keeps the health state.
+	Spec string
 }
 
 // Event is one state change of one target.
 type Event struct {
-	TargetID   string
+	Key        Key
 	Addr       netip.AddrPort
 	Transition health.Transition
-	// Result is the probe result that caused the change.
-	Result probes.Result
+	// Result is the check result that caused the change.
+	Result check.Result
 }
 
 // TargetStatus is what the monitor knows about one target.
 type TargetStatus struct {
-	ID        string
-	Addr      netip.AddrPort
-	CheckName string
-	// Interval is the check's probe interval, the unit of freshness.
+	Key  Key
+	Addr netip.AddrPort
+	// Interval is the schedule's interval, the unit of freshness.
 	Interval time.Duration
-	// Timeout is the check's probe timeout.
+	// Timeout is the schedule's check timeout.
 	Timeout time.Duration
-	// InFlightSince is when the probe in flight started (zero when none
-	// is): a probe that has waited long already hints at a failure before
+	// InFlightSince is when the check in flight started (zero when none
+	// is): a check that has waited long already hints at a failure before
 	// its result arrives.
 	InFlightSince time.Time
 	// Health is the tracker's state and counters.
 	Health health.Status
-	// Last is the last probe result, at LastAt (zero before the first).
-	Last   probes.Result
+	// Last is the last check result, at LastAt (zero before the first).
+	Last   check.Result
 	LastAt time.Time
-	// Identity is the last answer of Options.Identify ("" when none yet or
-	// none configured); IdentityErr the text of its last error ("" when
-	// the last call succeeded); IdentifiedAt the time of the last call.
-	Identity     string
-	IdentityErr  string
-	IdentifiedAt time.Time
 }
 
 // Fresh reports whether the target's facts are at most 3 intervals old.
@@ -94,27 +123,14 @@ func (s TargetStatus) Fresh(now time.Time) bool {
 	return s.Health.Fresh(now, 3*s.Interval)
 }
 
-// Slow reports whether a probe has been in flight for more than half the
-// check's timeout at now.
+// Slow reports whether a check has been in flight for more than half the
+// schedule's timeout at now.
 func (s TargetStatus) Slow(now time.Time) bool {
 	return !s.InFlightSince.IsZero() && now.Sub(s.InFlightSince) > s.Timeout/2
 }
 
-// Options configure a Monitor. Probe is required; the rest have defaults.
+// Options configure a Monitor; every field has a default.
 type Options struct {
-	// Probe performs one probe. Required.
-	Probe probes.Func
-	// Identify, when set, asks a target who it is (for example its vendor
-	// and version). It is called in the target's goroutine before its
-	// first probe and then every IdentifyEvery, for checks whose Identify
-	// is unset or true, with the check's timeout as deadline.
-	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
-	// IdentifyEvery is the period of Identify. Default 10 minutes.
-	IdentifyEvery time.Duration
-	// IdentifyRetry is how soon a failed Identify (a back end that was
-	// down at start, say) is tried again, if sooner than IdentifyEvery.
-	// Default 30 seconds.
-	IdentifyRetry time.Duration
 	// Now is the clock of health facts. Default time.Now.
 	Now func() time.Time
 	// Rand draws scheduling jitter; access is serialized by the monitor.
@@ -123,12 +139,13 @@ type Options struct {
 	// OnEvent is called on each transition, one at a time from the
 	// goroutine running Run, in the order each target produced them. It
 	// must not block long: while it runs, further events queue and, once
-	// the queue is full, probing stalls. Events of targets that were
+	// the queue is full, checking stalls. Events of targets that were
 	// removed or restarted by Update before delivery are dropped.
 	OnEvent func(Event)
-	// OnResult, when set, is called with every probe result (for metrics),
-	// from the target's goroutine; it must be safe for concurrent use.
-	OnResult func(targetID string, r probes.Result)
+	// OnResult, when set, is called with every check result (for
+	// metrics), from the target's goroutine; it must be safe for
+	// concurrent use.
+	OnResult func(key Key, r check.Result)
 	// Logger receives debug and error logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -143,7 +160,7 @@ type Monitor struct {
 	randMu sync.Mutex
 
 	mu      sync.Mutex
-	targets map[string]*target
+	targets map[Key]*target
 	running bool
 	runCtx  context.Context
 	wg      sync.WaitGroup
@@ -158,9 +175,11 @@ type queuedEvent struct {
 
 // target is the monitor's state of one Target.
 type target struct {
-	id    string
-	addr  netip.AddrPort
-	check configs.Check
+	key     Key
+	addr    netip.AddrPort
+	sched   Schedule
+	checker check.Checker
+	spec    string
 
 	// Set when the goroutine is started, under Monitor.mu.
 	cancel context.CancelFunc
@@ -170,16 +189,10 @@ type target struct {
 	// never probe at the same time.
 	prev chan struct{}
 
-	// Owned by the target's goroutine.
-	nextIdentify time.Time
-
-	mu           sync.Mutex
-	tracker      *health.Tracker
-	last         probes.Result
-	lastAt       time.Time
-	identity     string
-	identityErr  string
-	identifiedAt time.Time
+	mu      sync.Mutex
+	tracker *health.Tracker
+	last    check.Result
+	lastAt  time.Time
 	// probeStart is when the probe in flight started; zero when none is.
 	probeStart time.Time
 }
@@ -189,12 +202,6 @@ func New(opts Options) *Monitor {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.IdentifyEvery <= 0 {
-		opts.IdentifyEvery = DefaultIdentifyEvery
-	}
-	if opts.IdentifyRetry <= 0 {
-		opts.IdentifyRetry = DefaultIdentifyRetry
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -203,80 +210,82 @@ func New(opts Options) *Monitor {
 		opts:    opts,
 		log:     log,
 		events:  make(chan queuedEvent, eventBuffer),
-		targets: make(map[string]*target),
+		targets: make(map[Key]*target),
 	}
 }
 
-// Update replaces the set of targets. A target whose ID, address and check
-// settings are unchanged keeps its goroutine, schedule and health state. A
-// target whose only change is its pacing (interval, fast interval, timeout,
-// rise, fall, identify) keeps its health state and restarts its schedule;
-// one whose address or question changed restarts from Unknown (its new
-// goroutine starts probing only after the old one exited). A
-// removed target is stopped: Update cancels its context and waits until its
-// goroutine exited (an in-flight probe must return), so when Update returns
-// it makes no more probe calls and no more events of it are delivered. Targets with an empty or
-// duplicate ID, a nil check, or a non-positive interval or timeout are
-// logged and skipped. Update is safe to call at any time, also from
-// OnEvent.
+// Update replaces the set of targets. A target whose key, address, spec
+// and schedule are unchanged keeps its goroutine, checker, schedule and
+// health state. A target whose only change is its schedule (interval, fast
+// interval, timeout, rise, fall) keeps its health state and restarts its
+// schedule with the new checker; one whose address or spec changed
+// restarts from Unknown (its new goroutine starts checking only after the
+// old one exited). A removed target is stopped: Update cancels its context
+// and waits until its goroutine exited (an in-flight check must return),
+// so when Update returns it makes no more check calls and no more events
+// of it are delivered. Targets with a zero or duplicate key, no checker,
+// or a non-positive interval or timeout are logged and skipped. Update is
+// safe to call at any time, also from OnEvent.
 func (m *Monitor) Update(targets []Target) {
-	want := make(map[string]Target, len(targets))
+	want := make(map[Key]Target, len(targets))
 	for _, tg := range targets {
 		if err := validTarget(tg); err != nil {
-			m.log.Error("monitor: skipping target", "target", tg.ID, "err", err)
+			m.log.Error("monitor: skipping target", "target", tg.Key.String(), "err", err)
 			continue
 		}
-		if _, dup := want[tg.ID]; dup {
-			m.log.Error("monitor: skipping duplicate target", "target", tg.ID)
+		if _, dup := want[tg.Key]; dup {
+			m.log.Error("monitor: skipping duplicate target", "target", tg.Key.String())
 			continue
 		}
-		want[tg.ID] = tg
+		want[tg.Key] = tg
 	}
 
 	var stopped []chan struct{}
-	replaced := make(map[string]chan struct{})
-	carried := make(map[string]*target)
+	replaced := make(map[Key]chan struct{})
+	carried := make(map[Key]*target)
 	m.mu.Lock()
-	for id, old := range m.targets {
-		tg, ok := want[id]
-		if ok && old.addr == tg.Addr && old.check.Equal(tg.Check) {
+	for key, old := range m.targets {
+		tg, ok := want[key]
+		sameFacts := ok && old.addr == tg.Addr && old.spec == tg.Spec
+		if sameFacts && old.sched == tg.Schedule {
 			continue
 		}
-		if ok && old.addr == tg.Addr && old.check.SameProbe(tg.Check) {
-			carried[id] = old // only the pacing changed: keep the facts
+		if sameFacts {
+			carried[key] = old // only the schedule changed: keep the facts
 		}
 		if old.cancel != nil {
 			old.cancel()
 			stopped = append(stopped, old.done)
-			replaced[id] = old.done
+			replaced[key] = old.done
 		}
-		delete(m.targets, id)
+		delete(m.targets, key)
 		if ok {
-			m.log.Debug("monitor: target changed, restarting", "target", id)
+			m.log.Debug("monitor: target changed, restarting", "target", key.String())
 		} else {
-			m.log.Debug("monitor: target removed", "target", id)
+			m.log.Debug("monitor: target removed", "target", key.String())
 		}
 	}
 	now := m.opts.Now()
-	for id, tg := range want {
-		if _, ok := m.targets[id]; ok {
+	for key, tg := range want {
+		if _, ok := m.targets[key]; ok {
 			continue
 		}
 		t := &target{
-			id:      id,
+			key:     key,
 			addr:    tg.Addr,
-			check:   *tg.Check,
-			tracker: health.NewTracker(tg.Check.Rise, tg.Check.Fall, now),
-			prev:    replaced[id],
+			sched:   tg.Schedule,
+			checker: tg.Checker,
+			spec:    tg.Spec,
+			tracker: health.NewTracker(tg.Schedule.Rise, tg.Schedule.Fall, now),
+			prev:    replaced[key],
 		}
-		if old := carried[id]; old != nil {
+		if old := carried[key]; old != nil {
 			old.mu.Lock()
-			t.tracker = old.tracker.WithThresholds(tg.Check.Rise, tg.Check.Fall)
+			t.tracker = old.tracker.WithThresholds(tg.Schedule.Rise, tg.Schedule.Fall)
 			t.last, t.lastAt = old.last, old.lastAt
-			t.identity, t.identityErr, t.identifiedAt = old.identity, old.identityErr, old.identifiedAt
 			old.mu.Unlock()
 		}
-		m.targets[id] = t
+		m.targets[key] = t
 		if m.running {
 			m.startLocked(t)
 		}
@@ -291,14 +300,14 @@ func (m *Monitor) Update(targets []Target) {
 // validTarget reports why a target cannot be scheduled.
 func validTarget(tg Target) error {
 	switch {
-	case tg.ID == "":
-		return errors.New("empty id")
-	case tg.Check == nil:
-		return errors.New("no check")
-	case tg.Check.Interval.Duration <= 0:
-		return errors.New("interval must be positive")
-	case tg.Check.Timeout.Duration <= 0:
-		return errors.New("timeout must be positive")
+	case tg.Key == Key{}:
+		return errors.New("empty key")
+	case tg.Checker == nil:
+		return errors.New("no checker")
+	case tg.Schedule.Interval <= 0:
+		return fmt.Errorf("interval %v must be positive", tg.Schedule.Interval)
+	case tg.Schedule.Timeout <= 0:
+		return fmt.Errorf("timeout %v must be positive", tg.Schedule.Timeout)
 	}
 	return nil
 }
@@ -368,7 +377,7 @@ func (m *Monitor) handleStop() {
 // handleEvent delivers one event if its target is still current.
 func (m *Monitor) handleEvent(qe queuedEvent) {
 	m.mu.Lock()
-	current := m.targets[qe.t.id] == qe.t
+	current := m.targets[qe.t.key] == qe.t
 	m.mu.Unlock()
 	if !current || m.opts.OnEvent == nil {
 		return
@@ -388,7 +397,7 @@ func (m *Monitor) runTarget(ctx context.Context, t *target, done chan struct{}) 
 			return
 		}
 	}
-	timer := time.NewTimer(m.firstDelay(t.check.Interval.Duration))
+	timer := time.NewTimer(m.firstDelay(t.sched.Interval))
 	defer timer.Stop()
 	for {
 		select {
@@ -400,23 +409,22 @@ func (m *Monitor) runTarget(ctx context.Context, t *target, done chan struct{}) 
 	}
 }
 
-// handleTick runs one scheduled probe of t (and Identify when due), records
-// the result, and returns the delay until the next probe.
+// handleTick runs one scheduled check of t, records the result, and
+// returns the delay until the next check.
 func (m *Monitor) handleTick(ctx context.Context, t *target) time.Duration {
 	start := time.Now()
-	next := m.nextDelay(t.check.Interval.Duration)
+	next := m.nextDelay(t.sched.Interval)
 	if ctx.Err() != nil {
 		return next
 	}
-	m.identifyIfDue(ctx, t)
-	pctx, cancel := context.WithTimeout(ctx, t.check.Timeout.Duration)
+	pctx, cancel := context.WithTimeout(ctx, t.sched.Timeout)
 	t.mu.Lock()
 	t.probeStart = m.opts.Now()
 	t.mu.Unlock()
-	r := m.opts.Probe(pctx, t.addr, &t.check)
+	r := t.checker.Check(pctx)
 	cancel()
 	if ctx.Err() != nil {
-		// Stopped while probing: the result says more about our own
+		// Stopped while checking: the result says more about our own
 		// cancellation than about the target.
 		t.mu.Lock()
 		t.probeStart = time.Time{}
@@ -445,48 +453,13 @@ func (t *target) transitioningLocked() bool {
 	return true
 }
 
-// fastInterval is the check's fast_interval, or its interval when unset.
+// fastInterval is the schedule's fast interval, or its interval when
+// unset.
 func (t *target) fastInterval() time.Duration {
-	if f := t.check.FastInterval.Duration; f > 0 && f < t.check.Interval.Duration {
+	if f := t.sched.FastInterval; f > 0 && f < t.sched.Interval {
 		return f
 	}
-	return t.check.Interval.Duration
-}
-
-// identifyIfDue calls Options.Identify for t when it is due.
-func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
-	if m.opts.Identify == nil || (t.check.Identify != nil && !*t.check.Identify) {
-		return
-	}
-	if time.Now().Before(t.nextIdentify) {
-		return
-	}
-	ictx, cancel := context.WithTimeout(ctx, t.check.Timeout.Duration)
-	id, err := m.opts.Identify(ictx, t.addr)
-	cancel()
-	next := m.opts.IdentifyEvery
-	if err != nil && !errors.Is(err, probes.ErrNoVersion) {
-		// No answer (down at start, say): ask again soon. A back end
-		// that answers without a version (Knot by default, hidden
-		// versions) keeps the normal period.
-		next = min(next, m.opts.IdentifyRetry)
-	}
-	t.nextIdentify = time.Now().Add(next)
-	if ctx.Err() != nil {
-		return
-	}
-	at := m.opts.Now()
-	t.mu.Lock()
-	t.identifiedAt = at
-	if err != nil {
-		t.identityErr = err.Error()
-	} else {
-		t.identity, t.identityErr = id, ""
-	}
-	t.mu.Unlock()
-	if err != nil {
-		m.log.Debug("monitor: identify failed", "target", t.id, "addr", t.addr, "err", err)
-	}
+	return t.sched.Interval
 }
 
 // handleResult ends t's probe in flight, feeds its result to t's tracker
@@ -494,7 +467,7 @@ func (m *Monitor) identifyIfDue(ctx context.Context, t *target) {
 // transitioning (see transitioningLocked). It blocks while the event queue
 // is full, until ctx is done. One lock per probe result: this runs
 // thousands of times a second.
-func (m *Monitor) handleResult(ctx context.Context, t *target, r probes.Result) (transitioning bool) {
+func (m *Monitor) handleResult(ctx context.Context, t *target, r check.Result) (transitioning bool) {
 	now := m.opts.Now()
 	t.mu.Lock()
 	t.probeStart = time.Time{}
@@ -503,12 +476,12 @@ func (m *Monitor) handleResult(ctx context.Context, t *target, r probes.Result) 
 	transitioning = t.transitioningLocked()
 	t.mu.Unlock()
 	if m.opts.OnResult != nil {
-		m.opts.OnResult(t.id, r)
+		m.opts.OnResult(t.key, r)
 	}
 	if !changed {
 		return transitioning
 	}
-	qe := queuedEvent{t: t, ev: Event{TargetID: t.id, Addr: t.addr, Transition: tr, Result: r}}
+	qe := queuedEvent{t: t, ev: Event{Key: t.key, Addr: t.addr, Transition: tr, Result: r}}
 	select {
 	case m.events <- qe:
 	case <-ctx.Done():
@@ -546,17 +519,17 @@ func (m *Monitor) int64N(n int64) int64 {
 	return m.opts.Rand.Int64N(n)
 }
 
-// Status returns the status of every current target by ID.
-func (m *Monitor) Status() map[string]TargetStatus {
+// Status returns the status of every current target by key.
+func (m *Monitor) Status() map[Key]TargetStatus {
 	m.mu.Lock()
 	ts := make([]*target, 0, len(m.targets))
 	for _, t := range m.targets {
 		ts = append(ts, t)
 	}
 	m.mu.Unlock()
-	out := make(map[string]TargetStatus, len(ts))
+	out := make(map[Key]TargetStatus, len(ts))
 	for _, t := range ts {
-		out[t.id] = t.status()
+		out[t.key] = t.status()
 	}
 	return out
 }
@@ -582,17 +555,13 @@ func (t *target) status() TargetStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return TargetStatus{
-		ID:            t.id,
+		Key:           t.key,
 		Addr:          t.addr,
-		CheckName:     t.check.Name,
-		Interval:      t.check.Interval.Duration,
-		Timeout:       t.check.Timeout.Duration,
+		Interval:      t.sched.Interval,
+		Timeout:       t.sched.Timeout,
 		InFlightSince: t.probeStart,
 		Health:        t.tracker.Snapshot(),
 		Last:          t.last,
 		LastAt:        t.lastAt,
-		Identity:      t.identity,
-		IdentityErr:   t.identityErr,
-		IdentifiedAt:  t.identifiedAt,
 	}
 }

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"lbdns/configs"
+	"lbdns/check"
 	"lbdns/health"
-	"lbdns/probes"
 )
 
 const (
@@ -28,16 +28,21 @@ func addr(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i)}), 53)
 }
 
-func testCheck(rise, fall int) *configs.Check {
-	rd := true
-	return &configs.Check{
-		Name: "chk", Kind: "dns", QName: "example.test.", QType: "A", QClass: "IN",
-		RD: &rd, Transport: "udp", Rcodes: []string{"NOERROR"},
-		Interval: configs.Duration{Duration: testInterval},
-		Timeout:  configs.Duration{Duration: testTimeout},
-		Rise:     rise, Fall: fall,
-	}
+// sched is the test schedule with rise and fall.
+func sched(rise, fall int) Schedule {
+	return Schedule{Interval: testInterval, Timeout: testTimeout, Rise: rise, Fall: fall}
 }
+
+// key is the key of test target id.
+func key(id string) Key { return Key{Kind: "test", Member: id, Check: "chk"} }
+
+// newTarget returns test target id at a with schedule s, checked by fn.
+func newTarget(id string, a netip.AddrPort, s Schedule, fn func(ctx context.Context) check.Result) Target {
+	return Target{Key: key(id), Addr: a, Schedule: s, Checker: check.Func(fn), Spec: "question"}
+}
+
+// nop is a check that fails at once.
+func nop(context.Context) check.Result { return check.Result{} }
 
 // fakeProbe is a scripted probe: per address it fails with a set detail or
 // succeeds, optionally sleeping (ignoring its context, like a misbehaving
@@ -62,10 +67,15 @@ func newFakeProbe() *fakeProbe {
 	}
 }
 
-func (f *fakeProbe) probe(ctx context.Context, a netip.AddrPort, chk *configs.Check) probes.Result {
+// newTarget returns test target id at a with schedule s, checked by f.
+func (f *fakeProbe) newTarget(id string, a netip.AddrPort, s Schedule) Target {
+	return newTarget(id, a, s, func(ctx context.Context) check.Result { return f.probe(ctx, a, s.Timeout) })
+}
+
+func (f *fakeProbe) probe(ctx context.Context, a netip.AddrPort, timeout time.Duration) check.Result {
 	dl, ok := ctx.Deadline()
 	f.mu.Lock()
-	if !ok || time.Until(dl) > chk.Timeout.Duration {
+	if !ok || time.Until(dl) > timeout {
 		f.badDeadline++
 	}
 	f.calls[a]++
@@ -80,9 +90,9 @@ func (f *fakeProbe) probe(ctx context.Context, a netip.AddrPort, chk *configs.Ch
 	defer f.mu.Unlock()
 	f.inflight[a]--
 	if detail := f.fail[a]; detail != "" {
-		return probes.Result{OK: false, RTT: time.Millisecond, Detail: detail}
+		return check.Result{OK: false, RTT: time.Millisecond, Detail: detail}
 	}
-	return probes.Result{OK: true, RTT: time.Millisecond, Detail: "NOERROR"}
+	return check.Result{OK: true, RTT: time.Millisecond, Detail: "NOERROR"}
 }
 
 func (f *fakeProbe) setFail(a netip.AddrPort, detail string) {
@@ -119,14 +129,16 @@ func (r *recorder) all() []Event {
 func (r *recorder) of(id string) []string {
 	var out []string
 	for _, e := range r.all() {
-		if e.TargetID == id {
+		if e.Key == key(id) {
 			out = append(out, e.Transition.From.String()+">"+e.Transition.To.String())
 		}
 	}
 	return out
 }
 
-// waitFor polls cond until it holds or waitLimit passes.
+// waitFor polls cond until it holds or waitLimit passes (in a synctest
+// bubble, virtual time: it waits exactly until the monitor's timers made
+// cond true).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -164,176 +176,182 @@ func start(t *testing.T, m *Monitor) (stop func()) {
 }
 
 func state(m *Monitor, id string) health.State {
-	return m.Status()[id].Health.State
+	return m.Status()[key(id)].Health.State
 }
 
 func TestTransitionEvents(t *testing.T) {
-	fp := newFakeProbe()
-	rec := &recorder{}
-	m := New(Options{Probe: fp.probe, OnEvent: rec.on})
-	a := addr(1)
-	m.Update([]Target{{ID: "a", Addr: a, Check: testCheck(2, 2)}})
-	start(t, m)
+	synctest.Test(t, func(t *testing.T) {
+		fp := newFakeProbe()
+		rec := &recorder{}
+		m := New(Options{OnEvent: rec.on})
+		a := addr(1)
+		m.Update([]Target{fp.newTarget("a", a, sched(2, 2))})
+		start(t, m)
 
-	waitFor(t, "a up", func() bool { return len(rec.of("a")) == 1 })
-	fp.setFail(a, "rcode SERVFAIL")
-	waitFor(t, "a down", func() bool { return len(rec.of("a")) == 2 })
+		waitFor(t, "a up", func() bool { return len(rec.of("a")) == 1 })
+		fp.setFail(a, "rcode SERVFAIL")
+		waitFor(t, "a down", func() bool { return len(rec.of("a")) == 2 })
 
-	ev := rec.all()[1]
-	if ev.Transition.From != health.Up || ev.Transition.To != health.Down {
-		t.Errorf("transition = %v>%v, want up>down", ev.Transition.From, ev.Transition.To)
-	}
-	if ev.Transition.Reason != "rcode SERVFAIL" || ev.Result.Detail != "rcode SERVFAIL" || ev.Result.OK {
-		t.Errorf("event reason %q result %+v, want the failing result", ev.Transition.Reason, ev.Result)
-	}
-	if ev.Addr != a || ev.TargetID != "a" {
-		t.Errorf("event target %q %v", ev.TargetID, ev.Addr)
-	}
-	st := m.Status()["a"]
-	if st.Health.State != health.Down || st.Health.LastFailReason != "rcode SERVFAIL" {
-		t.Errorf("status = %+v", st.Health)
-	}
-	if !st.Fresh(time.Now()) {
-		t.Errorf("status of a running target is not fresh: %+v", st)
-	}
+		ev := rec.all()[1]
+		if ev.Transition.From != health.Up || ev.Transition.To != health.Down {
+			t.Errorf("transition = %v>%v, want up>down", ev.Transition.From, ev.Transition.To)
+		}
+		if ev.Transition.Reason != "rcode SERVFAIL" || ev.Result.Detail != "rcode SERVFAIL" || ev.Result.OK {
+			t.Errorf("event reason %q result %+v, want the failing result", ev.Transition.Reason, ev.Result)
+		}
+		if ev.Addr != a || ev.Key != key("a") {
+			t.Errorf("event target %v %v", ev.Key, ev.Addr)
+		}
+		st := m.Status()[key("a")]
+		if st.Health.State != health.Down || st.Health.LastFailReason != "rcode SERVFAIL" {
+			t.Errorf("status = %+v", st.Health)
+		}
+		if !st.Fresh(time.Now()) {
+			t.Errorf("status of a running target is not fresh: %+v", st)
+		}
 
-	fp.setFail(a, "")
-	waitFor(t, "a up again", func() bool { return len(rec.of("a")) == 3 })
-	if got, want := rec.of("a"), []string{"unknown>up", "up>down", "down>up"}; !slices.Equal(got, want) {
-		t.Errorf("events = %v, want %v", got, want)
-	}
-	if f := m.Status()["a"].Health.Flaps; f != 2 {
-		t.Errorf("flaps = %d, want 2", f)
-	}
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	if fp.badDeadline != 0 {
-		t.Errorf("%d probes without a deadline within the timeout", fp.badDeadline)
-	}
+		fp.setFail(a, "")
+		waitFor(t, "a up again", func() bool { return len(rec.of("a")) == 3 })
+		if got, want := rec.of("a"), []string{"unknown>up", "up>down", "down>up"}; !slices.Equal(got, want) {
+			t.Errorf("events = %v, want %v", got, want)
+		}
+		if f := m.Status()[key("a")].Health.Flaps; f != 2 {
+			t.Errorf("flaps = %d, want 2", f)
+		}
+		fp.mu.Lock()
+		defer fp.mu.Unlock()
+		if fp.badDeadline != 0 {
+			t.Errorf("%d probes without a deadline within the timeout", fp.badDeadline)
+		}
+	})
 }
 
 func TestUpdate(t *testing.T) {
-	fp := newFakeProbe()
-	rec := &recorder{}
-	m := New(Options{Probe: fp.probe, OnEvent: rec.on})
-	a, b, c, d := addr(1), addr(2), addr(3), addr(4)
-	m.Update([]Target{
-		{ID: "a", Addr: a, Check: testCheck(2, 2)},
-		{ID: "b", Addr: b, Check: testCheck(2, 2)},
-		{ID: "c", Addr: c, Check: testCheck(2, 2)},
-		{ID: "d", Addr: d, Check: testCheck(2, 2)},
-	})
-	start(t, m)
-	waitFor(t, "all up", func() bool { return len(rec.all()) == 4 })
+	synctest.Test(t, func(t *testing.T) {
+		fp := newFakeProbe()
+		rec := &recorder{}
+		m := New(Options{OnEvent: rec.on})
+		a, b, c, d := addr(1), addr(2), addr(3), addr(4)
+		m.Update([]Target{
+			fp.newTarget("a", a, sched(2, 2)),
+			fp.newTarget("b", b, sched(2, 2)),
+			fp.newTarget("c", c, sched(2, 2)),
+			fp.newTarget("d", d, sched(2, 2)),
+		})
+		start(t, m)
+		waitFor(t, "all up", func() bool { return len(rec.all()) == 4 })
 
-	checksA := m.Status()["a"].Health.Checks
-	checksD := m.Status()["d"].Health.Checks
-	changed := testCheck(3, 2)
-	changed.QName = "other.test." // asks another question: facts do not carry
-	paced := testCheck(3, 2)      // only the pacing changed: facts carry
-	paced.Interval.Duration = testInterval * 2
-	m.Update([]Target{
-		{ID: "a", Addr: a, Check: testCheck(2, 2)}, // equal values, new pointers
-		{ID: "b", Addr: b, Check: changed},
-		{ID: "d", Addr: d, Check: paced},
-	})
-	callsC := fp.callCount(c)
+		checksA := m.Status()[key("a")].Health.Checks
+		checksD := m.Status()[key("d")].Health.Checks
+		changed := fp.newTarget("b", b, sched(3, 2))
+		changed.Spec = "another question"          // facts do not carry
+		paced := fp.newTarget("d", d, sched(3, 2)) // only the pacing changed: facts carry
+		paced.Schedule.Interval = testInterval * 2
+		m.Update([]Target{
+			fp.newTarget("a", a, sched(2, 2)), // equal values, a new checker
+			changed,
+			paced,
+		})
+		callsC := fp.callCount(c)
 
-	st := m.Status()
-	t.Run("unchanged target keeps state", func(t *testing.T) {
-		if st["a"].Health.State != health.Up {
-			t.Errorf("a = %v, want up", st["a"].Health.State)
+		st := m.Status()
+		{ // unchanged target keeps state
+			if st[key("a")].Health.State != health.Up {
+				t.Errorf("a = %v, want up", st[key("a")].Health.State)
+			}
 		}
-	})
-	t.Run("changed target restarts from unknown", func(t *testing.T) {
-		if st["b"].Health.State != health.Unknown || st["b"].Health.Checks != 0 {
-			t.Errorf("b = %+v, want a fresh unknown tracker", st["b"].Health)
+		{ // changed target restarts from unknown
+			if st[key("b")].Health.State != health.Unknown || st[key("b")].Health.Checks != 0 {
+				t.Errorf("b = %+v, want a fresh unknown tracker", st[key("b")].Health)
+			}
+			if st[key("b")].Health.Rise != 3 {
+				t.Errorf("b rise = %d, want 3", st[key("b")].Health.Rise)
+			}
 		}
-		if st["b"].Health.Rise != 3 {
-			t.Errorf("b rise = %d, want 3", st["b"].Health.Rise)
+		{ // paced target keeps its facts
+			if st[key("d")].Health.State != health.Up || st[key("d")].Health.Checks < checksD || st[key("d")].Health.Rise != 3 {
+				t.Errorf("d = %+v, want up with its checks kept and rise 3", st[key("d")].Health)
+			}
 		}
-	})
-	t.Run("paced target keeps its facts", func(t *testing.T) {
-		if st["d"].Health.State != health.Up || st["d"].Health.Checks < checksD || st["d"].Health.Rise != 3 {
-			t.Errorf("d = %+v, want up with its checks kept and rise 3", st["d"].Health)
+		{ // removed target leaves status
+			if _, ok := st[key("c")]; ok {
+				t.Errorf("c still in status")
+			}
 		}
-	})
-	t.Run("removed target leaves status", func(t *testing.T) {
-		if _, ok := st["c"]; ok {
-			t.Errorf("c still in status")
-		}
-	})
 
-	waitFor(t, "b up again", func() bool { return len(rec.of("b")) == 2 })
-	waitFor(t, "a probed 5 more times", func() bool { return m.Status()["a"].Health.Checks >= checksA+5 })
-	// c would have been probed several times by now.
-	waitFor(t, "b probed 5 more times", func() bool { return m.Status()["b"].Health.Checks >= 8 })
+		waitFor(t, "b up again", func() bool { return len(rec.of("b")) == 2 })
+		waitFor(t, "a probed 5 more times", func() bool { return m.Status()[key("a")].Health.Checks >= checksA+5 })
+		// c would have been probed several times by now.
+		waitFor(t, "b probed 5 more times", func() bool { return m.Status()[key("b")].Health.Checks >= 8 })
 
-	t.Run("no new event for unchanged target", func(t *testing.T) {
-		if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
-			t.Errorf("a events = %v", got)
+		{ // no new event for unchanged target
+			if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
+				t.Errorf("a events = %v", got)
+			}
+			if got := rec.of("d"); !slices.Equal(got, []string{"unknown>up"}) {
+				t.Errorf("d events = %v", got)
+			}
 		}
-		if got := rec.of("d"); !slices.Equal(got, []string{"unknown>up"}) {
-			t.Errorf("d events = %v", got)
+		{ // changed target decides again
+			if got := rec.of("b"); !slices.Equal(got, []string{"unknown>up", "unknown>up"}) {
+				t.Errorf("b events = %v", got)
+			}
 		}
-	})
-	t.Run("changed target decides again", func(t *testing.T) {
-		if got := rec.of("b"); !slices.Equal(got, []string{"unknown>up", "unknown>up"}) {
-			t.Errorf("b events = %v", got)
+		{ // removed target is not probed
+			if got := fp.callCount(c); got != callsC {
+				t.Errorf("c probed %d times after removal", got-callsC)
+			}
+			if got := rec.of("c"); len(got) != 1 {
+				t.Errorf("c events = %v", got)
+			}
 		}
-	})
-	t.Run("removed target is not probed", func(t *testing.T) {
-		if got := fp.callCount(c); got != callsC {
-			t.Errorf("c probed %d times after removal", got-callsC)
-		}
-		if got := rec.of("c"); len(got) != 1 {
-			t.Errorf("c events = %v", got)
-		}
-	})
-	t.Run("unchanged target never overlapped", func(t *testing.T) {
-		fp.mu.Lock()
-		defer fp.mu.Unlock()
-		for _, x := range []netip.AddrPort{a, b, c, d} {
-			if fp.maxInflight[x] != 1 {
-				t.Errorf("%v: max in flight %d", x, fp.maxInflight[x])
+		{ // unchanged target never overlapped
+			fp.mu.Lock()
+			defer fp.mu.Unlock()
+			for _, x := range []netip.AddrPort{a, b, c, d} {
+				if fp.maxInflight[x] != 1 {
+					t.Errorf("%v: max in flight %d", x, fp.maxInflight[x])
+				}
 			}
 		}
 	})
 }
 
 func TestSlowProbeNeverOverlaps(t *testing.T) {
-	fp := newFakeProbe()
-	m := New(Options{Probe: fp.probe})
-	var targets []Target
-	for i := 1; i <= 3; i++ {
-		fp.delay[addr(i)] = 3 * testInterval // longer than the interval, ignoring ctx
-		targets = append(targets, Target{ID: fmt.Sprint(i), Addr: addr(i), Check: testCheck(1, 1)})
-	}
-	m.Update(targets)
-	start(t, m)
-	for i := 1; i <= 3; i++ {
-		waitFor(t, "5 probes", func() bool { return fp.callCount(addr(i)) >= 5 })
-	}
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	for i := 1; i <= 3; i++ {
-		if n := fp.maxInflight[addr(i)]; n != 1 {
-			t.Errorf("target %d: %d probes in flight at once", i, n)
+	synctest.Test(t, func(t *testing.T) {
+		fp := newFakeProbe()
+		m := New(Options{})
+		var targets []Target
+		for i := 1; i <= 3; i++ {
+			fp.delay[addr(i)] = 3 * testInterval // longer than the interval, ignoring ctx
+			targets = append(targets, fp.newTarget(fmt.Sprint(i), addr(i), sched(1, 1)))
 		}
-	}
+		m.Update(targets)
+		start(t, m)
+		for i := 1; i <= 3; i++ {
+			waitFor(t, "5 probes", func() bool { return fp.callCount(addr(i)) >= 5 })
+		}
+		fp.mu.Lock()
+		defer fp.mu.Unlock()
+		for i := 1; i <= 3; i++ {
+			if n := fp.maxInflight[addr(i)]; n != 1 {
+				t.Errorf("target %d: %d probes in flight at once", i, n)
+			}
+		}
+	})
 }
 
 func TestRunStopsAllGoroutines(t *testing.T) {
 	base := runtime.NumGoroutine()
 	fp := newFakeProbe()
-	m := New(Options{Probe: fp.probe, OnEvent: func(Event) {}})
+	m := New(Options{OnEvent: func(Event) {}})
 	var targets []Target
 	for i := range 100 {
 		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(i / 256), byte(i % 256)}), 53)
 		if i%2 == 0 {
 			fp.delay[a] = testInterval // some probes are in flight at cancel
 		}
-		targets = append(targets, Target{ID: fmt.Sprint(i), Addr: a, Check: testCheck(1, 1)})
+		targets = append(targets, fp.newTarget(fmt.Sprint(i), a, sched(1, 1)))
 	}
 	m.Update(targets)
 	stop := start(t, m)
@@ -358,91 +376,36 @@ func TestRunStopsAllGoroutines(t *testing.T) {
 }
 
 func TestRunAgainKeepsState(t *testing.T) {
-	fp := newFakeProbe()
-	rec := &recorder{}
-	m := New(Options{Probe: fp.probe, OnEvent: rec.on})
-	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 1)}})
+	synctest.Test(t, func(t *testing.T) {
+		fp := newFakeProbe()
+		rec := &recorder{}
+		m := New(Options{OnEvent: rec.on})
+		m.Update([]Target{fp.newTarget("a", addr(1), sched(1, 1))})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	waitFor(t, "a up", func() bool { return state(m, "a") == health.Up })
-	t.Run("second concurrent Run is refused", func(t *testing.T) {
-		if err := m.Run(context.Background()); !errors.Is(err, ErrRunning) {
-			t.Errorf("Run = %v, want ErrRunning", err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		waitFor(t, "a up", func() bool { return state(m, "a") == health.Up })
+		{ // second concurrent Run is refused
+			if err := m.Run(context.Background()); !errors.Is(err, ErrRunning) {
+				t.Errorf("Run = %v, want ErrRunning", err)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		checks := m.Status()[key("a")].Health.Checks
+
+		start(t, m)
+		waitFor(t, "a probed again", func() bool { return m.Status()[key("a")].Health.Checks > checks })
+		if s := state(m, "a"); s != health.Up {
+			t.Errorf("a = %v after restart, want up", s)
+		}
+		if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
+			t.Errorf("events = %v, want one", got)
 		}
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run = %v", err)
-	}
-	checks := m.Status()["a"].Health.Checks
-
-	start(t, m)
-	waitFor(t, "a probed again", func() bool { return m.Status()["a"].Health.Checks > checks })
-	if s := state(m, "a"); s != health.Up {
-		t.Errorf("a = %v after restart, want up", s)
-	}
-	if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
-		t.Errorf("events = %v, want one", got)
-	}
-}
-
-func TestIdentify(t *testing.T) {
-	fp := newFakeProbe()
-	var mu sync.Mutex
-	calls := map[netip.AddrPort]int{}
-	last := map[netip.AddrPort]time.Time{}
-	every := 5 * testInterval
-	identify := func(ctx context.Context, a netip.AddrPort) (string, error) {
-		if _, ok := ctx.Deadline(); !ok {
-			t.Errorf("identify without deadline")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		now := time.Now()
-		if prev, ok := last[a]; ok && now.Sub(prev) < every {
-			t.Errorf("%v identified again after %v, want at least %v", a, now.Sub(prev), every)
-		}
-		last[a] = now
-		calls[a]++
-		if a == addr(3) && calls[a] > 1 {
-			return "", errors.New("rcode SERVFAIL")
-		}
-		return fmt.Sprintf("unbound 1.17.%d", calls[a]), nil
-	}
-	count := func(a netip.AddrPort) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return calls[a]
-	}
-	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: every})
-	off := false
-	noIdent := testCheck(1, 1)
-	noIdent.Identify = &off
-	m.Update([]Target{
-		{ID: "a", Addr: addr(1), Check: testCheck(1, 1)},
-		{ID: "off", Addr: addr(2), Check: noIdent},
-		{ID: "err", Addr: addr(3), Check: testCheck(1, 1)},
-	})
-	start(t, m)
-
-	waitFor(t, "a identified twice", func() bool { return count(addr(1)) >= 2 })
-	waitFor(t, "err identified twice", func() bool { return count(addr(3)) >= 2 })
-	waitFor(t, "off probed 10 times", func() bool { return fp.callCount(addr(2)) >= 10 })
-	st := m.Status()
-	if got := st["a"].Identity; got == "" || got == "unbound 1.17.1" {
-		t.Errorf("a identity = %q, want a later answer", got)
-	}
-	if st["a"].IdentifiedAt.IsZero() {
-		t.Errorf("a IdentifiedAt not set")
-	}
-	if got := count(addr(2)); got != 0 {
-		t.Errorf("identify called %d times for a check with identify = false", got)
-	}
-	if st["err"].Identity != "unbound 1.17.1" || st["err"].IdentityErr != "rcode SERVFAIL" {
-		t.Errorf("err identity %q / %q, want the last good one and the error", st["err"].Identity, st["err"].IdentityErr)
-	}
 }
 
 // fakeClock is a manually stepped clock.
@@ -467,24 +430,23 @@ func TestHandleResult(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var results []string
 	m := New(Options{
-		Probe:    func(context.Context, netip.AddrPort, *configs.Check) probes.Result { return probes.Result{} },
 		Now:      clk.Now,
-		OnResult: func(id string, r probes.Result) { results = append(results, id+":"+r.Detail) },
+		OnResult: func(k Key, r check.Result) { results = append(results, k.Member+":"+r.Detail) },
 	})
-	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 2)}})
-	tg := m.targets["a"]
+	m.Update([]Target{newTarget("a", addr(1), sched(1, 2), nop)})
+	tg := m.targets[key("a")]
 	ctx := context.Background()
 
 	steps := []struct {
 		name   string
-		r      probes.Result
+		r      check.Result
 		event  string // "" for none
 		reason string
 	}{
-		{"first success with rise 1 turns up", probes.Result{OK: true, Detail: "NOERROR"}, "unknown>up", "NOERROR"},
-		{"one failure below fall", probes.Result{Detail: "timeout after 10ms"}, "", ""},
-		{"second failure turns down", probes.Result{Detail: "rcode SERVFAIL"}, "up>down", "rcode SERVFAIL"},
-		{"failure while down", probes.Result{Detail: "rcode REFUSED"}, "", ""},
+		{"first success with rise 1 turns up", check.Result{OK: true, Detail: "NOERROR"}, "unknown>up", "NOERROR"},
+		{"one failure below fall", check.Result{Detail: "timeout after 10ms"}, "", ""},
+		{"second failure turns down", check.Result{Detail: "rcode SERVFAIL"}, "up>down", "rcode SERVFAIL"},
+		{"failure while down", check.Result{Detail: "rcode REFUSED"}, "", ""},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -515,7 +477,7 @@ func TestHandleResult(t *testing.T) {
 	if len(results) != len(steps) || results[2] != "a:rcode SERVFAIL" {
 		t.Errorf("OnResult calls = %v", results)
 	}
-	st := m.Status()["a"]
+	st := m.Status()[key("a")]
 	if !st.LastAt.Equal(clk.Now()) || st.Last.Detail != "rcode REFUSED" {
 		t.Errorf("last = %+v at %v", st.Last, st.LastAt)
 	}
@@ -524,97 +486,96 @@ func TestHandleResult(t *testing.T) {
 func TestHandleEventDropsStale(t *testing.T) {
 	var got []string
 	m := New(Options{
-		Probe:   func(context.Context, netip.AddrPort, *configs.Check) probes.Result { return probes.Result{} },
-		OnEvent: func(e Event) { got = append(got, e.TargetID) },
+		OnEvent: func(e Event) { got = append(got, e.Key.Member) },
 	})
 	m.Update([]Target{
-		{ID: "keep", Addr: addr(1), Check: testCheck(1, 1)},
-		{ID: "gone", Addr: addr(2), Check: testCheck(1, 1)},
-		{ID: "changed", Addr: addr(3), Check: testCheck(1, 1)},
+		newTarget("keep", addr(1), sched(1, 1), nop),
+		newTarget("gone", addr(2), sched(1, 1), nop),
+		newTarget("changed", addr(3), sched(1, 1), nop),
 	})
 	old := map[string]*target{}
-	for id, tg := range m.targets {
-		old[id] = tg
+	for k, tg := range m.targets {
+		old[k.Member] = tg
 	}
 	m.Update([]Target{
-		{ID: "keep", Addr: addr(1), Check: testCheck(1, 1)},
-		{ID: "changed", Addr: addr(4), Check: testCheck(1, 1)},
+		newTarget("keep", addr(1), sched(1, 1), nop),
+		newTarget("changed", addr(4), sched(1, 1), nop),
 	})
 	for _, id := range []string{"keep", "gone", "changed"} {
-		m.handleEvent(queuedEvent{t: old[id], ev: Event{TargetID: id}})
+		m.handleEvent(queuedEvent{t: old[id], ev: Event{Key: key(id)}})
 	}
-	m.handleEvent(queuedEvent{t: m.targets["changed"], ev: Event{TargetID: "changed"}})
+	m.handleEvent(queuedEvent{t: m.targets[key("changed")], ev: Event{Key: key("changed")}})
 	if want := []string{"keep", "changed"}; !slices.Equal(got, want) {
 		t.Errorf("delivered %v, want %v", got, want)
 	}
 }
 
 func TestUpdateSkipsInvalid(t *testing.T) {
-	zero := testCheck(1, 1)
-	zero.Interval.Duration = 0
-	noTimeout := testCheck(1, 1)
-	noTimeout.Timeout.Duration = 0
-	m := New(Options{Probe: func(context.Context, netip.AddrPort, *configs.Check) probes.Result { return probes.Result{} }})
+	zero := newTarget("zero", addr(3), sched(1, 1), nop)
+	zero.Schedule.Interval = 0
+	noTimeout := newTarget("notimeout", addr(4), sched(1, 1), nop)
+	noTimeout.Schedule.Timeout = 0
+	noChecker := newTarget("nil", addr(2), sched(1, 1), nop)
+	noChecker.Checker = nil
+	empty := newTarget("", addr(1), sched(1, 1), nop)
+	empty.Key = Key{}
+	m := New(Options{})
 	m.Update([]Target{
-		{ID: "", Addr: addr(1), Check: testCheck(1, 1)},
-		{ID: "nil", Addr: addr(2)},
-		{ID: "zero", Addr: addr(3), Check: zero},
-		{ID: "notimeout", Addr: addr(4), Check: noTimeout},
-		{ID: "ok", Addr: addr(5), Check: testCheck(1, 1)},
-		{ID: "ok", Addr: addr(6), Check: testCheck(1, 1)},
+		empty,
+		noChecker,
+		zero,
+		noTimeout,
+		newTarget("ok", addr(5), sched(1, 1), nop),
+		newTarget("ok", addr(6), sched(1, 1), nop),
 	})
 	st := m.Status()
-	if len(st) != 1 || st["ok"].Addr != addr(5) {
+	if len(st) != 1 || st[key("ok")].Addr != addr(5) {
 		t.Errorf("status = %+v, want only the first ok", st)
 	}
 }
 
-func TestCheckEqualForUpdate(t *testing.T) {
-	yes, no := true, false
+// TestUpdateDecidesBySpec: Update keeps a target (goroutine, checker and
+// all) when its address, spec and schedule are equal; carries its facts
+// when only the schedule changed; starts it from unknown otherwise. The
+// monitor compares values it is given, knowing no check kind.
+func TestUpdateDecidesBySpec(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(c *configs.Check)
-		same   bool
+		change func(tg *Target)
+		kept   bool // the same *target
+		facts  bool // health state carried
 	}{
-		{"identical values", func(*configs.Check) {}, true},
-		{"equal bool behind other pointer", func(c *configs.Check) { v := true; c.RD = &v }, true},
-		{"name", func(c *configs.Check) { c.Name = "x" }, false},
-		{"kind", func(c *configs.Check) { c.Kind = "tcp" }, false},
-		{"qname", func(c *configs.Check) { c.QName = "x." }, false},
-		{"zone", func(c *configs.Check) { c.Zone = "z." }, false},
-		{"qtype", func(c *configs.Check) { c.QType = "AAAA" }, false},
-		{"qclass", func(c *configs.Check) { c.QClass = "CH" }, false},
-		{"rd", func(c *configs.Check) { c.RD = &no }, false},
-		{"rd nil means the default, true", func(c *configs.Check) { c.RD = nil }, true},
-		{"cd", func(c *configs.Check) { c.CD = true }, false},
-		{"transport", func(c *configs.Check) { c.Transport = "tcp" }, false},
-		{"rcodes", func(c *configs.Check) { c.Rcodes = []string{"NXDOMAIN"} }, false},
-		{"expect", func(c *configs.Check) { c.Expect = "192.0.2.1" }, false},
-		{"expect regexp", func(c *configs.Check) { c.ExpectRegexp = "x" }, false},
-		{"interval", func(c *configs.Check) { c.Interval.Duration = time.Second }, false},
-		{"timeout", func(c *configs.Check) { c.Timeout.Duration = time.Second }, false},
-		{"rise", func(c *configs.Check) { c.Rise = 5 }, false},
-		{"fall", func(c *configs.Check) { c.Fall = 5 }, false},
-		{"identify true is the default", func(c *configs.Check) { c.Identify = &yes }, true},
-		{"identify off", func(c *configs.Check) { c.Identify = &no }, false},
-		{"fast interval", func(c *configs.Check) { c.FastInterval.Duration = time.Millisecond }, false},
+		{"identical values, new checker", func(*Target) {}, true, true},
+		{"spec", func(tg *Target) { tg.Spec = "other" }, false, false},
+		{"address", func(tg *Target) { tg.Addr = addr(9) }, false, false},
+		{"interval", func(tg *Target) { tg.Schedule.Interval = time.Second }, false, true},
+		{"fast interval", func(tg *Target) { tg.Schedule.FastInterval = time.Millisecond }, false, true},
+		{"timeout", func(tg *Target) { tg.Schedule.Timeout = time.Second }, false, true},
+		{"rise", func(tg *Target) { tg.Schedule.Rise = 5 }, false, true},
+		{"fall", func(tg *Target) { tg.Schedule.Fall = 5 }, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := testCheck(2, 3), testCheck(2, 3)
-			tc.change(b)
-			if got := a.Equal(b); got != tc.same {
-				t.Errorf("Equal = %v, want %v", got, tc.same)
+			m := New(Options{})
+			m.Update([]Target{newTarget("a", addr(1), sched(1, 1), nop)})
+			old := m.targets[key("a")]
+			m.handleResult(context.Background(), old, check.Result{OK: true})
+			tg := newTarget("a", addr(1), sched(1, 1), nop)
+			tc.change(&tg)
+			m.Update([]Target{tg})
+			cur := m.targets[key("a")]
+			if got := cur == old; got != tc.kept {
+				t.Errorf("kept = %v, want %v", got, tc.kept)
+			}
+			if got := cur.status().Health.State == health.Up; got != tc.facts {
+				t.Errorf("facts carried = %v (state %v), want %v", got, cur.status().Health.State, tc.facts)
 			}
 		})
 	}
 }
 
 func TestDelays(t *testing.T) {
-	m := New(Options{
-		Probe: func(context.Context, netip.AddrPort, *configs.Check) probes.Result { return probes.Result{} },
-		Rand:  rand.New(rand.NewPCG(1, 2)),
-	})
+	m := New(Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	for _, iv := range []time.Duration{time.Nanosecond, 7 * time.Nanosecond, 20 * time.Millisecond, 2 * time.Second} {
 		t.Run(iv.String(), func(t *testing.T) {
 			firsts, nexts := map[time.Duration]bool{}, map[time.Duration]bool{}
@@ -653,114 +614,81 @@ func TestStatusSlow(t *testing.T) {
 }
 
 func TestInFlightSinceReported(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	probe := func(ctx context.Context, _ netip.AddrPort, _ *configs.Check) probes.Result {
-		select {
-		case started <- struct{}{}:
-		default:
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		probe := func(ctx context.Context) check.Result {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return check.Result{OK: true}
 		}
+		m := New(Options{})
+		s := Schedule{Interval: 100 * time.Millisecond, Timeout: 90 * time.Millisecond, Rise: 1, Fall: 1}
+		m.Update([]Target{newTarget("a", addr(1), s, probe)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		defer func() { close(release); cancel(); <-done }()
 		select {
-		case <-release:
-		case <-ctx.Done():
+		case <-started:
+		case <-time.After(5 * time.Second):
+			t.Fatal("probe never started")
 		}
-		return probes.Result{OK: true}
-	}
-	m := New(Options{Probe: probe})
-	chk := &configs.Check{Name: "c", Interval: configs.Duration{Duration: 100 * time.Millisecond}, Timeout: configs.Duration{Duration: 90 * time.Millisecond}, Rise: 1, Fall: 1}
-	m.Update([]Target{{ID: "a", Addr: netip.MustParseAddrPort("127.0.0.1:53"), Check: chk}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { close(release); cancel(); <-done }()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("probe never started")
-	}
-	if m.Status()["a"].InFlightSince.IsZero() {
-		t.Fatal("probe in flight but InFlightSince is zero")
-	}
+		if m.Status()[key("a")].InFlightSince.IsZero() {
+			t.Fatal("probe in flight but InFlightSince is zero")
+		}
+	})
 }
 
 // TestFastIntervalWhileTransitioning: once an up target fails, it is
 // probed every fast_interval until the state settles, then at interval
 // again.
 func TestFastIntervalWhileTransitioning(t *testing.T) {
-	var mu sync.Mutex
-	var calls []time.Time
-	probe := func(ctx context.Context, _ netip.AddrPort, _ *configs.Check) probes.Result {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var calls []time.Time
+		probe := func(ctx context.Context) check.Result {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, time.Now())
+			// Up for the first 3 probes (rise 2), then failing for good.
+			return check.Result{OK: len(calls) <= 3}
+		}
+		const iv, fast = 400 * time.Millisecond, 40 * time.Millisecond
+		s := Schedule{Interval: iv, FastInterval: fast, Timeout: 20 * time.Millisecond, Rise: 2, Fall: 3}
+		m := New(Options{})
+		m.Update([]Target{newTarget("a", addr(1), s, probe)})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		waitFor(t, "8 probes", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 8 })
+		cancel()
+		<-done
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, time.Now())
-		// Up for the first 3 probes (rise 2), then failing for good.
-		return probes.Result{OK: len(calls) <= 3}
-	}
-	const iv, fast = 400 * time.Millisecond, 40 * time.Millisecond
-	chk := &configs.Check{Name: "c", Interval: configs.Duration{Duration: iv}, FastInterval: configs.Duration{Duration: fast},
-		Timeout: configs.Duration{Duration: 20 * time.Millisecond}, Rise: 2, Fall: 3}
-	m := New(Options{Probe: probe})
-	m.Update([]Target{{ID: "a", Addr: netip.MustParseAddrPort("127.0.0.1:53"), Check: chk}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	waitFor(t, "8 probes", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 8 })
-	cancel()
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	gap := func(i int) time.Duration { return calls[i].Sub(calls[i-1]) }
-	// Probe 2 follows an unknown state (fast); probe 3 follows up (slow);
-	// probes 5 and 6 follow failures while up (fast); after the third
-	// failure the target is down and settled (slow again).
-	if g := gap(1); g >= iv*3/4 {
-		t.Errorf("unknown target: gap %v, want the fast interval", g)
-	}
-	if g := gap(3); g < iv*3/4 {
-		t.Errorf("settled up target: gap %v, want about %v", g, iv)
-	}
-	for _, i := range []int{4, 5} {
-		if g := gap(i); g >= iv*3/4 {
-			t.Errorf("failing up target, probe %d: gap %v, want the fast interval", i+1, g)
+		gap := func(i int) time.Duration { return calls[i].Sub(calls[i-1]) }
+		// Probe 2 follows an unknown state (fast); probe 3 follows up (slow);
+		// probes 5 and 6 follow failures while up (fast); after the third
+		// failure the target is down and settled (slow again).
+		if g := gap(1); g >= iv*3/4 {
+			t.Errorf("unknown target: gap %v, want the fast interval", g)
 		}
-	}
-	if g := gap(6); g < iv*3/4 {
-		t.Errorf("settled down target: gap %v, want about %v", g, iv)
-	}
-}
-
-// TestIdentifyRetry: a failed identification (the back end was down) is
-// tried again after IdentifyRetry, not only after IdentifyEvery.
-func TestIdentifyRetry(t *testing.T) {
-	fp := newFakeProbe()
-	var mu sync.Mutex
-	calls := 0
-	noVersion := 0
-	identify := func(_ context.Context, a netip.AddrPort) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if a == addr(2) {
-			noVersion++
-			return "", fmt.Errorf("version.bind: rcode SERVFAIL: %w", probes.ErrNoVersion)
+		if g := gap(3); g < iv*3/4 {
+			t.Errorf("settled up target: gap %v, want about %v", g, iv)
 		}
-		calls++
-		if calls == 1 {
-			return "", errors.New("connection refused")
+		for _, i := range []int{4, 5} {
+			if g := gap(i); g >= iv*3/4 {
+				t.Errorf("failing up target, probe %d: gap %v, want the fast interval", i+1, g)
+			}
 		}
-		return "unbound 1.17.1", nil
-	}
-	m := New(Options{Probe: fp.probe, Identify: identify, IdentifyEvery: time.Hour, IdentifyRetry: 2 * testInterval})
-	m.Update([]Target{{ID: "a", Addr: addr(1), Check: testCheck(1, 1)}, {ID: "knot", Addr: addr(2), Check: testCheck(1, 1)}})
-	start(t, m)
-	waitFor(t, "identity after a failed first try", func() bool { return m.Status()["a"].Identity == "unbound 1.17.1" })
-	if st := m.Status()["a"]; st.IdentityErr != "" {
-		t.Errorf("IdentityErr = %q after a good answer", st.IdentityErr)
-	}
-	// A back end that answers without a version keeps the normal period.
-	waitFor(t, "knot probed 10 times", func() bool { return fp.callCount(addr(2)) >= 10 })
-	mu.Lock()
-	defer mu.Unlock()
-	if noVersion != 1 {
-		t.Errorf("a back end without a version was asked %d times within IdentifyEvery, want 1", noVersion)
-	}
+		if g := gap(6); g < iv*3/4 {
+			t.Errorf("settled down target: gap %v, want about %v", g, iv)
+		}
+	})
 }

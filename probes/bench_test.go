@@ -20,8 +20,8 @@ func BenchmarkDNSProbe(b *testing.B) {
 	}{
 		{"udp/fixed", fixedCheck(), good, nil},
 		{"udp/zone", zoneCheck(), rcodeHandler(dns.RcodeNameError), nil},
-		{"udp/expect_regexp", withCheck(fixedCheck(), func(c *configs.Check) { c.ExpectRegexp = `192\.0\.2\.1$` }), good, nil},
-		{"tcp/fixed", withCheck(fixedCheck(), func(c *configs.Check) { c.Transport = "tcp" }), nil, good},
+		{"udp/expect_regexp", withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.ExpectRegexp = `192\.0\.2\.1$` }), good, nil},
+		{"tcp/fixed", withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Transport = "tcp" }), nil, good},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := startServer(b, bc.udp, bc.tcp)
@@ -43,10 +43,13 @@ func BenchmarkCheckReply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	chk := &configs.Check{QName: "example.test.", Expect: "192.0.2.1"}
+	j, err := newJudge(&configs.DNSCheck{QName: "example.test.", Expect: "192.0.2.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if v, d := checkReply(q, wire, chk); v != verdictOK {
+		if v, d := checkReply(q, wire, &j); v != verdictOK {
 			b.Fatal(d)
 		}
 	}

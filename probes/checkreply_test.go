@@ -27,27 +27,37 @@ func TestCheckReply(t *testing.T) {
 	tests := []struct {
 		name       string
 		reply      []byte
-		chk        *configs.Check
+		chk        *configs.DNSCheck
 		want       verdict
 		wantDetail string
 	}{
-		{"good", goodWire, &configs.Check{QName: "example.test."}, verdictOK, "NOERROR, answers 2"},
-		{"empty", nil, &configs.Check{QName: "example.test."}, verdictFail, "short reply: 0 bytes"},
-		{"header only short", goodWire[:11], &configs.Check{QName: "example.test."}, verdictFail, "short reply: 11 bytes"},
-		{"cut body", cut, &configs.Check{QName: "example.test."}, verdictFail, "malformed reply: "},
-		{"cut body with tc", tcCut, &configs.Check{QName: "example.test."}, verdictTruncated, "truncated"},
-		{"id checked before body", badID, &configs.Check{QName: "example.test."}, verdictFail, "id mismatch"},
-		{"bad rcode name in check", goodWire, &configs.Check{QName: "example.test.", Rcodes: []string{"NOPE"}}, verdictFail, `bad check: unknown rcode "NOPE"`},
-		{"bad expect in check", goodWire, &configs.Check{QName: "example.test.", Expect: "nope"}, verdictFail, `bad check: expect "nope"`},
-		{"bad regexp in check", goodWire, &configs.Check{QName: "example.test.", ExpectRegexp: "("}, verdictFail, "bad check: expect_regexp"},
-		{"v4-mapped expect", goodWire, &configs.Check{QName: "example.test.", Expect: "::ffff:192.0.2.1"}, verdictOK, "NOERROR"},
+		{"good", goodWire, &configs.DNSCheck{QName: "example.test."}, verdictOK, "NOERROR, answers 2"},
+		{"empty", nil, &configs.DNSCheck{QName: "example.test."}, verdictFail, "short reply: 0 bytes"},
+		{"header only short", goodWire[:11], &configs.DNSCheck{QName: "example.test."}, verdictFail, "short reply: 11 bytes"},
+		{"cut body", cut, &configs.DNSCheck{QName: "example.test."}, verdictFail, "malformed reply: "},
+		{"cut body with tc", tcCut, &configs.DNSCheck{QName: "example.test."}, verdictTruncated, "truncated"},
+		{"id checked before body", badID, &configs.DNSCheck{QName: "example.test."}, verdictFail, "id mismatch"},
+		{"bad rcode name in check", goodWire, &configs.DNSCheck{QName: "example.test.", Rcodes: []string{"NOPE"}}, verdictFail, `bad check: unknown rcode "NOPE"`},
+		{"bad expect in check", goodWire, &configs.DNSCheck{QName: "example.test.", Expect: "nope"}, verdictFail, `bad check: expect "nope"`},
+		{"bad regexp in check", goodWire, &configs.DNSCheck{QName: "example.test.", ExpectRegexp: "("}, verdictFail, "bad check: expect_regexp"},
+		{"v4-mapped expect", goodWire, &configs.DNSCheck{QName: "example.test.", Expect: "::ffff:192.0.2.1"}, verdictOK, "NOERROR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, detail := checkReply(q, tt.reply, tt.chk)
+			v, detail := checkReplyOf(q, tt.reply, tt.chk)
 			if v != tt.want || len(detail) < len(tt.wantDetail) || detail[:len(tt.wantDetail)] != tt.wantDetail {
 				t.Errorf("checkReply = %d, %q; want %d, %q...", v, detail, tt.want, tt.wantDetail)
 			}
 		})
 	}
+}
+
+// checkReplyOf judges reply with the judgement of s, built as a checker
+// builds it; settings that do not parse fail as "bad check: ...".
+func checkReplyOf(q *dns.Msg, reply []byte, s *configs.DNSCheck) (verdict, string) {
+	j, err := newJudge(s)
+	if err != nil {
+		return verdictFail, "bad check: " + err.Error()
+	}
+	return checkReply(q, reply, &j)
 }

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/check"
 	"lbdns/configs"
 )
 
@@ -31,7 +33,7 @@ const defaultTimeout = time.Second
 // and judged, not cut short and reported as malformed.
 const udpBufSize = dns.MaxMsgSize
 
-// verdict is what checkReply concluded about one reply.
+// verdict is what validate or checkReply concluded about one reply.
 type verdict int
 
 const (
@@ -44,17 +46,130 @@ const (
 	verdictTruncated
 )
 
+// dnsChecker is the checker of kind "dns" for one target, with the
+// question and the judgement parsed from the profile once.
+type dnsChecker struct {
+	target netip.AddrPort
+	// p, when set, lends UDP sockets (DNSProber).
+	p *DNSProber
+	// name is the fixed query name, or the zone when random is set.
+	name    string
+	random  bool
+	qtype   uint16
+	qclass  uint16
+	rd, cd  bool
+	network string
+	// timeout is the budget when the context has no deadline.
+	timeout time.Duration
+	judge   judge
+}
+
+// judge is how a valid reply is judged: its rcode and the answer section.
+type judge struct {
+	rcodes []int
+	// expect is the address an A/AAAA answer must hold (valid when set).
+	expect netip.Addr
+	// re must match the text of an answer RR (nil when unset).
+	re *regexp.Regexp
+}
+
+// newDNSChecker is the Constructor of kind "dns".
+func newDNSChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
+	c, err := buildDNSChecker(chk, target)
+	if err != nil {
+		return nil, err
+	}
+	c.p = deps.DNS
+	return c, nil
+}
+
+// buildDNSChecker parses chk's dns settings into a checker of target.
+func buildDNSChecker(chk *configs.Check, target netip.AddrPort) (*dnsChecker, error) {
+	s := chk.DNS
+	if s == nil {
+		return nil, errors.New("no dns settings")
+	}
+	c := &dnsChecker{target: target, timeout: chk.Timeout.Duration, rd: s.RD == nil || *s.RD, cd: s.CD}
+	if c.timeout <= 0 {
+		c.timeout = defaultTimeout
+	}
+	switch {
+	case s.Zone != "":
+		c.name, c.random = s.Zone, true
+	case s.QName != "":
+		c.name = dns.Fqdn(s.QName)
+	default:
+		return nil, errors.New("neither qname nor zone set")
+	}
+	var err error
+	if c.qtype, err = lookupType(s.QType); err != nil {
+		return nil, err
+	}
+	if c.qclass, err = lookupClass(s.QClass); err != nil {
+		return nil, err
+	}
+	switch c.network = strings.ToLower(s.Transport); c.network {
+	case "":
+		c.network = "udp"
+	case "udp", "tcp":
+	default:
+		return nil, fmt.Errorf("unknown transport %q", s.Transport)
+	}
+	if c.judge, err = newJudge(s); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newJudge parses the judgement settings of s.
+func newJudge(s *configs.DNSCheck) (judge, error) {
+	var j judge
+	want := s.Rcodes
+	if len(want) == 0 {
+		if s.Zone != "" {
+			want = []string{"NXDOMAIN"}
+		} else {
+			want = []string{"NOERROR"}
+		}
+	}
+	for _, name := range want {
+		c, ok := dns.StringToRcode[strings.ToUpper(name)]
+		if !ok {
+			return j, fmt.Errorf("unknown rcode %q", name)
+		}
+		j.rcodes = append(j.rcodes, c)
+	}
+	if s.Expect != "" {
+		a, err := netip.ParseAddr(s.Expect)
+		if err != nil {
+			return j, fmt.Errorf("expect %q: %w", s.Expect, err)
+		}
+		j.expect = a.Unmap()
+	}
+	if s.ExpectRegexp != "" {
+		re, err := regexp.Compile(s.ExpectRegexp)
+		if err != nil {
+			return j, fmt.Errorf("expect_regexp: %w", err)
+		}
+		j.re = re
+	}
+	return j, nil
+}
+
 // DNS sends one DNS query built from chk to target and judges the reply.
+// It parses chk on every call: a one-off probe. Health checks build a
+// checker once per target (Builder.Build) and call its Check, which does
+// the same.
 //
-// The query name is chk.QName, or, when chk.Zone is set, a fresh random
-// label under the zone ("lbdns-<16 hex>.zone.") so that the probe measures
-// the recursion path rather than the resolver's cache. The budget is the
-// deadline of ctx; when ctx has none, chk.Timeout (1s if zero).
+// The query name is chk.DNS.QName, or, when chk.DNS.Zone is set, a fresh
+// random label under the zone ("lbdns-<16 hex>.zone.") so that the probe
+// measures the recursion path rather than the resolver's cache. The budget
+// is the deadline of ctx; when ctx has none, chk.Timeout (1s if zero).
 //
 // A reply counts only if its ID matches, QR is set, its opcode is QUERY and
 // its question section is exactly the question asked; then its rcode must be
-// one of chk.Rcodes (NOERROR, or NXDOMAIN with a zone, when empty), and
-// chk.Expect / chk.ExpectRegexp must be met by the answer section. A UDP
+// one of the check's rcodes (NOERROR, or NXDOMAIN with a zone, when empty),
+// and expect / expect_regexp must be met by the answer section. A UDP
 // reply with TC set is retried over TCP within the same deadline.
 //
 // RTT runs from the start of the probe (including the TCP handshake for
@@ -69,94 +184,105 @@ func DNS(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result 
 // probeDNS is DNS, with UDP sockets from p when p is not nil.
 func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *configs.Check) Result {
 	start := time.Now()
+	c, err := buildDNSChecker(chk, target)
+	if err != nil {
+		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
+	}
+	c.p = p
+	return c.Check(ctx)
+}
+
+// Check probes the target once (check.Checker).
+func (c *dnsChecker) Check(ctx context.Context) Result {
+	start := time.Now()
 	if _, ok := ctx.Deadline(); !ok {
-		timeout := chk.Timeout.Duration
-		if timeout <= 0 {
-			timeout = defaultTimeout
-		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
 
-	q, err := buildQuery(chk)
-	if err != nil {
-		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
-	}
+	q := c.query()
 	wire, err := q.Pack()
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()}
 	}
-
-	network := strings.ToLower(chk.Transport)
-	switch network {
-	case "":
-		network = "udp"
-	case "udp", "tcp":
-	default:
-		return Result{RTT: time.Since(start), Detail: fmt.Sprintf("bad check: unknown transport %q", chk.Transport)}
+	r, viaTCP, detail := roundTrip(ctx, c.p, c.target, c.network, q, wire, deadline.Sub(start))
+	if r == nil {
+		return Result{RTT: time.Since(start), Detail: detail}
 	}
-
-	var reply []byte
-	if p != nil && network == "udp" {
-		reply, err = p.exchangeUDP(ctx, target, q, wire)
-	} else {
-		reply, err = exchange(ctx, network, target, wire)
-	}
-	if err != nil {
-		return Result{RTT: time.Since(start), Detail: describeErr(ctx, err, deadline.Sub(start))}
-	}
-	v, detail := checkReply(q, reply, chk)
-	if v == verdictTruncated && network == "udp" {
-		// Like a stub resolver: ask the same question again over TCP,
-		// within what is left of the same deadline.
-		reply, err = exchange(ctx, "tcp", target, wire)
-		if err != nil {
-			return Result{RTT: time.Since(start), Detail: "truncated over udp; tcp: " + describeErr(ctx, err, deadline.Sub(start))}
-		}
-		v, detail = checkReply(q, reply, chk)
-		switch v {
-		case verdictOK:
+	ok, detail := c.judge.judge(r)
+	if viaTCP {
+		if ok {
 			detail += ", via tcp after truncation"
-		case verdictTruncated:
-			detail = "truncated over udp; truncated over tcp too"
-		default:
+		} else {
 			detail = "truncated over udp; tcp: " + detail
 		}
-	} else if v == verdictTruncated {
-		detail = "truncated over tcp"
 	}
-	return Result{OK: v == verdictOK, RTT: time.Since(start), Detail: detail}
+	return Result{OK: ok, RTT: time.Since(start), Detail: detail}
 }
 
-// buildQuery makes the query message of chk with a random ID and, for zone
-// checks, a random label.
-func buildQuery(chk *configs.Check) (*dns.Msg, error) {
-	var name string
-	switch {
-	case chk.Zone != "":
-		name = randomName(chk.Zone)
-	case chk.QName != "":
-		name = dns.Fqdn(chk.QName)
-	default:
-		return nil, errors.New("neither qname nor zone set")
-	}
-	qtype, err := lookupType(chk.QType)
-	if err != nil {
-		return nil, err
-	}
-	qclass, err := lookupClass(chk.QClass)
-	if err != nil {
-		return nil, err
+// query makes the query message with a random ID and, for zone checks, a
+// random label.
+func (c *dnsChecker) query() *dns.Msg {
+	name := c.name
+	if c.random {
+		name = randomName(c.name)
 	}
 	q := new(dns.Msg)
 	q.Id = uint16(rand.Uint32())
 	q.Opcode = dns.OpcodeQuery
-	q.RecursionDesired = chk.RD == nil || *chk.RD
-	q.CheckingDisabled = chk.CD
-	q.Question = []dns.Question{{Name: name, Qtype: qtype, Qclass: qclass}}
-	return q, nil
+	q.RecursionDesired = c.rd
+	q.CheckingDisabled = c.cd
+	q.Question = []dns.Question{{Name: name, Qtype: c.qtype, Qclass: c.qclass}}
+	return q
+}
+
+// roundTrip is the one DNS exchange-and-validate core of health checks,
+// Identify and Exchange: it sends wire (the packed q) to target over
+// network (UDP sockets from p when set), validates the reply against q
+// (validate), and asks again over TCP within the same deadline when a UDP
+// reply is truncated. It returns the valid reply and whether it came over
+// TCP after a truncation, or nil and why not ("timeout after 1s",
+// "id mismatch: ...", "truncated over udp; tcp: ..."). budget is the
+// whole deadline, for the timeout's text. The rcode and the answer are the
+// caller's to judge.
+func roundTrip(ctx context.Context, p *DNSProber, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
+	var (
+		raw []byte
+		err error
+	)
+	if p != nil && network == "udp" {
+		raw, err = p.exchangeUDP(ctx, target, q, wire)
+	} else {
+		raw, err = exchange(ctx, network, target, wire)
+	}
+	if err != nil {
+		return nil, false, describeErr(ctx, err, budget)
+	}
+	r, v, detail := validate(q, raw)
+	switch {
+	case v == verdictOK:
+		return r, false, ""
+	case v == verdictFail:
+		return nil, false, detail
+	case network != "udp":
+		return nil, false, "truncated over tcp"
+	}
+	// Like a stub resolver: ask the same question again over TCP, within
+	// what is left of the same deadline.
+	raw, err = exchange(ctx, "tcp", target, wire)
+	if err != nil {
+		return nil, false, "truncated over udp; tcp: " + describeErr(ctx, err, budget)
+	}
+	r, v, detail = validate(q, raw)
+	switch v {
+	case verdictOK:
+		return r, true, ""
+	case verdictTruncated:
+		return nil, false, "truncated over udp; truncated over tcp too"
+	}
+	return nil, false, "truncated over udp; tcp: " + detail
 }
 
 // randomName returns a fresh random label under zone: "lbdns-<16 hex>."
@@ -316,51 +442,58 @@ func roundBudget(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// checkReply judges one raw reply to q against chk. It never panics on any
-// input (FuzzCheckReply). The order of the checks decides the Detail:
-// header (ID, QR, opcode), then the question section, then TC, then rcode,
-// then the answer expectations.
-func checkReply(q *dns.Msg, reply []byte, chk *configs.Check) (verdict, string) {
+// validate parses one raw reply and checks that it answers q: header (ID,
+// QR, opcode) before any parsing, then the question section, then TC. It
+// never panics on any input (FuzzCheckReply).
+func validate(q *dns.Msg, reply []byte) (*dns.Msg, verdict, string) {
 	if detail := checkHeader(q, reply); detail != "" {
-		return verdictFail, detail
+		return nil, verdictFail, detail
 	}
 	r := new(dns.Msg)
 	if err := r.Unpack(reply); err != nil {
 		if reply[2]&0x02 != 0 {
 			// TC set and the rest cut short: the TCP retry is judged in
 			// full.
-			return verdictTruncated, "truncated"
+			return nil, verdictTruncated, "truncated"
 		}
-		return verdictFail, "malformed reply: " + err.Error()
+		return nil, verdictFail, "malformed reply: " + err.Error()
 	}
 	if detail := checkQuestion(q, r); detail != "" {
-		return verdictFail, detail
+		return nil, verdictFail, detail
 	}
 	if r.Truncated {
-		return verdictTruncated, "truncated"
+		return nil, verdictTruncated, "truncated"
 	}
-	if detail := checkRcode(r.Rcode, chk); detail != "" {
+	return r, verdictOK, ""
+}
+
+// checkReply judges one raw reply to q: validate, then j. The order of the
+// checks decides the Detail: header, question, TC, rcode, then the answer
+// expectations.
+func checkReply(q *dns.Msg, reply []byte, j *judge) (verdict, string) {
+	r, v, detail := validate(q, reply)
+	if v != verdictOK {
+		return v, detail
+	}
+	ok, detail := j.judge(r)
+	if !ok {
 		return verdictFail, detail
 	}
-	if chk.Expect != "" {
-		want, err := netip.ParseAddr(chk.Expect)
-		if err != nil {
-			return verdictFail, fmt.Sprintf("bad check: expect %q: %v", chk.Expect, err)
-		}
-		if !answerHasAddr(r, want.Unmap()) {
-			return verdictFail, fmt.Sprintf("expected address %s not in answer", want)
-		}
+	return verdictOK, detail
+}
+
+// judge judges a valid reply: rcode, then expect, then expect_regexp.
+func (j *judge) judge(r *dns.Msg) (bool, string) {
+	if !slices.Contains(j.rcodes, r.Rcode) {
+		return false, "rcode " + rcodeName(r.Rcode)
 	}
-	if chk.ExpectRegexp != "" {
-		re, err := chk.ExpectRegexpCompiled()
-		if err != nil {
-			return verdictFail, fmt.Sprintf("bad check: expect_regexp: %v", err)
-		}
-		if !answerMatches(r, re) {
-			return verdictFail, fmt.Sprintf("no answer RR matches %q", chk.ExpectRegexp)
-		}
+	if j.expect.IsValid() && !answerHasAddr(r, j.expect) {
+		return false, fmt.Sprintf("expected address %s not in answer", j.expect)
 	}
-	return verdictOK, rcodeName(r.Rcode) + ", answers " + strconv.Itoa(len(r.Answer))
+	if j.re != nil && !answerMatches(r, j.re) {
+		return false, fmt.Sprintf("no answer RR matches %q", j.re.String())
+	}
+	return true, rcodeName(r.Rcode) + ", answers " + strconv.Itoa(len(r.Answer))
 }
 
 // checkHeader checks the fixed header bytes of reply, before any parsing of
@@ -394,28 +527,6 @@ func checkQuestion(q, r *dns.Msg) string {
 			got.Name, dns.Class(got.Qclass), dns.Type(got.Qtype))
 	}
 	return ""
-}
-
-// checkRcode requires rcode to be one of chk.Rcodes, or the default.
-func checkRcode(rcode int, chk *configs.Check) string {
-	want := chk.Rcodes
-	if len(want) == 0 {
-		if chk.Zone != "" {
-			want = []string{"NXDOMAIN"}
-		} else {
-			want = []string{"NOERROR"}
-		}
-	}
-	for _, s := range want {
-		c, ok := dns.StringToRcode[strings.ToUpper(s)]
-		if !ok {
-			return fmt.Sprintf("bad check: unknown rcode %q", s)
-		}
-		if c == rcode {
-			return ""
-		}
-	}
-	return "rcode " + rcodeName(rcode)
 }
 
 func answerHasAddr(r *dns.Msg, want netip.Addr) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/check"
 	"lbdns/configs"
 )
 
@@ -21,17 +22,19 @@ const testTimeout = 200 * time.Millisecond
 func fixedCheck() *configs.Check {
 	return &configs.Check{
 		Kind:    "dns",
-		QName:   "example.test",
-		QType:   "A",
-		QClass:  "IN",
 		Timeout: configs.Duration{Duration: testTimeout},
+		DNS: &configs.DNSCheck{
+			QName:  "example.test",
+			QType:  "A",
+			QClass: "IN",
+		},
 	}
 }
 
 func zoneCheck() *configs.Check {
 	c := fixedCheck()
-	c.QName = ""
-	c.Zone = "probe.test."
+	c.DNS.QName = ""
+	c.DNS.Zone = "probe.test."
 	return c
 }
 
@@ -99,7 +102,7 @@ func TestDNS(t *testing.T) {
 		{name: "nxdomain for fixed name", chk: fixedCheck(), udp: rcodeHandler(dns.RcodeNameError), wantDetail: "rcode NXDOMAIN"},
 		{name: "zone nxdomain expected", chk: zoneCheck(), udp: rcodeHandler(dns.RcodeNameError), wantOK: true, wantDetail: "NXDOMAIN"},
 		{name: "zone noerror unexpected", chk: zoneCheck(), udp: good, wantDetail: "rcode NOERROR"},
-		{name: "explicit rcodes list", chk: withCheck(zoneCheck(), func(c *configs.Check) { c.Rcodes = []string{"noerror", "NXDOMAIN"} }),
+		{name: "explicit rcodes list", chk: withCheck(zoneCheck(), func(c *configs.Check) { c.DNS.Rcodes = []string{"noerror", "NXDOMAIN"} }),
 			udp: good, wantOK: true},
 		{name: "silence", chk: fixedCheck(), udp: silent, wantDetail: "timeout after 200ms"},
 		{name: "truncated then tcp ok", chk: fixedCheck(), udp: truncated, tcp: good,
@@ -110,36 +113,36 @@ func TestDNS(t *testing.T) {
 			wantDetail: "truncated over udp; tcp: rcode SERVFAIL"},
 		{name: "truncated then tcp silent", chk: fixedCheck(), udp: truncated, tcp: silent,
 			wantDetail: "truncated over udp; tcp: timeout after 200ms"},
-		{name: "truncated over tcp transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Transport = "tcp" }),
+		{name: "truncated over tcp transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Transport = "tcp" }),
 			tcp: truncated, wantDetail: "truncated over tcp"},
-		{name: "expect v4 present", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.1" }),
+		{name: "expect v4 present", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "192.0.2.1" }),
 			udp: good, wantOK: true},
-		{name: "expect v6 present", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "2001:db8::1" }),
+		{name: "expect v6 present", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "2001:db8::1" }),
 			udp: good, wantOK: true},
-		{name: "expect absent", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.99" }),
+		{name: "expect absent", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "192.0.2.99" }),
 			udp: good, wantDetail: "expected address 192.0.2.99 not in answer"},
-		{name: "expect with empty answer", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.1" }),
+		{name: "expect with empty answer", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "192.0.2.1" }),
 			udp: rcodeHandler(dns.RcodeSuccess), wantDetail: "expected address 192.0.2.1 not in answer"},
-		{name: "expect_regexp match", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.ExpectRegexp = `\tA\t192\.0\.2\.1$` }),
+		{name: "expect_regexp match", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.ExpectRegexp = `\tA\t192\.0\.2\.1$` }),
 			udp: good, wantOK: true},
-		{name: "expect_regexp no match", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.ExpectRegexp = `198\.51\.100\.` }),
+		{name: "expect_regexp no match", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.ExpectRegexp = `198\.51\.100\.` }),
 			udp: good, wantDetail: `no answer RR matches "198\\.51\\.100\\."`},
-		{name: "tcp transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Transport = "tcp" }),
+		{name: "tcp transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Transport = "tcp" }),
 			udp: rcodeHandler(dns.RcodeServerFailure), tcp: good, wantOK: true, wantDetail: "NOERROR"},
-		{name: "tcp transport silent", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Transport = "tcp" }),
+		{name: "tcp transport silent", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Transport = "tcp" }),
 			tcp: silent, wantDetail: "timeout after 200ms"},
 		{name: "rd default on", chk: fixedCheck(), udp: flagsHandler(true, false), wantOK: true},
-		{name: "rd off", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.RD = new(false) }), udp: flagsHandler(false, false), wantOK: true},
-		{name: "rd on explicit, cd on", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.RD = new(true); c.CD = true }), udp: flagsHandler(true, true), wantOK: true},
-		{name: "qtype and qclass from check", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.QType = "txt"; c.QClass = "CH" }),
+		{name: "rd off", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.RD = new(false) }), udp: flagsHandler(false, false), wantOK: true},
+		{name: "rd on explicit, cd on", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.RD = new(true); c.DNS.CD = true }), udp: flagsHandler(true, true), wantOK: true},
+		{name: "qtype and qclass from check", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.QType = "txt"; c.DNS.QClass = "CH" }),
 			udp: func(req *dns.Msg) *dns.Msg {
 				if q := req.Question[0]; q.Qtype != dns.TypeTXT || q.Qclass != dns.ClassCHAOS {
 					return answer(req, dns.RcodeRefused)
 				}
 				return answer(req, dns.RcodeSuccess)
 			}, wantOK: true},
-		{name: "bad qtype", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.QType = "NOPE" }), udp: good, wantDetail: `bad check: unknown qtype "NOPE"`},
-		{name: "bad transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.Transport = "sctp" }), udp: good, wantDetail: `bad check: unknown transport "sctp"`},
+		{name: "bad qtype", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.QType = "NOPE" }), udp: good, wantDetail: `bad check: unknown qtype "NOPE"`},
+		{name: "bad transport", chk: withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Transport = "sctp" }), udp: good, wantDetail: `bad check: unknown transport "sctp"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,7 +269,7 @@ func TestDNSContextDeadline(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			chk := withCheck(fixedCheck(), func(c *configs.Check) {
 				c.Timeout = configs.Duration{Duration: time.Hour} // ctx wins
-				c.Transport = transport
+				c.DNS.Transport = transport
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
@@ -340,23 +343,72 @@ func TestRoundBudget(t *testing.T) {
 	}
 }
 
-func TestNew(t *testing.T) {
-	a, b := New(), New()
-	if a["dns"] == nil {
-		t.Fatal(`New()["dns"] is nil`)
+func TestBuilder(t *testing.T) {
+	a, b := NewBuilder(Deps{}), NewBuilder(Deps{})
+	a.kinds["fake"] = func(*configs.Check, netip.AddrPort, Deps) (check.Checker, error) {
+		return check.Func(func(context.Context) Result { return Result{} }), nil
 	}
-	a["fake"] = func(context.Context, netip.AddrPort, *configs.Check) Result { return Result{} }
-	if _, ok := b["fake"]; ok {
-		t.Error("New returns a shared map")
+	if _, err := b.Build(&configs.Check{Name: "f", Kind: "fake"}, netip.AddrPort{}); err == nil {
+		t.Error("NewBuilder returns a shared table")
+	}
+	if _, err := a.Build(&configs.Check{Name: "f", Kind: "fake"}, netip.AddrPort{}); err != nil {
+		t.Errorf("Build of an added kind: %v", err)
 	}
 	srv := startServer(t, good, nil)
-	if res := b["dns"](context.Background(), srv.Addr, fixedCheck()); !res.OK {
-		t.Errorf(`New()["dns"] probe failed: %+v`, res)
+	c, err := b.Build(fixedCheck(), srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := c.Check(context.Background()); !res.OK {
+		t.Errorf("dns checker failed: %+v", res)
+	}
+}
+
+// TestBuildParsesOnce: a profile's names, types, rcodes and expressions
+// are parsed when the checker is built; a bad one is a Build error, not a
+// failure of every probe.
+func TestBuildParsesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		change  func(c *configs.Check)
+		wantErr string
+	}{
+		{"no dns settings", func(c *configs.Check) { c.DNS = nil }, "no dns settings"},
+		{"unknown kind", func(c *configs.Check) { c.Kind = "gopher" }, `unknown kind "gopher"`},
+		{"qtype", func(c *configs.Check) { c.DNS.QType = "NOPE" }, `unknown qtype "NOPE"`},
+		{"qclass", func(c *configs.Check) { c.DNS.QClass = "NOPE" }, `unknown qclass "NOPE"`},
+		{"transport", func(c *configs.Check) { c.DNS.Transport = "sctp" }, `unknown transport "sctp"`},
+		{"rcode", func(c *configs.Check) { c.DNS.Rcodes = []string{"NOPE"} }, `unknown rcode "NOPE"`},
+		{"expect", func(c *configs.Check) { c.DNS.Expect = "nope" }, `expect "nope"`},
+		{"expect_regexp", func(c *configs.Check) { c.DNS.ExpectRegexp = "(" }, "expect_regexp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chk := withCheck(fixedCheck(), tc.change)
+			chk.Name = "c"
+			_, err := Build(chk, netip.MustParseAddrPort("127.0.0.1:53"), Deps{})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), `probes: check "c": `) {
+				t.Fatalf("Build error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.ExpectRegexp = `IN\s+A` })
+	c, err := buildDNSChecker(chk, netip.MustParseAddrPort("127.0.0.1:53"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := c.judge.re
+	if re == nil || re.String() != `IN\s+A` {
+		t.Fatalf("regexp not compiled at build: %v", re)
+	}
+	chk.DNS.ExpectRegexp = "changed"
+	if c.judge.re != re {
+		t.Error("the checker's regexp changed after build")
 	}
 }
 
 func ExampleDNS() {
-	chk := &configs.Check{QName: "example.test.", QType: "A", Timeout: configs.Duration{Duration: time.Second}}
+	chk := &configs.Check{Kind: "dns", Timeout: configs.Duration{Duration: time.Second},
+		DNS: &configs.DNSCheck{QName: "example.test.", QType: "A"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	target := netip.MustParseAddrPort("127.0.0.1:53")

@@ -21,42 +21,19 @@ import (
 // the same way.
 func Exchange(ctx context.Context, target netip.AddrPort, q *dns.Msg) (*dns.Msg, error) {
 	start := time.Now()
-	deadline, ok := ctx.Deadline()
-	if !ok {
+	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
 		defer cancel()
-		deadline, _ = ctx.Deadline()
 	}
+	deadline, _ := ctx.Deadline()
 	wire, err := q.Pack()
 	if err != nil {
 		return nil, fmt.Errorf("pack query: %w", err)
 	}
-	for _, network := range []string{"udp", "tcp"} {
-		raw, err := exchange(ctx, network, target, wire)
-		if err != nil {
-			return nil, errors.New(describeErr(ctx, err, deadline.Sub(start)))
-		}
-		if why := checkHeader(q, raw); why != "" {
-			return nil, errors.New(why)
-		}
-		r := new(dns.Msg)
-		if err := r.Unpack(raw); err != nil {
-			if raw[2]&0x02 != 0 && network == "udp" {
-				continue // TC set and the rest cut short: ask over TCP
-			}
-			return nil, fmt.Errorf("malformed reply: %w", err)
-		}
-		if why := checkQuestion(q, r); why != "" {
-			return nil, errors.New(why)
-		}
-		if r.Truncated && network == "udp" {
-			continue
-		}
-		if r.Truncated {
-			return nil, errors.New("truncated over tcp")
-		}
-		return r, nil
+	r, _, detail := roundTrip(ctx, nil, target, "udp", q, wire, deadline.Sub(start))
+	if r == nil {
+		return nil, errors.New(detail)
 	}
-	return nil, errors.New("unreachable") // the loop returns on tcp
+	return r, nil
 }

@@ -19,8 +19,8 @@ func fuzzQuery() *dns.Msg {
 }
 
 // fuzzChecks exercise every branch of checkReply after the header.
-func fuzzChecks() []*configs.Check {
-	return []*configs.Check{
+func fuzzChecks() []*configs.DNSCheck {
+	return []*configs.DNSCheck{
 		{QName: "example.test."},
 		{Zone: "test."},
 		{QName: "example.test.", Rcodes: []string{"NOERROR", "SERVFAIL"}, Expect: "192.0.2.1"},
@@ -42,7 +42,7 @@ func FuzzCheckReply(f *testing.F) {
 	f.Add([]byte{0x12, 0x34, 0x80})
 	f.Fuzz(func(t *testing.T, reply []byte) {
 		for _, chk := range fuzzChecks() {
-			v, detail := checkReply(q, reply, chk)
+			v, detail := checkReplyOf(q, reply, chk)
 			if detail == "" {
 				t.Fatalf("verdict %d with empty detail", v)
 			}

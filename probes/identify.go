@@ -18,7 +18,9 @@ import (
 // refuse), or no TXT record.
 var ErrNoVersion = errors.New("probes: no version answer")
 
-// Identify asks target for CHAOS TXT version.bind. over UDP and returns the
+// Identify asks target for CHAOS TXT version.bind. over UDP (TCP when the
+// reply is truncated), judged by the same exchange-and-validate core as
+// health probes, and returns the
 // TXT text (strings of the first TXT record joined). The budget is the
 // deadline of ctx, or 1s when it has none. Callers treat an error as an
 // unknown vendor; in particular Knot Resolver gives no version by default,
@@ -39,18 +41,8 @@ func Identify(ctx context.Context, target netip.AddrPort) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("identify %s: pack query: %w", target, err)
 	}
-	reply, err := exchange(ctx, "udp", target, wire)
-	if err != nil {
-		return "", fmt.Errorf("identify %s: %s: %w", target, describeErr(ctx, err, deadline.Sub(start)), err)
-	}
-	if detail := checkHeader(q, reply); detail != "" {
-		return "", fmt.Errorf("identify %s: %s", target, detail)
-	}
-	r := new(dns.Msg)
-	if err := r.Unpack(reply); err != nil {
-		return "", fmt.Errorf("identify %s: malformed reply: %w", target, err)
-	}
-	if detail := checkQuestion(q, r); detail != "" {
+	r, _, detail := roundTrip(ctx, nil, target, "udp", q, wire, deadline.Sub(start))
+	if r == nil {
 		return "", fmt.Errorf("identify %s: %s", target, detail)
 	}
 	if r.Rcode != dns.RcodeSuccess {

@@ -74,7 +74,8 @@ func NewDNSProber() *DNSProber {
 }
 
 // Probe is DNS with socket reuse; it has the signature of Func. After
-// Close it still works, without caching.
+// Close it still works, without caching. Checkers built with Deps.DNS set
+// to p reuse its sockets the same way.
 func (p *DNSProber) Probe(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result {
 	return probeDNS(ctx, p, target, chk)
 }

@@ -238,10 +238,11 @@ func TestDNSProberAvoidsPreviousID(t *testing.T) {
 		t.Fatalf("first probe: %+v", res)
 	}
 	last := idleSock(p, srv.Addr).lastID
-	q, err := buildQuery(fixedCheck())
+	c, err := buildDNSChecker(fixedCheck(), srv.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	q := c.query()
 	q.Id = last // as if the random ID repeated the previous one
 	wire, err := q.Pack()
 	if err != nil {
@@ -256,7 +257,7 @@ func TestDNSProberAvoidsPreviousID(t *testing.T) {
 	if q.Id == last {
 		t.Fatalf("query kept the previous id %d", last)
 	}
-	if v, d := checkReply(q, reply, fixedCheck()); v != verdictOK {
+	if v, d := checkReplyOf(q, reply, fixedCheck().DNS); v != verdictOK {
 		t.Fatalf("reply: %s", d)
 	}
 	if p.dials.Load() != 1 {

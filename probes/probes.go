@@ -1,27 +1,87 @@
-// Package probes performs one health probe of one target: it does I/O only,
-// keeps no state, and takes its deadline from the context.
+// Package probes implements the health checkers of every check kind: one
+// constructor per kind builds a check.Checker for one target from its
+// check profile, once (names, types and expressions are parsed then, not
+// per probe). Checkers do I/O only, keep no state, and take their deadline
+// from the context.
+//
+// The DNS kind's exchange-and-validate core (ID, QR, opcode and question
+// checked on every reply, UDP retried over TCP when truncated) is shared
+// by the health checker, Identify and Exchange (the prefetcher), so every
+// query the daemon makes is judged the same way.
 package probes
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
-	"time"
 
+	"lbdns/check"
 	"lbdns/configs"
 )
 
-// Result is the outcome of one probe.
-type Result struct {
-	// OK is true when the target answered as the check expects.
-	OK bool
-	// RTT is the time from sending the query to receiving the reply (or
-	// to giving up).
-	RTT time.Duration
-	// Detail is a one-line reason for a failure ("rcode SERVFAIL",
-	// "timeout after 1s", "question mismatch"), or a short summary of a
-	// success.
-	Detail string
+// Result is the outcome of one probe (check.Result).
+type Result = check.Result
+
+// Func is the signature of a one-off probe of a check profile: DNS, and
+// DNSProber.Probe. It parses the profile on every call; health checks use
+// checkers made by a Builder instead.
+type Func func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result
+
+// Deps are what the checkers of one Builder share.
+type Deps struct {
+	// DNS, when set, keeps one idle UDP socket per target for the checks
+	// of kind "dns" (see DNSProber); nil opens a socket per probe.
+	DNS *DNSProber
 }
 
-// Func is the signature every probe kind shares.
-type Func func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result
+// Constructor builds the checker of one kind for one target from its
+// check profile, or says why the profile cannot be checked.
+type Constructor func(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error)
+
+// Builder builds checkers by kind: adding a kind is one settings struct in
+// configs and one Constructor in the table NewBuilder makes.
+type Builder struct {
+	deps  Deps
+	kinds map[string]Constructor
+}
+
+// NewBuilder returns a Builder of every kind, whose checkers share deps.
+func NewBuilder(deps Deps) *Builder {
+	return &Builder{deps: deps, kinds: map[string]Constructor{
+		"dns": newDNSChecker,
+	}}
+}
+
+// Kinds returns the kinds b builds (in no particular order).
+func (b *Builder) Kinds() []string {
+	out := make([]string, 0, len(b.kinds))
+	for k := range b.kinds {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Build returns the checker of chk's kind for target.
+func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checker, error) {
+	if chk == nil {
+		return nil, fmt.Errorf("probes: no check profile for %s", target)
+	}
+	kind := chk.Kind
+	if kind == "" {
+		kind = configs.DefaultCheckKind
+	}
+	newChecker, ok := b.kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("probes: check %q: unknown kind %q", chk.Name, kind)
+	}
+	c, err := newChecker(chk, target, b.deps)
+	if err != nil {
+		return nil, fmt.Errorf("probes: check %q: %w", chk.Name, err)
+	}
+	return c, nil
+}
+
+// Build returns the checker of chk's kind for target, with deps.
+func Build(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
+	return NewBuilder(deps).Build(chk, target)
+}

@@ -35,7 +35,7 @@ func TestDNSReadsWholeDatagram(t *testing.T) {
 				return r
 			}
 			srv := startServer(t, h, nil)
-			chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Expect = "192.0.2.1" })
+			chk := withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "192.0.2.1" })
 			p := NewDNSProber()
 			defer p.Close()
 			for i, probe := range []Func{DNS, p.Probe, p.Probe} {

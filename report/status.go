@@ -17,7 +17,6 @@ import (
 	"lbdns/health"
 	"lbdns/monitor"
 	"lbdns/prefetch"
-	"lbdns/probes"
 	"lbdns/resolvers"
 	"lbdns/vip"
 )
@@ -35,6 +34,9 @@ type Input struct {
 	// checks resolver with the check profile check (false: none yet).
 	// Nil means no target is known.
 	Target func(resolver, check string) (monitor.TargetStatus, bool)
+	// Identities are the resolvers' identification answers by resolver
+	// name (resolvers.Identifier); nil when none.
+	Identities map[string]resolvers.Identity
 	// Overrides are the operator overrides in force, orphaned ones
 	// included and flagged, in the order they are listed.
 	Overrides []control.Override
@@ -186,6 +188,9 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 		if m.State != health.Unknown {
 			cm.Since = m.Since.UTC()
 		}
+		if id, ok := in.Identities[m.Name]; ok {
+			cm.Identity, cm.IdentifiedVendor = id.Version, id.Vendor
+		}
 		if in.Target != nil {
 			if ts, ok := in.Target(m.Name, p.Check); ok {
 				probeView(&cm, ts)
@@ -202,8 +207,6 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 
 // probeView fills in what the monitor knows of a member's target.
 func probeView(cm *control.Member, ts monitor.TargetStatus) {
-	cm.Identity = ts.Identity
-	cm.IdentifiedVendor = probes.VendorOf(ts.Identity)
 	cm.Flaps = ts.Health.Flaps
 	if ts.LastAt.IsZero() {
 		return

@@ -23,7 +23,7 @@ import (
 func BenchmarkStatus(b *testing.B) {
 	const pools, size = 1000, 5
 	var s strings.Builder
-	s.WriteString("[check.rec]\nzone = \"lbdns.test\"\n\n")
+	s.WriteString("[check.rec]\n\n[check.rec.dns]\nzone = \"lbdns.test\"\n\n")
 	vendors := []string{"bind", "unbound", "powerdns", "knot", "dnsmasq"}
 	for p := range pools {
 		fmt.Fprintf(&s, "[[vip]]\nname = \"v%d\"\naddress = \"10.%d.%d.1\"\nforwarding = \"nat\"\npool = \"p%d\"\n\n", p, p/250, p%250, p)

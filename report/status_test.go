@@ -57,6 +57,8 @@ address = "198.51.100.4:53"
 vendor = "unbound"
 
 [check.rec]
+
+[check.rec.dns]
 zone = "probe.example.net"
 `
 
@@ -124,7 +126,7 @@ func testInput(t *testing.T) Input {
 		v2UDP: {addr["b"]: {Conns: 1, PacketsIn: 2, BytesIn: 3, InactiveConns: 7}},
 	}
 	targets := map[string]monitor.TargetStatus{
-		resolvers.TargetKey{Resolver: "a", Check: "rec"}.String(): {Identity: "9.18.28-1~deb12u2-Debian", Health: health.Status{Flaps: 3},
+		resolvers.TargetKey{Resolver: "a", Check: "rec"}.String(): {Health: health.Status{Flaps: 3},
 			LastAt: t0.Add(-time.Second), Last: probes.Result{OK: true, RTT: 1500 * time.Microsecond}},
 		resolvers.TargetKey{Resolver: "d", Check: "rec"}.String(): {LastAt: t0.Add(-time.Second), Last: probes.Result{Detail: "timeout", RTT: time.Second}},
 	}
@@ -134,6 +136,7 @@ func testInput(t *testing.T) Input {
 			ts, ok := targets[resolvers.TargetKey{Resolver: r, Check: c}.String()]
 			return ts, ok
 		},
+		Identities: map[string]resolvers.Identity{"a": {Version: "9.18.28-1~deb12u2-Debian", Vendor: "bind"}},
 		Overrides: []control.Override{
 			{Resolver: "b", VIP: "v2", Action: control.ActionDrain, Reason: "b on v2 only", Set: t0},
 			{Resolver: "c", Action: control.ActionDrain, Reason: "wrong action"},

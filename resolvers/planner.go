@@ -119,7 +119,7 @@ func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory 
 // last good set does too).
 func poolChanged(prev, next *configs.Config, op, np *configs.Pool) bool {
 	if op.Check != np.Check || !slices.Equal(op.Members, np.Members) ||
-		!prev.Checks[op.Check].SameProbe(next.Checks[np.Check]) {
+		prev.Checks[op.Check].ProbeIdentity() != next.Checks[np.Check].ProbeIdentity() {
 		return true
 	}
 	for _, name := range np.Members {

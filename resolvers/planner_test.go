@@ -199,7 +199,7 @@ func TestFailOpenReload(t *testing.T) {
 			want: bind1 + "=100 " + unb1 + "=102 198.51.100.99:53=101"},
 		{name: "check pacing changed", change: func(c *configs.Config) { c.Checks["rec"].Fall = 5; c.Checks["rec"].Rise = 1 },
 			want: bind1 + "=100"},
-		{name: "check question changed", change: func(c *configs.Config) { c.Checks["rec"].QName = "other.example." },
+		{name: "check question changed", change: func(c *configs.Config) { c.Checks["rec"].DNS.QName = "other.example." },
 			want: bind1 + "=100 " + bind2 + "=101 " + unb1 + "=102"},
 		{name: "other check profile", change: func(c *configs.Config) {
 			c.Checks["deep"] = &configs.Check{Name: "deep", Interval: configs.Duration{Duration: time.Second}, Rise: 2, Fall: 3}
@@ -217,8 +217,8 @@ func TestFailOpenReload(t *testing.T) {
 				t.Fatalf("before the reload: table %s, want bind-1 held alone", got)
 			}
 			next := threeConfig()
-			next.Checks["rec"] = &configs.Check{Name: "rec", Interval: configs.Duration{Duration: time.Second},
-				Timeout: configs.Duration{Duration: 500 * time.Millisecond}, Rise: 2, Fall: 3}
+			next.Checks["rec"] = &configs.Check{Name: "rec", Kind: "dns", Interval: configs.Duration{Duration: time.Second},
+				Timeout: configs.Duration{Duration: 500 * time.Millisecond}, Rise: 2, Fall: 3, DNS: &configs.DNSCheck{QName: "probe.example."}}
 			tc.change(next)
 			if _, ok := w.states["unbound-2"]; !ok && slices.Contains(next.Pools[0].Members, "unbound-2") {
 				w.states["unbound-2"], w.since["unbound-2"] = health.Down, t0

@@ -28,8 +28,8 @@ func testConfig(fwd string, failOpen bool, minHealthy int) *configs.Config {
 			Check: "rec", MinHealthy: minHealthy, RecoverHealthy: max(minHealthy, 2), FailOpen: boolp(failOpen),
 		}},
 		Checks: map[string]*configs.Check{"rec": {
-			Name: "rec", Interval: configs.Duration{Duration: time.Second}, Timeout: configs.Duration{Duration: 500 * time.Millisecond},
-			Rise: 2, Fall: 3,
+			Name: "rec", Kind: "dns", Interval: configs.Duration{Duration: time.Second}, Timeout: configs.Duration{Duration: 500 * time.Millisecond},
+			Rise: 2, Fall: 3, DNS: &configs.DNSCheck{QName: "probe.example."},
 		}},
 	}
 	for i, r := range []struct{ name, vendor string }{{"bind-1", "bind"}, {"bind-2", "bind"}, {"unbound-1", "unbound"}, {"unbound-2", "unbound"}} {

@@ -142,9 +142,9 @@ func TestListenRejects(t *testing.T) {
 // benchCheck is run.sh's check profile.
 func benchCheck() *configs.Check {
 	return &configs.Check{
-		Name: "bench", Kind: "dns", Zone: "probe.bench.test", QType: "A", QClass: "IN",
-		Transport: "udp", Interval: configs.Duration{Duration: time.Second},
+		Name: "bench", Kind: "dns", Interval: configs.Duration{Duration: time.Second},
 		Timeout: configs.Duration{Duration: 500 * time.Millisecond}, Rise: 2, Fall: 3,
+		DNS: &configs.DNSCheck{Zone: "probe.bench.test", QType: "A", QClass: "IN", Transport: "udp"},
 	}
 }
 
@@ -169,11 +169,12 @@ func startResponder(b *testing.B) {
 // BenchmarkProbeEngine runs the monitor with the real DNS probe against
 // 5,000 loopback targets at a 1 s interval, without the daemon above it.
 // One op is 5,000 probes (about one second). The CPU figures include the
-// in-process responder. "fresh" is probes.DNS (a new socket per probe),
-// "reuse" is probes.DNSProber (one idle socket kept per target). Every
+// in-process responder. "fresh" are checkers without a DNSProber (a new
+// socket per probe), "reuse" with one (one idle socket kept per target).
+// Every
 // target is probed once before the clock starts (steady state).
 func BenchmarkProbeEngine(b *testing.B) {
-	b.Run("fresh", func(b *testing.B) { benchProbeEngine(b, probes.DNS) })
+	b.Run("fresh", func(b *testing.B) { benchProbeEngine(b, probes.Deps{}) })
 	b.Run("reuse", func(b *testing.B) {
 		p := probes.NewDNSProber()
 		defer func() {
@@ -181,19 +182,18 @@ func BenchmarkProbeEngine(b *testing.B) {
 				b.Error(err)
 			}
 		}()
-		benchProbeEngine(b, p.Probe)
+		benchProbeEngine(b, probes.Deps{DNS: p})
 	})
 }
 
-func benchProbeEngine(b *testing.B, probe probes.Func) {
+func benchProbeEngine(b *testing.B, deps probes.Deps) {
 	startResponder(b)
 	var count, failed atomic.Int64
 	want := int64(b.N) * benchTargets
 	done := make(chan struct{})
 	m := monitor.New(monitor.Options{
-		Probe:   probe,
 		OnEvent: func(monitor.Event) {},
-		OnResult: func(_ string, r probes.Result) {
+		OnResult: func(_ monitor.Key, r probes.Result) {
 			if !r.OK {
 				failed.Add(1)
 			}
@@ -204,15 +204,22 @@ func benchProbeEngine(b *testing.B, probe probes.Func) {
 	})
 	chk := benchCheck()
 	targets := make([]monitor.Target, benchTargets)
+	build := probes.NewBuilder(deps)
 	for i := range targets {
-		targets[i] = monitor.Target{ID: fmt.Sprint("r", i), Addr: netip.AddrPortFrom(loopback, uint16(benchBasePort+i)), Check: chk}
+		a := netip.AddrPortFrom(loopback, uint16(benchBasePort+i))
+		c, err := build.Build(chk, a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		targets[i] = monitor.Target{Key: monitor.Key{Kind: "bench", Member: fmt.Sprint("r", i), Check: chk.Name}, Addr: a, Checker: c,
+			Spec: chk.ProbeIdentity(), Schedule: monitor.Schedule{Interval: chk.Interval.Duration, Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}}
 	}
 	// Probe every target once before the clock starts, so that the
 	// figures are those of the steady state, in which the reusing prober
 	// has one socket open per target.
 	for _, t := range targets {
 		pctx, pcancel := context.WithTimeout(context.Background(), chk.Timeout.Duration)
-		r := probe(pctx, t.Addr, chk)
+		r := t.Checker.Check(pctx)
 		pcancel()
 		if !r.OK {
 			b.Fatalf("warm-up probe of %s: %s", t.Addr, r.Detail)
@@ -246,7 +253,7 @@ func benchProbeEngine(b *testing.B, probe probes.Func) {
 // writeConfig writes run.sh's configuration for the in-process targets.
 func writeConfig(b *testing.B, dir string) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "[daemon]\nstate_dir = %[1]q\ncontrol_socket = \"%[1]s/ctl.sock\"\nstatus_listen = \"\"\n\n[check.bench]\nzone = \"probe.bench.test\"\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 2\nfall = 3\n\n", filepath.Join(dir, "state"))
+	fmt.Fprintf(&s, "[daemon]\nstate_dir = %[1]q\ncontrol_socket = \"%[1]s/ctl.sock\"\nstatus_listen = \"\"\n\n[check.bench]\ninterval = \"1s\"\ntimeout = \"500ms\"\nrise = 2\nfall = 3\n\n[check.bench.dns]\nzone = \"probe.bench.test\"\n\n", filepath.Join(dir, "state"))
 	vendors := []string{"bind", "unbound", "powerdns", "knot", "dnsmasq"}
 	for p := range benchTargets / benchPoolSize {
 		addr := fmt.Sprintf("192.0.2.%d", p+1)

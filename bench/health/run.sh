@@ -126,11 +126,13 @@ control_socket = "$WORK/state/lbdns.sock"
 status_listen = ""
 
 [check.bench]
-zone     = "probe.bench.test"
 interval = "${INTERVAL_MS}ms"
 timeout  = "${TIMEOUT_MS}ms"
 rise     = $RISE
 fall     = $FALL
+
+[check.bench.dns]
+zone     = "probe.bench.test"
 
 TOML
 	for ((p = 0; p < npools; p++)); do

@@ -1,0 +1,37 @@
+// Package check is what every health checker shares, whatever its kind:
+// the Checker interface and the Result of one check. It imports nothing
+// of lbdns, so that the scheduler (monitor) knows checkers without knowing
+// any check kind; package probes implements the kinds.
+package check
+
+import (
+	"context"
+	"time"
+)
+
+// Result is the outcome of one check.
+type Result struct {
+	// OK is true when the target answered as the check expects.
+	OK bool
+	// RTT is the time from sending the request to receiving the reply (or
+	// to giving up).
+	RTT time.Duration
+	// Detail is a one-line reason for a failure ("rcode SERVFAIL",
+	// "timeout after 1s", "question mismatch"), or a short summary of a
+	// success.
+	Detail string
+}
+
+// Checker checks one target: it is built once per target from its
+// settings (names, types and expressions parsed then), does I/O only,
+// keeps no health state, and takes its deadline from ctx. Check must be
+// safe for concurrent use.
+type Checker interface {
+	Check(ctx context.Context) Result
+}
+
+// Func adapts a function to a Checker.
+type Func func(ctx context.Context) Result
+
+// Check calls f.
+func (f Func) Check(ctx context.Context) Result { return f(ctx) }

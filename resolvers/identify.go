@@ -1,0 +1,321 @@
+package resolvers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// DefaultIdentifyEvery is how often a back end's identity is asked again
+// when IdentifierOptions.Every is zero.
+const DefaultIdentifyEvery = 10 * time.Minute
+
+// DefaultIdentifyRetry is how soon a failed identification is tried again
+// when IdentifierOptions.Retry is zero (never later than Every).
+const DefaultIdentifyRetry = 30 * time.Second
+
+// ErrIdentifierRunning is returned by Identifier.Run when it is already
+// running.
+var ErrIdentifierRunning = errors.New("resolvers: identifier already running")
+
+// IdentifyTarget is one back end to identify.
+type IdentifyTarget struct {
+	// Resolver is the resolver's name; unique within one Update.
+	Resolver string
+	// Addr is where the question goes.
+	Addr netip.AddrPort
+	// Vendor is the configured vendor, compared with the identified one.
+	Vendor string
+	// Timeout bounds one identification. Required (positive).
+	Timeout time.Duration
+	// Spread is the span over which the first identifications of targets
+	// added at once are spread out (a random delay in [0, Spread)); zero
+	// asks at once.
+	Spread time.Duration
+}
+
+// Identity is what the Identifier knows about one back end.
+type Identity struct {
+	// Version is the last answer ("" before the first good one).
+	Version string
+	// Vendor is Version mapped to a vendor name ("" when unknown).
+	Vendor string
+	// Err is the text of the last error ("" when the last try succeeded).
+	Err string
+	// At is the time of the last try (zero before the first).
+	At time.Time
+}
+
+// IdentifierOptions configure an Identifier. Identify is required.
+type IdentifierOptions struct {
+	// Identify asks a back end who it is (probes.Identify: CHAOS TXT
+	// version.bind). Required.
+	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
+	// Answered reports whether an error of Identify means the back end
+	// answered, only without a version (probes.ErrNoVersion: Knot by
+	// default, hidden versions): such a back end is asked again after
+	// Every, not after Retry. Default: never.
+	Answered func(err error) bool
+	// VendorOf maps a version to a vendor name (probes.VendorOf).
+	// Default: every version is of an unknown vendor.
+	VendorOf func(version string) string
+	// Every is the period of identification. Default 10 minutes.
+	Every time.Duration
+	// Retry is how soon a failed identification of a back end that did
+	// not answer (down at start, say) is tried again, if sooner than
+	// Every. Default 30 seconds.
+	Retry time.Duration
+	// Now is the clock of Identity.At. Default time.Now.
+	Now func() time.Time
+	// Logger receives a line per new identity: info, or a warning when
+	// the identified vendor is not the configured one. Default: discard.
+	Logger *slog.Logger
+}
+
+// Identifier learns the product of each back end (vendor identification),
+// beside the health monitor and never in its way: each target has its own
+// goroutine and timer. The first try comes at start (spread over
+// IdentifyTarget.Spread), then one every Every; a try the back end did not
+// answer is repeated after Retry instead.
+type Identifier struct {
+	opts IdentifierOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	targets map[string]*identTarget
+	running bool
+	runCtx  context.Context
+	wg      sync.WaitGroup
+}
+
+// identTarget is the Identifier's state of one target.
+type identTarget struct {
+	IdentifyTarget
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	id Identity
+	// logged is the version last logged.
+	logged string
+}
+
+// NewIdentifier returns an Identifier with no targets.
+func NewIdentifier(opts IdentifierOptions) *Identifier {
+	if opts.Answered == nil {
+		opts.Answered = func(error) bool { return false }
+	}
+	if opts.VendorOf == nil {
+		opts.VendorOf = func(string) string { return "" }
+	}
+	if opts.Every <= 0 {
+		opts.Every = DefaultIdentifyEvery
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = DefaultIdentifyRetry
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Identifier{opts: opts, log: log, targets: map[string]*identTarget{}}
+}
+
+// Update replaces the set of targets. A target whose address is unchanged
+// keeps its identity and schedule (its vendor and timeout are updated); one
+// whose address changed starts again with no identity. A removed target is
+// stopped: Update waits until its goroutine exited. Targets with an empty
+// or duplicate name, no identify function, or a non-positive timeout are
+// logged and skipped.
+func (i *Identifier) Update(targets []IdentifyTarget) {
+	want := make(map[string]IdentifyTarget, len(targets))
+	for _, tg := range targets {
+		switch _, dup := want[tg.Resolver]; {
+		case tg.Resolver == "" || tg.Timeout <= 0 || i.opts.Identify == nil:
+			i.log.Error("identify: skipping target", "resolver", tg.Resolver, "timeout", tg.Timeout.String())
+			continue
+		case dup:
+			i.log.Error("identify: skipping duplicate target", "resolver", tg.Resolver)
+			continue
+		}
+		want[tg.Resolver] = tg
+	}
+	var stopped []chan struct{}
+	i.mu.Lock()
+	for name, old := range i.targets {
+		tg, ok := want[name]
+		if ok && tg.Addr == old.Addr {
+			old.mu.Lock()
+			old.Vendor, old.Timeout = tg.Vendor, tg.Timeout
+			old.mu.Unlock()
+			continue
+		}
+		if old.cancel != nil {
+			old.cancel()
+			stopped = append(stopped, old.done)
+		}
+		delete(i.targets, name)
+	}
+	for name, tg := range want {
+		if _, ok := i.targets[name]; ok {
+			continue
+		}
+		t := &identTarget{IdentifyTarget: tg}
+		i.targets[name] = t
+		if i.running {
+			i.startLocked(t)
+		}
+	}
+	i.mu.Unlock()
+	for _, done := range stopped {
+		<-done
+	}
+}
+
+// Run identifies the targets until ctx is done, then returns nil after
+// every target goroutine exited (or ErrIdentifierRunning at once when
+// already running). Identities are kept, so Run may be called again.
+func (i *Identifier) Run(ctx context.Context) error {
+	i.mu.Lock()
+	if i.running {
+		i.mu.Unlock()
+		return ErrIdentifierRunning
+	}
+	i.running, i.runCtx = true, ctx
+	for _, t := range i.targets {
+		i.startLocked(t)
+	}
+	i.mu.Unlock()
+	<-ctx.Done()
+	i.mu.Lock()
+	i.running, i.runCtx = false, nil
+	for _, t := range i.targets {
+		if t.cancel != nil {
+			t.cancel()
+			t.cancel, t.done = nil, nil
+		}
+	}
+	i.mu.Unlock()
+	i.wg.Wait()
+	return nil
+}
+
+// startLocked starts t's goroutine; i.mu is held and i.running true.
+func (i *Identifier) startLocked(t *identTarget) {
+	ctx, cancel := context.WithCancel(i.runCtx)
+	t.cancel, t.done = cancel, make(chan struct{})
+	i.wg.Add(1)
+	go i.runTarget(ctx, t, t.done)
+}
+
+// runTarget identifies t on its schedule until ctx is done.
+func (i *Identifier) runTarget(ctx context.Context, t *identTarget, done chan struct{}) {
+	defer i.wg.Done()
+	defer close(done)
+	timer := time.NewTimer(i.firstDelay(t.Spread))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			timer.Reset(i.identify(ctx, t))
+		}
+	}
+}
+
+// identify asks t once, records the answer, logs a new identity, and
+// returns the delay until the next try.
+func (i *Identifier) identify(ctx context.Context, t *identTarget) time.Duration {
+	t.mu.Lock()
+	timeout := t.Timeout
+	t.mu.Unlock()
+	ictx, cancel := context.WithTimeout(ctx, timeout)
+	version, err := i.opts.Identify(ictx, t.Addr)
+	cancel()
+	next := i.opts.Every
+	if err != nil && !i.opts.Answered(err) {
+		next = min(next, i.opts.Retry)
+	}
+	if ctx.Err() != nil {
+		return next
+	}
+	at := i.opts.Now()
+	t.mu.Lock()
+	t.id.At = at
+	if err != nil {
+		t.id.Err = err.Error()
+	} else {
+		t.id = Identity{Version: version, Vendor: i.opts.VendorOf(version), At: at}
+	}
+	id, declared, fresh := t.id, t.Vendor, t.id.Version != "" && t.id.Version != t.logged
+	if fresh {
+		t.logged = t.id.Version
+	}
+	t.mu.Unlock()
+	if err != nil {
+		i.log.Debug("identify failed", "resolver", t.Resolver, "addr", t.Addr.String(), "err", err)
+	}
+	if fresh {
+		i.note(t, id, declared)
+	}
+	return next
+}
+
+// note logs a new identity, and warns when the product it names is not
+// the vendor the config declares: a warning, never a failure, since
+// version strings can be changed.
+func (i *Identifier) note(t *identTarget, id Identity, declared string) {
+	if id.Vendor != "" && declared != "" && declared != "other" && id.Vendor != declared {
+		i.log.Warn("backend identifies as another vendor than configured", "resolver", t.Resolver, "addr", t.Addr.String(),
+			"version", id.Version, "identified", id.Vendor, "configured", declared)
+		return
+	}
+	i.log.Info("backend identified", "resolver", t.Resolver, "addr", t.Addr.String(), "version", id.Version, "vendor", id.Vendor)
+}
+
+// firstDelay returns a random delay in [0, spread).
+func (i *Identifier) firstDelay(spread time.Duration) time.Duration {
+	if spread <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(spread)))
+}
+
+// Identity returns what is known of resolver name's identity.
+func (i *Identifier) Identity(name string) (Identity, bool) {
+	i.mu.Lock()
+	t := i.targets[name]
+	i.mu.Unlock()
+	if t == nil {
+		return Identity{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.id, true
+}
+
+// Identities returns the identity of every current target by resolver
+// name.
+func (i *Identifier) Identities() map[string]Identity {
+	i.mu.Lock()
+	ts := make([]*identTarget, 0, len(i.targets))
+	for _, t := range i.targets {
+		ts = append(ts, t)
+	}
+	i.mu.Unlock()
+	out := make(map[string]Identity, len(ts))
+	for _, t := range ts {
+		t.mu.Lock()
+		out[t.Resolver] = t.id
+		t.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package resolvers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var errNoVersion = errors.New("no version")
+
+func identAddr(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i)}), 53)
+}
+
+// runIdentifier runs id until the test's bubble ends.
+func runIdentifier(t *testing.T, id *Identifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- id.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+}
+
+// TestIdentifierSchedule: first try at start, then every Every; a failed
+// try whose back end did not answer is repeated after Retry; one that
+// answered without a version keeps the normal period; the last good
+// version stays while later tries fail.
+func TestIdentifierSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		calls := map[netip.AddrPort][]time.Duration{}
+		t0 := time.Now()
+		identify := func(ctx context.Context, a netip.AddrPort) (string, error) {
+			if _, ok := ctx.Deadline(); !ok {
+				t.Error("identify without deadline")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			calls[a] = append(calls[a], time.Since(t0))
+			n := len(calls[a])
+			switch a {
+			case identAddr(1): // down at start, then up
+				if n == 1 {
+					return "", errors.New("connection refused")
+				}
+				return fmt.Sprintf("unbound 1.17.%d", n), nil
+			case identAddr(2): // Knot: answers, no version
+				return "", fmt.Errorf("rcode SERVFAIL: %w", errNoVersion)
+			default: // good, then failing
+				if n == 1 {
+					return "9.18.1", nil
+				}
+				return "", errors.New("timeout after 1s")
+			}
+		}
+		id := NewIdentifier(IdentifierOptions{
+			Identify: identify,
+			Answered: func(err error) bool { return errors.Is(err, errNoVersion) },
+			VendorOf: func(v string) string { return strings.Fields(v)[0] },
+			Every:    10 * time.Minute, Retry: 30 * time.Second,
+		})
+		id.Update([]IdentifyTarget{
+			{Resolver: "a", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second},
+			{Resolver: "knot", Addr: identAddr(2), Vendor: "knot", Timeout: time.Second},
+			{Resolver: "bind", Addr: identAddr(3), Vendor: "bind", Timeout: time.Second},
+		})
+		runIdentifier(t, id)
+		time.Sleep(21 * time.Minute)
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		want := map[netip.AddrPort][]time.Duration{
+			identAddr(1): {0, 30 * time.Second, 30*time.Second + 10*time.Minute, 30*time.Second + 20*time.Minute},
+			identAddr(2): {0, 10 * time.Minute, 20 * time.Minute},
+			identAddr(3): {0, 10 * time.Minute, 10*time.Minute + 30*time.Second, 10*time.Minute + time.Minute},
+		}
+		for a, w := range want {
+			got := calls[a]
+			if len(got) < len(w) || fmt.Sprint(got[:len(w)]) != fmt.Sprint(w) {
+				t.Errorf("%v asked at %v, want first %v", a, got, w)
+			}
+		}
+		got, ok := id.Identity("a")
+		if !ok || got.Version != "unbound 1.17.4" || got.Vendor != "unbound" || got.Err != "" || got.At.IsZero() {
+			t.Errorf("a = %+v, %v", got, ok)
+		}
+		if b, _ := id.Identity("bind"); b.Version != "9.18.1" || b.Err != "timeout after 1s" {
+			t.Errorf("bind = %+v, want the last good version and the error", b)
+		}
+		if k := id.Identities()["knot"]; k.Version != "" || !strings.Contains(k.Err, "rcode SERVFAIL") {
+			t.Errorf("knot = %+v", k)
+		}
+	})
+}
+
+// TestIdentifierNeverWaitsForOthers: a back end whose identification hangs
+// until its timeout does not delay another's.
+func TestIdentifierNeverWaitsForOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		at := map[netip.AddrPort]time.Duration{}
+		t0 := time.Now()
+		id := NewIdentifier(IdentifierOptions{Identify: func(ctx context.Context, a netip.AddrPort) (string, error) {
+			if a == identAddr(1) {
+				<-ctx.Done()
+				return "", ctx.Err()
+			}
+			mu.Lock()
+			at[a] = time.Since(t0)
+			mu.Unlock()
+			return "unbound 1.17.1", nil
+		}})
+		id.Update([]IdentifyTarget{
+			{Resolver: "slow", Addr: identAddr(1), Timeout: time.Minute},
+			{Resolver: "fast", Addr: identAddr(2), Timeout: time.Minute},
+		})
+		runIdentifier(t, id)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if d, ok := at[identAddr(2)]; !ok || d != 0 {
+			t.Errorf("fast identified at %v (%v), want at once", d, ok)
+		}
+	})
+}
+
+// TestIdentifierLogsNewIdentity: one line per new version, a warning when
+// the identified vendor is not the configured one.
+func TestIdentifierLogsNewIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+		id := NewIdentifier(IdentifierOptions{
+			Identify: func(context.Context, netip.AddrPort) (string, error) { return "unbound 1.17.1", nil },
+			VendorOf: func(v string) string { return strings.Fields(v)[0] },
+			Every:    time.Minute,
+			Logger:   log,
+		})
+		id.Update([]IdentifyTarget{
+			{Resolver: "ok", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second},
+			{Resolver: "wrong", Addr: identAddr(2), Vendor: "bind", Timeout: time.Second},
+		})
+		runIdentifier(t, id)
+		time.Sleep(5 * time.Minute) // asked 6 times each, logged once
+		synctest.Wait()
+		mu.Lock()
+		out := buf.String()
+		mu.Unlock()
+		if n := strings.Count(out, "msg=\"backend identified\" resolver=ok"); n != 1 {
+			t.Errorf("%d info lines for ok, want 1:\n%s", n, out)
+		}
+		if n := strings.Count(out, "level=WARN msg=\"backend identifies as another vendor than configured\" resolver=wrong"); n != 1 {
+			t.Errorf("%d warnings for wrong, want 1:\n%s", n, out)
+		}
+	})
+}
+
+// TestIdentifierUpdate: an unchanged address keeps the identity; a new
+// address starts again; a removed target is forgotten.
+func TestIdentifierUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		id := NewIdentifier(IdentifierOptions{Identify: func(_ context.Context, a netip.AddrPort) (string, error) {
+			return "v" + a.Addr().String(), nil
+		}})
+		id.Update([]IdentifyTarget{
+			{Resolver: "keep", Addr: identAddr(1), Timeout: time.Second},
+			{Resolver: "move", Addr: identAddr(2), Timeout: time.Second},
+			{Resolver: "gone", Addr: identAddr(3), Timeout: time.Second},
+			{Resolver: "", Addr: identAddr(4), Timeout: time.Second},
+			{Resolver: "zero", Addr: identAddr(5)},
+		})
+		runIdentifier(t, id)
+		synctest.Wait()
+		id.Update([]IdentifyTarget{
+			{Resolver: "keep", Addr: identAddr(1), Timeout: 2 * time.Second},
+			{Resolver: "move", Addr: identAddr(9), Timeout: time.Second, Spread: time.Hour},
+		})
+		all := id.Identities()
+		if len(all) != 2 || all["keep"].Version != "v127.0.0.1" || all["move"].Version != "" {
+			t.Errorf("identities = %+v", all)
+		}
+	})
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
