@@ -10,8 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -343,82 +343,16 @@ func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.mu.Lock()
 	d.view = cfg
 	d.mu.Unlock()
-	targets, err := Targets(cfg, d.opts.Checkers)
+	targets, err := resolvers.Targets(cfg, d.opts.Checkers)
 	if err != nil {
 		d.log.Error("some health targets cannot be checked", "err", err)
 	}
 	d.mon.Update(targets)
-	d.ident.Update(IdentifyTargets(cfg))
+	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
 		d.owned.Add(k)
 	}
 	d.ensureAddresses()
-}
-
-// ResolverKey is the monitor's key of the health target of resolver r
-// checked by check profile check.
-func ResolverKey(resolver, check string) monitor.Key {
-	return monitor.Key{Kind: "resolver", Member: resolver, Check: check}
-}
-
-// Targets lists the health targets of cfg: one per (resolver, check) pair
-// that some pool uses, keyed by ResolverKey, each with its checker built
-// once by build. A target whose checker cannot be built is left out and
-// named in the error.
-func Targets(cfg *configs.Config, build func(chk *configs.Check, addr netip.AddrPort) (check.Checker, error)) ([]monitor.Target, error) {
-	seen := map[monitor.Key]bool{}
-	var out []monitor.Target
-	var errs []error
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		chk := cfg.Checks[p.Check]
-		for _, name := range p.Members {
-			r := cfg.Resolver(name)
-			if r == nil || chk == nil {
-				continue
-			}
-			key := ResolverKey(r.Name, p.Check)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			c, err := build(chk, r.AddrPort)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("resolver %s: %w", r.Name, err))
-				continue
-			}
-			out = append(out, monitor.Target{Key: key, Addr: r.AddrPort, Checker: c, Spec: chk.ProbeIdentity(),
-				Schedule: monitor.Schedule{Interval: chk.Interval.Duration, FastInterval: chk.FastInterval.Duration,
-					Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}})
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-// IdentifyTargets lists the back ends of cfg to identify: every pool
-// member whose check is of kind dns with identify on, once, with the
-// timeout of the first such check and its interval as the spread of the
-// first tries.
-func IdentifyTargets(cfg *configs.Config) []resolvers.IdentifyTarget {
-	seen := map[string]bool{}
-	var out []resolvers.IdentifyTarget
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		chk := cfg.Checks[p.Check]
-		if chk == nil || chk.DNS == nil || (chk.DNS.Identify != nil && !*chk.DNS.Identify) {
-			continue
-		}
-		for _, name := range p.Members {
-			r := cfg.Resolver(name)
-			if r == nil || seen[name] {
-				continue
-			}
-			seen[name] = true
-			out = append(out, resolvers.IdentifyTarget{Resolver: name, Addr: r.AddrPort, Vendor: r.Vendor,
-				Timeout: chk.Timeout.Duration, Spread: chk.Interval.Duration})
-		}
-	}
-	return out
 }
 
 func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned.Has(k) }
@@ -559,7 +493,10 @@ func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
 
 func (d *Daemon) logEvent(ev monitor.Event) {
 	tr := ev.Transition
-	id := targetKey(ev.Key).String()
+	id := ev.Key.String()
+	if k, ok := resolvers.TargetKeyOf(ev.Key); ok {
+		id = k.String()
+	}
 	d.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
 	d.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
@@ -571,7 +508,7 @@ func (d *Daemon) logEvent(ev monitor.Event) {
 // exists to notice facts going stale or probes turning slow, and when no
 // target's fact changed there is nothing to recompute or apply.
 func (d *Daemon) handleTick(ctx context.Context) {
-	if d.planner.Current(d.rules, d.eachFact(d.now())) {
+	if d.planner.Current(d.rules, resolvers.Facts(d.mon, d.now())) {
 		return
 	}
 	d.reconcile(ctx, false)
@@ -617,37 +554,10 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	return nil
 }
 
-// targetKey is the pool policy's key of a resolver's monitor target: the
-// one place that knows how the two name it.
-func targetKey(k monitor.Key) resolvers.TargetKey {
-	return resolvers.TargetKey{Resolver: k.Member, Check: k.Check}
-}
-
-// factOf turns one target's status at now into the pool policy's fact.
-func factOf(s monitor.TargetStatus, now time.Time) resolvers.Fact {
-	return resolvers.Fact{State: s.Health.State, Since: s.Health.Since, Fresh: s.Fresh(now),
-		Reason: s.Health.LastReason, Failing: s.Health.ConsecutiveFail > 0 || s.Slow(now)}
-}
-
-// eachFact yields every target's fact at now, without allocating per
-// target.
-func (d *Daemon) eachFact(now time.Time) iter.Seq2[resolvers.TargetKey, resolvers.Fact] {
-	return func(yield func(resolvers.TargetKey, resolvers.Fact) bool) {
-		more := true
-		d.mon.Each(func(s monitor.TargetStatus) {
-			if more {
-				more = yield(targetKey(s.Key), factOf(s, now))
-			}
-		})
-	}
-}
-
 // facts snapshots every target's fact at now.
 func (d *Daemon) facts(now time.Time) map[resolvers.TargetKey]resolvers.Fact {
 	out := make(map[resolvers.TargetKey]resolvers.Fact, len(d.cfg.Resolvers))
-	for k, f := range d.eachFact(now) {
-		out[k] = f
-	}
+	maps.Insert(out, resolvers.Facts(d.mon, now))
 	return out
 }
 

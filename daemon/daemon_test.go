@@ -267,7 +267,7 @@ func TestReload(t *testing.T) {
 	mc := vip.NewMemClient()
 	h := start(t, path, mc, fp)
 	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
-	before := h.d.Monitor().Status()[ResolverKey("bind-1", "rec")].Health
+	before := h.d.Monitor().Status()[resolvers.MonitorKey("bind-1", "rec")].Health
 
 	t.Run("bad config rejected whole", func(t *testing.T) {
 		bad := strings.Replace(fmt.Sprintf(testConfig, filepath.Join(dir, "state"), ""), `vendor = "knot"`, `vendor = "knotty"`, 1)
@@ -298,7 +298,7 @@ func TestReload(t *testing.T) {
 		if err := h.d.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		after := h.d.Monitor().Status()[ResolverKey("bind-1", "rec")].Health
+		after := h.d.Monitor().Status()[resolvers.MonitorKey("bind-1", "rec")].Health
 		if after.State != health.Up || !after.Since.Equal(before.Since) {
 			t.Errorf("bind-1 health reset by reload: before %v since %v, after %v since %v", before.State, before.Since, after.State, after.Since)
 		}
@@ -440,12 +440,12 @@ func TestOnEventDoesNotBlockShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for len(d.events) < cap(d.events) {
-		d.events <- monitor.Event{Key: ResolverKey("x", "rec")}
+		d.events <- monitor.Event{Key: resolvers.MonitorKey("x", "rec")}
 	}
 	close(d.stopping)
 	returned := make(chan struct{})
 	go func() {
-		d.onEvent(monitor.Event{Key: ResolverKey("y", "rec")})
+		d.onEvent(monitor.Event{Key: resolvers.MonitorKey("y", "rec")})
 		close(returned)
 	}()
 	select {

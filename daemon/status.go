@@ -6,6 +6,7 @@ import (
 	"lbdns/control"
 	"lbdns/monitor"
 	"lbdns/report"
+	"lbdns/resolvers"
 	"lbdns/vip"
 )
 
@@ -29,7 +30,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	in := report.Input{
 		Now: now, Config: cfg, Plan: plan, Overrides: d.overrideView(cfg, ovs),
 		Target: func(resolver, check string) (monitor.TargetStatus, bool) {
-			ts, ok := mon[ResolverKey(resolver, check)]
+			ts, ok := mon[resolvers.MonitorKey(resolver, check)]
 			return ts, ok
 		},
 		Identities: d.ident.Identities(),

@@ -651,7 +651,9 @@ func (s *sampler) timeline(from, to time.Time, allProbes bool) string {
 func statusByID(d *Daemon) map[string]monitor.TargetStatus {
 	out := map[string]monitor.TargetStatus{}
 	for k, st := range d.Monitor().Status() {
-		out[targetKey(k).String()] = st
+		if tk, ok := resolvers.TargetKeyOf(k); ok {
+			out[tk.String()] = st
+		}
 	}
 	return out
 }
