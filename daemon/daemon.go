@@ -382,6 +382,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { identDone <- d.ident.Run(mctx) }()
 	d.startPrefetch(mctx, d.cfg)
 	servers := d.serve(mctx)
+	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := "kernel"
 	if d.dryRun {
@@ -425,6 +426,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case call := <-d.overrideCh:
 			rep, err := d.handleOverride(ctx, call)
 			call.reply <- overrideResult{rep: rep, err: err}
+		case st, ok := <-watch:
+			if !ok {
+				watch = nil // the store stopped watching: nothing more comes
+				continue
+			}
+			d.handleWatch(ctx, st)
 		}
 	}
 }
@@ -511,6 +518,17 @@ func (d *Daemon) handleTick(ctx context.Context) {
 	if d.planner.Current(d.rules, resolvers.Facts(d.mon, d.now())) {
 		return
 	}
+	d.reconcile(ctx, false)
+}
+
+// handleWatch makes st, the operator intent as changed elsewhere (another
+// host sharing the store), the intent in force, and applies it.
+func (d *Daemon) handleWatch(ctx context.Context, st intent.State) {
+	d.setOverrides(st)
+	d.log.Info("operator intent changed elsewhere; applying it", "overrides", len(st.Overrides))
+	d.event(control.Event{Kind: control.EventOverride, Subject: "intent",
+		Message: fmt.Sprintf("operator intent changed elsewhere: %d overrides in force", len(st.Overrides))})
+	d.reportOrphans(d.cfg)
 	d.reconcile(ctx, false)
 }
 

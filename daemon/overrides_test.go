@@ -258,12 +258,14 @@ func TestReloadKeepsStateDir(t *testing.T) {
 	}
 }
 
-// memStore is an intent.Store in memory whose Save fails on demand.
+// memStore is an intent.Store in memory whose Save fails on demand and
+// whose Watch delivers what is sent on changes (changes made elsewhere).
 type memStore struct {
-	mu    sync.Mutex
-	st    intent.State
-	fail  error
-	saves int
+	mu      sync.Mutex
+	st      intent.State
+	fail    error
+	saves   int
+	changes chan intent.State
 }
 
 func (s *memStore) Load(context.Context) (intent.State, error) {
@@ -284,7 +286,21 @@ func (s *memStore) Save(_ context.Context, st intent.State) error {
 
 func (s *memStore) Watch(ctx context.Context) <-chan intent.State {
 	ch := make(chan intent.State)
-	context.AfterFunc(ctx, func() { close(ch) })
+	go func() {
+		defer close(ch)
+		for {
+			select {
+			case st := <-s.changes:
+				select {
+				case ch <- st:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	return ch
 }
 
@@ -338,5 +354,49 @@ func TestOverrideNotPersistedChangesNothing(t *testing.T) {
 	defer store.mu.Unlock()
 	if store.saves != 1 || len(store.st.Overrides) != 2 || store.st.Overrides[1].Resolver != "knot-1" {
 		t.Errorf("store holds %+v after %d saves", store.st, store.saves)
+	}
+}
+
+// TestIntentChangedElsewhere: a state the store's Watch delivers (changed
+// by another host sharing the store) becomes the intent in force: its
+// drain takes effect in the table, status lists it, and the event log
+// says where it came from.
+func TestIntentChangedElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	store := &memStore{changes: make(chan intent.State)}
+	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
+
+	store.changes <- intent.State{Overrides: []intent.Override{{Resolver: "unbound-1", Action: intent.ActionDrain, Reason: "upgrade", By: "lb-2"}}}
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 0, "127.0.0.1:5303": 100})
+	st, err := d.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Overrides) != 1 || st.Overrides[0].Resolver != "unbound-1" || st.Overrides[0].Action != intent.ActionDrain {
+		t.Fatalf("overrides in force = %+v, want unbound-1's drain", st.Overrides)
+	}
+	found := false
+	evs, _ := d.Events().Since(0)
+	for _, ev := range evs {
+		found = found || (ev.Kind == control.EventOverride && strings.Contains(ev.Message, "changed elsewhere"))
+	}
+	if !found {
+		t.Errorf("no event says the intent changed elsewhere")
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.saves != 0 {
+		t.Errorf("the daemon saved a state it was handed by the store (%d saves)", store.saves)
 	}
 }
