@@ -14,6 +14,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
+	"lbdns/internal/poll"
 	"lbdns/internal/testlog"
 	"lbdns/internal/vipfake"
 	"lbdns/monitor"
@@ -134,21 +135,15 @@ var svcUDP = vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.53"), Port: 53, P
 // the given destinations.
 func waitDests(t *testing.T, c *vip.MemClient, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var got []string
-	for time.Now().Before(deadline) {
-		got = got[:0]
+	poll.Until(t, 5*time.Second, fmt.Sprintf("destinations %v", want), func() (bool, string) {
+		var got []string
 		if s, ok := c.Table()[svcUDP]; ok {
 			for a := range s.Dests {
 				got = append(got, a.String())
 			}
 		}
-		if sameSet(got, want) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("destinations = %v, want %v", got, want)
+		return sameSet(got, want), fmt.Sprint(got)
+	})
 }
 
 func sameSet(a, b []string) bool {
@@ -187,14 +182,10 @@ func TestHealthDrivesTable(t *testing.T) {
 	for _, a := range []string{"127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303"} {
 		fp.set(a, true)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		p := h.d.Plan()
-		if p.Pools[0].Diagnosis == resolvers.Upstream && p.Pools[0].FailOpen {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, "pool failing open on an upstream failure", func() (bool, string) {
+		p := h.d.Plan().Pools[0]
+		return p.Diagnosis == resolvers.Upstream && p.FailOpen, fmt.Sprintf("diagnosis %s, fail-open %v", p.Diagnosis, p.FailOpen)
+	})
 	if p := h.d.Plan(); p.Pools[0].Diagnosis != resolvers.Upstream || !p.Pools[0].FailOpen {
 		t.Fatalf("diagnosis = %s fail-open %v, want upstream-failure, fail-open", p.Pools[0].Diagnosis, p.Pools[0].FailOpen)
 	}
@@ -244,11 +235,11 @@ func TestRestartAdoptsTable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && counting.Counts().Services == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
+	// Run past the warm-up: its end is a full resync of the table (the
+	// loop finishes that round before it sees the cancel).
+	poll.Until(t, 5*time.Second, "restarted daemon warm, kernel table read", func() (bool, string) {
+		return d.warmView.Load() && counting.Counts().Services > 0, fmt.Sprintf("warm %v, %+v", d.warmView.Load(), counting.Counts())
+	})
 	cancel()
 	<-done
 	c := counting.Counts()
@@ -319,18 +310,13 @@ func TestDryRunWritesTable(t *testing.T) {
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	file := filepath.Join(dir, "state", "dry-run-table.txt")
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(file); err == nil && strings.Count(string(b), "->") >= 6+1 {
-			if !strings.Contains(string(b), "NOT applied") {
-				t.Fatalf("dry-run table not labelled:\n%s", b)
-			}
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	poll.Until(t, 5*time.Second, "dry-run table complete", func() (bool, string) {
+		b, err := os.ReadFile(file)
+		return err == nil && strings.Count(string(b), "->") >= 6+1, fmt.Sprintf("%v:\n%s", err, b)
+	})
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "NOT applied") {
+		t.Fatalf("dry-run table not labelled:\n%s", b)
 	}
-	b, _ := os.ReadFile(file)
-	t.Fatalf("dry-run table never complete:\n%s", b)
 }
 
 func TestIdentityMismatchWarns(t *testing.T) {
@@ -355,10 +341,10 @@ func TestIdentityMismatchWarns(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && !(strings.Contains(buf.String(), "another vendor") && strings.Contains(buf.String(), "resolver=unbound-1")) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, "bind-1's mismatch and unbound-1 logged", func() (bool, string) {
+		out := buf.String()
+		return strings.Contains(out, "another vendor") && strings.Contains(out, "resolver=unbound-1"), out
+	})
 	out := buf.String()
 	if !strings.Contains(out, `msg="backend identifies as another vendor than configured" resolver=bind-1`) ||
 		!strings.Contains(out, "identified=unbound configured=bind") {
@@ -400,17 +386,13 @@ func TestRemovedVIPDeletedAfterRestart(t *testing.T) {
 	pruned := func(b []byte) bool {
 		return !strings.Contains(string(b), "192.0.2.53") && strings.Contains(string(b), "udp/192.0.2.54:53")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 5*time.Second, "old VIP deleted, new one created, owned file pruned", func() (bool, string) {
 		tab := mc.Table()
 		_, oldThere := tab[svcUDP]
 		_, newThere := tab[newUDP]
 		b, _ := os.ReadFile(ownedPath)
-		if !oldThere && newThere && pruned(b) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !oldThere && newThere && pruned(b), fmt.Sprintf("old %v, new %v, owned file:\n%s", oldThere, newThere, b)
+	})
 	tab := mc.Table()
 	if _, ok := tab[svcUDP]; ok {
 		t.Errorf("old VIP service %s still in the table after restart", svcUDP)

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/intent"
+	"lbdns/internal/poll"
 	"lbdns/vip"
 )
 
@@ -27,24 +30,10 @@ func destWeights(c *vip.MemClient) map[string]uint32 {
 
 func waitWeights(t *testing.T, c *vip.MemClient, want map[string]uint32) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var got map[string]uint32
-	for time.Now().Before(deadline) {
-		got = destWeights(c)
-		if len(got) == len(want) {
-			same := true
-			for k, v := range want {
-				if w, ok := got[k]; !ok || w != v {
-					same = false
-				}
-			}
-			if same {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("weights = %v, want %v", got, want)
+	poll.Until(t, 5*time.Second, fmt.Sprintf("weights %v", want), func() (bool, string) {
+		got := destWeights(c)
+		return maps.Equal(got, want), fmt.Sprint(got)
+	})
 }
 
 func TestOverridesApplyPersistAndSurviveRestart(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/internal/dnstest"
+	"lbdns/internal/poll"
 	"lbdns/prefetch"
 	"lbdns/vip"
 )
@@ -62,20 +63,15 @@ types = [%s]
 // waitPrefetch polls the daemon's prefetch snapshot until ok accepts it.
 func waitPrefetch(t *testing.T, d *Daemon, what string, ok func(map[string]prefetch.Status) bool) map[string]prefetch.Status {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
 	var m map[string]prefetch.Status
-	for time.Now().Before(deadline) {
+	poll.Until(t, 5*time.Second, "prefetch: "+what, func() (bool, string) {
 		m = map[string]prefetch.Status{}
 		for _, st := range d.Prefetch() {
 			m[st.Key.String()] = st
 		}
-		if ok(m) {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("prefetch: %s: snapshot %+v", what, m)
-	return nil
+		return ok(m), fmt.Sprintf("snapshot %+v", m)
+	})
+	return m
 }
 
 func TestPrefetchWiring(t *testing.T) {
