@@ -15,6 +15,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/health"
+	"lbdns/internal/poll"
 )
 
 const (
@@ -136,20 +137,6 @@ func (r *recorder) of(id string) []string {
 	return out
 }
 
-// waitFor polls cond until it holds or waitLimit passes (in a synctest
-// bubble, virtual time: it waits exactly until the monitor's timers made
-// cond true).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // start runs m until the returned stop is called (also at cleanup); stop
 // fails the test if Run does not return within waitLimit.
 func start(t *testing.T, m *Monitor) (stop func()) {
@@ -188,9 +175,9 @@ func TestTransitionEvents(t *testing.T) {
 		m.Update([]Target{fp.newTarget("a", a, sched(2, 2))})
 		start(t, m)
 
-		waitFor(t, "a up", func() bool { return len(rec.of("a")) == 1 })
+		poll.Until(t, waitLimit, "a up", poll.True(func() bool { return len(rec.of("a")) == 1 }))
 		fp.setFail(a, "rcode SERVFAIL")
-		waitFor(t, "a down", func() bool { return len(rec.of("a")) == 2 })
+		poll.Until(t, waitLimit, "a down", poll.True(func() bool { return len(rec.of("a")) == 2 }))
 
 		ev := rec.all()[1]
 		if ev.Transition.From != health.Up || ev.Transition.To != health.Down {
@@ -211,7 +198,7 @@ func TestTransitionEvents(t *testing.T) {
 		}
 
 		fp.setFail(a, "")
-		waitFor(t, "a up again", func() bool { return len(rec.of("a")) == 3 })
+		poll.Until(t, waitLimit, "a up again", poll.True(func() bool { return len(rec.of("a")) == 3 }))
 		if got, want := rec.of("a"), []string{"unknown>up", "up>down", "down>up"}; !slices.Equal(got, want) {
 			t.Errorf("events = %v, want %v", got, want)
 		}
@@ -239,7 +226,7 @@ func TestUpdate(t *testing.T) {
 			fp.newTarget("d", d, sched(2, 2)),
 		})
 		start(t, m)
-		waitFor(t, "all up", func() bool { return len(rec.all()) == 4 })
+		poll.Until(t, waitLimit, "all up", poll.True(func() bool { return len(rec.all()) == 4 }))
 
 		checksA := m.Status()[key("a")].Health.Checks
 		checksD := m.Status()[key("d")].Health.Checks
@@ -279,10 +266,10 @@ func TestUpdate(t *testing.T) {
 			}
 		}
 
-		waitFor(t, "b up again", func() bool { return len(rec.of("b")) == 2 })
-		waitFor(t, "a probed 5 more times", func() bool { return m.Status()[key("a")].Health.Checks >= checksA+5 })
+		poll.Until(t, waitLimit, "b up again", poll.True(func() bool { return len(rec.of("b")) == 2 }))
+		poll.Until(t, waitLimit, "a probed 5 more times", poll.True(func() bool { return m.Status()[key("a")].Health.Checks >= checksA+5 }))
 		// c would have been probed several times by now.
-		waitFor(t, "b probed 5 more times", func() bool { return m.Status()[key("b")].Health.Checks >= 8 })
+		poll.Until(t, waitLimit, "b probed 5 more times", poll.True(func() bool { return m.Status()[key("b")].Health.Checks >= 8 }))
 
 		{ // no new event for unchanged target
 			if got := rec.of("a"); !slices.Equal(got, []string{"unknown>up"}) {
@@ -329,7 +316,7 @@ func TestSlowProbeNeverOverlaps(t *testing.T) {
 		m.Update(targets)
 		start(t, m)
 		for i := 1; i <= 3; i++ {
-			waitFor(t, "5 probes", func() bool { return fp.callCount(addr(i)) >= 5 })
+			poll.Until(t, waitLimit, "5 probes", poll.True(func() bool { return fp.callCount(addr(i)) >= 5 }))
 		}
 		fp.mu.Lock()
 		defer fp.mu.Unlock()
@@ -364,7 +351,7 @@ func TestRunStopsAllGoroutines(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "300 probes", func() bool { return total() >= 300 })
+	poll.Until(t, waitLimit, "300 probes", poll.True(func() bool { return total() >= 300 }))
 	stop()
 
 	after := total()
@@ -372,7 +359,7 @@ func TestRunStopsAllGoroutines(t *testing.T) {
 	if got := total(); got != after {
 		t.Errorf("%d probes after Run returned", got-after)
 	}
-	waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= base })
+	poll.Until(t, waitLimit, "goroutines to settle", poll.True(func() bool { return runtime.NumGoroutine() <= base }))
 }
 
 func TestRunAgainKeepsState(t *testing.T) {
@@ -385,7 +372,7 @@ func TestRunAgainKeepsState(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- m.Run(ctx) }()
-		waitFor(t, "a up", func() bool { return state(m, "a") == health.Up })
+		poll.Until(t, waitLimit, "a up", poll.True(func() bool { return state(m, "a") == health.Up }))
 		{ // second concurrent Run is refused
 			if err := m.Run(context.Background()); !errors.Is(err, ErrRunning) {
 				t.Errorf("Run = %v, want ErrRunning", err)
@@ -398,7 +385,7 @@ func TestRunAgainKeepsState(t *testing.T) {
 		checks := m.Status()[key("a")].Health.Checks
 
 		start(t, m)
-		waitFor(t, "a probed again", func() bool { return m.Status()[key("a")].Health.Checks > checks })
+		poll.Until(t, waitLimit, "a probed again", poll.True(func() bool { return m.Status()[key("a")].Health.Checks > checks }))
 		if s := state(m, "a"); s != health.Up {
 			t.Errorf("a = %v after restart, want up", s)
 		}
@@ -667,7 +654,7 @@ func TestFastIntervalWhileTransitioning(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- m.Run(ctx) }()
-		waitFor(t, "8 probes", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 8 })
+		poll.Until(t, waitLimit, "8 probes", poll.True(func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) >= 8 }))
 		cancel()
 		<-done
 		mu.Lock()
