@@ -81,7 +81,7 @@ func WarmUp(cfg *configs.Config) time.Duration {
 // a reload, a warm planner stays warm (targets that kept their state are
 // not held back) and keeps each pool's memory, except the last good set
 // of a pool whose members (names or addresses) or check (the question it
-// asks, see configs.Check.SameProbe) changed: it no longer says who was
+// asks, see configs.Check.ProbeIdentity) changed: it no longer says who was
 // in traffic. The plan in force is no longer current.
 func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	if reload && p.cfg != nil {
