@@ -105,9 +105,11 @@ type Pool struct {
 	// does not take all the traffic alone. Default: the larger of
 	// MinHealthy and half the members, rounded up.
 	RecoverHealthy int `toml:"recover_healthy"`
-	// FailOpen keeps all enabled members in traffic when fewer than
-	// MinHealthy are healthy, or when every member fails at once.
-	// Default true.
+	// FailOpen, when fewer than MinHealthy are healthy or when every
+	// member fails at once, keeps in traffic the members that were in
+	// traffic just before (the last good set); members already failing
+	// before stay out. With no last good set (cold start, or a reload
+	// that changed the pool) every enabled member is kept. Default true.
 	FailOpen *bool `toml:"fail_open"`
 }
 

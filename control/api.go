@@ -146,8 +146,11 @@ type Pool struct {
 	Total   int `json:"total"`
 	Enabled int `json:"enabled"`
 	Healthy int `json:"healthy"`
-	// FailOpen is true when the pool is below its minimum and keeps
-	// every enabled member in traffic.
+	// FailOpen is true when the pool is below its minimum (or every
+	// member fails at once) and keeps members in traffic that fail their
+	// checks: its last good set (the members in traffic just before the
+	// collapse; those already failing before stay out), or every enabled
+	// member when it has none. Each member's Why says which.
 	FailOpen bool `json:"fail_open"`
 	// Diagnosis is one of healthy, degraded, vendor-wide-failure,
 	// below-minimum, upstream-failure, no-facts.
@@ -201,10 +204,32 @@ type Member struct {
 	// services; Weight is its IPVS weight then (0 when drained).
 	InTraffic bool   `json:"in_traffic"`
 	Weight    uint32 `json:"weight"`
+	// Why is the pool's reason for keeping the member in or out of
+	// traffic, one of the Why* codes; WhyText says it in one line for
+	// people ("failing its check (down: timeout), held by fail-open: in
+	// traffic before the pool collapsed"). The reason is the pool's: an
+	// override scoped to one VIP may still drain or remove the member's
+	// destinations in that VIP's services (InTraffic and Weight show the
+	// result). Both are empty from a daemon that does not give reasons.
+	Why     string `json:"why,omitempty"`
+	WhyText string `json:"why_text,omitempty"`
 	// Stats sums the kernel's counters over the member's destinations
 	// in every service of the pool's VIPs; nil when not read.
 	Stats *DestStats `json:"stats,omitempty"`
 }
+
+// Reasons a member is in or out of traffic (Member.Why).
+const (
+	WhyHealthy      = "healthy"        // in: its check is up and fresh
+	WhyNoVerdict    = "no-verdict"     // out: its check has no verdict yet
+	WhyDown         = "down"           // out: its check is down
+	WhyStale        = "stale"          // out: its facts are too old to trust
+	WhyDrained      = "drained"        // in at weight 0: drained by an operator
+	WhyDisabled     = "disabled"       // out: disabled by an operator
+	WhyHeldFailOpen = "held-fail-open" // in although failing: the pool fails open and it was in traffic before the collapse
+	WhyOutFailOpen  = "out-fail-open"  // out although the pool fails open: it was failing before the collapse
+	WhyFailOpenAll  = "fail-open-all"  // in although failing: the pool fails open with no last good set, keeping every enabled member
+)
 
 // Actions an override request can ask for.
 const (

@@ -78,8 +78,13 @@ type poolView struct {
 	Healthy, Enabled, Total, MinHlt int
 	BelowMin                        bool
 	FailOpen                        bool
-	Vendors                         []VendorCount
-	Members                         []memberView
+	// FailOpenAll is true when the pool fails open with no last good set
+	// (every enabled member kept); Held and Out name the failing members
+	// it holds in traffic and those it keeps out, when failing open.
+	FailOpenAll bool
+	Held, Out   []string
+	Vendors     []VendorCount
+	Members     []memberView
 }
 
 type memberView struct {
@@ -102,7 +107,11 @@ type memberView struct {
 	Reason            string
 	InTraffic         bool
 	Weight            uint32
-	Stats             *statsView
+	// Why is the reason code for being in or out of traffic, WhyText its
+	// text, WhyClass the CSS class for it (in, held, drained, out or
+	// other).
+	Why, WhyText, WhyClass string
+	Stats                  *statsView
 }
 
 type statsView struct {
@@ -203,6 +212,17 @@ func buildPool(pl Pool, now time.Time) poolView {
 			Override: m.Override, OverrideClass: oneOf(m.Override, "none", "drain", "disable"),
 			Reason:    m.OverrideReason,
 			InTraffic: m.InTraffic, Weight: m.Weight,
+			Why: m.Why, WhyText: m.WhyText, WhyClass: whyClass(m.Why),
+		}
+		if pl.FailOpen {
+			switch m.Why {
+			case WhyHeldFailOpen:
+				v.Held = append(v.Held, m.Resolver)
+			case WhyOutFailOpen:
+				v.Out = append(v.Out, m.Resolver)
+			case WhyFailOpenAll:
+				v.FailOpenAll = true
+			}
 		}
 		if mv.Override == "" {
 			mv.Override, mv.OverrideClass = "none", "none"
@@ -219,6 +239,22 @@ func buildPool(pl Pool, now time.Time) poolView {
 		v.Members = append(v.Members, mv)
 	}
 	return v
+}
+
+// whyClass is the CSS class of a member's reason for being in or out of
+// traffic.
+func whyClass(why string) string {
+	switch why {
+	case WhyHealthy:
+		return "in"
+	case WhyHeldFailOpen, WhyFailOpenAll:
+		return "held"
+	case WhyDrained:
+		return "drained"
+	case WhyNoVerdict, WhyDown, WhyStale, WhyDisabled, WhyOutFailOpen:
+		return "out"
+	}
+	return "other"
 }
 
 // diagnosisClass is the severity of a pool diagnosis.

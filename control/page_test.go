@@ -22,7 +22,7 @@ func renderPage(t *testing.T, st *Status, now time.Time, refresh time.Duration) 
 	return rec.Code, rec.Body.String()
 }
 
-var memberRow = regexp.MustCompile(`<tr class="member state-([a-z]+)" data-pool="([^"]*)" data-resolver="([^"]*)" data-state="([^"]*)" data-override="([^"]*)">`)
+var memberRow = regexp.MustCompile(`<tr class="member state-([a-z]+)" data-pool="([^"]*)" data-resolver="([^"]*)" data-state="([^"]*)" data-override="([^"]*)" data-why="([^"]*)">`)
 
 func TestPageMembers(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -32,9 +32,9 @@ func TestPageMembers(t *testing.T) {
 	}
 	rows := memberRow.FindAllStringSubmatch(page, -1)
 	want := [][]string{
-		{"up", "main", "bind-1", "up", "none"},
-		{"down", "main", "bind-2", "down", "drain"},
-		{"unknown", "main", "unbound-1", "unknown", "disable"},
+		{"up", "main", "bind-1", "up", "none", "healthy"},
+		{"down", "main", "bind-2", "down", "drain", "down"},
+		{"unknown", "main", "unbound-1", "unknown", "disable", "disabled"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d member rows; want %d:\n%s", len(rows), len(want), page)
@@ -61,6 +61,10 @@ func TestPageMembers(t *testing.T) {
 		`<td class="wrap ovr-drain">drain: `,
 		`<td class="wrap ovr-disable">disable: disk swap</td>`,
 		`<span class="ok">yes</span> / 100`,
+		`<th>why in / out</th>`,
+		`<td class="wrap why-in">healthy</td>`,
+		`<td class="wrap why-out">drained by an operator and down: timeout after 1s &lt;id mismatch&gt;</td>`,
+		`<td class="wrap why-out">disabled by an operator</td>`,
 		`12 / 340`, `1.5k / 1.5k`, `2.4M / 9.1M`,
 		`ORPHANED`, `uid 1000`,
 		`www.example.com.`, `in 4m`,
@@ -100,18 +104,57 @@ func TestPageBanners(t *testing.T) {
 	)
 }
 
+func TestPageFailOpenBanner(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	banner := regexp.MustCompile(`<div class="banner crit fail-open">([^<]*)</div>`)
+	for _, tc := range []struct {
+		name string
+		edit func(p *Pool)
+		want string
+	}{
+		{"last good set", func(p *Pool) {
+			p.Members[1].Why, p.Members[1].Override = WhyHeldFailOpen, "none"
+			p.Members[2].Why, p.Members[2].Override = WhyOutFailOpen, "none"
+		}, "FAIL-OPEN: pool main is below its minimum of 2 healthy; the members in traffic before the collapse (its last good set) are held: bind-2; kept out, already failing before it: unbound-1"},
+		{"no last good set", func(p *Pool) {
+			p.Members[1].Why, p.Members[2].Why = WhyFailOpenAll, WhyFailOpenAll
+		}, "FAIL-OPEN: pool main is below its minimum of 2 healthy; no last good set (cold start, or the pool changed): every enabled member is kept in traffic, failing ones too"},
+		{"upstream, above the minimum", func(p *Pool) {
+			p.Healthy, p.MinHealthy = 2, 1
+			p.Members[1].Why = WhyHeldFailOpen
+		}, "FAIL-OPEN: pool main fails open; the members in traffic before the collapse (its last good set) are held: bind-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := sampleStatus(now)
+			st.Pools[0].FailOpen = true
+			tc.edit(&st.Pools[0])
+			_, page := renderPage(t, st, now, 0)
+			m := banner.FindAllStringSubmatch(page, -1)
+			if len(m) != 1 || m[0][1] != tc.want {
+				t.Errorf("banners %q; want one: %q", m, tc.want)
+			}
+			if strings.Contains(page, "every enabled member") != (tc.name == "no last good set") {
+				t.Errorf("page says every enabled member is kept (or does not) wrongly:\n%s", page)
+			}
+		})
+	}
+}
+
 func TestPageEscapes(t *testing.T) {
 	now := time.Now()
 	st := sampleStatus(now)
 	st.Pools[0].Members[0].Resolver = `x" onmouseover="alert(2)`
 	st.Pools[0].Name = `<b>pool</b>`
+	st.Pools[0].Members[1].WhyText = `down: <img src=x onerror="alert(3)">`
+	st.Pools[0].Members[2].Why = `"><i>why</i>`
 	_, page := renderPage(t, st, now, 0)
-	for _, raw := range []string{"<script>alert(1)</script>", `x" onmouseover="alert(2)`, "<b>pool</b>"} {
+	for _, raw := range []string{"<script>alert(1)</script>", `x" onmouseover="alert(2)`, "<b>pool</b>", `<img src=x`, `<i>why</i>`} {
 		if strings.Contains(page, raw) {
 			t.Errorf("page contains %q unescaped", raw)
 		}
 	}
-	contains(t, "page", page, "&lt;script&gt;alert(1)&lt;/script&gt;", `data-resolver="x&#34; onmouseover=&#34;alert(2)"`)
+	contains(t, "page", page, "&lt;script&gt;alert(1)&lt;/script&gt;", `data-resolver="x&#34; onmouseover=&#34;alert(2)"`,
+		`down: &lt;img src=x onerror=&#34;alert(3)&#34;&gt;`, `data-why="&#34;&gt;&lt;i&gt;why&lt;/i&gt;"`)
 }
 
 func TestPageHasNoExternalAssets(t *testing.T) {

@@ -37,11 +37,13 @@ func sampleStatus(now time.Time) *Status {
 			Members: []Member{
 				{Resolver: "bind-1", Address: "10.0.0.1:53", Vendor: "bind", Identity: "9.18.28-1~deb12u2-Debian", IdentifiedVendor: "bind",
 					State: "up", Since: now.Add(-3*time.Minute - 12*time.Second), Fresh: true, LastProbe: now.Add(-time.Second), LastResult: "ok",
-					RTTMillis: 1.25, Flaps: 2, Override: "none", InTraffic: true, Weight: 100, Stats: stats},
+					RTTMillis: 1.25, Flaps: 2, Override: "none", InTraffic: true, Weight: 100, Why: WhyHealthy, WhyText: "healthy", Stats: stats},
 				{Resolver: "bind-2", Address: "10.0.0.3:53", Vendor: "bind", Identity: "PowerDNS Recursor 5.0.2", IdentifiedVendor: "powerdns",
 					State: "down", Since: now.Add(-time.Hour), Fresh: true, LastProbe: now.Add(-time.Second), LastResult: "timeout after 1s",
-					Flaps: 7, Override: "drain", OverrideReason: "<script>alert(1)</script>", InTraffic: true, Weight: 0},
-				{Resolver: "unbound-1", Address: "10.0.0.2:53", Vendor: "unbound", State: "unknown", Fresh: false, Override: "disable", OverrideReason: "disk swap"},
+					Flaps: 7, Override: "drain", OverrideReason: "<script>alert(1)</script>", InTraffic: true, Weight: 0,
+					Why: WhyDown, WhyText: "drained by an operator and down: timeout after 1s <id mismatch>"},
+				{Resolver: "unbound-1", Address: "10.0.0.2:53", Vendor: "unbound", State: "unknown", Fresh: false, Override: "disable", OverrideReason: "disk swap",
+					Why: WhyDisabled, WhyText: "disabled by an operator"},
 			},
 		}},
 		Overrides: []Override{

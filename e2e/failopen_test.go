@@ -83,6 +83,12 @@ func TestFailOpenKeepsLastGood(t *testing.T) {
 	if err != nil || !tb.equal(lastGood) {
 		t.Errorf("failing open: table\n%swant the last good set (r1 alone):\n%s(err %v)", tb, lastGood, err)
 	}
+	st := w.statusJSON()
+	for name, why := range map[string]string{"r1": control.WhyHeldFailOpen, "r2": control.WhyOutFailOpen, "r3": control.WhyOutFailOpen} {
+		if m, _ := member(st, "main", name); m.Why != why || m.WhyText == "" {
+			t.Errorf("failing open: %s why %q (%q), want %q", name, m.Why, m.WhyText, why)
+		}
+	}
 
 	if err := w.backend("r2").Restart(); err != nil {
 		t.Fatal(err)

@@ -193,7 +193,7 @@ func rowOf(t *testing.T, rows []map[string]string, col, value string) map[string
 }
 
 // memberColumns are the columns of lbctl status's member tables.
-var memberColumns = []string{"RESOLVER", "ADDRESS", "VENDOR", "IDENTIFIED", "STATE", "SINCE", "LAST", "RTT", "FLAPS", "OVERRIDE", "WEIGHT", "CONNS", "PPS"}
+var memberColumns = []string{"RESOLVER", "ADDRESS", "VENDOR", "IDENTIFIED", "STATE", "SINCE", "LAST", "RTT", "FLAPS", "OVERRIDE", "WHY", "WEIGHT", "CONNS", "PPS"}
 
 // overrideColumns are the columns of lbctl status's override table.
 var overrideColumns = []string{"RESOLVER", "SCOPE", "ACTION", "REASON", "SET", "BY"}

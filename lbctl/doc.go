@@ -19,10 +19,12 @@
 //	status
 //	    The daemon (config file, up since, DRY RUN and warm-up warnings,
 //	    last reload and its error), the VIPs, every pool (diagnosis,
-//	    healthy/enabled/total members, FAIL-OPEN, per-vendor counts) with a
-//	    row per member (declared and identified vendor, state and since
-//	    when, last probe result and RTT, flaps, override and reason, IPVS
-//	    weight, connections and packets per second), the operator overrides
+//	    healthy/enabled/total members, FAIL-OPEN with the members held in
+//	    traffic and those kept out, per-vendor counts) with a row per
+//	    member (declared and identified vendor, state and since when, last
+//	    probe result and RTT, flaps, override and reason, why it is in or
+//	    out of traffic, IPVS weight, connections and packets per second),
+//	    the operator overrides
 //	    (orphaned ones marked) and a prefetch summary. With -o json: the
 //	    daemon's status document (control.Status), indented.
 //	drain RESOLVER [--pool P | --vip V] [--reason TEXT]

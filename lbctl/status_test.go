@@ -16,6 +16,12 @@ import (
 // disabled and out of traffic; and two overrides, one orphaned.
 func sampleStatus(dryRun, failOpen bool) control.Status {
 	gen := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	// unbound-1 is down but in traffic: held by fail-open, or (without
+	// fail-open) a verdict the applied table has not caught up with.
+	why, whyText := control.WhyDown, "down: timeout"
+	if failOpen {
+		why, whyText = control.WhyHeldFailOpen, "failing its check (down: timeout), held by fail-open: in traffic before the pool collapsed"
+	}
 	return control.Status{
 		Version:   control.StatusVersion,
 		Generated: gen,
@@ -41,17 +47,18 @@ func sampleStatus(dryRun, failOpen bool) control.Status {
 					State: "up", Since: gen.Add(-(3*time.Minute + 12*time.Second)), Fresh: true,
 					LastProbe: gen.Add(-time.Second), LastResult: "ok", RTTMillis: 1.24, Flaps: 2,
 					Override: "drain", OverrideReason: "disk full", InTraffic: true, Weight: 0,
+					Why: control.WhyDrained, WhyText: "drained by an operator: weight 0 (healthy)",
 					Stats: &control.DestStats{ActiveConns: 5, InactiveConns: 2, PPSIn: 340},
 				},
 				{
 					Resolver: "unbound-1", Address: "198.51.100.12", Vendor: "unbound", IdentifiedVendor: "bind",
 					State: "down", Since: gen.Add(-2 * time.Hour), Fresh: false,
 					LastProbe: gen.Add(-90 * time.Second), LastResult: "timeout", RTTMillis: 300, Flaps: 7,
-					Override: "none", InTraffic: true, Weight: 100,
+					Override: "none", InTraffic: true, Weight: 100, Why: why, WhyText: whyText,
 				},
 				{
 					Resolver: "bind-2", Address: "198.51.100.13", Vendor: "bind",
-					State: "unknown", Override: "disable",
+					State: "unknown", Override: "disable", Why: control.WhyDisabled, WhyText: "disabled by an operator",
 				},
 			},
 		}},
@@ -123,7 +130,7 @@ func hasLine(out, want string) bool {
 	return false
 }
 
-var memberColumns = []string{"RESOLVER", "ADDRESS", "VENDOR", "IDENTIFIED", "STATE", "SINCE", "LAST", "RTT", "FLAPS", "OVERRIDE", "WEIGHT", "CONNS", "PPS"}
+var memberColumns = []string{"RESOLVER", "ADDRESS", "VENDOR", "IDENTIFIED", "STATE", "SINCE", "LAST", "RTT", "FLAPS", "OVERRIDE", "WHY", "WEIGHT", "CONNS", "PPS"}
 
 func TestStatusTable(t *testing.T) {
 	st := sampleStatus(true, true)
@@ -142,8 +149,11 @@ func TestStatusTable(t *testing.T) {
 	if !hasLine(out, "pool main (check recursive): below-minimum, healthy 1, enabled 2, total 3 (min healthy 2)") {
 		t.Errorf("no pool header:\n%s", out)
 	}
-	if !hasLine(out, "FAIL-OPEN: every enabled member kept in traffic") {
-		t.Errorf("no FAIL-OPEN line:\n%s", out)
+	if !hasLine(out, "FAIL-OPEN: last good set held in traffic although failing: unbound-1") {
+		t.Errorf("no FAIL-OPEN line naming the held member:\n%s", out)
+	}
+	if strings.Contains(out, "every enabled member") || strings.Contains(out, "kept out") {
+		t.Errorf("FAIL-OPEN says every member is kept, or names members kept out, though it holds its last good set:\n%s", out)
 	}
 	if !hasLine(out, "bind 1/2  unbound 0/1") {
 		t.Errorf("no vendor counts:\n%s", out)
@@ -165,11 +175,11 @@ func TestStatusTable(t *testing.T) {
 		want     map[string]string
 	}{
 		{"bind-1", map[string]string{"IDENTIFIED": "bind", "STATE": "up", "SINCE": "3m12s", "LAST": "ok", "RTT": "1.2ms",
-			"FLAPS": "2", "OVERRIDE": "drain (disk full)", "WEIGHT": "0", "CONNS": "7", "PPS": "340"}},
+			"FLAPS": "2", "OVERRIDE": "drain (disk full)", "WHY": "drained", "WEIGHT": "0", "CONNS": "7", "PPS": "340"}},
 		{"unbound-1", map[string]string{"IDENTIFIED": "bind!", "STATE": "down (stale)", "SINCE": "2h0m", "LAST": "timeout (1m30s ago)",
-			"RTT": "300.0ms", "FLAPS": "7", "OVERRIDE": "-", "WEIGHT": "100", "CONNS": "-", "PPS": "-"}},
+			"RTT": "300.0ms", "FLAPS": "7", "OVERRIDE": "-", "WHY": "held-fail-open", "WEIGHT": "100", "CONNS": "-", "PPS": "-"}},
 		{"bind-2", map[string]string{"IDENTIFIED": "-", "STATE": "unknown", "SINCE": "-", "LAST": "-", "RTT": "-",
-			"OVERRIDE": "disable", "WEIGHT": "-"}},
+			"OVERRIDE": "disable", "WHY": "disabled", "WEIGHT": "-"}},
 	} {
 		m := row(t, members, "RESOLVER", tc.resolver)
 		for col, want := range tc.want {
@@ -192,6 +202,44 @@ func TestStatusTable(t *testing.T) {
 	}
 	if !hasLine(out, "prefetch: 3 entries, failing 1, parked 1") {
 		t.Errorf("no prefetch summary:\n%s", out)
+	}
+}
+
+func TestStatusFailOpenReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(ms []control.Member)
+		lines []string
+	}{
+		{"last good set, one kept out", func(ms []control.Member) {
+			ms[2].Override, ms[2].Why, ms[2].WhyText = "none", control.WhyOutFailOpen, "out although the pool fails open: already failing before the collapse (no verdict yet)"
+		}, []string{"FAIL-OPEN: last good set held in traffic although failing: unbound-1", "kept out, already failing before the collapse: bind-2"}},
+		{"no last good set", func(ms []control.Member) {
+			ms[1].Why = control.WhyFailOpenAll
+			ms[2].Override, ms[2].Why, ms[2].InTraffic = "none", control.WhyFailOpenAll, true
+		}, []string{"FAIL-OPEN: no last good set (cold start, or the pool changed): every enabled member kept in traffic, failing ones too: unbound-1, bind-2"}},
+		{"a daemon without reasons", func(ms []control.Member) {
+			for i := range ms {
+				ms[i].Why, ms[i].WhyText = "", ""
+			}
+		}, []string{"FAIL-OPEN: the members in traffic before the collapse (last good set) are held; those failing before it stay out"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := sampleStatus(false, true)
+			tc.edit(st.Pools[0].Members)
+			var b strings.Builder
+			if err := writeStatus(&b, &st); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range tc.lines {
+				if !hasLine(b.String(), l) {
+					t.Errorf("no line %q:\n%s", l, b.String())
+				}
+			}
+			if strings.Count(b.String(), "FAIL-OPEN") != 1 {
+				t.Errorf("want one FAIL-OPEN line:\n%s", b.String())
+			}
+		})
 	}
 }
 

@@ -128,7 +128,7 @@ func (sw *statusWriter) pool(p control.Pool) {
 	sw.printf("\npool %s (check %s): %s, healthy %d, enabled %d, total %d (min healthy %d)\n",
 		p.Name, p.Check, p.Diagnosis, p.Healthy, p.Enabled, p.Total, p.MinHealthy)
 	if p.FailOpen {
-		sw.printf("FAIL-OPEN: every enabled member kept in traffic\n")
+		sw.failOpen(p.Members)
 	}
 	if p.Detail != "" {
 		sw.printf("  %s\n", p.Detail)
@@ -145,13 +145,43 @@ func (sw *statusWriter) pool(p control.Pool) {
 		return
 	}
 	tw := sw.table()
-	fmt.Fprintf(tw, "  RESOLVER\tADDRESS\tVENDOR\tIDENTIFIED\tSTATE\tSINCE\tLAST\tRTT\tFLAPS\tOVERRIDE\tWEIGHT\tCONNS\tPPS\n")
+	fmt.Fprintf(tw, "  RESOLVER\tADDRESS\tVENDOR\tIDENTIFIED\tSTATE\tSINCE\tLAST\tRTT\tFLAPS\tOVERRIDE\tWHY\tWEIGHT\tCONNS\tPPS\n")
 	for _, m := range p.Members {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n",
 			m.Resolver, m.Address, m.Vendor, identified(m), state(m), sw.ago(m.Since), sw.last(m),
-			rtt(m), m.Flaps, override(m.Override, m.OverrideReason), weight(m), conns(m.Stats), pps(m.Stats))
+			rtt(m), m.Flaps, override(m.Override, m.OverrideReason), dash(m.Why), weight(m), conns(m.Stats), pps(m.Stats))
 	}
 	tw.Flush()
+}
+
+// failOpen writes the FAIL-OPEN warning of a pool failing open: which
+// failing members it holds in traffic (its last good set, or every
+// enabled member when it has none) and which it keeps out because they
+// were failing before the collapse, from the members' reasons.
+func (sw *statusWriter) failOpen(members []control.Member) {
+	var held, out, all []string
+	for _, m := range members {
+		switch m.Why {
+		case control.WhyHeldFailOpen:
+			held = append(held, m.Resolver)
+		case control.WhyOutFailOpen:
+			out = append(out, m.Resolver)
+		case control.WhyFailOpenAll:
+			all = append(all, m.Resolver)
+		}
+	}
+	switch {
+	case len(all) > 0:
+		sw.printf("FAIL-OPEN: no last good set (cold start, or the pool changed): every enabled member kept in traffic, failing ones too: %s\n",
+			strings.Join(all, ", "))
+	case len(held) > 0:
+		sw.printf("FAIL-OPEN: last good set held in traffic although failing: %s\n", strings.Join(held, ", "))
+	default:
+		sw.printf("FAIL-OPEN: the members in traffic before the collapse (last good set) are held; those failing before it stay out\n")
+	}
+	if len(out) > 0 {
+		sw.printf("  kept out, already failing before the collapse: %s\n", strings.Join(out, ", "))
+	}
 }
 
 // identified is the vendor the resolver's identity names, marked "!" when

@@ -122,7 +122,7 @@ func newStatusCollector(src func(context.Context) Input) *statusCollector {
 	add("pool_enabled_members", "Members of the pool not disabled by an operator.", "pool")
 	add("pool_healthy_members", "Members of the pool that are up, fresh and not overridden.", "pool")
 	add("pool_min_healthy", "The pool's configured min_healthy.", "pool")
-	add("pool_fail_open", "1 when the pool is failing open (every enabled member kept in traffic).", "pool")
+	add("pool_fail_open", "1 when the pool is failing open: below min_healthy (or failing at once), it keeps its last good set in traffic (every enabled member when it has none).", "pool")
 	add("pool_diagnosis", "1 for the pool's current diagnosis.", "pool", "diagnosis")
 	add("pool_vendor_members", "Members of the pool per vendor.", "pool", "vendor")
 	add("pool_vendor_healthy_members", "Healthy members of the pool per vendor.", "pool", "vendor")

@@ -84,7 +84,7 @@ func TestMetrics(t *testing.T) {
 		"lbdns_pool_members{pool=p}":                               4,
 		"lbdns_pool_enabled_members{pool=p}":                       3,
 		"lbdns_pool_healthy_members{pool=p}":                       2,
-		"lbdns_pool_diagnosis{diagnosis=healthy,pool=p}":           1,
+		"lbdns_pool_diagnosis{diagnosis=degraded,pool=p}":          1,
 		"lbdns_pool_vendor_members{pool=p,vendor=bind}":            2,
 		"lbdns_backend_up{pool=p,resolver=a,vendor=bind}":          1,
 		"lbdns_backend_up{pool=p,resolver=d,vendor=unbound}":       0,

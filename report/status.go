@@ -95,12 +95,8 @@ func Status(in Input) *control.Status {
 	if st.Overrides == nil {
 		st.Overrides = []control.Override{}
 	}
-	members := map[string]*resolvers.PoolStatus{}
-	for i := range plan.Pools {
-		members[plan.Pools[i].Name] = &plan.Pools[i]
-	}
 	for i := range cfg.VIPs {
-		st.VIPs = append(st.VIPs, vipStatus(&cfg.VIPs[i], members[cfg.VIPs[i].Pool], in.Applied, in.Stats))
+		st.VIPs = append(st.VIPs, vipStatus(&cfg.VIPs[i], &plan, in.Applied, in.Stats))
 	}
 	for i := range plan.Pools {
 		p := cfg.Pool(plan.Pools[i].Name)
@@ -113,19 +109,15 @@ func Status(in Input) *control.Status {
 	return st
 }
 
-func vipStatus(v *configs.VIP, ps *resolvers.PoolStatus, applied vip.Table, stats Stats) control.VIP {
+// vipStatus is the view of v's applied services; the plan names the
+// resolver behind each destination (Plan.Dest), "" for one it does not
+// manage.
+func vipStatus(v *configs.VIP, plan *resolvers.Plan, applied vip.Table, stats Stats) control.VIP {
 	out := control.VIP{Name: v.Name, Address: v.Addr.String(), Pool: v.Pool, Services: []control.Service{}}
-	fwd := resolvers.Forwarding(v.Forwarding)
 	for _, k := range vipKeys(v) {
 		svc, ok := applied[k]
 		if !ok {
 			continue
-		}
-		owner := map[netip.AddrPort]string{}
-		if ps != nil {
-			for _, m := range ps.Members {
-				owner[resolvers.DestAddr(fwd, k.Port, m.Addr)] = m.Name
-			}
 		}
 		cs := control.Service{Proto: k.Proto.String(), Address: netip.AddrPortFrom(k.Addr, k.Port).String(), Scheduler: svc.Scheduler,
 			Destinations: []control.Destination{}}
@@ -136,7 +128,10 @@ func vipStatus(v *configs.VIP, ps *resolvers.PoolStatus, applied vip.Table, stat
 		slices.SortFunc(addrs, netip.AddrPort.Compare)
 		for _, a := range addrs {
 			dst := svc.Dests[a]
-			cd := control.Destination{Resolver: owner[a], Address: a.String(), Forwarding: dst.Forwarding.String(), Weight: dst.Weight}
+			cd := control.Destination{Address: a.String(), Forwarding: dst.Forwarding.String(), Weight: dst.Weight}
+			if _, m, ok := plan.Dest(k, a); ok {
+				cd.Resolver = m.Name
+			}
 			if s, ok := stats[k][a]; ok {
 				cd.Stats = apiStats(s)
 			}
@@ -183,7 +178,7 @@ func poolStatus(cfg *configs.Config, p *configs.Pool, ps *resolvers.PoolStatus, 
 	}
 	for _, m := range ps.Members {
 		cm := control.Member{Resolver: m.Name, Address: m.Addr.String(), Vendor: m.Vendor, State: m.State.String(),
-			Fresh: m.Fresh, Override: m.Override.String()}
+			Fresh: m.Fresh, Override: m.Override.String(), Why: m.Why.Code.String(), WhyText: m.Why.Text}
 		cm.InTraffic, cm.Weight = inTraffic(vips, m.Addr, in.Applied)
 		if m.State != health.Unknown {
 			cm.Since = m.Since.UTC()

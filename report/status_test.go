@@ -1,7 +1,9 @@
 package report
 
 import (
+	"maps"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,20 +91,21 @@ func testInput(t *testing.T) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := func(name, vendor string, st health.State, ov resolvers.Override) resolvers.Member {
-		return resolvers.Member{Name: name, Vendor: vendor, Addr: addr[name], State: st, Fresh: true, Since: t0.Add(-time.Hour), Override: ov}
+	fact := func(st health.State) resolvers.Fact {
+		return resolvers.Fact{State: st, Fresh: true, Since: t0.Add(-time.Hour)}
 	}
-	plan := resolvers.Plan{Pools: []resolvers.PoolStatus{{
-		Name: "p", MinHealthy: 1, Total: 4, Enabled: 3, Healthy: 2,
-		Vendors:   map[string]resolvers.VendorCount{"unbound": {Total: 2, Healthy: 1}, "bind": {Total: 2, Healthy: 1}},
-		Diagnosis: resolvers.Healthy, Detail: "2 of 4 healthy",
-		Members: []resolvers.Member{
-			member("a", "bind", health.Up, resolvers.None),
-			member("b", "unbound", health.Up, resolvers.None),
-			member("c", "bind", health.Up, resolvers.Disable),
-			member("d", "unbound", health.Down, resolvers.None),
+	plan := resolvers.Compute(resolvers.Input{Config: cfg, Now: t0,
+		Facts: map[resolvers.TargetKey]resolvers.Fact{
+			{Resolver: "a", Check: "rec"}: fact(health.Up),
+			{Resolver: "b", Check: "rec"}: fact(health.Up),
+			{Resolver: "c", Check: "rec"}: fact(health.Up),
+			{Resolver: "d", Check: "rec"}: fact(health.Down),
 		},
-	}}}
+		Overrides: []resolvers.Rule{
+			{Resolver: "b", VIP: "v2", Override: resolvers.Drain},
+			{Resolver: "c", Pool: "p", Override: resolvers.Disable},
+		},
+	})
 	dest := func(a netip.AddrPort, fwd vip.Forwarding, w uint32) map[netip.AddrPort]vip.Destination {
 		return map[netip.AddrPort]vip.Destination{a: {Addr: a, Forwarding: fwd, Weight: w}}
 	}
@@ -154,7 +157,8 @@ func TestStatusMembers(t *testing.T) {
 		t.Fatalf("pools: %+v", st.Pools)
 	}
 	p := st.Pools[0]
-	if p.Check != "rec" || len(p.VIPs) != 2 || p.VIPs[0] != "v1" || p.VIPs[1] != "v2" || p.Diagnosis != "healthy" {
+	if p.Check != "rec" || len(p.VIPs) != 2 || p.VIPs[0] != "v1" || p.VIPs[1] != "v2" || p.Diagnosis != "degraded" ||
+		p.Healthy != 2 || p.Enabled != 3 || p.Total != 4 || p.FailOpen {
 		t.Errorf("pool: %+v", p)
 	}
 	if len(p.Vendors) != 2 || p.Vendors[0].Vendor != "bind" || p.Vendors[1] != (control.VendorCount{Vendor: "unbound", Total: 2, Healthy: 1}) {
@@ -271,4 +275,83 @@ func TestStatusDaemonAndOverrides(t *testing.T) {
 			t.Errorf("empty status: %+v", st)
 		}
 	})
+}
+
+func TestStatusWhy(t *testing.T) {
+	t.Run("codes match control's", func(t *testing.T) {
+		for code, want := range map[resolvers.WhyCode]string{
+			resolvers.WhyHealthy: control.WhyHealthy, resolvers.WhyNoVerdict: control.WhyNoVerdict, resolvers.WhyDown: control.WhyDown,
+			resolvers.WhyStale: control.WhyStale, resolvers.WhyDrained: control.WhyDrained, resolvers.WhyDisabled: control.WhyDisabled,
+			resolvers.WhyHeldFailOpen: control.WhyHeldFailOpen, resolvers.WhyOutFailOpen: control.WhyOutFailOpen,
+			resolvers.WhyFailOpenAll: control.WhyFailOpenAll,
+		} {
+			if code.String() != want {
+				t.Errorf("resolvers code %d is %q, control says %q", code, code, want)
+			}
+		}
+	})
+	t.Run("from the plan", func(t *testing.T) {
+		st := Status(testInput(t))
+		for i, want := range []string{control.WhyHealthy, control.WhyHealthy, control.WhyDisabled, control.WhyDown} {
+			m := st.Pools[0].Members[i]
+			if m.Why != want || m.WhyText == "" {
+				t.Errorf("%s: why %q (%q), want %q with a text", m.Resolver, m.Why, m.WhyText, want)
+			}
+		}
+	})
+	t.Run("fail-open to the last good set", func(t *testing.T) {
+		// a and b were the last good set; b and d are down now (d already
+		// was), c is up but disabled: the pool fails open, holds a and b,
+		// keeps d out.
+		in := testInput(t)
+		down := resolvers.Fact{State: health.Down, Fresh: true, Since: t0.Add(-time.Minute), Reason: "timeout"}
+		in.Plan = resolvers.Compute(resolvers.Input{Config: in.Config, Now: t0,
+			Facts: map[resolvers.TargetKey]resolvers.Fact{
+				{Resolver: "a", Check: "rec"}: down,
+				{Resolver: "b", Check: "rec"}: down,
+				{Resolver: "c", Check: "rec"}: {State: health.Up, Fresh: true, Since: t0.Add(-time.Hour)},
+				{Resolver: "d", Check: "rec"}: {State: health.Down, Fresh: true, Since: t0.Add(-time.Hour), Reason: "wrong question"},
+			},
+			Overrides: []resolvers.Rule{{Resolver: "c", Pool: "p", Override: resolvers.Disable}},
+			Memory:    map[string]resolvers.Memory{"p": {LastGood: []string{"a", "b"}}},
+		})
+		p := Status(in).Pools[0]
+		if !p.FailOpen {
+			t.Fatalf("pool does not fail open: %+v", p)
+		}
+		for i, want := range []string{control.WhyHeldFailOpen, control.WhyHeldFailOpen, control.WhyDisabled, control.WhyOutFailOpen} {
+			if m := p.Members[i]; m.Why != want {
+				t.Errorf("%s: why %q (%q), want %q", m.Resolver, m.Why, m.WhyText, want)
+			}
+		}
+		if m := p.Members[3]; !strings.Contains(m.WhyText, "wrong question") {
+			t.Errorf("d's reason text lacks its failure: %q", m.WhyText)
+		}
+	})
+}
+
+func TestStatusDestinationOwners(t *testing.T) {
+	in := testInput(t)
+	// A destination the daemon does not manage, and d (out of traffic)
+	// put in by hand: the plan names d, not the stranger.
+	stranger := netip.MustParseAddrPort("203.0.113.9:53")
+	svc := in.Applied[v1UDP]
+	svc.Dests[stranger] = vip.Destination{Addr: stranger, Forwarding: vip.DirectRoute, Weight: 1}
+	svc.Dests[drAddr("d")] = vip.Destination{Addr: drAddr("d"), Forwarding: vip.DirectRoute, Weight: 1}
+	st := Status(in)
+	got := map[string]string{}
+	for _, d := range st.VIPs[0].Services[0].Destinations {
+		got[d.Address] = d.Resolver
+	}
+	want := map[string]string{"198.51.100.1:53": "a", "198.51.100.2:53": "b", "198.51.100.4:53": "d", "203.0.113.9:53": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("v1 udp owners %v, want %v", got, want)
+	}
+	// v2 forwards by NAT to port 53 of the resolvers on the service's port
+	// 5353: the plan knows the translated address.
+	for _, d := range st.VIPs[1].Services[0].Destinations {
+		if d.Resolver == "" {
+			t.Errorf("v2 destination %s has no owner", d.Address)
+		}
+	}
 }
