@@ -183,7 +183,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 // the resync ticker.
 func TestTickRetriesOwnedSave(t *testing.T) {
 	d, _, clk := frozenDaemon(t)
-	owned := filepath.Join(d.cfg.Daemon.StateDir, ownedFile)
+	owned := filepath.Join(d.cfg.Daemon.StateDir, vip.OwnedFile)
 	// A directory in the file's place makes the rename fail.
 	if err := os.MkdirAll(filepath.Join(owned, "x"), 0o750); err != nil {
 		t.Fatal(err)
