@@ -13,6 +13,7 @@ import (
 	"lbdns/control"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
+	"lbdns/report"
 	"lbdns/resolvers"
 )
 
@@ -113,7 +114,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*contro
 		return nil, controlError(err)
 	}
 	if !res.Changed {
-		return &control.OverrideReply{Message: res.Message, Overrides: d.overrideView(d.cfg, next.Overrides)}, nil
+		return &control.OverrideReply{Message: res.Message, Overrides: report.Overrides(d.cfg, next.Overrides)}, nil
 	}
 	if err := d.store.Save(ctx, next); err != nil {
 		var ds *atomicfile.DirSyncError
@@ -135,7 +136,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*contro
 	}
 	d.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: text})
 	d.reconcile(ctx, false)
-	return &control.OverrideReply{Message: res.Message, Changed: true, Overrides: d.overrideView(d.cfg, next.Overrides)}, nil
+	return &control.OverrideReply{Message: res.Message, Changed: true, Overrides: report.Overrides(d.cfg, next.Overrides)}, nil
 }
 
 // setOverrides makes st the operator intent in force (loop only).
@@ -145,17 +146,6 @@ func (d *Daemon) setOverrides(st intent.State) {
 	d.mu.Lock()
 	d.overridesView = slices.Clone(st.Overrides)
 	d.mu.Unlock()
-}
-
-// overrideView turns the stored overrides into the API's, marking the
-// orphaned ones.
-func (d *Daemon) overrideView(cfg *configs.Config, list []intent.Override) []control.Override {
-	out := make([]control.Override, 0, len(list))
-	for _, o := range list {
-		out = append(out, control.Override{Resolver: o.Resolver, Pool: o.Pool, VIP: o.VIP, Action: o.Action,
-			Reason: o.Reason, Set: o.Set, By: o.By, Orphaned: intent.Orphaned(cfg, o) != ""})
-	}
-	return out
 }
 
 // reportOrphans logs every override the configuration no longer matches.
@@ -174,17 +164,7 @@ func (d *Daemon) reportOrphans(cfg *configs.Config) {
 // configuration file; an invalid one is a 422 with every problem.
 func (d *Daemon) reloadForControl(ctx context.Context) (*control.ReloadReply, error) {
 	if err := d.Reload(ctx); err != nil {
-		if ps := configs.Problems(err); len(ps) > 0 {
-			e := &control.Error{Code: http.StatusUnprocessableEntity, Message: fmt.Sprintf("reload rejected, running config unchanged: %d problems in %s", len(ps), d.opts.ConfigPath)}
-			for _, p := range ps {
-				e.Problems = append(e.Problems, control.Problem{File: p.File, Line: p.Line, Key: p.Key, Value: p.Value, Message: p.Msg, Text: p.Error()})
-			}
-			return nil, e
-		}
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		return nil, &control.Error{Code: http.StatusUnprocessableEntity, Message: "reload rejected, running config unchanged: " + err.Error()}
+		return nil, report.ReloadRejected(d.opts.ConfigPath, err)
 	}
 	return &control.ReloadReply{Summary: d.Config().Summary()}, nil
 }

@@ -28,8 +28,8 @@ import (
 	"lbdns/control"
 	"lbdns/health"
 	"lbdns/intent"
-	"lbdns/internal/atomicfile"
 	"lbdns/monitor"
+	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/report"
 	"lbdns/resolvers"
@@ -105,10 +105,10 @@ type Daemon struct {
 	// planner runs the pool policy over time: warm-up, fail-open memory,
 	// verdict events, and whether a tick has anything to do.
 	planner *resolvers.Planner
-	// dryRunWritten is set once the dry-run table file exists.
-	dryRunWritten bool
+	// dryRunFile is the table a dry run writes (nil unless DryRun).
+	dryRunFile *vip.DryRunFile
 
-	pf prefetcher // cache-refresh prefetcher (prefetch.go)
+	pf *prefetch.Service // cache refresh
 
 	// intent is what operators said, in force, and rules its overrides'
 	// pool-policy form (loop-owned; overridesView is the copy under mu);
@@ -193,6 +193,7 @@ func New(opts Options) (*Daemon, error) {
 		planner:    resolvers.NewPlanner(),
 		started:    opts.Now(),
 		registry:   opts.Registry,
+		pf:         prefetch.NewService(prefetch.ServiceOptions{Now: opts.Now, Logger: opts.Logger}),
 	}
 	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
 	m, err := report.NewMetrics(opts.Registry, d.reportInput)
@@ -250,7 +251,12 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log,
 	})
 	d.install(cfg, false)
-	d.loadOwned()
+	if err := d.owned.Restore(d.ownedPath()); err != nil {
+		d.log.Warn("cannot load all owned IPVS services; services of removed VIPs may be left alone", "path", d.ownedPath(), "err", err)
+	}
+	if opts.DryRun {
+		d.dryRunFile = vip.NewDryRunFile(filepath.Join(cfg.Daemon.StateDir, vip.DryRunFileName))
+	}
 	d.reportOrphans(cfg)
 	d.noteReload(nil)
 	if err := d.listen(cfg); err != nil {
@@ -380,7 +386,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { monDone <- d.mon.Run(mctx) }()
 	identDone := make(chan error, 1)
 	go func() { identDone <- d.ident.Run(mctx) }()
-	d.startPrefetch(mctx, d.cfg)
+	d.pf.Start(mctx, d.cfg)
 	servers := d.serve(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -405,7 +411,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-monDone
 			<-identDone
 			servers.Wait()
-			d.stopPrefetch()
+			d.pf.Stop()
 			if err := d.closeProbe(); err != nil {
 				d.log.Warn("close dns prober", "err", err)
 			}
@@ -567,7 +573,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.noteReload(nil)
 	d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Message: "config reloaded: " + cfg.Summary()})
 	d.reportOrphans(cfg)
-	d.reloadPrefetch(cfg)
+	d.pf.Configure(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }
@@ -593,7 +599,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	d.mu.Lock()
 	d.plan = plan
 	d.mu.Unlock()
-	d.prefetchHealth(plan)
+	d.pf.SetHealthy(plan.HealthyResolvers())
 	if !step.Apply {
 		return
 	}
@@ -627,15 +633,19 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
 		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
 	} else {
-		d.pruneOwned(plan.Table)
+		if err := d.owned.PruneAndSave(d.ownedPath(), plan.Table, d.rec.Has); err != nil {
+			d.log.Warn("cannot save owned IPVS services (retried unless only the directory sync failed)", "path", d.ownedPath(), "err", err)
+		}
 		// Clean only when nothing is left to retry at the next tick: a
 		// reconciler cache the kernel surprised (the next Sync is a
 		// Resync), an owned-services file not yet saved, a dry-run
 		// table file not yet written.
-		d.planner.Settle(!d.rec.Dirty() && !d.owned.Unsaved() && (!d.dryRun || d.dryRunWritten))
+		d.planner.Settle(!d.rec.Dirty() && !d.owned.Unsaved() && (d.dryRunFile == nil || d.dryRunFile.Written()))
 	}
-	if d.dryRun && (len(ops) > 0 || !d.dryRunWritten) {
-		d.writeDryRunTable()
+	if d.dryRunFile != nil {
+		if err := d.dryRunFile.Update(d.rec.Table(), len(ops) > 0); err != nil {
+			d.log.Warn("cannot write dry-run table; will retry", "path", d.dryRunFile.Path(), "err", err)
+		}
 	}
 }
 
@@ -656,34 +666,20 @@ func (d *Daemon) reportVerdicts(ctx context.Context, events []resolvers.Event) {
 	}
 }
 
+// ensureAddresses puts the VIP addresses on their interfaces (not in
+// dry-run, nor with a test's client).
 func (d *Daemon) ensureAddresses() {
 	if d.dryRun || d.opts.Client != nil {
 		return
 	}
-	for _, v := range d.cfg.VIPs {
-		if v.Interface == "" {
-			continue
-		}
-		added, err := vip.EnsureAddress(v.Interface, netip.PrefixFrom(v.Addr, v.Addr.BitLen()))
-		switch {
-		case err != nil:
-			d.log.Error("cannot put VIP address on interface", "vip", v.Name, "interface", v.Interface, "err", err)
-		case added:
-			d.log.Info("VIP address added", "vip", v.Name, "addr", v.Addr.String(), "interface", v.Interface)
-		}
+	added, err := vip.EnsureAddresses(d.cfg.VIPs)
+	for _, v := range added {
+		d.log.Info("VIP address added", "vip", v.Name, "addr", v.Addr.String(), "interface", v.Interface)
+	}
+	if err != nil {
+		d.log.Error("cannot put VIP addresses on their interfaces", "err", err)
 	}
 }
 
-// writeDryRunTable writes the table the daemon would program, in the
-// spirit of ipvsadm -Ln, to the state directory (atomically).
-func (d *Daemon) writeDryRunTable() {
-	t := d.rec.Table()
-	path := filepath.Join(d.cfg.Daemon.StateDir, "dry-run-table.txt")
-	err := atomicfile.Write(path, []byte(vip.FormatTable(t, "DRY RUN: this table was NOT applied to the kernel")))
-	var ds *atomicfile.DirSyncError
-	if err != nil && !errors.As(err, &ds) {
-		d.log.Warn("cannot write dry-run table; will retry", "path", path, "err", err)
-		return
-	}
-	d.dryRunWritten = true
-}
+// ownedPath is the file of the owned IPVS services (vip.OwnedSet).
+func (d *Daemon) ownedPath() string { return filepath.Join(d.cfg.Daemon.StateDir, vip.OwnedFile) }

@@ -382,7 +382,7 @@ func TestRemovedVIPDeletedAfterRestart(t *testing.T) {
 	newUDP := vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.54"), Port: 53, Proto: vip.UDP}
 	// The owned file is written after the reconcile that changed the
 	// table, so wait for both.
-	ownedPath := filepath.Join(dir, "state", ownedFile)
+	ownedPath := filepath.Join(dir, "state", vip.OwnedFile)
 	pruned := func(b []byte) bool {
 		return !strings.Contains(string(b), "192.0.2.53") && strings.Contains(string(b), "udp/192.0.2.54:53")
 	}

@@ -28,7 +28,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	snap := d.rec.Snapshot() // table and counters from one publish
 	applied := snap.Table
 	in := report.Input{
-		Now: now, Config: cfg, Plan: plan, Overrides: d.overrideView(cfg, ovs),
+		Now: now, Config: cfg, Plan: plan, Overrides: report.Overrides(cfg, ovs),
 		Target: func(resolver, check string) (monitor.TargetStatus, bool) {
 			ts, ok := mon[resolvers.MonitorKey(resolver, check)]
 			return ts, ok
@@ -38,10 +38,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: d.warmView.Load(),
 			LastReload: lastReload, LastReloadError: reloadErr},
 	}
-	if r := d.pf.runner.Load(); r != nil {
-		t := r.Totals()
-		in.Prefetch, in.PrefetchTotals = r.Snapshot(), &t
-	}
+	in.Prefetch, in.PrefetchTotals = d.pf.Status()
 	return in
 }
 

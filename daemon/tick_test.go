@@ -187,7 +187,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 func TestTickRetriesOwnedSave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d, _, clk := frozenDaemon(t)
-		owned := filepath.Join(d.cfg.Daemon.StateDir, ownedFile)
+		owned := filepath.Join(d.cfg.Daemon.StateDir, vip.OwnedFile)
 		// A directory in the file's place makes the rename fail.
 		if err := os.MkdirAll(filepath.Join(owned, "x"), 0o750); err != nil {
 			t.Fatal(err)

@@ -72,6 +72,33 @@ func LoadOwned(path string) (*OwnedSet, error) {
 	return s, errors.Join(errs...)
 }
 
+// Restore adds the services saved at path to s, and takes the file as
+// what is saved (so s is Unsaved only when it holds services the file does
+// not). A missing file adds nothing (first start). On an error (see
+// LoadOwned) the entries that could be read are added all the same: the
+// worst outcome of a lost entry is an orphaned service left in the kernel,
+// never a deleted one.
+func (s *OwnedSet) Restore(path string) error {
+	f, err := LoadOwned(path)
+	for k := range s.keys {
+		f.Add(k)
+	}
+	*s = *f
+	return err
+}
+
+// PruneAndSave forgets the services that are neither in configured nor
+// present (in the kernel, as the reconciler last saw it), then Saves the
+// set to path when it changed. It reads present key by key and writes only
+// on a change, so it is cheap to run after every reconcile.
+func (s *OwnedSet) PruneAndSave(path string, configured Table, present func(ServiceKey) bool) error {
+	s.Prune(func(k ServiceKey) bool {
+		_, want := configured[k]
+		return want || present(k)
+	})
+	return s.Save(path)
+}
+
 // Add adds k to the set.
 func (s *OwnedSet) Add(k ServiceKey) {
 	if !s.keys[k] {

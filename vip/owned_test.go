@@ -178,3 +178,69 @@ UDP  [2001:db8::1]:53 mh
 		t.Errorf("empty table: %q", got)
 	}
 }
+
+func TestOwnedRestore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), OwnedFile)
+	s := NewOwnedSet()
+	s.Add(kU)
+	if err := s.Restore(path); err != nil || !slices.Equal(s.Keys(), []ServiceKey{kU}) || !s.Unsaved() {
+		t.Fatalf("missing file: %v, %v, unsaved %v; want [%v], unsaved", s.Keys(), err, s.Unsaved(), kU)
+	}
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	// A restart: the configured services, then the file's.
+	s = NewOwnedSet()
+	s.Add(kT)
+	if err := s.Restore(path); err != nil {
+		t.Fatal(err)
+	}
+	if want := []ServiceKey{kT, kU}; !slices.Equal(s.Keys(), want) || !s.Unsaved() {
+		t.Errorf("restored %v, unsaved %v; want %v, unsaved", s.Keys(), s.Unsaved(), want)
+	}
+	// Only configured services that the file already has: nothing to save.
+	s = NewOwnedSet()
+	s.Add(kU)
+	if err := s.Restore(path); err != nil || !slices.Equal(s.Keys(), []ServiceKey{kU}) || s.Unsaved() {
+		t.Errorf("restored %v, %v, unsaved %v; want [%v], saved", s.Keys(), err, s.Unsaved(), kU)
+	}
+	// An unreadable file: the configured services stay, the error is told.
+	if err := os.WriteFile(path, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = NewOwnedSet()
+	s.Add(kT)
+	if err := s.Restore(path); err == nil || !s.Has(kT) {
+		t.Errorf("bad file: err %v, has %v %v; want an error and the configured service", err, kT, s.Has(kT))
+	}
+}
+
+func TestOwnedPruneAndSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), OwnedFile)
+	s := NewOwnedSet()
+	for _, k := range []ServiceKey{kU, kT, kX} {
+		s.Add(k)
+	}
+	configured := Table{kU: {}}
+	present := func(k ServiceKey) bool { return k == kT }
+	if err := s.PruneAndSave(path, configured, present); err != nil {
+		t.Fatal(err)
+	}
+	if want := []ServiceKey{kT, kU}; !slices.Equal(s.Keys(), want) || s.Unsaved() {
+		t.Errorf("kept %v, unsaved %v; want %v, saved", s.Keys(), s.Unsaved(), want)
+	}
+	back, err := LoadOwned(path)
+	if err != nil || !slices.Equal(back.Keys(), s.Keys()) {
+		t.Errorf("file holds %v, %v; want %v", back.Keys(), err, s.Keys())
+	}
+	// Nothing changed: the file is not written again.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PruneAndSave(path, configured, present); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("unchanged set written again: %v", err)
+	}
+}
