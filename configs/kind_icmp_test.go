@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,5 +137,36 @@ func TestICMPProbeIdentity(t *testing.T) {
 		if parse(s) == base {
 			t.Errorf("%s did not change the probe identity", s)
 		}
+	}
+}
+
+// TestICMPFullExample: the commented-out icmp check at the end of
+// full.toml, uncommented, is valid and means what its comments say.
+func TestICMPFullExample(t *testing.T) {
+	b, err := os.ReadFile("full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n# [check.ping]\n")
+	if start < 0 {
+		t.Fatal("full.toml has no commented [check.ping] example")
+	}
+	var ex strings.Builder
+	for _, l := range strings.Split(doc[start+1:], "\n") {
+		if !strings.HasPrefix(l, "# ") && l != "" {
+			break
+		}
+		ex.WriteString(strings.TrimPrefix(l, "# ") + "\n")
+	}
+	cfg, err := Parse([]byte(doc+"\n"+ex.String()), "full.toml")
+	if err != nil {
+		t.Fatalf("full.toml with the icmp example uncommented: %v", err)
+	}
+	k := cfg.Check("ping")
+	want := &ICMPCheck{Count: 3, Interval: Duration{100 * time.Millisecond}, Size: 24, MaxLossPercent: 34,
+		MaxRTT: Duration{50 * time.Millisecond}, Privileged: "auto"}
+	if k == nil || k.Kind != "icmp" || !reflect.DeepEqual(k.ICMP, want) {
+		t.Fatalf("example check = %+v, want kind icmp with %+v", k, want)
 	}
 }
