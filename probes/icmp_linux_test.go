@@ -112,8 +112,12 @@ func TestICMPNetnsIPv6(t *testing.T) {
 	if r.OK || r.Recv != 0 || r.Detail != "no reply to 3 echoes (timeout after 300ms)" {
 		t.Fatalf("100%% loss: %+v, want no reply to 3 echoes (timeout after 300ms)", r)
 	}
-	if el := time.Since(start); el > 900*time.Millisecond {
+	// pro-bing's reader polls with read deadlines of up to about 100ms,
+	// so a probe can end that much after its deadline.
+	if el := time.Since(start); el > 600*time.Millisecond {
 		t.Errorf("probe took %v, want about the context's 300ms", el)
+	} else {
+		t.Logf("probe with a 300ms deadline took %v", el)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,5 +234,17 @@ func TestICMPJudge(t *testing.T) {
 				t.Errorf("rtt %v, want %v", r.RTT, tc.wantRTTIs)
 			}
 		})
+	}
+}
+
+// TestBuilderBuildsEveryKind: every check kind configs knows has a
+// constructor in NewBuilder's table.
+func TestBuilderBuildsEveryKind(t *testing.T) {
+	t.Parallel()
+	built := NewBuilder(Deps{}).Kinds()
+	for _, k := range configs.CheckKinds() {
+		if !slices.Contains(built, k) {
+			t.Errorf("kind %q has no constructor in NewBuilder", k)
+		}
 	}
 }
