@@ -20,6 +20,12 @@ type Result struct {
 	// "timeout after 1s", "question mismatch"), or a short summary of a
 	// success.
 	Detail string
+	// Sent is the number of echo requests an icmp check sent (0 for other kinds).
+	Sent int
+	// Recv is the number of those echo requests answered (icmp checks).
+	Recv int
+	// Loss is the percentage of echo requests not answered (icmp checks).
+	Loss float64
 }
 
 // Checker checks one target: it is built once per target from its

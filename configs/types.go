@@ -175,6 +175,8 @@ type Check struct {
 	// DNS holds the settings of kind "dns" ([check.NAME.dns]); set (with
 	// defaults) by Load when Kind is "dns", nil otherwise.
 	DNS *DNSCheck `toml:"dns"`
+	// ICMP holds the settings of kind "icmp" ([check.NAME.icmp]; see kind_icmp.go).
+	ICMP *ICMPCheck `toml:"icmp"`
 }
 
 // DNSCheck is the settings of a check of kind "dns" ([check.NAME.dns]):

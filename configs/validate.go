@@ -458,6 +458,7 @@ func (d *decoder) validatePool(i int) {
 	case c.Checks[p.Check] == nil:
 		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check)))
 	}
+	d.needDNSCheck(ckey, c.Checks[p.Check])
 	if len(p.Members) > 0 && (p.MinHealthy < 1 || p.MinHealthy > len(p.Members)) {
 		d.p.add(joinKey(base, "min_healthy"), strconv.Itoa(p.MinHealthy),
 			fmt.Sprintf("must be between 1 and the number of members (%d)", len(p.Members)))
@@ -614,7 +615,7 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	raw := d.checkRaw[k.Name]
 	kinds := CheckKinds()
 	if !oneOf(k.Kind, kinds) {
-		d.p.add(joinKey(base, "kind"), k.Kind, `unknown kind (resolver pools support only "dns")`)
+		d.p.add(joinKey(base, "kind"), k.Kind, "unknown kind"+Suggest(k.Kind, kinds))
 	}
 	for _, other := range kinds {
 		if _, present := raw[other]; present && other != k.Kind {
@@ -630,6 +631,8 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	case k.Kind == "dns":
 		sub, _ := raw["dns"].(map[string]any)
 		d.validateDNS(joinKey(base, "dns"), k.DNS, sub)
+	case k.Kind == "icmp":
+		d.validateICMP(base, k)
 	}
 	d.validatePacing(base, k)
 }

@@ -48,7 +48,8 @@ type Builder struct {
 // NewBuilder returns a Builder of every kind, whose checkers share deps.
 func NewBuilder(deps Deps) *Builder {
 	return &Builder{deps: deps, kinds: map[string]Constructor{
-		"dns": newDNSChecker,
+		"dns":  newDNSChecker,
+		"icmp": newICMPChecker,
 	}}
 }
 
