@@ -184,6 +184,10 @@ func (h *Host) configure() error {
 		{"ip", "-n", h.name, "link", "set", HostIf, "up"},
 		{"ip", "-n", h.name, "route", "replace", "default", "via", gw4.String(), "dev", HostIf},
 		{"ip", "-n", h.name, "-6", "route", "replace", "default", "via", gw6.String(), "dev", HostIf},
+		// Resolutions begun while the link was down would wait for their
+		// next retransmission (a second): start afresh.
+		{"ip", "neigh", "flush", "dev", h.root},
+		{"ip", "-n", h.name, "neigh", "flush", "dev", HostIf},
 	}
 	for _, s := range steps {
 		if _, err := run(s[0], s[1:]...); err != nil {
