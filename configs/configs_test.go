@@ -551,8 +551,8 @@ func TestAccessorsIndexed(t *testing.T) {
 }
 
 func TestCheckKinds(t *testing.T) {
-	if got := CheckKinds(); len(got) == 0 || got[0] != "dns" || !slices.Contains(got, "icmp") {
-		t.Errorf("CheckKinds() = %q, want dns first, and icmp", got)
+	if got := CheckKinds(); len(got) == 0 || got[0] != "dns" || !slices.Contains(got, "icmp") || !slices.Contains(got, "tcp") || !slices.Contains(got, "udp") {
+		t.Errorf("CheckKinds() = %q, want dns first, icmp, tcp and udp among them", got)
 	}
 	cfg, err := Parse([]byte(okDoc), "k.toml")
 	if err != nil {
@@ -563,7 +563,7 @@ func TestCheckKinds(t *testing.T) {
 		t.Errorf("Spec() = %#v, want the *DNSCheck", c.Spec())
 	}
 	other := *c
-	other.Kind = "http"
+	other.Kind = "smtp"
 	if other.Spec() != nil {
 		t.Errorf("Spec() of an unknown kind = %#v, want nil", other.Spec())
 	}

@@ -165,6 +165,8 @@ func (d *decoder) defaults() {
 			dnsDefaults(k.DNS, func(key string) bool { return has(sub, key) })
 		}
 		icmpDefaults(k, m)
+		tcpDefaults(k, m)
+		udpDefaults(k, m)
 	}
 }
 

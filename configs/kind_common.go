@@ -2,12 +2,23 @@ package configs
 
 import "fmt"
 
-// needDNSCheck reports, at key (a [[pool]]'s check key), a resolver pool
-// whose check profile exists but is not of kind "dns": resolver pools are
-// judged by DNS probes; the other kinds are for GSLB members.
-func (d *decoder) needDNSCheck(key string, k *Check) {
-	if k == nil || k.Kind == "dns" || !oneOf(k.Kind, CheckKinds()) {
-		return
-	}
-	d.p.add(key, k.Name, fmt.Sprintf("resolver pools need a dns check; %s checks are for GSLB members", k.Kind))
+// poolCheckKindOK reports whether a resolver pool ([[pool]]) may use check
+// k: resolver pools need DNS answers, so only checks of kind "dns"; the
+// other kinds are for GSLB members. An unknown kind is reported at the
+// check itself.
+func poolCheckKindOK(k *Check) bool {
+	return k == nil || k.Kind == "dns" || !oneOf(k.Kind, CheckKinds())
+}
+
+// poolCheckKindMsg says why a resolver pool may not use check k.
+func poolCheckKindMsg(k *Check) string {
+	return fmt.Sprintf("resolver pools need a dns check; %s checks are for GSLB members", k.Kind)
+}
+
+// subHas reports whether the [check.NAME] table m (as decoded generically)
+// sets key in its sub-table kind.
+func subHas(m map[string]any, kind, key string) bool {
+	sub, _ := m[kind].(map[string]any)
+	_, ok := sub[key]
+	return ok
 }

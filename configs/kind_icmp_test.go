@@ -110,7 +110,7 @@ func TestICMPMovedKey(t *testing.T) {
 
 // TestPoolNeedsDNSCheck: a resolver pool whose check is of another kind is
 // refused at the pool's check key.
-func TestPoolNeedsDNSCheck(t *testing.T) {
+func TestPoolNeedsDNSCheckICMP(t *testing.T) {
 	doc := strings.Replace(okDoc, `check = "c"`, `check = "ping"`, 1) + "\n[check.ping]\nkind = \"icmp\"\n"
 	_, err := Parse([]byte(doc), "icmp.toml")
 	ps := Problems(err)
@@ -154,8 +154,8 @@ func TestICMPFullExample(t *testing.T) {
 	}
 	var ex strings.Builder
 	for _, l := range strings.Split(doc[start+1:], "\n") {
-		if !strings.HasPrefix(l, "# ") && l != "" {
-			break
+		if !strings.HasPrefix(l, "# ") && l != "" || strings.HasPrefix(l, "# --") {
+			break // the end of the file, or the next section's rule
 		}
 		ex.WriteString(strings.TrimPrefix(l, "# ") + "\n")
 	}

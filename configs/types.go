@@ -152,7 +152,7 @@ type Check struct {
 	// Name is the key of the profile (set by Load).
 	Name string `toml:"-"`
 	// Kind is the probe kind, the name of the sub-table holding its
-	// settings. Only "dns" exists (resolver pools). Default "dns".
+	// settings (CheckKinds); resolver pools take "dns" only. Default "dns".
 	Kind string `toml:"kind"`
 	// Interval between probes of one target. Default 2s.
 	Interval Duration `toml:"interval"`
@@ -177,6 +177,10 @@ type Check struct {
 	DNS *DNSCheck `toml:"dns"`
 	// ICMP holds the settings of kind "icmp" ([check.NAME.icmp]; see kind_icmp.go).
 	ICMP *ICMPCheck `toml:"icmp"`
+	// TCP holds the settings of kind "tcp" ([check.NAME.tcp]).
+	TCP *TCPCheck `toml:"tcp"`
+	// UDP holds the settings of kind "udp" ([check.NAME.udp]).
+	UDP *UDPCheck `toml:"udp"`
 }
 
 // DNSCheck is the settings of a check of kind "dns" ([check.NAME.dns]):

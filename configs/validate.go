@@ -457,8 +457,9 @@ func (d *decoder) validatePool(i int) {
 		d.p.add(ckey, "", "missing required key")
 	case c.Checks[p.Check] == nil:
 		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check)))
+	case !poolCheckKindOK(c.Checks[p.Check]):
+		d.p.add(ckey, p.Check, poolCheckKindMsg(c.Checks[p.Check]))
 	}
-	d.needDNSCheck(ckey, c.Checks[p.Check])
 	if len(p.Members) > 0 && (p.MinHealthy < 1 || p.MinHealthy > len(p.Members)) {
 		d.p.add(joinKey(base, "min_healthy"), strconv.Itoa(p.MinHealthy),
 			fmt.Sprintf("must be between 1 and the number of members (%d)", len(p.Members)))
@@ -615,7 +616,7 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	raw := d.checkRaw[k.Name]
 	kinds := CheckKinds()
 	if !oneOf(k.Kind, kinds) {
-		d.p.add(joinKey(base, "kind"), k.Kind, "unknown kind"+Suggest(k.Kind, kinds))
+		d.p.add(joinKey(base, "kind"), k.Kind, "unknown kind (known: "+strings.Join(kinds, ", ")+")")
 	}
 	for _, other := range kinds {
 		if _, present := raw[other]; present && other != k.Kind {
@@ -633,6 +634,10 @@ func (d *decoder) validateCheck(base string, k *Check) {
 		d.validateDNS(joinKey(base, "dns"), k.DNS, sub)
 	case k.Kind == "icmp":
 		d.validateICMP(base, k)
+	case k.Kind == "tcp":
+		d.validateTCP(base, k, raw)
+	case k.Kind == "udp":
+		d.validateUDP(base, k, raw)
 	}
 	d.validatePacing(base, k)
 }

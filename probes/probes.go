@@ -50,6 +50,8 @@ func NewBuilder(deps Deps) *Builder {
 	return &Builder{deps: deps, kinds: map[string]Constructor{
 		"dns":  newDNSChecker,
 		"icmp": newICMPChecker,
+		"tcp":  newTCPChecker,
+		"udp":  newUDPChecker,
 	}}
 }
 

@@ -157,6 +157,14 @@ func (h *Host) setup(peer string) error {
 			return err
 		}
 	}
+	// Should the root end ever go down, its connected routes go with it:
+	// these blackhole routes, behind them, keep packets for the Host from
+	// leaving by the default route.
+	for _, r := range h.blackholes() {
+		if _, err := run("ip", append([]string{r[0], "route", "replace", "blackhole"}, r[1:]...)...); err != nil {
+			return err
+		}
+	}
 	// Keep static IPv6 addresses when the link goes down and comes back.
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+h.root+"/keep_addr_on_down", []byte("1"), 0o644)
 	_, _ = run("ip", "netns", "exec", h.name, "sysctl", "-q", "-w", "net.ipv6.conf."+HostIf+".keep_addr_on_down=1")
@@ -176,6 +184,10 @@ func (h *Host) configure() error {
 		{"ip", "-n", h.name, "link", "set", HostIf, "up"},
 		{"ip", "-n", h.name, "route", "replace", "default", "via", gw4.String(), "dev", HostIf},
 		{"ip", "-n", h.name, "-6", "route", "replace", "default", "via", gw6.String(), "dev", HostIf},
+		// Resolutions begun while the link was down would wait for their
+		// next retransmission (a second): start afresh.
+		{"ip", "neigh", "flush", "dev", h.root},
+		{"ip", "-n", h.name, "neigh", "flush", "dev", HostIf},
 	}
 	for _, s := range steps {
 		if _, err := run(s[0], s[1:]...); err != nil {
@@ -216,6 +228,20 @@ func (h *Host) destroy() {
 	// Deleting the namespace deletes the pair; this catches a pair whose
 	// peer never moved.
 	_, _ = run("ip", "link", "del", h.root)
+	for _, r := range h.blackholes() {
+		if _, err := run("ip", append([]string{r[0], "route", "del", "blackhole"}, r[1:]...)...); err != nil && !strings.Contains(err.Error(), "No such process") {
+			h.t.Errorf("netns: cleanup: %v", err)
+		}
+	}
+}
+
+// blackholes returns the family flag and the rest of the arguments of the
+// root namespace's blackhole routes for the Host's prefixes.
+func (h *Host) blackholes() [][]string {
+	return [][]string{
+		{"-4", netip.PrefixFrom(h.AddrV4(), 30).Masked().String(), "metric", "4000"},
+		{"-6", netip.PrefixFrom(h.AddrV6(), 64).Masked().String(), "metric", "4000"},
+	}
 }
 
 // Name returns the namespace's name (as in `ip netns list`).
@@ -328,12 +354,12 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// LinkDown sets the root end of the Host's link down: the Host becomes
-// unreachable (packets to it are dropped or fail), as if its cable was
-// pulled.
+// LinkDown sets the Host's end of its link down, as if its cable was
+// pulled: the root end stays up without a carrier, so packets to the Host
+// are dropped without an answer and senders see timeouts.
 func (h *Host) LinkDown() {
 	h.t.Helper()
-	if _, err := run("ip", "link", "set", h.root, "down"); err != nil {
+	if _, err := run("ip", "-n", h.name, "link", "set", HostIf, "down"); err != nil {
 		h.t.Fatalf("netns: %v", err)
 	}
 }

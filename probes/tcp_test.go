@@ -1,0 +1,190 @@
+package probes
+
+import (
+	"context"
+	"encoding/pem"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lbdns/configs"
+)
+
+// tcpCheck returns a tcp check profile with a 300ms timeout.
+func tcpCheck(s configs.TCPCheck) *configs.Check {
+	if s.MaxRead == 0 {
+		s.MaxRead = configs.DefaultTCPMaxRead
+	}
+	return &configs.Check{Name: "t", Kind: "tcp", Timeout: configs.Duration{Duration: 300 * time.Millisecond}, TCP: &s}
+}
+
+// tcpServer serves each connection with h on a loopback listener until
+// the test ends.
+func tcpServer(t *testing.T, h func(net.Conn)) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+				h(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	return netip.MustParseAddrPort(l.Addr().String())
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T, network string) netip.AddrPort {
+	t.Helper()
+	var addr string
+	if network == "tcp" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
+	} else {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = c.LocalAddr().String()
+		c.Close()
+	}
+	return netip.MustParseAddrPort(addr)
+}
+
+func TestTCP(t *testing.T) {
+	banner := tcpServer(t, func(c net.Conn) { _, _ = io.WriteString(c, "SSH-2.0-test\r\n") })
+	echo := tcpServer(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	mute := tcpServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	flood := tcpServer(t, func(c net.Conn) { _, _ = c.Write([]byte(strings.Repeat("a", 10000))) })
+	for _, tc := range []struct {
+		name   string
+		target netip.AddrPort
+		s      configs.TCPCheck
+		ok     bool
+		detail string // prefix of the detail
+	}{
+		{"connect", banner, configs.TCPCheck{}, true, "connected"},
+		{"refused", closedPort(t, "tcp"), configs.TCPCheck{}, false, "connection refused"},
+		{"banner", banner, configs.TCPCheck{Expect: `^SSH-2\.0-`}, true, "connected, expect matched"},
+		{"send expect", echo, configs.TCPCheck{Send: "PING\r\n", Expect: "PING\r\n"}, true, "connected, expect matched in 6 bytes"},
+		{"closed before match", banner, configs.TCPCheck{Expect: "^220 "}, false, `expect /^220 / did not match first 14 bytes "SSH-2.0-test\r\n" (connection closed)`},
+		{"silent", mute, configs.TCPCheck{Send: "hello", Expect: "x"}, false, "timeout after 300ms: nothing read, expect /x/"},
+		{"max read", flood, configs.TCPCheck{Expect: "b", MaxRead: 100}, false, "expect /b/ did not match first 100 bytes"},
+		{"port override", netip.AddrPortFrom(banner.Addr(), 1), configs.TCPCheck{Port: int(banner.Port())}, true, "connected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewBuilder(Deps{}).Build(tcpCheck(tc.s), tc.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Check(context.Background())
+			if r.OK != tc.ok || !strings.HasPrefix(r.Detail, tc.detail) {
+				t.Errorf("Check = ok %v %q, want ok %v %q...", r.OK, r.Detail, tc.ok, tc.detail)
+			}
+			if r.RTT <= 0 || r.RTT > time.Second {
+				t.Errorf("RTT = %v", r.RTT)
+			}
+		})
+	}
+}
+
+func TestTCPBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		chk    *configs.Check
+		target netip.AddrPort
+		want   string
+	}{
+		{"no port", tcpCheck(configs.TCPCheck{}), netip.MustParseAddrPort("127.0.0.1:0"), "no port: set port in [check.t.tcp]"},
+		{"bad expect", tcpCheck(configs.TCPCheck{Expect: "("}), netip.MustParseAddrPort("127.0.0.1:1"), "expect:"},
+		{"no settings", &configs.Check{Name: "t", Kind: "tcp"}, netip.MustParseAddrPort("127.0.0.1:1"), "no tcp settings"},
+		{"missing ca", tcpCheck(configs.TCPCheck{TLS: true, CAFile: "/nonexistent/ca.pem"}), netip.MustParseAddrPort("127.0.0.1:1"), "ca_file:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewBuilder(Deps{}).Build(tc.chk, tc.target)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Build = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTCPCanceled(t *testing.T) {
+	mute := tcpServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	c, err := NewBuilder(Deps{}).Build(tcpCheck(configs.TCPCheck{Expect: "x"}), mute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	r := c.Check(ctx)
+	if r.OK || !strings.HasPrefix(r.Detail, "canceled") || time.Since(start) > 2*time.Second {
+		t.Errorf("Check after cancel = ok %v %q after %v, want canceled at once", r.OK, r.Detail, time.Since(start))
+	}
+}
+
+func TestTCPTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the test
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	target := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		s      configs.TCPCheck
+		ok     bool
+		detail string
+	}{
+		{"trusted ca", configs.TCPCheck{TLS: true, CAFile: ca}, true, "tls TLS 1.3"},
+		{"sni in certificate", configs.TCPCheck{TLS: true, CAFile: ca, ServerName: "example.com"}, true, "tls "},
+		{"send expect over tls", configs.TCPCheck{TLS: true, CAFile: ca, Send: "GET / HTTP/1.0\r\n\r\n", Expect: `^HTTP/1\.0 200`}, true, "tls TLS 1.3, expect matched"},
+		{"unknown authority", configs.TCPCheck{TLS: true}, false, "tls: x509: unknown authority"},
+		{"wrong name", configs.TCPCheck{TLS: true, CAFile: ca, ServerName: "wrong.example"}, false, "tls: x509: certificate is not valid for wrong.example"},
+		{"insecure", configs.TCPCheck{TLS: true, InsecureSkipVerify: true}, true, "tls "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewBuilder(Deps{}).Build(tcpCheck(tc.s), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Check(context.Background())
+			if r.OK != tc.ok || !strings.HasPrefix(r.Detail, tc.detail) {
+				t.Errorf("Check = ok %v %q, want ok %v %q...", r.OK, r.Detail, tc.ok, tc.detail)
+			}
+		})
+	}
+}

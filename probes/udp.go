@@ -1,0 +1,90 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+
+	"lbdns/check"
+	"lbdns/configs"
+)
+
+// udpChecker is the checker of kind "udp" for one target: one datagram
+// sent and one reply awaited (and matched), parsed from the profile once.
+type udpChecker struct {
+	addr    string // host:port
+	timeout time.Duration
+	payload []byte
+	expect  *regexp.Regexp // nil: any reply
+}
+
+// newUDPChecker is the Constructor of kind "udp".
+func newUDPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Checker, error) {
+	s := chk.UDP
+	if s == nil {
+		return nil, errors.New("no udp settings")
+	}
+	ap, err := kindTarget(chk, target, s.Port)
+	if err != nil {
+		return nil, err
+	}
+	c := &udpChecker{addr: ap.String(), timeout: chk.Timeout.Duration}
+	if c.timeout <= 0 {
+		c.timeout = defaultTimeout
+	}
+	if c.payload, err = s.PayloadBytes(); err != nil {
+		return nil, fmt.Errorf("payload_hex: %w", err)
+	}
+	if s.Expect != "" {
+		if c.expect, err = regexp.Compile(s.Expect); err != nil {
+			return nil, fmt.Errorf("expect: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Check probes the target once (check.Checker). An ICMP port unreachable
+// in answer fails it with "connection refused"; silence fails it by
+// timeout ("timeout after 1s: no reply"), which proves less: see
+// CONFIGURATION.md.
+func (c *udpChecker) Check(ctx context.Context) Result {
+	start := time.Now()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	budget := deadline.Sub(start)
+	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
+
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "udp", c.addr)
+	if err != nil {
+		return fail(describeErr(ctx, err, budget))
+	}
+	defer conn.Close()
+	stop := bindDeadline(ctx, conn, deadline)
+	defer stop()
+	if _, err := conn.Write(c.payload); err != nil {
+		return fail("send: " + describeErr(ctx, err, budget))
+	}
+	buf := make([]byte, 64<<10)
+	n, err := conn.Read(buf)
+	if err != nil {
+		detail := describeErr(ctx, err, budget)
+		if strings.HasPrefix(detail, "timeout") {
+			detail += ": no reply"
+		}
+		return fail(detail)
+	}
+	if c.expect != nil && !c.expect.Match(buf[:n]) {
+		return fail(fmt.Sprintf("reply does not match /%s/: %d bytes %s", c.expect, n, quoteBytes(buf[:n])))
+	}
+	return Result{OK: true, RTT: time.Since(start), Detail: fmt.Sprintf("reply of %d bytes", n)}
+}
