@@ -35,6 +35,7 @@ type pageData struct {
 	Pools     []poolView
 	Overrides []overrideView
 	Prefetch  []prefetchView
+	GSLB      []gslbPoolView
 }
 
 // timeCell is an instant shown as a relative time with the absolute time
@@ -120,6 +121,38 @@ type statsView struct {
 	BPSIn, BPSOut           string
 }
 
+type gslbPoolView struct {
+	Name, Combine string
+	Up, Total     int
+	// AllUp is true when every member is up.
+	AllUp   bool
+	Members []gslbMemberView
+}
+
+type gslbMemberView struct {
+	Name, Address string
+	// ProbeAddress is the probed address when it differs from Address.
+	ProbeAddress      string
+	Weight, Priority  int
+	State, StateClass string
+	Since             timeCell
+	Reason            string
+	Monitors          []gslbMonitorView
+}
+
+type gslbMonitorView struct {
+	Check, Kind       string
+	State, StateClass string
+	Since, LastProbe  timeCell
+	LastResult        string
+	LastOK            bool
+	// RTT, CertDays and Loss are formatted, "" when unknown.
+	RTT, CertDays, Loss string
+	// CertExpired is true when the certificate has expired.
+	CertExpired bool
+	Socket      string
+}
+
 type overrideView struct {
 	Resolver, Scope, Action, Reason, By string
 	ActionClass                         string
@@ -181,7 +214,47 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 			TTL: e.TTLSeconds, Remaining: e.RemainingSeconds, Failures: e.Failures, LastError: e.LastError,
 		})
 	}
+	for _, g := range st.GSLB {
+		p.GSLB = append(p.GSLB, buildGSLBPool(g, now))
+	}
 	return p
+}
+
+// buildGSLBPool computes the view of a GSLB pool at now.
+func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
+	v := gslbPoolView{Name: g.Name, Combine: g.Combine, Up: g.Up, Total: g.Total, AllUp: g.Up == g.Total}
+	if g.Combine == "at_least" {
+		v.Combine = "at least " + strconv.Itoa(g.AtLeast)
+	}
+	for _, m := range g.Members {
+		mv := gslbMemberView{
+			Name: m.Name, Address: m.Address, Weight: m.Weight, Priority: m.Priority,
+			State: m.State, StateClass: oneOf(m.State, "up", "down", "unknown"),
+			Since: cell(m.Since, now), Reason: m.Reason,
+		}
+		if m.ProbeAddress != m.Address {
+			mv.ProbeAddress = m.ProbeAddress
+		}
+		for _, mo := range m.Monitors {
+			ov := gslbMonitorView{
+				Check: mo.Check, Kind: mo.Kind, State: mo.State, StateClass: oneOf(mo.State, "up", "down", "unknown"),
+				Since: cell(mo.Since, now), LastProbe: cell(mo.LastProbe, now),
+				LastResult: mo.LastResult, LastOK: mo.LastResult == "ok", Socket: mo.Socket,
+			}
+			if !mo.LastProbe.IsZero() {
+				ov.RTT = strconv.FormatFloat(mo.RTTMillis, 'f', 1, 64)
+			}
+			if d := mo.CertDaysLeft; d != nil {
+				ov.CertDays, ov.CertExpired = strconv.Itoa(*d), *d < 0
+			}
+			if l := mo.LossPercent; l != nil {
+				ov.Loss = strconv.FormatFloat(*l, 'f', -1, 64)
+			}
+			mv.Monitors = append(mv.Monitors, ov)
+		}
+		v.Members = append(v.Members, mv)
+	}
+	return v
 }
 
 // errorPage is the page shown when the Backend could not give a Status.

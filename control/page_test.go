@@ -238,3 +238,110 @@ func TestPagePrefetch(t *testing.T) {
 	contains(t, "page", page, `id="prefetch"`, `api.example.`, `4s ago`, `in 24s`, `<td class="num">26</td>`,
 		`>eu<`, `expiry`, `failing`, `<span class="bad">3</span>`, `rcode SERVFAIL &lt;b&gt;`, `<span class="muted">never</span>`)
 }
+
+// sampleGSLB is two GSLB pools: "web" (all) with a member up, one down
+// behind a probe address with an expired certificate, one unknown; "edge"
+// (at least 1) with a member up over ICMP and TCP.
+func sampleGSLB(now time.Time) []GSLBPool {
+	days := func(n int) *int { return &n }
+	pct := func(f float64) *float64 { return &f }
+	return []GSLBPool{
+		{Name: "web", Combine: "all", Up: 1, Total: 3, Members: []GSLBMember{
+			{Name: "web-1", Address: "192.0.2.10", Weight: 100, State: "up", Since: now.Add(-3*time.Minute - 12*time.Second),
+				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "up", Since: now.Add(-3 * time.Minute),
+					LastProbe: now.Add(-time.Second), LastResult: "ok", RTTMillis: 12.34, CertDaysLeft: days(41)}}},
+			{Name: "web-2", Address: "2001:db8::11", ProbeAddress: "10.0.0.11", Weight: 50, Priority: 1, State: "down",
+				Since: now.Add(-2 * time.Hour), Reason: "https-health down: certificate expired",
+				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "down", Since: now.Add(-2 * time.Hour),
+					LastProbe: now.Add(-2 * time.Second), LastResult: "x509: certificate has expired", RTTMillis: 3, CertDaysLeft: days(-2)}}},
+			{Name: "web-3", Address: "192.0.2.12", ProbeAddress: "192.0.2.12", Weight: 100, State: "unknown",
+				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "unknown"}}},
+		}},
+		{Name: "edge", Combine: "at_least", AtLeast: 1, Up: 1, Total: 1, Members: []GSLBMember{
+			{Name: "edge-1", Address: "198.51.100.7", Weight: 100, State: "up", Since: now.Add(-time.Hour),
+				Monitors: []GSLBMonitor{
+					{Check: "ping", Kind: "icmp", State: "up", Since: now.Add(-time.Hour), LastProbe: now.Add(-time.Second),
+						LastResult: "ok", RTTMillis: 0.8, LossPercent: pct(12.5), Socket: "unprivileged"},
+					{Check: "tcp-443", Kind: "tcp", State: "down", Since: now.Add(-time.Minute), LastProbe: now.Add(-time.Second),
+						LastResult: "connection refused", RTTMillis: 0.2},
+				}},
+		}},
+	}
+}
+
+var (
+	gslbMemberRow  = regexp.MustCompile(`<tr class="gslb-member state-([a-z]+)" data-pool="([^"]*)" data-member="([^"]*)" data-state="([^"]*)">`)
+	gslbMonitorRow = regexp.MustCompile(`<tr class="gslb-monitor state-([a-z]+)" data-pool="([^"]*)" data-member="([^"]*)" data-check="([^"]*)" data-state="([^"]*)">`)
+)
+
+func TestPageGSLB(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := sampleStatus(now)
+	if _, page := renderPage(t, st, now, 0); strings.Contains(page, "GSLB pools") || strings.Contains(page, `class="gslb-`) {
+		t.Error("GSLB section shown without GSLB pools")
+	}
+	st.GSLB = sampleGSLB(now)
+	code, page := renderPage(t, st, now, 0)
+	if code != 200 {
+		t.Fatalf("GET / = %d", code)
+	}
+	var got []string
+	for _, m := range gslbMemberRow.FindAllStringSubmatch(page, -1) {
+		got = append(got, strings.Join(m[1:], " "))
+	}
+	want := []string{"up web web-1 up", "down web web-2 down", "unknown web web-3 unknown", "up edge edge-1 up"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("GSLB member rows %q; want %q", got, want)
+	}
+	got = nil
+	for _, m := range gslbMonitorRow.FindAllStringSubmatch(page, -1) {
+		got = append(got, strings.Join(m[1:], " "))
+	}
+	want = []string{"up web web-1 https-health up", "down web web-2 https-health down", "unknown web web-3 https-health unknown",
+		"up edge edge-1 ping up", "down edge edge-1 tcp-443 down"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("GSLB monitor rows %q; want %q", got, want)
+	}
+	contains(t, "page", page,
+		`<h2 id="gslb">GSLB pools</h2>`,
+		`<td><b>web</b></td>`, `<td>all</td>`, `<span class="bad">1</span> / 3`,
+		`<td><b>edge</b></td>`, `<td>at least 1</td>`, `<span class="ok">1</span> / 1`,
+		`<td class="mono">10.0.0.11</td>`,
+		`<span class="bad">https-health down: certificate expired</span>`,
+		`<span class="bad">x509: certificate has expired</span>`,
+		`<td class="num">12.3</td>`, `<td class="num">41</td>`, `<td class="num"><span class="bad">-2</span></td>`,
+		`<td class="num">12.5</td>`, `<td>unprivileged</td>`,
+		`<span class="bad">connection refused</span>`,
+		`<td title="`+now.Add(-3*time.Minute-12*time.Second).Local().Format("2006-01-02 15:04:05 MST")+`">3m12s</td>`,
+	)
+	// web-3's probe address equals its address: not repeated.
+	if strings.Count(page, "192.0.2.12") != 1 {
+		t.Errorf("web-3's address shown %d times, want once", strings.Count(page, "192.0.2.12"))
+	}
+	// The resolver pools are still rendered.
+	if n := len(memberRow.FindAllString(page, -1)); n != 3 {
+		t.Errorf("%d resolver member rows, want 3", n)
+	}
+}
+
+func TestPageGSLBEscapes(t *testing.T) {
+	now := time.Now()
+	st := sampleStatus(now)
+	st.GSLB = sampleGSLB(now)
+	st.GSLB[0].Name = `<b>gslb</b>`
+	st.GSLB[0].Members[0].Name = `m" onmouseover="alert(4)`
+	st.GSLB[0].Members[1].Reason = `<img src=x onerror="alert(5)">`
+	st.GSLB[0].Members[1].Monitors[0].LastResult = `<script>alert(6)</script>`
+	st.GSLB[0].Members[1].Monitors[0].Check = `"><i>check</i>`
+	st.GSLB[0].Members[1].State = `"><u>state</u>`
+	_, page := renderPage(t, st, now, 0)
+	for _, raw := range []string{"<b>gslb</b>", `m" onmouseover="alert(4)`, `<img src=x`, `<script>alert(6)`, `<i>check</i>`, `<u>state</u>`} {
+		if strings.Contains(page, raw) {
+			t.Errorf("page contains %q unescaped", raw)
+		}
+	}
+	contains(t, "page", page, `&lt;b&gt;gslb&lt;/b&gt;`, `data-member="m&#34; onmouseover=&#34;alert(4)"`,
+		`&lt;img src=x onerror=&#34;alert(5)&#34;&gt;`, `&lt;script&gt;alert(6)&lt;/script&gt;`,
+		`data-check="&#34;&gt;&lt;i&gt;check&lt;/i&gt;"`,
+		`<tr class="gslb-member state-other" data-pool="&lt;b&gt;gslb&lt;/b&gt;" data-member="web-2" data-state="&#34;&gt;&lt;u&gt;state&lt;/u&gt;">`)
+}

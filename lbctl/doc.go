@@ -24,8 +24,9 @@
 //	    member (declared and identified vendor, state and since when, last
 //	    probe result and RTT, flaps, override and reason, why it is in or
 //	    out of traffic, IPVS weight, connections and packets per second),
-//	    the operator overrides
-//	    (orphaned ones marked) and a prefetch summary. With -o json: the
+//	    a GSLB summary (per GSLB pool: combine rule, members up/total and
+//	    the members that are not up with their reason), the operator
+//	    overrides (orphaned ones marked) and a prefetch summary. With -o json: the
 //	    daemon's status document (control.Status), indented.
 //	drain RESOLVER [--pool P | --vip V] [--reason TEXT]
 //	    Keep the resolver's destinations with weight 0: existing flows
@@ -40,6 +41,15 @@
 //	    Recent state changes, overrides, IPVS operations and reloads, newest
 //	    last (failures marked ERROR); -n keeps the last N, -f follows new
 //	    events until interrupted. With -o json: one JSON object per line.
+//	gslb members [--pool P]
+//	    The GSLB pools ("gslb status" is an alias): per pool its combine
+//	    rule (all, or at least N monitors) and members up/total; a row per
+//	    member (answer address, and the probe address when it differs,
+//	    weight, priority, state, since when, the reason it is not up); a
+//	    row per member and monitor (check, kind, state, since, last
+//	    result, RTT, certificate days left for https, loss and socket for
+//	    icmp). --pool keeps one pool; an unknown pool exits 1. With -o
+//	    json: the status document's gslb list, indented.
 //	prefetch [--resolver R] [--name NAME]
 //	    The names kept warm in every resolver's cache (name x type x
 //	    resolver x ECS partition): refresh mode, state (ok, failing,

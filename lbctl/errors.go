@@ -54,7 +54,7 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUnreachable
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(e.stderr, "lbctl: lbdnsd at %s did not answer within %s (see -timeout)\n", e.socket, e.timeout)
-		if c.name != "status" && c.name != "events" && c.name != "prefetch" {
+		if c.name != "status" && c.name != "events" && c.name != "prefetch" && c.name != "gslb" {
 			fmt.Fprintf(e.stderr, "lbctl: the %s may still have been applied: check with lbctl status and lbctl events\n", c.name)
 		}
 		return exitUnreachable

@@ -12,7 +12,7 @@ import (
 )
 
 // writeStatus writes st as tables: the daemon, the VIPs, each pool with its
-// members, the overrides and a prefetch summary. Ages are relative to
+// members, a GSLB summary, the overrides and a prefetch summary. Ages are relative to
 // st.Generated (the snapshot's time).
 func writeStatus(w io.Writer, st *control.Status) error {
 	now := st.Generated
@@ -28,6 +28,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	for _, p := range st.Pools {
 		sw.pool(p)
 	}
+	sw.gslb(st.GSLB)
 	sw.overrides(st.Overrides)
 	sw.prefetch(st.Prefetch)
 	return sw.ew.err

@@ -30,6 +30,12 @@ type Metrics struct {
 // NewMetrics registers lbdns's series on reg. src gathers the input of a
 // snapshot at each scrape (it must be safe to call from any goroutine).
 func NewMetrics(reg prometheus.Registerer, src func(context.Context) Input) (*Metrics, error) {
+	return newMetrics(reg, src, Status)
+}
+
+// newMetrics is NewMetrics with the function that builds the status
+// snapshot from the input (tests give one that adds to it).
+func newMetrics(reg prometheus.Registerer, src func(context.Context) Input, status func(Input) *control.Status) (*Metrics, error) {
 	m := &Metrics{
 		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "lbdns", Name: "probe_duration_seconds",
@@ -58,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer, src func(context.Context) Input) (*Me
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.probeDuration, m.transitions, m.ipvsOps, m.reloads, m.lastReloadOK, m.lastReloadAt,
-		newStatusCollector(src)} {
+		newStatusCollector(src, status)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -101,12 +107,13 @@ func (m *Metrics) Reloaded(ok bool, at time.Time) {
 // statusCollector turns a status snapshot into gauges and counters at
 // scrape time.
 type statusCollector struct {
-	src   func(context.Context) Input
-	descs map[string]*prometheus.Desc
+	src    func(context.Context) Input
+	status func(Input) *control.Status
+	descs  map[string]*prometheus.Desc
 }
 
-func newStatusCollector(src func(context.Context) Input) *statusCollector {
-	c := &statusCollector{src: src, descs: map[string]*prometheus.Desc{}}
+func newStatusCollector(src func(context.Context) Input, status func(Input) *control.Status) *statusCollector {
+	c := &statusCollector{src: src, status: status, descs: map[string]*prometheus.Desc{}}
 	add := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc("lbdns_"+name, help, labels, nil)
 	}
@@ -140,6 +147,14 @@ func newStatusCollector(src func(context.Context) Input) *statusCollector {
 	add("prefetch_queries_total", "Prefetch queries sent to back ends.")
 	add("prefetch_failures_total", "Prefetch queries that failed (SERVFAIL, REFUSED, timeout, network).")
 	add("prefetch_fetches_total", "Prefetch answers that carried a full TTL (the resolver had just fetched upstream).")
+	add("gslb_pool_members", "Members of the GSLB pool.", "pool")
+	add("gslb_pool_up_members", "Members of the GSLB pool that are up.", "pool")
+	add("gslb_member_up", "1 when the GSLB member is up (its monitors combined by the pool's rule), else 0 (down or no verdict yet).", "pool", "member")
+	add("gslb_member_state", "1 for the GSLB member's current state (up, down or unknown: no verdict yet).", "pool", "member", "state")
+	add("gslb_monitor_up", "1 when the GSLB member's monitor (check profile) is up, else 0.", "pool", "member", "check")
+	add("gslb_monitor_rtt_seconds", "Round-trip time of the GSLB monitor's last probe.", "pool", "member", "check")
+	add("gslb_certificate_days_left", "Days until the certificate the HTTPS monitor was served expires (negative: expired).", "pool", "member", "check")
+	add("gslb_icmp_loss_ratio", "Echo loss of the ICMP monitor's last probe, 0 to 1.", "pool", "member", "check")
 	add("prefetch_expired_total", "Window-mode entries found already expired: client-visible misses the prefetcher could not prevent.")
 	return c
 }
@@ -156,7 +171,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	in := c.src(ctx)
-	st := Status(in)
+	st := c.status(in)
 	g := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
 	}
@@ -217,6 +232,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	collectGSLB(st.GSLB, g)
 	if t := in.PrefetchTotals; t != nil {
 		states := map[string]int{prefetchOK: 0, prefetchFailing: 0, prefetchParked: 0, prefetchPending: 0}
 		for _, e := range st.Prefetch {
@@ -229,6 +245,33 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		cn("prefetch_failures_total", float64(t.Failures))
 		cn("prefetch_fetches_total", float64(t.Fetches))
 		cn("prefetch_expired_total", float64(t.FoundExpired))
+	}
+}
+
+// collectGSLB sends the GSLB pools' series through g: per pool its counts,
+// per member its state, per monitor its state and, when known, its RTT,
+// certificate days left and ICMP loss. Labels are names only (no
+// addresses), so the series are bounded by the configuration.
+func collectGSLB(pools []control.GSLBPool, g func(name string, v float64, labels ...string)) {
+	for _, p := range pools {
+		g("gslb_pool_members", float64(p.Total), p.Name)
+		g("gslb_pool_up_members", float64(p.Up), p.Name)
+		for _, m := range p.Members {
+			g("gslb_member_up", b2f(m.State == "up"), p.Name, m.Name)
+			g("gslb_member_state", 1, p.Name, m.Name, m.State)
+			for _, mo := range m.Monitors {
+				g("gslb_monitor_up", b2f(mo.State == "up"), p.Name, m.Name, mo.Check)
+				if !mo.LastProbe.IsZero() {
+					g("gslb_monitor_rtt_seconds", mo.RTTMillis/1e3, p.Name, m.Name, mo.Check)
+				}
+				if d := mo.CertDaysLeft; d != nil {
+					g("gslb_certificate_days_left", float64(*d), p.Name, m.Name, mo.Check)
+				}
+				if l := mo.LossPercent; l != nil {
+					g("gslb_icmp_loss_ratio", *l/100, p.Name, m.Name, mo.Check)
+				}
+			}
+		}
 	}
 }
 

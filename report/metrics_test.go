@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"lbdns/control"
 	"lbdns/health"
 	"lbdns/prefetch"
 	"lbdns/probes"
@@ -21,8 +22,14 @@ import (
 // name order) and the families' descriptions as "name type labels: help".
 func gather(t *testing.T, in Input, events func(*Metrics)) (map[string]float64, []string) {
 	t.Helper()
+	return gatherWith(t, in, Status, events)
+}
+
+// gatherWith is gather with status building the snapshot from in.
+func gatherWith(t *testing.T, in Input, status func(Input) *control.Status, events func(*Metrics)) (map[string]float64, []string) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, func(context.Context) Input { return in })
+	m, err := newMetrics(reg, func(context.Context) Input { return in }, status)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +75,7 @@ func TestMetrics(t *testing.T) {
 		{Key: prefetch.Key{Name: "a.", Type: 28, Resolver: "d"}},
 	}
 	in.PrefetchTotals = &prefetch.Counters{Queries: 9, Failures: 2, Fetches: 3, FoundExpired: 1}
-	got, families := gather(t, in, func(m *Metrics) {
+	got, families := gatherWith(t, in, withGSLB, func(m *Metrics) {
 		m.Transition("d", "rec", health.Down)
 		m.Transition("d", "rec", health.Down)
 		m.ObserveProbe("rec", probes.Result{OK: true, RTT: time.Millisecond})
@@ -103,26 +110,56 @@ func TestMetrics(t *testing.T) {
 		"lbdns_ipvs_destination_connections_total{destination=198.51.100.2:53,resolver=b,service=udp/192.0.2.1:53,vip=v1}":          10,
 		"lbdns_ipvs_destination_packets_total{destination=198.51.100.2:53,direction=in,resolver=b,service=tcp/192.0.2.1:53,vip=v1}": 50,
 		"lbdns_ipvs_destination_inactive_connections{destination=198.51.100.2:53,resolver=b,service=udp/192.0.2.2:5353,vip=v2}":     7,
-		"lbdns_prefetch_entries{state=ok}":                              1,
-		"lbdns_prefetch_entries{state=parked}":                          2,
-		"lbdns_prefetch_entries{state=failing}":                         0,
-		"lbdns_prefetch_entries{state=pending}":                         0,
-		"lbdns_prefetch_queries_total{}":                                9,
-		"lbdns_prefetch_failures_total{}":                               2,
-		"lbdns_prefetch_fetches_total{}":                                3,
-		"lbdns_prefetch_expired_total{}":                                1,
-		"lbdns_backend_transitions_total{check=rec,resolver=d,to=down}": 2,
-		"lbdns_probe_duration_seconds{check=rec,result=ok}_count":       1,
-		"lbdns_probe_duration_seconds{check=rec,result=fail}_count":     1,
-		"lbdns_ipvs_operations_total{op=create-dest}":                   1,
-		"lbdns_config_reloads_total{result=applied}":                    1,
-		"lbdns_config_reloads_total{result=rejected}":                   1,
-		"lbdns_config_last_reload_successful{}":                         0,
-		"lbdns_config_last_reload_success_timestamp_seconds{}":          float64(t0.Unix()),
+		"lbdns_prefetch_entries{state=ok}":                                    1,
+		"lbdns_prefetch_entries{state=parked}":                                2,
+		"lbdns_prefetch_entries{state=failing}":                               0,
+		"lbdns_prefetch_entries{state=pending}":                               0,
+		"lbdns_prefetch_queries_total{}":                                      9,
+		"lbdns_prefetch_failures_total{}":                                     2,
+		"lbdns_prefetch_fetches_total{}":                                      3,
+		"lbdns_prefetch_expired_total{}":                                      1,
+		"lbdns_backend_transitions_total{check=rec,resolver=d,to=down}":       2,
+		"lbdns_probe_duration_seconds{check=rec,result=ok}_count":             1,
+		"lbdns_probe_duration_seconds{check=rec,result=fail}_count":           1,
+		"lbdns_ipvs_operations_total{op=create-dest}":                         1,
+		"lbdns_config_reloads_total{result=applied}":                          1,
+		"lbdns_config_reloads_total{result=rejected}":                         1,
+		"lbdns_config_last_reload_successful{}":                               0,
+		"lbdns_config_last_reload_success_timestamp_seconds{}":                float64(t0.Unix()),
+		"lbdns_gslb_pool_members{pool=web}":                                   3,
+		"lbdns_gslb_pool_up_members{pool=web}":                                1,
+		"lbdns_gslb_member_up{member=web-1,pool=web}":                         1,
+		"lbdns_gslb_member_up{member=web-2,pool=web}":                         0,
+		"lbdns_gslb_member_up{member=web-3,pool=web}":                         0,
+		"lbdns_gslb_member_state{member=web-1,pool=web,state=up}":             1,
+		"lbdns_gslb_member_state{member=web-2,pool=web,state=down}":           1,
+		"lbdns_gslb_member_state{member=web-3,pool=web,state=unknown}":        1,
+		"lbdns_gslb_monitor_up{check=https,member=web-1,pool=web}":            1,
+		"lbdns_gslb_monitor_up{check=ping,member=web-1,pool=web}":             1,
+		"lbdns_gslb_monitor_up{check=https,member=web-2,pool=web}":            0,
+		"lbdns_gslb_monitor_rtt_seconds{check=https,member=web-1,pool=web}":   0.0125,
+		"lbdns_gslb_certificate_days_left{check=https,member=web-1,pool=web}": 41,
+		"lbdns_gslb_certificate_days_left{check=https,member=web-2,pool=web}": -2,
+		"lbdns_gslb_icmp_loss_ratio{check=ping,member=web-1,pool=web}":        0.2,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	for _, absent := range []string{
+		"lbdns_gslb_monitor_rtt_seconds{check=https,member=web-3,pool=web}",  // never probed
+		"lbdns_gslb_certificate_days_left{check=ping,member=web-1,pool=web}", // not https
+		"lbdns_gslb_icmp_loss_ratio{check=https,member=web-1,pool=web}",      // not icmp
+		"lbdns_gslb_member_state{member=web-1,pool=web,state=down}",          // not its state
+	} {
+		if _, ok := got[absent]; ok {
+			t.Errorf("%s present", absent)
+		}
+	}
+	for k := range got {
+		if strings.HasPrefix(k, "lbdns_gslb_") && strings.Contains(k, "192.0.2.") {
+			t.Errorf("GSLB series with an address label: %s", k)
 		}
 	}
 	if _, ok := got["lbdns_backend_override{action=none,pool=p,resolver=a}"]; ok {
@@ -151,6 +188,15 @@ func TestMetrics(t *testing.T) {
 		}
 	})
 
+	t.Run("no gslb series without GSLB pools", func(t *testing.T) {
+		got, _ := gather(t, testInput(t), nil)
+		for k := range got {
+			if strings.HasPrefix(k, "lbdns_gslb_") {
+				t.Errorf("%s without GSLB pools", k)
+			}
+		}
+	})
+
 	t.Run("no prefetch series without a prefetcher", func(t *testing.T) {
 		in := testInput(t)
 		got, _ := gather(t, in, nil)
@@ -160,4 +206,27 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 	})
+}
+
+// withGSLB is Status with two GSLB members of pool "web" added: web-1 up
+// under an https and an icmp monitor, web-2 down behind a probe address
+// with an expired certificate, web-3 not probed yet.
+func withGSLB(in Input) *control.Status {
+	st := Status(in)
+	days := func(n int) *int { return &n }
+	pct := func(f float64) *float64 { return &f }
+	st.GSLB = []control.GSLBPool{{Name: "web", Combine: "all", Up: 1, Total: 3, Members: []control.GSLBMember{
+		{Name: "web-1", Address: "192.0.2.10", Weight: 100, State: "up", Since: t0.Add(-time.Hour), Monitors: []control.GSLBMonitor{
+			{Check: "https", Kind: "https", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 12.5, CertDaysLeft: days(41)},
+			{Check: "ping", Kind: "icmp", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 0.5, LossPercent: pct(20), Socket: "raw"},
+		}},
+		{Name: "web-2", Address: "192.0.2.11", ProbeAddress: "192.0.2.111", Weight: 100, State: "down", Since: t0.Add(-time.Minute),
+			Reason: "https down: certificate expired", Monitors: []control.GSLBMonitor{
+				{Check: "https", Kind: "https", State: "down", LastProbe: t0, LastResult: "x509: certificate has expired", RTTMillis: 3, CertDaysLeft: days(-2)},
+			}},
+		{Name: "web-3", Address: "192.0.2.12", Weight: 100, State: "unknown", Monitors: []control.GSLBMonitor{
+			{Check: "https", Kind: "https", State: "unknown"},
+		}},
+	}}}
+	return st
 }

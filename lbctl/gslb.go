@@ -1,0 +1,177 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"lbdns/control"
+)
+
+// gslbCmd shows the GSLB pools' members: per pool its combine rule and
+// how many members are up, per member its address, state and reason, per
+// monitor its state, last result, RTT, certificate days left and ICMP
+// loss and socket. "status" is an alias of "members"; --pool keeps one
+// pool. With -o json: the control.GSLBPool list, indented.
+func gslbCmd(fs *flag.FlagSet) action {
+	pool := fs.String("pool", "", "only the GSLB pool `P`")
+	return func(e *env, args []string) error {
+		if err := wantArgs(args, "subcommand (members)"); err != nil {
+			return err
+		}
+		if args[0] != "members" && args[0] != "status" {
+			return usageErrorf("unknown gslb subcommand %q (want members)", args[0])
+		}
+		ctx, cancel := e.request()
+		defer cancel()
+		st, err := e.client().Status(ctx)
+		if err != nil {
+			return err
+		}
+		pools := st.GSLB
+		if *pool != "" {
+			pools = nil
+			for _, p := range st.GSLB {
+				if p.Name == *pool {
+					pools = append(pools, p)
+				}
+			}
+			if len(pools) == 0 {
+				return control.Errorf(http.StatusNotFound, "no GSLB pool %q%s", *pool, known(st.GSLB))
+			}
+		}
+		if e.json() {
+			if pools == nil {
+				pools = []control.GSLBPool{}
+			}
+			return e.writeJSON(pools)
+		}
+		now := st.Generated
+		if now.IsZero() {
+			now = time.Now()
+		}
+		sw := &statusWriter{ew: &errWriter{w: e.stdout}, now: now}
+		if len(pools) == 0 {
+			sw.printf("no GSLB pools configured\n")
+		}
+		for i, p := range pools {
+			if i > 0 {
+				sw.printf("\n")
+			}
+			sw.gslbPool(p)
+		}
+		return sw.ew.err
+	}
+}
+
+// known lists the configured GSLB pools for an error message.
+func known(pools []control.GSLBPool) string {
+	if len(pools) == 0 {
+		return " (none configured)"
+	}
+	names := make([]string, len(pools))
+	for i, p := range pools {
+		names[i] = p.Name
+	}
+	return " (pools: " + strings.Join(names, ", ") + ")"
+}
+
+// gslbPool writes a GSLB pool's header, its member table and its monitor
+// table (a row per member and monitor).
+func (sw *statusWriter) gslbPool(p control.GSLBPool) {
+	sw.printf("gslb pool %s (%s): %d/%d up\n", p.Name, combine(p), p.Up, p.Total)
+	if len(p.Members) == 0 {
+		sw.printf("  no members\n")
+		return
+	}
+	tw := sw.table()
+	fmt.Fprintf(tw, "  MEMBER\tADDRESS\tWEIGHT\tPRIORITY\tSTATE\tSINCE\tREASON\n")
+	for _, m := range p.Members {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Name, gslbAddress(m), m.Weight, m.Priority, m.State,
+			sw.ago(m.Since), dash(oneLine(m.Reason, 60)))
+	}
+	tw.Flush()
+	sw.printf("\n")
+	tw = sw.table()
+	fmt.Fprintf(tw, "  MEMBER\tCHECK\tKIND\tSTATE\tSINCE\tLAST\tRTT\tCERT DAYS\tLOSS\tSOCKET\n")
+	for _, m := range p.Members {
+		if len(m.Monitors) == 0 {
+			fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", m.Name)
+		}
+		for _, mo := range m.Monitors {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
+				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo), certDays(mo.CertDaysLeft), loss(mo.LossPercent), dash(mo.Socket))
+		}
+	}
+	tw.Flush()
+}
+
+// combine is a pool's combine rule for people: "all" or "at least 2".
+func combine(p control.GSLBPool) string {
+	if p.Combine == "at_least" {
+		return "at least " + strconv.Itoa(p.AtLeast)
+	}
+	return dash(p.Combine)
+}
+
+// gslbAddress is a member's answer address, with the probe address when
+// it differs.
+func gslbAddress(m control.GSLBMember) string {
+	if m.ProbeAddress == "" || m.ProbeAddress == m.Address {
+		return m.Address
+	}
+	return m.Address + " (probe " + m.ProbeAddress + ")"
+}
+
+// monitorRTT is the last probe's round-trip time, "-" before a probe.
+func monitorRTT(mo control.GSLBMonitor) string {
+	if mo.LastProbe.IsZero() && mo.RTTMillis == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", mo.RTTMillis)
+}
+
+// certDays is the certificate's days to expiry, "-" when not known.
+func certDays(d *int) string {
+	if d == nil {
+		return "-"
+	}
+	return strconv.Itoa(*d)
+}
+
+// loss is the ICMP loss in percent, "-" when not known.
+func loss(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64) + "%"
+}
+
+// gslb writes the short GSLB section of lbctl status: per pool its up
+// and total members and the members that are not up with their reason.
+func (sw *statusWriter) gslb(pools []control.GSLBPool) {
+	if len(pools) == 0 {
+		return
+	}
+	sw.printf("\ngslb pools:\n")
+	tw := sw.table()
+	fmt.Fprintf(tw, "  POOL\tCOMBINE\tUP\tNOT UP\n")
+	for _, p := range pools {
+		var notUp []string
+		for _, m := range p.Members {
+			if m.State == "up" {
+				continue
+			}
+			s := m.Name + " " + m.State
+			if m.Reason != "" {
+				s += " (" + oneLine(m.Reason, 50) + ")"
+			}
+			notUp = append(notUp, s)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%s\n", p.Name, combine(p), p.Up, p.Total, dash(strings.Join(notUp, ", ")))
+	}
+	tw.Flush()
+}
