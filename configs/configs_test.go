@@ -581,3 +581,48 @@ func TestMovedKeys(t *testing.T) {
 		t.Fatalf("problems = %#v, want %#v", ps, want)
 	}
 }
+
+// TestKeepRestartOnly: a reloaded config keeps the running state_dir,
+// control_socket and status_listen, says when it had them different, and
+// keeps every other key of its own.
+func TestKeepRestartOnly(t *testing.T) {
+	load := func() *Config {
+		t.Helper()
+		c, err := Load("minimal.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	running := load()
+	running.Daemon.StateDir, running.Daemon.ControlSocket, running.Daemon.StatusListen = "/run/a", "/run/a.sock", "127.0.0.1:1"
+
+	same := load()
+	same.Daemon.StateDir, same.Daemon.ControlSocket, same.Daemon.StatusListen = "/run/a", "/run/a.sock", "127.0.0.1:1"
+	if same.KeepRestartOnly(running) {
+		t.Error("KeepRestartOnly of an unchanged config = true")
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(d *Daemon)
+	}{
+		{"state_dir", func(d *Daemon) { d.StateDir = "/run/b" }},
+		{"control_socket", func(d *Daemon) { d.ControlSocket = "/run/b.sock" }},
+		{"status_listen", func(d *Daemon) { d.StatusListen = "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := *same
+			next.Daemon.LogLevel = "debug"
+			tc.set(&next.Daemon)
+			if !next.KeepRestartOnly(running) {
+				t.Error("KeepRestartOnly = false, want true")
+			}
+			if next.Daemon.StateDir != "/run/a" || next.Daemon.ControlSocket != "/run/a.sock" || next.Daemon.StatusListen != "127.0.0.1:1" {
+				t.Errorf("restart-only keys after KeepRestartOnly: %+v", next.Daemon)
+			}
+			if next.Daemon.LogLevel != "debug" {
+				t.Errorf("log_level = %q, want the new config's", next.Daemon.LogLevel)
+			}
+		})
+	}
+}

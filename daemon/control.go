@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 
-	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
@@ -54,12 +52,6 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 		d.log.Info("status endpoint listening (read-only)", "url", "http://"+d.statusLn.Addr().String()+"/")
 	}
 	return &wg
-}
-
-// firstLine returns s up to its first newline.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
 
 // overrideCall is an override request handed to the loop.
@@ -125,16 +117,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*contro
 		d.log.Warn("override saved but the state directory could not be synced", "err", err)
 	}
 	d.setOverrides(next)
-	d.log.Info("operator override", "action", req.Action, "resolver", req.Resolver, "scope", "in "+intent.Scope(req.Pool, req.VIP),
-		"reason", req.Reason, "by", call.by, "result", res.Message)
-	text := res.Message
-	if req.Reason != "" {
-		text += " (reason: " + req.Reason + ")"
-	}
-	if call.by != "" {
-		text += " by " + call.by
-	}
-	d.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: text})
+	d.journal.Override(req, call.by, res)
 	d.reconcile(ctx, false)
 	return &control.OverrideReply{Message: res.Message, Changed: true, Overrides: report.Overrides(d.cfg, next.Overrides)}, nil
 }
@@ -146,18 +129,6 @@ func (d *Daemon) setOverrides(st intent.State) {
 	d.mu.Lock()
 	d.overridesView = slices.Clone(st.Overrides)
 	d.mu.Unlock()
-}
-
-// reportOrphans logs every override the configuration no longer matches.
-func (d *Daemon) reportOrphans(cfg *configs.Config) {
-	for _, o := range d.intent.Overrides {
-		if why := intent.Orphaned(cfg, o); why != "" {
-			d.log.Warn("orphaned override kept (it applies again if the name comes back; lbctl enable clears it)",
-				"resolver", o.Resolver, "action", o.Action, "scope", o.ScopeText(), "why", why, "reason", o.Reason)
-			d.event(control.Event{Kind: control.EventOverride, Subject: o.Resolver, Error: true,
-				Message: fmt.Sprintf("orphaned override kept: %s %s %s: %s", o.Action, o.Resolver, o.ScopeText(), why)})
-		}
-	}
 }
 
 // reloadForControl is the control servers' reload: it validates and applies the

@@ -26,7 +26,6 @@ import (
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
-	"lbdns/health"
 	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/prefetch"
@@ -123,6 +122,7 @@ type Daemon struct {
 	started  time.Time
 	evlog    *control.EventLog
 	metrics  *report.Metrics
+	journal  *report.Journal // what happened: logs, events, counters
 	registry *prometheus.Registry
 	stats    *report.StatsCache
 	warmView atomic.Bool
@@ -201,6 +201,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: metrics: %w", err)
 	}
 	d.metrics = m
+	d.journal = report.NewJournal(d.log, d.evlog, m)
 	d.setLevel(cfg)
 	switch {
 	case opts.Client != nil:
@@ -213,7 +214,7 @@ func New(opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		d.client, d.closer = kc, kc.Close
-		d.applyKernelSettings(kc, cfg)
+		d.applySettings(cfg)
 	}
 	d.stats = report.NewStatsCache(d.statsReader(), opts.Now, d.log)
 	if err := os.MkdirAll(cfg.Daemon.StateDir, 0o750); err != nil {
@@ -223,12 +224,7 @@ func New(opts Options) (*Daemon, error) {
 	d.store = opts.Store
 	if d.store == nil {
 		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
-			OnDiscard: func(kept string, cause error) {
-				d.log.Error("state file could not be parsed and was moved aside (-discard-bad-state); starting WITHOUT its overrides",
-					"copy", kept, "err", cause)
-				d.event(control.Event{Kind: control.EventDaemon, Subject: "state", Error: true,
-					Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
-			}})
+			OnDiscard: d.journal.StateDiscarded})
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
@@ -240,7 +236,7 @@ func New(opts Options) (*Daemon, error) {
 	d.mon = monitor.New(monitor.Options{
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
-		OnResult: d.observeProbe,
+		OnResult: func(k monitor.Key, r check.Result) { d.metrics.ObserveProbe(k.Check, r) },
 		Logger:   d.log.With("component", "monitor"),
 	})
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
@@ -257,7 +253,7 @@ func New(opts Options) (*Daemon, error) {
 	if opts.DryRun {
 		d.dryRunFile = vip.NewDryRunFile(filepath.Join(cfg.Daemon.StateDir, vip.DryRunFileName))
 	}
-	d.reportOrphans(cfg)
+	d.journal.Orphans(cfg, d.intent.Overrides)
 	d.noteReload(nil)
 	if err := d.listen(cfg); err != nil {
 		d.closer()
@@ -302,9 +298,6 @@ func (d *Daemon) Events() *control.EventLog { return d.evlog }
 // Registry returns the registry /metrics serves.
 func (d *Daemon) Registry() *prometheus.Registry { return d.registry }
 
-// event adds ev to the event log.
-func (d *Daemon) event(ev control.Event) { d.evlog.Append(ev) }
-
 // noteReload records the outcome of a configuration load (nil: applied).
 func (d *Daemon) noteReload(err error) {
 	now := d.now()
@@ -328,14 +321,12 @@ func (d *Daemon) setLevel(cfg *configs.Config) {
 	}
 }
 
-func (d *Daemon) applyKernelSettings(kc *vip.KernelClient, cfg *configs.Config) {
-	on := cfg.IPVS.ExpireNodestConn == nil || *cfg.IPVS.ExpireNodestConn
-	if err := vip.SetExpireNodestConn(on); err != nil {
-		d.log.Warn("cannot set expire_nodest_conn", "err", err)
-	}
-	if t := cfg.IPVS.UDPTimeout.Duration; t > 0 {
-		if err := vip.SetUDPTimeout(kc, t); err != nil {
-			d.log.Warn("cannot set IPVS udp timeout", "err", err)
+// applySettings applies cfg's host-wide IPVS settings when the client is
+// the kernel's.
+func (d *Daemon) applySettings(cfg *configs.Config) {
+	if kc, ok := d.client.(*vip.KernelClient); ok {
+		if err := vip.ApplySettings(kc, cfg.IPVS); err != nil {
+			d.log.Warn("cannot apply the IPVS kernel settings", "err", err)
 		}
 	}
 }
@@ -390,13 +381,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
-	mode := "kernel"
-	if d.dryRun {
-		mode = "dry-run (IPVS table computed, NOT applied)"
-	}
-	d.log.Info("lbdnsd started", "config", d.opts.ConfigPath, "ipvs", mode, "summary", d.cfg.Summary(),
-		"warm_up", resolvers.WarmUp(d.cfg).String())
-	d.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + d.cfg.Summary()})
+	d.journal.Started(d.opts.ConfigPath, d.cfg, d.dryRun)
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()
@@ -405,7 +390,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			d.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "stopping; IPVS table left in place"})
+			d.journal.Stopping()
 			close(d.stopping)
 			cancel()
 			<-monDone
@@ -415,7 +400,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if err := d.closeProbe(); err != nil {
 				d.log.Warn("close dns prober", "err", err)
 			}
-			d.log.Info("lbdnsd stopped; IPVS table left in place")
+			d.journal.Stopped()
 			return nil
 		case ev := <-d.events:
 			d.handleEvent(ctx, ev)
@@ -492,29 +477,16 @@ func (d *Daemon) Applied() vip.Table { return d.rec.Table() }
 // reconciles once: a burst of transitions (thousands at start-up, or a
 // whole pool failing at once) costs one plan, not one per event.
 func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
-	d.logEvent(ev)
+	d.journal.StateChange(ev)
 	for more := true; more; {
 		select {
 		case ev := <-d.events:
-			d.logEvent(ev)
+			d.journal.StateChange(ev)
 		default:
 			more = false
 		}
 	}
 	d.reconcile(ctx, false)
-}
-
-func (d *Daemon) logEvent(ev monitor.Event) {
-	tr := ev.Transition
-	id := ev.Key.String()
-	if k, ok := resolvers.TargetKeyOf(ev.Key); ok {
-		id = k.String()
-	}
-	d.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
-		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
-	d.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
-		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
-	d.countTransition(ev)
 }
 
 // handleTick reconciles unless the plan in force is still current: a tick
@@ -531,10 +503,8 @@ func (d *Daemon) handleTick(ctx context.Context) {
 // host sharing the store), the intent in force, and applies it.
 func (d *Daemon) handleWatch(ctx context.Context, st intent.State) {
 	d.setOverrides(st)
-	d.log.Info("operator intent changed elsewhere; applying it", "overrides", len(st.Overrides))
-	d.event(control.Event{Kind: control.EventOverride, Subject: "intent",
-		Message: fmt.Sprintf("operator intent changed elsewhere: %d overrides in force", len(st.Overrides))})
-	d.reportOrphans(d.cfg)
+	d.journal.IntentChanged(st)
+	d.journal.Orphans(d.cfg, st.Overrides)
 	d.reconcile(ctx, false)
 }
 
@@ -546,33 +516,19 @@ func (d *Daemon) handleResync(ctx context.Context) {
 func (d *Daemon) handleReload(ctx context.Context) error {
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	if err != nil {
-		d.log.Error("reload rejected; running config unchanged", "config", d.opts.ConfigPath, "err", err)
+		d.journal.ReloadRejected(d.opts.ConfigPath, err)
 		d.noteReload(err)
-		n := max(len(configs.Problems(err)), 1)
-		d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Error: true,
-			Message: fmt.Sprintf("reload rejected (%d problems), running config unchanged: %s", n, firstLine(err.Error()))})
 		return err
 	}
-	if cfg.Daemon.ControlSocket != d.cfg.Daemon.ControlSocket || cfg.Daemon.StatusListen != d.cfg.Daemon.StatusListen ||
-		cfg.Daemon.StateDir != d.cfg.Daemon.StateDir {
-		d.log.Warn("daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
-			"state_dir", d.cfg.Daemon.StateDir, "control_socket", d.cfg.Daemon.ControlSocket, "status_listen", d.cfg.Daemon.StatusListen)
-		// The state in force (overrides, owned services) lives in the
-		// directory it was loaded from, and the listeners stay where they
-		// are, until the daemon restarts.
-		cfg.Daemon.StateDir = d.cfg.Daemon.StateDir
-		cfg.Daemon.ControlSocket = d.cfg.Daemon.ControlSocket
-		cfg.Daemon.StatusListen = d.cfg.Daemon.StatusListen
+	if cfg.KeepRestartOnly(d.cfg) {
+		d.journal.RestartOnlyKept(d.cfg)
 	}
 	d.setLevel(cfg)
-	if kc, ok := d.client.(*vip.KernelClient); ok {
-		d.applyKernelSettings(kc, cfg)
-	}
+	d.applySettings(cfg)
 	d.install(cfg, true) // a warm planner stays warm: targets that kept their state are not held back
-	d.log.Info("config reloaded", "config", d.opts.ConfigPath, "summary", cfg.Summary())
+	d.journal.ReloadApplied(d.opts.ConfigPath, cfg)
 	d.noteReload(nil)
-	d.event(control.Event{Kind: control.EventReload, Subject: d.opts.ConfigPath, Message: "config reloaded: " + cfg.Summary()})
-	d.reportOrphans(cfg)
+	d.journal.Orphans(cfg, d.intent.Overrides)
 	d.pf.Configure(cfg)
 	d.reconcile(ctx, false)
 	return nil
@@ -606,9 +562,9 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	if step.JustWarmed {
 		d.warmView.Store(true)
 		full = true
-		d.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", step.Decided)
+		d.journal.Warm(step.Decided)
 	}
-	d.reportVerdicts(ctx, step.Events)
+	d.journal.Verdicts(ctx, step.Events)
 	var (
 		ops []vip.Op
 		err error
@@ -618,20 +574,9 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	} else {
 		ops, err = d.rec.Sync(ctx, plan.Table)
 	}
-	for _, op := range ops {
-		msg := op.String()
-		if d.dryRun {
-			d.log.Info("ipvs op (dry-run, NOT applied)", "op", msg)
-			msg += " (dry-run, NOT applied)"
-		} else {
-			d.log.Info("ipvs op applied", "op", msg)
-		}
-		d.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg})
-		d.metrics.IPVSOp(op)
-	}
+	d.journal.IPVSOps(ops, d.dryRun)
 	if err != nil {
-		d.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", d.rec.Stats().OpErrors)
-		d.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
+		d.journal.SyncFailed(err, d.rec.Stats().OpErrors)
 	} else {
 		if err := d.owned.PruneAndSave(d.ownedPath(), plan.Table, d.rec.Has); err != nil {
 			d.log.Warn("cannot save owned IPVS services (retried unless only the directory sync failed)", "path", d.ownedPath(), "err", err)
@@ -646,23 +591,6 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		if err := d.dryRunFile.Update(d.rec.Table(), len(ops) > 0); err != nil {
 			d.log.Warn("cannot write dry-run table; will retry", "path", d.dryRunFile.Path(), "err", err)
 		}
-	}
-}
-
-// reportVerdicts logs and records the pool verdicts that changed (the
-// planner reports them only once warm).
-func (d *Daemon) reportVerdicts(ctx context.Context, events []resolvers.Event) {
-	for _, ev := range events {
-		lvl := slog.LevelInfo
-		switch {
-		case ev.To == resolvers.NoFacts:
-			lvl = slog.LevelWarn
-		case ev.FailOpen || ev.To >= resolvers.VendorWide:
-			lvl = slog.LevelError
-		}
-		d.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
-			"fail_open", ev.FailOpen, "detail", ev.Detail)
-		d.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
 	}
 }
 

@@ -1,0 +1,192 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/health"
+	"lbdns/intent"
+	"lbdns/monitor"
+	"lbdns/resolvers"
+	"lbdns/vip"
+)
+
+// Journal tells what happened to the daemon, each happening in one
+// wording: a log line, an entry of the event log (lbctl events) and, where
+// one exists, a counter. The daemon calls one method per happening with
+// the domain values; the wording lives here.
+type Journal struct {
+	log     *slog.Logger
+	events  *control.EventLog
+	metrics *Metrics
+}
+
+// NewJournal returns a Journal that logs to log, appends to events and
+// counts in m.
+func NewJournal(log *slog.Logger, events *control.EventLog, m *Metrics) *Journal {
+	return &Journal{log: log, events: events, metrics: m}
+}
+
+// event appends ev to the event log.
+func (j *Journal) event(ev control.Event) { j.events.Append(ev) }
+
+// StateChange tells a back end's health state change (a monitor event)
+// and counts it.
+func (j *Journal) StateChange(ev monitor.Event) {
+	tr := ev.Transition
+	id := ev.Key.String()
+	if k, ok := resolvers.TargetKeyOf(ev.Key); ok {
+		id = k.String()
+	}
+	j.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
+		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
+	j.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
+		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
+	j.metrics.Transition(ev.Key.Member, ev.Key.Check, tr.To)
+}
+
+// Verdicts tells the pool verdicts that changed, each at the level its
+// diagnosis deserves: a pool without facts is a warning, a pool failing
+// open or failing vendor-wide (or worse) an error.
+func (j *Journal) Verdicts(ctx context.Context, events []resolvers.Event) {
+	for _, ev := range events {
+		lvl := slog.LevelInfo
+		switch {
+		case ev.To == resolvers.NoFacts:
+			lvl = slog.LevelWarn
+		case ev.FailOpen || ev.To >= resolvers.VendorWide:
+			lvl = slog.LevelError
+		}
+		j.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
+			"fail_open", ev.FailOpen, "detail", ev.Detail)
+		j.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
+	}
+}
+
+// IPVSOps tells and counts the IPVS operations of one sync: applied, or
+// in a dry run computed and NOT applied.
+func (j *Journal) IPVSOps(ops []vip.Op, dryRun bool) {
+	for _, op := range ops {
+		msg := op.String()
+		if dryRun {
+			j.log.Info("ipvs op (dry-run, NOT applied)", "op", msg)
+			msg += " (dry-run, NOT applied)"
+		} else {
+			j.log.Info("ipvs op applied", "op", msg)
+		}
+		j.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg})
+		j.metrics.IPVSOp(op)
+	}
+}
+
+// SyncFailed tells that bringing the IPVS table to the plan failed with
+// err (retried at the next tick); errorsTotal is the reconciler's count of
+// failed attempts so far.
+func (j *Journal) SyncFailed(err error, errorsTotal uint64) {
+	j.log.Error("ipvs sync failed; will retry", "err", err, "errors_total", errorsTotal)
+	j.event(control.Event{Kind: control.EventIPVS, Subject: "sync", Error: true, Message: "ipvs sync failed; will retry: " + err.Error()})
+}
+
+// Warm tells that the warm-up is over; decided tells whether every target
+// had its first verdict by then.
+func (j *Journal) Warm(decided bool) {
+	j.log.Info("warm-up over; reconciling IPVS table", "all_targets_decided", decided)
+}
+
+// ReloadApplied tells that the configuration file at path was reloaded
+// and cfg is now in force.
+func (j *Journal) ReloadApplied(path string, cfg *configs.Config) {
+	j.log.Info("config reloaded", "config", path, "summary", cfg.Summary())
+	j.event(control.Event{Kind: control.EventReload, Subject: path, Message: "config reloaded: " + cfg.Summary()})
+}
+
+// ReloadRejected tells that the configuration file at path was rejected
+// with err (its problems counted, the first line quoted) and the running
+// configuration stays.
+func (j *Journal) ReloadRejected(path string, err error) {
+	j.log.Error("reload rejected; running config unchanged", "config", path, "err", err)
+	n := max(len(configs.Problems(err)), 1)
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	j.event(control.Event{Kind: control.EventReload, Subject: path, Error: true,
+		Message: fmt.Sprintf("reload rejected (%d problems), running config unchanged: %s", n, first)})
+}
+
+// RestartOnlyKept warns that a reloaded configuration changed keys that
+// take effect only at a restart, and that running's stay in force
+// (configs.Config.KeepRestartOnly).
+func (j *Journal) RestartOnlyKept(running *configs.Config) {
+	j.log.Warn("daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
+		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen)
+}
+
+// Override tells an operator override that changed the intent: req as
+// asked by by, res as intent.Apply answered it.
+func (j *Journal) Override(req control.OverrideRequest, by string, res intent.Result) {
+	j.log.Info("operator override", "action", req.Action, "resolver", req.Resolver, "scope", "in "+intent.Scope(req.Pool, req.VIP),
+		"reason", req.Reason, "by", by, "result", res.Message)
+	text := res.Message
+	if req.Reason != "" {
+		text += " (reason: " + req.Reason + ")"
+	}
+	if by != "" {
+		text += " by " + by
+	}
+	j.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: text})
+}
+
+// Orphans tells every override of list that cfg no longer matches (it is
+// kept, and applies again if the name comes back).
+func (j *Journal) Orphans(cfg *configs.Config, list []intent.Override) {
+	for _, o := range list {
+		if why := intent.Orphaned(cfg, o); why != "" {
+			j.log.Warn("orphaned override kept (it applies again if the name comes back; lbctl enable clears it)",
+				"resolver", o.Resolver, "action", o.Action, "scope", o.ScopeText(), "why", why, "reason", o.Reason)
+			j.event(control.Event{Kind: control.EventOverride, Subject: o.Resolver, Error: true,
+				Message: fmt.Sprintf("orphaned override kept: %s %s %s: %s", o.Action, o.Resolver, o.ScopeText(), why)})
+		}
+	}
+}
+
+// IntentChanged tells that the operator intent was changed elsewhere
+// (another host sharing the store) and st is now in force.
+func (j *Journal) IntentChanged(st intent.State) {
+	j.log.Info("operator intent changed elsewhere; applying it", "overrides", len(st.Overrides))
+	j.event(control.Event{Kind: control.EventOverride, Subject: "intent",
+		Message: fmt.Sprintf("operator intent changed elsewhere: %d overrides in force", len(st.Overrides))})
+}
+
+// StateDiscarded tells that the state file could not be parsed (cause)
+// and was moved aside to kept, so the daemon starts without its
+// overrides (intent.FileOptions.OnDiscard).
+func (j *Journal) StateDiscarded(kept string, cause error) {
+	j.log.Error("state file could not be parsed and was moved aside (-discard-bad-state); starting WITHOUT its overrides",
+		"copy", kept, "err", cause)
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "state", Error: true,
+		Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
+}
+
+// Started tells that the daemon started with the configuration cfg loaded
+// from path, programming the kernel or, in a dry run, not.
+func (j *Journal) Started(path string, cfg *configs.Config, dryRun bool) {
+	mode := "kernel"
+	if dryRun {
+		mode = "dry-run (IPVS table computed, NOT applied)"
+	}
+	j.log.Info("lbdnsd started", "config", path, "ipvs", mode, "summary", cfg.Summary(),
+		"warm_up", resolvers.WarmUp(cfg).String())
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + cfg.Summary()})
+}
+
+// Stopping tells that the daemon is stopping (in the event log, the last
+// thing lbctl events can show).
+func (j *Journal) Stopping() {
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "stopping; IPVS table left in place"})
+}
+
+// Stopped tells that the daemon has stopped.
+func (j *Journal) Stopped() { j.log.Info("lbdnsd stopped; IPVS table left in place") }
