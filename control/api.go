@@ -42,74 +42,9 @@ type Status struct {
 	// Prefetch lists the cache-refresh entries (name × type × resolver),
 	// when the prefetcher runs.
 	Prefetch []PrefetchEntry `json:"prefetch,omitempty"`
-	// GSLB lists the GSLB pools with their members' health, in
-	// configuration order, when any is configured.
+	// GSLB lists every GSLB pool with its members' health, in
+	// configuration order; absent when no GSLB pool is configured.
 	GSLB []GSLBPool `json:"gslb,omitempty"`
-}
-
-// GSLBPool is one GSLB pool and its members' health.
-type GSLBPool struct {
-	// Name is the pool's name.
-	Name string `json:"name"`
-	// Combine is how a member's monitors make its state: "all" or
-	// "at_least".
-	Combine string `json:"combine"`
-	// AtLeast is the number of monitors a member needs up with
-	// "at_least"; 0 with "all".
-	AtLeast int `json:"at_least"`
-	// Up counts the members that are up; Total all members.
-	Up    int `json:"up"`
-	Total int `json:"total"`
-	// Members in configuration order.
-	Members []GSLBMember `json:"members"`
-}
-
-// GSLBMember is one GSLB member and its combined health.
-type GSLBMember struct {
-	// Name is the member's name, unique in its pool.
-	Name string `json:"name"`
-	// Address is the address answered for the member; ProbeAddress the
-	// address its monitors probe (equal to Address unless set apart).
-	Address      string `json:"address"`
-	ProbeAddress string `json:"probe_address"`
-	// Weight and Priority are the member's settings (priority: lower
-	// first).
-	Weight   int `json:"weight"`
-	Priority int `json:"priority"`
-	// State is "up", "down" or "unknown" (no verdict yet: never reported
-	// down while the first probes run); Since is when it was entered.
-	State string    `json:"state"`
-	Since time.Time `json:"since"`
-	// Reason says in one line why: monitors up against those needed, and
-	// the monitors down with their last failure.
-	Reason string `json:"reason"`
-	// Monitors are the member's monitors in configuration order.
-	Monitors []GSLBMonitor `json:"monitors"`
-}
-
-// GSLBMonitor is what one monitor knows of one GSLB member.
-type GSLBMonitor struct {
-	// Check is the monitor's check profile; Kind its kind (dns, tcp,
-	// udp, http, https, icmp).
-	Check string `json:"check"`
-	Kind  string `json:"kind"`
-	// State is "up", "down" or "unknown"; Since is when it was entered.
-	State string    `json:"state"`
-	Since time.Time `json:"since"`
-	// LastProbe is when the last probe finished (zero before the first);
-	// LastResult its one-line detail; RTTMillis its round-trip time.
-	LastProbe  time.Time `json:"last_probe"`
-	LastResult string    `json:"last_result"`
-	RTTMillis  float64   `json:"rtt_ms"`
-	// CertDaysLeft is the days until the server certificate expires
-	// (https monitors).
-	CertDaysLeft *int `json:"cert_days_left,omitempty"`
-	// LossPercent is the share of echoes lost in the last probe (icmp
-	// monitors).
-	LossPercent *float64 `json:"loss_percent,omitempty"`
-	// Socket is the ICMP socket in use (icmp monitors): "raw" or
-	// "unprivileged".
-	Socket string `json:"socket,omitempty"`
 }
 
 // Daemon describes the running daemon.
@@ -229,6 +164,71 @@ type Pool struct {
 	Vendors []VendorCount `json:"vendors"`
 	// Members are the pool's members in configuration order.
 	Members []Member `json:"members"`
+}
+
+// GSLBPool is the health of one GSLB pool's members.
+type GSLBPool struct {
+	// Name is the pool's configured name.
+	Name string `json:"name"`
+	// Combine is how a member's monitors combine: "all" (every monitor
+	// up) or "at_least" (at least AtLeast monitors up).
+	Combine string `json:"combine"`
+	// AtLeast is the number of monitors that must be up with combine
+	// "at_least" (0 otherwise).
+	AtLeast int `json:"at_least"`
+	// Up counts the members that are up; Total all members.
+	Up    int `json:"up"`
+	Total int `json:"total"`
+	// Members are the pool's members in configuration order.
+	Members []GSLBMember `json:"members"`
+}
+
+// GSLBMember is one member of a GSLB pool and its monitors.
+type GSLBMember struct {
+	// Name is the member's configured name.
+	Name string `json:"name"`
+	// Address is the address answered for the member; ProbeAddress the
+	// address its monitors probe when it differs ("" otherwise).
+	Address      string `json:"address"`
+	ProbeAddress string `json:"probe_address"`
+	// Weight and Priority are the configured weight and priority.
+	Weight   int `json:"weight"`
+	Priority int `json:"priority"`
+	// State is "up", "down" or "unknown" (no verdict yet: never down
+	// while the first probe round runs), combined from the monitors.
+	State string `json:"state"`
+	// Since is when State was entered (zero while unknown).
+	Since time.Time `json:"since,omitzero"`
+	// Reason says in one line why the member is not up, naming the
+	// failing monitors ("" when it is up).
+	Reason string `json:"reason"`
+	// Monitors are the member's monitors, in configuration order.
+	Monitors []GSLBMonitor `json:"monitors"`
+}
+
+// GSLBMonitor is one monitor (check profile) of a GSLB member.
+type GSLBMonitor struct {
+	// Check is the check profile's name, Kind its kind (icmp, tcp, udp,
+	// http, https, dns).
+	Check string `json:"check"`
+	Kind  string `json:"kind"`
+	// State is "up", "down" or "unknown"; Since when it was entered.
+	State string    `json:"state"`
+	Since time.Time `json:"since,omitzero"`
+	// LastProbe is when the last probe finished; LastResult is "ok" or
+	// the failure's one-line reason; RTTMillis its round-trip time.
+	LastProbe  time.Time `json:"last_probe,omitzero"`
+	LastResult string    `json:"last_result"`
+	RTTMillis  float64   `json:"rtt_ms"`
+	// CertDaysLeft is the days until the server certificate expires
+	// (https only; nil otherwise or before a handshake).
+	CertDaysLeft *int `json:"cert_days_left,omitempty"`
+	// LossPercent is the echo loss of the last probe in percent (icmp
+	// only).
+	LossPercent *float64 `json:"loss_percent,omitempty"`
+	// Socket is the ICMP socket the monitor uses: "raw" or
+	// "unprivileged" (icmp only).
+	Socket string `json:"socket,omitempty"`
 }
 
 // VendorCount counts one vendor's members of a pool.
