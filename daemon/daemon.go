@@ -351,7 +351,7 @@ func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.view = cfg
 	d.mu.Unlock()
 	targets, err := resolvers.Targets(cfg, d.opts.Checkers)
-	members, gerr := gslb.Targets(cfg, gslb.BuildChecker(d.opts.Checkers))
+	members, gerr := gslb.Targets(cfg, d.opts.Checkers)
 	if err = errors.Join(err, gerr); err != nil {
 		d.log.Error("some health targets cannot be checked", "err", err)
 	}
