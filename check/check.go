@@ -26,6 +26,9 @@ type Result struct {
 	Recv int
 	// Loss is the percentage of echo requests not answered (icmp checks).
 	Loss float64
+	// Socket is the kind of ICMP socket an icmp check used: "raw" or
+	// "unprivileged" ("" for other kinds).
+	Socket string
 }
 
 // Checker checks one target: it is built once per target from its

@@ -121,6 +121,8 @@ type decoder struct {
 	daemonOK, ipvsOK        bool
 	prefetchRaw             map[string]any
 	prefetchOK              bool
+	gslbRaw                 map[string]any
+	gslbOK                  bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -136,7 +138,7 @@ type decoder struct {
 // d.cfg.
 func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 	sections := map[string]reflect.Type{
-		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil,
+		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -167,6 +169,7 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 		}
 	}
 	d.decodeChecks(raw, prims)
+	d.decodeGSLB(raw, prims)
 }
 
 // table decodes the single table key into v; it returns the generic table

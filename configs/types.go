@@ -15,6 +15,7 @@ type Config struct {
 	Resolvers []Resolver        `toml:"resolver"`
 	Checks    map[string]*Check `toml:"check"`
 	Prefetch  Prefetch          `toml:"prefetch"`
+	GSLB      GSLB              `toml:"gslb"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

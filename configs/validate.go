@@ -83,7 +83,7 @@ func validName(s string) bool {
 func (d *decoder) validate() {
 	c := d.cfg
 	for _, k := range []string{"vip", "pool", "resolver"} {
-		if !d.present[k] {
+		if !d.present[k] && len(c.GSLB.Pools) == 0 {
 			d.p.add(k, "", "missing: at least one [["+k+"]] is required")
 		}
 	}
@@ -120,6 +120,9 @@ func (d *decoder) validate() {
 	d.checkVIPOverlap()
 	if d.prefetchOK {
 		d.validatePrefetch()
+	}
+	if d.gslbOK {
+		d.validateGSLB()
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/gslb"
 	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/prefetch"
@@ -341,10 +342,11 @@ func (d *Daemon) install(cfg *configs.Config, reload bool) {
 	d.view = cfg
 	d.mu.Unlock()
 	targets, err := resolvers.Targets(cfg, d.opts.Checkers)
-	if err != nil {
+	members, gerr := gslb.Targets(cfg, d.opts.Checkers)
+	if err = errors.Join(err, gerr); err != nil {
 		d.log.Error("some health targets cannot be checked", "err", err)
 	}
-	d.mon.Update(targets)
+	d.mon.Update(append(targets, members...))
 	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
 		d.owned.Add(k)

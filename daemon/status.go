@@ -34,6 +34,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 			return ts, ok
 		},
 		Identities: d.ident.Identities(),
+		Monitor:    mon,
 		Applied:    applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
 		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: d.warmView.Load(),
 			LastReload: lastReload, LastReloadError: reloadErr},

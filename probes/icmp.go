@@ -216,7 +216,7 @@ func (c *icmpChecker) Check(ctx context.Context) Result {
 // judge turns the counts of one probe into its Result; err is the first
 // socket error (nil when none), elapsed the probe's duration.
 func (c *icmpChecker) judge(ctx context.Context, sent, recv int, avg, elapsed, budget time.Duration, err error) Result {
-	r := Result{Sent: sent, Recv: recv, RTT: elapsed}
+	r := Result{Sent: sent, Recv: recv, RTT: elapsed, Socket: c.socket}
 	if sent > 0 {
 		r.Loss = float64(sent-recv) / float64(sent) * 100
 	}

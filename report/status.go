@@ -34,6 +34,9 @@ type Input struct {
 	// checks resolver with the check profile check (false: none yet).
 	// Nil means no target is known.
 	Target func(resolver, check string) (monitor.TargetStatus, bool)
+	// Monitor is the monitor's status of every target by key; the GSLB
+	// members' health is evaluated from it (nil: none known).
+	Monitor map[monitor.Key]monitor.TargetStatus
 	// Identities are the resolvers' identification answers by resolver
 	// name (resolvers.Identifier); nil when none.
 	Identities map[string]resolvers.Identity
@@ -106,6 +109,7 @@ func Status(in Input) *control.Status {
 		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], &in))
 	}
 	st.Prefetch = PrefetchEntries(in.Prefetch)
+	st.GSLB = GSLBPools(cfg, in.Monitor, in.Now)
 	return st
 }
 

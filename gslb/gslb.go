@@ -1,0 +1,260 @@
+// Package gslb holds the GSLB members of the configuration ([gslb]) and
+// their health: the monitor targets that probe them (one per pool, member
+// and monitor) and the pure evaluation of each member's state from its
+// monitors' facts under its pool's combine rule. The responder that
+// answers with healthy members builds on it.
+package gslb
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"lbdns/check"
+	"lbdns/configs"
+	"lbdns/health"
+	"lbdns/monitor"
+)
+
+// MonitorKind is the monitor.Key.Kind of the health targets of GSLB
+// members.
+const MonitorKind = "gslb"
+
+// DNSPort is the port probed by a monitor of kind "dns": a member's
+// address has no port, and the other kinds take theirs from their
+// settings.
+const DNSPort = 53
+
+// MonitorKey is the monitor's key of the target that probes member of
+// pool with the check profile monitor.
+func MonitorKey(pool, member, monitorName string) monitor.Key {
+	return monitor.Key{Kind: MonitorKind, Owner: pool, Member: member, Check: monitorName}
+}
+
+// ProbeAddrPort is the address a monitor of profile chk probes for a
+// member whose probe address is a: port 53 for kind "dns", else port 0
+// (the checker takes the port from its settings).
+func ProbeAddrPort(chk *configs.Check, a netip.Addr) netip.AddrPort {
+	if chk != nil && chk.Kind == "dns" {
+		return netip.AddrPortFrom(a, DNSPort)
+	}
+	return netip.AddrPortFrom(a, 0)
+}
+
+// BuildChecker builds the checker of one health target: an address
+// probed under a check profile.
+type BuildChecker func(chk *configs.Check, addr netip.AddrPort) (check.Checker, error)
+
+// Targets lists the health targets of cfg's GSLB members: one per (pool,
+// member, monitor), keyed by MonitorKey, probing the member's probe
+// address (its address unless probe_address is set), each with its
+// checker built once by build. A target whose checker cannot be built is
+// left out and named in the error; the others are returned all the same.
+func Targets(cfg *configs.Config, build BuildChecker) ([]monitor.Target, error) {
+	var out []monitor.Target
+	var errs []error
+	for i := range cfg.GSLB.Pools {
+		p := &cfg.GSLB.Pools[i]
+		for j := range p.Members {
+			m := &p.Members[j]
+			for _, name := range p.MemberMonitors(m) {
+				chk := cfg.Checks[name]
+				if chk == nil {
+					continue
+				}
+				addr := ProbeAddrPort(chk, m.ProbeAddr)
+				c, err := build(chk, addr)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("gslb pool %s, member %s, monitor %s: %w", p.Name, m.Name, name, err))
+					continue
+				}
+				out = append(out, monitor.Target{Key: MonitorKey(p.Name, m.Name, name), Addr: addr, Checker: c,
+					Spec: chk.ProbeIdentity(), Schedule: monitor.Schedule{Interval: chk.Interval.Duration,
+						FastInterval: chk.FastInterval.Duration, Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}})
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// PoolState is the evaluated health of one GSLB pool.
+type PoolState struct {
+	// Name, Combine and AtLeast are the pool's settings; AtLeast is the
+	// number of monitors a member needs up (with "all", 0).
+	Name    string
+	Combine string
+	AtLeast int
+	// Up counts the members that are up; Total all members.
+	Up, Total int
+	// Members in configuration order.
+	Members []MemberState
+}
+
+// MemberState is the evaluated health of one member.
+type MemberState struct {
+	// Name, Addr, ProbeAddr, Weight and Priority are the member's
+	// settings (ProbeAddr is Addr when no probe_address is set).
+	Name      string
+	Addr      netip.Addr
+	ProbeAddr netip.Addr
+	Weight    int
+	Priority  int
+	// State combines the monitors' states under the pool's rule: with
+	// need = the monitors for "all", at_least for "at_least", up when at
+	// least need monitors are up, down when fewer than need can still be
+	// up (up + unknown < need), unknown otherwise, so a member whose
+	// monitors have no verdict yet is unknown, never down.
+	State health.State
+	// Since is when the member has been in State at the latest, from its
+	// monitors' since: the moment enough of them agreed.
+	Since time.Time
+	// Reason says in one line why: how many monitors are up against the
+	// number needed, and the monitors down (with their last failure) and
+	// without a verdict.
+	Reason string
+	// Monitors in the order the member's monitor list names them.
+	Monitors []MonitorState
+}
+
+// MonitorState is what one monitor knows of one member.
+type MonitorState struct {
+	// Check is the monitor's check profile; Kind its kind.
+	Check string
+	Kind  string
+	// Key is the monitor target's key; Addr the probed address.
+	Key  monitor.Key
+	Addr netip.AddrPort
+	// Known is false when the monitor has no target (not started yet,
+	// or its checker could not be built): State is Unknown.
+	Known bool
+	// State and Since are the target's health state and when it was
+	// entered.
+	State health.State
+	Since time.Time
+	// Last is the last check result (with the kind's typed extras), at
+	// LastAt (zero before the first).
+	Last   check.Result
+	LastAt time.Time
+	// FailReason is the detail of the last failed check ("" when none).
+	FailReason string
+}
+
+// Evaluate returns the state of every GSLB pool of cfg, in configuration
+// order, from the monitor's statuses (by key; a missing target counts as
+// unknown). It is pure: now is only the time of a member without any
+// monitor status.
+func Evaluate(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) []PoolState {
+	out := make([]PoolState, 0, len(cfg.GSLB.Pools))
+	for i := range cfg.GSLB.Pools {
+		p := &cfg.GSLB.Pools[i]
+		ps := PoolState{Name: p.Name, Combine: p.Combine, Total: len(p.Members), Members: make([]MemberState, 0, len(p.Members))}
+		if p.Combine == configs.CombineAtLeast {
+			ps.AtLeast = p.AtLeast
+		}
+		for j := range p.Members {
+			ms := evaluateMember(cfg, p, &p.Members[j], statuses, now)
+			if ms.State == health.Up {
+				ps.Up++
+			}
+			ps.Members = append(ps.Members, ms)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// evaluateMember combines the monitors of member m of pool p.
+func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMember, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) MemberState {
+	ms := MemberState{Name: m.Name, Addr: m.Addr, ProbeAddr: m.ProbeAddr, Weight: m.Weight, Priority: m.Priority}
+	names := p.MemberMonitors(m)
+	var upSince, downSince []time.Time
+	var down, unknown []string
+	latest := time.Time{}
+	for _, name := range names {
+		chk := cfg.Checks[name]
+		key := MonitorKey(p.Name, m.Name, name)
+		mon := MonitorState{Check: name, Key: key, Addr: ProbeAddrPort(chk, m.ProbeAddr)}
+		if chk != nil {
+			mon.Kind = chk.Kind
+		}
+		if ts, ok := statuses[key]; ok {
+			mon.Known = true
+			mon.Addr = ts.Addr
+			mon.State, mon.Since = ts.Health.State, ts.Health.Since
+			mon.Last, mon.LastAt = ts.Last, ts.LastAt
+			mon.FailReason = ts.Health.LastFailReason
+		}
+		switch mon.State {
+		case health.Up:
+			upSince = append(upSince, mon.Since)
+		case health.Down:
+			downSince = append(downSince, mon.Since)
+			why := mon.FailReason
+			if why == "" {
+				why = mon.Last.Detail
+			}
+			down = append(down, name+" ("+why+")")
+		default:
+			what := "no verdict yet"
+			if !mon.Known {
+				what = "not monitored"
+			}
+			unknown = append(unknown, name+" ("+what+")")
+		}
+		if mon.Known && mon.Since.After(latest) {
+			latest = mon.Since
+		}
+		ms.Monitors = append(ms.Monitors, mon)
+	}
+
+	need := len(names)
+	if p.Combine == configs.CombineAtLeast {
+		need = p.AtLeast
+	}
+	switch {
+	case len(names) > 0 && len(upSince) >= need:
+		ms.State, ms.Since = health.Up, nth(upSince, need)
+	case len(upSince)+len(unknown) < need:
+		// Down needs more than len(names)-need monitors down.
+		ms.State, ms.Since = health.Down, nth(downSince, len(names)-need+1)
+	default:
+		ms.State, ms.Since = health.Unknown, latest
+	}
+	if ms.Since.IsZero() {
+		ms.Since = now
+	}
+	ms.Reason = reason(len(upSince), len(names), need, p.Combine, down, unknown)
+	return ms
+}
+
+// nth returns the n-th earliest of times (1-based): the moment the n-th
+// monitor entered the state they share, or zero when there are fewer.
+func nth(times []time.Time, n int) time.Time {
+	if n < 1 || n > len(times) {
+		return time.Time{}
+	}
+	s := slices.Clone(times)
+	slices.SortFunc(s, func(a, b time.Time) int { return a.Compare(b) })
+	return s[n-1]
+}
+
+// reason is the one-line explanation of a member's state.
+func reason(up, total, need int, combine string, down, unknown []string) string {
+	var b strings.Builder
+	if combine == configs.CombineAtLeast {
+		b.WriteString(strconv.Itoa(up) + " of " + strconv.Itoa(total) + " monitors up (at least " + strconv.Itoa(need) + " needed)")
+	} else {
+		b.WriteString(strconv.Itoa(up) + " of " + strconv.Itoa(total) + " monitors up (all needed)")
+	}
+	if len(down) > 0 {
+		b.WriteString("; down: " + strings.Join(down, ", "))
+	}
+	if len(unknown) > 0 {
+		b.WriteString("; unknown: " + strings.Join(unknown, ", "))
+	}
+	return b.String()
+}
