@@ -164,6 +164,7 @@ func (d *decoder) defaults() {
 			sub, _ := m["dns"].(map[string]any)
 			dnsDefaults(k.DNS, func(key string) bool { return has(sub, key) })
 		}
+		httpDefaults(k, m)
 	}
 }
 

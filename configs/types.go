@@ -150,7 +150,7 @@ type Check struct {
 	// Name is the key of the profile (set by Load).
 	Name string `toml:"-"`
 	// Kind is the probe kind, the name of the sub-table holding its
-	// settings. Only "dns" exists (resolver pools). Default "dns".
+	// settings (CheckKinds); resolver pools take "dns" only. Default "dns".
 	Kind string `toml:"kind"`
 	// Interval between probes of one target. Default 2s.
 	Interval Duration `toml:"interval"`
@@ -173,6 +173,10 @@ type Check struct {
 	// DNS holds the settings of kind "dns" ([check.NAME.dns]); set (with
 	// defaults) by Load when Kind is "dns", nil otherwise.
 	DNS *DNSCheck `toml:"dns"`
+	// HTTP holds the settings of kind "http" ([check.NAME.http]).
+	HTTP *HTTPCheck `toml:"http"`
+	// HTTPS holds the settings of kind "https" ([check.NAME.https]).
+	HTTPS *HTTPCheck `toml:"https"`
 }
 
 // DNSCheck is the settings of a check of kind "dns" ([check.NAME.dns]):

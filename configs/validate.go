@@ -457,6 +457,8 @@ func (d *decoder) validatePool(i int) {
 		d.p.add(ckey, "", "missing required key")
 	case c.Checks[p.Check] == nil:
 		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check)))
+	case !poolCheckKindOK(c.Checks[p.Check]):
+		d.p.add(ckey, p.Check, poolCheckKindMsg(c.Checks[p.Check]))
 	}
 	if len(p.Members) > 0 && (p.MinHealthy < 1 || p.MinHealthy > len(p.Members)) {
 		d.p.add(joinKey(base, "min_healthy"), strconv.Itoa(p.MinHealthy),
@@ -614,7 +616,7 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	raw := d.checkRaw[k.Name]
 	kinds := CheckKinds()
 	if !oneOf(k.Kind, kinds) {
-		d.p.add(joinKey(base, "kind"), k.Kind, `unknown kind (resolver pools support only "dns")`)
+		d.p.add(joinKey(base, "kind"), k.Kind, "unknown kind (known: "+strings.Join(kinds, ", ")+")")
 	}
 	for _, other := range kinds {
 		if _, present := raw[other]; present && other != k.Kind {
@@ -630,6 +632,8 @@ func (d *decoder) validateCheck(base string, k *Check) {
 	case k.Kind == "dns":
 		sub, _ := raw["dns"].(map[string]any)
 		d.validateDNS(joinKey(base, "dns"), k.DNS, sub)
+	case k.Kind == "http" || k.Kind == "https":
+		d.validateHTTP(base, k, raw)
 	}
 	d.validatePacing(base, k)
 }
