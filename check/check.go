@@ -20,6 +20,8 @@ type Result struct {
 	// "timeout after 1s", "question mismatch"), or a short summary of a
 	// success.
 	Detail string
+	// CertDaysLeft is the whole days until the server's certificate expires (negative: expired); https checks only, nil otherwise.
+	CertDaysLeft *int
 }
 
 // Checker checks one target: it is built once per target from its

@@ -49,6 +49,8 @@ type Builder struct {
 func NewBuilder(deps Deps) *Builder {
 	return &Builder{deps: deps, kinds: map[string]Constructor{
 		"dns": newDNSChecker,
+
+		"http": newHTTPChecker, "https": newHTTPChecker,
 	}}
 }
 
