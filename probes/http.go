@@ -124,7 +124,7 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // never a proxy from the environment
-		DialContext:            (&net.Dialer{}).DialContext,
+		DialContext:            dialByDeadline,
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
@@ -144,6 +144,32 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 		return nil
 	}}
 	return c, nil
+}
+
+// deadlineKey is the context key of a check's deadline, for the dial.
+type deadlineKey struct{}
+
+// dialByDeadline dials addr by the check's deadline and sets it on the
+// connection. http.Transport dials with a context detached from the
+// request's (so that another request could use the connection): without
+// this, a dial to a silent address or a handshake with a mute server
+// would outlive the check by minutes, with its goroutine and socket.
+func dialByDeadline(ctx context.Context, network, addr string) (net.Conn, error) {
+	d, ok := ctx.Value(deadlineKey{}).(time.Time)
+	if ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, network, addr)
+	if err == nil && ok {
+		if err := conn.SetDeadline(d); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, err
 }
 
 // tlsConfig builds the client TLS settings of an https check: server
@@ -196,6 +222,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	}
 	deadline, _ := ctx.Deadline()
 	budget := deadline.Sub(start)
+	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
 
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, nil)
 	if err != nil {

@@ -467,3 +467,31 @@ func TestHTTPDefaultPorts(t *testing.T) {
 		t.Errorf("IPv6 url = %q", c.url)
 	}
 }
+
+// TestHTTPSMuteServerReleased: a TLS handshake with a server that never
+// answers ends with the check (the transport dials detached from the
+// request): the connection is closed by the deadline, not left open.
+func TestHTTPSMuteServerReleased(t *testing.T) {
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	r := runCheck(t, httpCheck("https", nil), netip.MustParseAddrPort(mute.Addr().String()), 200*time.Millisecond)
+	if r.OK || !sameDetail(r.Detail, "timeout after 200ms") {
+		t.Fatalf("Check = ok %v %q, want timeout after 200ms", r.OK, r.Detail)
+	}
+	conn, err := mute.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The ClientHello, then the end of the connection.
+	_, err = io.Copy(io.Discard, conn)
+	if err != nil {
+		t.Errorf("the check's connection is still open after it returned: %v", err)
+	}
+}
