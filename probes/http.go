@@ -134,8 +134,9 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 			return nil, err
 		}
 	}
+	follow := s.FollowRedirects
 	c.client = &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-		if !s.FollowRedirects {
+		if !follow {
 			return http.ErrUseLastResponse
 		}
 		if len(via) >= maxRedirects {
