@@ -29,6 +29,8 @@ type Result struct {
 	// Socket is the kind of ICMP socket an icmp check used: "raw" or
 	// "unprivileged" ("" for other kinds).
 	Socket string
+	// CertDaysLeft is the whole days until the server's certificate expires (negative: expired); https checks only, nil otherwise.
+	CertDaysLeft *int
 }
 
 // Checker checks one target: it is built once per target from its

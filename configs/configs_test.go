@@ -327,7 +327,7 @@ func TestAccessors(t *testing.T) {
 	if p := cfg.Pool("v6-mixed"); p == nil || len(p.Members) != 3 {
 		t.Errorf("Pool(v6-mixed) = %+v", p)
 	}
-	want := "config ok: 2 vips, 2 pools, 9 resolvers (bind 2, unbound 3, powerdns 1, knot 2, dnsmasq 1), 2 checks"
+	want := "config ok: 2 vips, 2 pools, 9 resolvers (bind 2, unbound 3, powerdns 1, knot 2, dnsmasq 1), 3 checks"
 	if got := cfg.Summary(); got != want {
 		t.Errorf("Summary() = %q, want %q", got, want)
 	}
@@ -551,8 +551,9 @@ func TestAccessorsIndexed(t *testing.T) {
 }
 
 func TestCheckKinds(t *testing.T) {
-	if got := CheckKinds(); len(got) == 0 || got[0] != "dns" || !slices.Contains(got, "icmp") || !slices.Contains(got, "tcp") || !slices.Contains(got, "udp") {
-		t.Errorf("CheckKinds() = %q, want dns first, icmp, tcp and udp among them", got)
+	if got := CheckKinds(); len(got) == 0 || got[0] != "dns" || !slices.Contains(got, "icmp") || !slices.Contains(got, "tcp") ||
+		!slices.Contains(got, "udp") || !slices.Contains(got, "http") || !slices.Contains(got, "https") {
+		t.Errorf("CheckKinds() = %q, want dns first, icmp, tcp, udp, http and https among them", got)
 	}
 	cfg, err := Parse([]byte(okDoc), "k.toml")
 	if err != nil {

@@ -167,6 +167,7 @@ func (d *decoder) defaults() {
 		icmpDefaults(k, m)
 		tcpDefaults(k, m)
 		udpDefaults(k, m)
+		httpDefaults(k, m)
 	}
 }
 

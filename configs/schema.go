@@ -94,6 +94,17 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 			break
 		}
 		return c.table(path, m, t)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		m, isTable := v.(map[string]any)
+		if !isTable {
+			want = "table"
+			break
+		}
+		ok := true
+		for _, k := range sortedKeys(m) {
+			ok = c.value(joinKey(path, k), m[k], t.Elem()) && ok
+		}
+		return ok
 	case t.Kind() == reflect.Slice:
 		arr, isArr := v.([]any)
 		if ms, isTables := v.([]map[string]any); isTables {

@@ -182,6 +182,10 @@ type Check struct {
 	TCP *TCPCheck `toml:"tcp"`
 	// UDP holds the settings of kind "udp" ([check.NAME.udp]).
 	UDP *UDPCheck `toml:"udp"`
+	// HTTP holds the settings of kind "http" ([check.NAME.http]).
+	HTTP *HTTPCheck `toml:"http"`
+	// HTTPS holds the settings of kind "https" ([check.NAME.https]).
+	HTTPS *HTTPCheck `toml:"https"`
 }
 
 // DNSCheck is the settings of a check of kind "dns" ([check.NAME.dns]):

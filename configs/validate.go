@@ -641,6 +641,8 @@ func (d *decoder) validateCheck(base string, k *Check) {
 		d.validateTCP(base, k, raw)
 	case k.Kind == "udp":
 		d.validateUDP(base, k, raw)
+	case k.Kind == "http" || k.Kind == "https":
+		d.validateHTTP(base, k, raw)
 	}
 	d.validatePacing(base, k)
 }

@@ -48,10 +48,12 @@ type Builder struct {
 // NewBuilder returns a Builder of every kind, whose checkers share deps.
 func NewBuilder(deps Deps) *Builder {
 	return &Builder{deps: deps, kinds: map[string]Constructor{
-		"dns":  newDNSChecker,
-		"icmp": newICMPChecker,
-		"tcp":  newTCPChecker,
-		"udp":  newUDPChecker,
+		"dns":   newDNSChecker,
+		"icmp":  newICMPChecker,
+		"tcp":   newTCPChecker,
+		"udp":   newUDPChecker,
+		"http":  newHTTPChecker,
+		"https": newHTTPChecker,
 	}}
 }
 

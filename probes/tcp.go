@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"regexp"
 	"time"
 
@@ -52,7 +51,7 @@ func newTCPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Che
 		}
 	}
 	if s.TLS {
-		if c.tls, err = tlsConfig(s, ap.Addr()); err != nil {
+		if c.tls, err = tcpTLS(s, ap.Addr()); err != nil {
 			return nil, err
 		}
 	}
@@ -74,28 +73,14 @@ func kindTarget(chk *configs.Check, target netip.AddrPort, port int) (netip.Addr
 	return target, nil
 }
 
-// tlsConfig builds the TLS client configuration of s for a server at addr.
-func tlsConfig(s *configs.TCPCheck, addr netip.Addr) (*tls.Config, error) {
-	cfg := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         s.ServerName,
-		InsecureSkipVerify: s.InsecureSkipVerify, //nolint:gosec // an explicit, documented operator choice
+// tcpTLS builds the client TLS settings of a tcp check with tls: the
+// server name defaults to the target's address.
+func tcpTLS(s *configs.TCPCheck, addr netip.Addr) (*tls.Config, error) {
+	name := s.ServerName
+	if name == "" {
+		name = addr.Unmap().String()
 	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = addr.Unmap().String()
-	}
-	if s.CAFile != "" {
-		pem, err := os.ReadFile(s.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s: no PEM certificate in it", s.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
+	return clientTLS(tlsSettings{serverName: name, caFile: s.CAFile, insecure: s.InsecureSkipVerify})
 }
 
 // Check probes the target once (check.Checker).

@@ -1,0 +1,335 @@
+package probes
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lbdns/configs"
+	"lbdns/internal/netns"
+)
+
+// nginx is Debian's nginx run by a test in the foreground (one process:
+// master_process off), serving:
+//
+//	HTTP:    / → 200 "nginx ok", /down → 503, /moved → 301 to /
+//	HTTPS:   the test's certificate for www.example.test; / → 200,
+//	         /client → 200 with a client certificate of the test's CA, 403 without
+//	Expired: an expired certificate for www.example.test; / → 200
+type nginx struct {
+	HTTP, HTTPS, Expired netip.AddrPort
+}
+
+// nginxCerts are the certificates an nginx of a test presents and trusts.
+type nginxCerts struct {
+	ca            *testCA
+	good, expired testLeaf
+	client        testLeaf
+}
+
+func newNginxCerts(t testing.TB) nginxCerts {
+	now := time.Now()
+	day := 24 * time.Hour
+	ca := newTestCA(t, "nginx-test")
+	return nginxCerts{
+		ca:      ca,
+		good:    ca.leaf(t, now.Add(-day), now.Add(90*day+time.Hour), "www.example.test"),
+		expired: ca.leaf(t, now.Add(-30*day), now.Add(-3*day-time.Hour), "www.example.test"),
+		client:  ca.leaf(t, now.Add(-day), now.Add(day), "client.example.test"),
+	}
+}
+
+// nginxBinary returns the path of nginx, or skips t when it is not
+// installed (fails it when LBDNS_REQUIRE_VENDORS=1 or CI=true: CI installs
+// it with scripts/install-test-deps.sh).
+func nginxBinary(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("LBDNS_REQUIRE_VENDORS") == "1" || os.Getenv("CI") == "true" {
+		t.Fatal("nginx not installed (scripts/install-test-deps.sh installs nginx-light)")
+	}
+	t.Skip("nginx not installed; skipping (scripts/install-test-deps.sh installs nginx-light)")
+	return ""
+}
+
+const nginxConf = `master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log info;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path {dir}/body;
+	proxy_temp_path {dir}/proxy;
+	fastcgi_temp_path {dir}/fastcgi;
+	uwsgi_temp_path {dir}/uwsgi;
+	scgi_temp_path {dir}/scgi;
+	default_type text/plain;
+	server {
+		{http}
+		location = / { return 200 "nginx ok\n"; }
+		location = /down { return 503 "down for maintenance\n"; }
+		location = /moved { return 301 /; }
+	}
+	server {
+		{https}
+		server_name www.example.test;
+		ssl_certificate {cert};
+		ssl_certificate_key {key};
+		ssl_client_certificate {ca};
+		ssl_verify_client optional;
+		location = / { return 200 "nginx tls ok\n"; }
+		location = /client {
+			if ($ssl_client_verify != SUCCESS) { return 403 "no client certificate\n"; }
+			return 200 "client ok\n";
+		}
+	}
+	server {
+		{expired}
+		ssl_certificate {expiredcert};
+		ssl_certificate_key {expiredkey};
+		location / { return 200 "expired\n"; }
+	}
+}
+`
+
+// startNginx writes nginx's configuration and runs it with command (the
+// binary and its arguments: exec.Command, or a netns Host's Command) until
+// the test ends, listening on every address of addrs at ports (HTTP,
+// HTTPS, expired HTTPS); it returns when nginx accepts connections at
+// addrs[0] (dialed from this namespace), and where it serves there.
+func startNginx(t testing.TB, certs nginxCerts, addrs []netip.Addr, ports [3]uint16, command func(name string, args ...string) *exec.Cmd) nginx {
+	t.Helper()
+	bin := nginxBinary(t)
+	dir := t.TempDir()
+	listen := func(port uint16, ssl string) string {
+		var b strings.Builder
+		for _, a := range addrs {
+			b.WriteString("listen " + netip.AddrPortFrom(a, port).String() + ssl + ";\n\t\t")
+		}
+		return b.String()
+	}
+	conf := strings.NewReplacer(
+		"{dir}", dir,
+		"{http}", listen(ports[0], ""),
+		"{https}", listen(ports[1], " ssl"),
+		"{expired}", listen(ports[2], " ssl"),
+		"{cert}", certs.good.CertFile,
+		"{key}", certs.good.KeyFile,
+		"{ca}", certs.ca.File,
+		"{expiredcert}", certs.expired.CertFile,
+		"{expiredkey}", certs.expired.KeyFile,
+	).Replace(nginxConf)
+	file := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nginx: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	logs := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return out.String() + string(b)
+	}
+	n := nginx{
+		HTTP:    netip.AddrPortFrom(addrs[0], ports[0]),
+		HTTPS:   netip.AddrPortFrom(addrs[0], ports[1]),
+		Expired: netip.AddrPortFrom(addrs[0], ports[2]),
+	}
+	for range 200 {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("nginx exited: %v\n%s", err, logs())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", n.Expired.String(), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return n
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("nginx does not accept connections at %s after 200 tries\n%s", n.Expired, logs())
+	return n
+}
+
+// freePort returns a TCP port free on 127.0.0.1 a moment ago.
+func freePort(t testing.TB) uint16 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return netip.MustParseAddrPort(l.Addr().String()).Port()
+}
+
+// nginxCase is one check against nginx and the verdict nginx's answers
+// must give.
+type nginxCase struct {
+	name   string
+	kind   string
+	target func(n nginx) netip.AddrPort
+	mod    func(h *configs.HTTPCheck)
+	ok     bool
+	detail string
+}
+
+func nginxCases(certs nginxCerts) []nginxCase {
+	plain := func(n nginx) netip.AddrPort { return n.HTTP }
+	tls := func(n nginx) netip.AddrPort { return n.HTTPS }
+	expired := func(n nginx) netip.AddrPort { return n.Expired }
+	withCA := func(mod func(h *configs.HTTPCheck)) func(h *configs.HTTPCheck) {
+		return func(h *configs.HTTPCheck) {
+			h.CAFile, h.ServerName = certs.ca.File, "www.example.test"
+			if mod != nil {
+				mod(h)
+			}
+		}
+	}
+	return []nginxCase{
+		{"200", "http", plain, func(h *configs.HTTPCheck) { h.BodyRegexp = "^nginx ok" }, true, "status 200"},
+		{"503", "http", plain, func(h *configs.HTTPCheck) { h.Path = "/down" }, false, "status 503 not accepted (want 200-299)"},
+		{"404", "http", plain, func(h *configs.HTTPCheck) { h.Path = "/nothing" }, false, "status 404 not accepted (want 200-299)"},
+		{"wrong body", "http", plain, func(h *configs.HTTPCheck) { h.BodyRegexp = "^apache" }, false, "body does not match /^apache/"},
+		{"redirect not followed", "http", plain, func(h *configs.HTTPCheck) { h.Path = "/moved" }, false, "status 301 not accepted (want 200-299)"},
+		{"redirect followed", "http", plain, func(h *configs.HTTPCheck) { h.Path = "/moved"; h.FollowRedirects = true }, true, "status 200"},
+		{"https with the CA", "https", tls, withCA(func(h *configs.HTTPCheck) { h.BodyRegexp = "tls ok" }), true, "status 200"},
+		{"https unknown CA", "https", tls, func(h *configs.HTTPCheck) { h.ServerName = "www.example.test" }, false, "x509: certificate signed by unknown authority"},
+		{"https wrong SNI", "https", tls, withCA(func(h *configs.HTTPCheck) { h.ServerName = "other.example.test" }), false,
+			"certificate is valid for www.example.test, not other.example.test"},
+		{"https expired", "https", expired, withCA(nil), false, "certificate expired 3 days ago"},
+		{"https client certificate", "https", tls, withCA(func(h *configs.HTTPCheck) {
+			h.Path = "/client"
+			h.CertFile, h.KeyFile = certs.client.CertFile, certs.client.KeyFile
+		}), true, "status 200"},
+		{"https no client certificate", "https", tls, withCA(func(h *configs.HTTPCheck) { h.Path = "/client" }), false,
+			"status 403 not accepted (want 200-299)"},
+	}
+}
+
+// TestHTTPNginx: the checkers agree with Debian's nginx on loopback.
+func TestHTTPNginx(t *testing.T) {
+	certs := newNginxCerts(t)
+	n := startNginx(t, certs, []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+		[3]uint16{freePort(t), freePort(t), freePort(t)}, exec.Command)
+	for _, tt := range nginxCases(certs) {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCheck(t, httpCheck(tt.kind, tt.mod), tt.target(n), 5*time.Second)
+			if r.OK != tt.ok || r.Detail != tt.detail {
+				t.Errorf("Check = ok %v %q, want ok %v %q", r.OK, r.Detail, tt.ok, tt.detail)
+			}
+			if tt.kind == "https" && (r.CertDaysLeft == nil || (*r.CertDaysLeft != 90 && *r.CertDaysLeft != -3)) {
+				t.Errorf("CertDaysLeft = %v, want 90 (or -3 for the expired one)", r.CertDaysLeft)
+			}
+		})
+	}
+}
+
+// TestHTTPNginxNetns runs nginx on a host in a network namespace, checks
+// it over IPv4 and IPv6 with a proxy set in the environment (a real
+// remote address, which Go would proxy), then breaks the path for real:
+// traffic to its port dropped → fail by timeout; link down → fail; each
+// time recovery → pass.
+func TestHTTPNginxNetns(t *testing.T) {
+	nginxBinary(t)
+	h := netns.New(t, "httpck-nginx")
+	certs := newNginxCerts(t)
+
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "proxied", http.StatusBadGateway)
+	}))
+	t.Cleanup(proxy.Close)
+	for _, v := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"} {
+		t.Setenv(v, proxy.URL)
+	}
+
+	startNginx(t, certs, []netip.Addr{h.AddrV4(), h.AddrV6()}, [3]uint16{8080, 8443, 9443}, h.Command)
+
+	okCases := []struct {
+		kind string
+		port uint16
+		mod  func(h *configs.HTTPCheck)
+	}{
+		{"http", 8080, func(h *configs.HTTPCheck) { h.BodyRegexp = "^nginx ok" }},
+		{"https", 8443, func(hc *configs.HTTPCheck) { hc.CAFile, hc.ServerName = certs.ca.File, "www.example.test" }},
+	}
+	check := func(t *testing.T, a netip.Addr, timeout time.Duration) []Result {
+		t.Helper()
+		var out []Result
+		for _, c := range okCases {
+			out = append(out, runCheck(t, httpCheck(c.kind, c.mod), netip.AddrPortFrom(a, c.port), timeout))
+		}
+		return out
+	}
+	expectOK := func(t *testing.T, when string) {
+		t.Helper()
+		for _, a := range []netip.Addr{h.AddrV4(), h.AddrV6()} {
+			for i, r := range check(t, a, 5*time.Second) {
+				if !r.OK || r.Detail != "status 200" {
+					t.Errorf("%s: %s %v: Check = ok %v %q, want status 200 (not through the proxy)", when, okCases[i].kind, a, r.OK, r.Detail)
+				}
+			}
+		}
+	}
+	expectOK(t, "up")
+
+	// The expired certificate fails the same way inside the namespace.
+	r := runCheck(t, httpCheck("https", func(hc *configs.HTTPCheck) { hc.CAFile, hc.ServerName = certs.ca.File, "www.example.test" }),
+		netip.AddrPortFrom(h.AddrV4(), 9443), 5*time.Second)
+	if r.OK || r.Detail != "certificate expired 3 days ago" {
+		t.Errorf("expired: Check = ok %v %q", r.OK, r.Detail)
+	}
+
+	h.Drop("tcp", 8080)
+	h.Drop("tcp", 8443)
+	for _, a := range []netip.Addr{h.AddrV4(), h.AddrV6()} {
+		for i, r := range check(t, a, 500*time.Millisecond) {
+			if r.OK || !sameDetail(r.Detail, "timeout after 500ms") {
+				t.Errorf("dropped: %s %v: Check = ok %v %q, want timeout after 500ms", okCases[i].kind, a, r.OK, r.Detail)
+			}
+		}
+	}
+	h.Undrop("tcp", 8080)
+	h.Undrop("tcp", 8443)
+	expectOK(t, "after undrop")
+
+	h.LinkDown()
+	for _, a := range []netip.Addr{h.AddrV4(), h.AddrV6()} {
+		for i, r := range check(t, a, 500*time.Millisecond) {
+			// With the link down its route is gone: the kernel may say so
+			// at once, the packets may go nowhere until the deadline, or
+			// (on a host whose default route leads to an intercepting
+			// proxy) something else may answer. Whatever it is, it is not
+			// the member, and the check fails.
+			if r.OK {
+				t.Errorf("link down: %s %v: Check = ok %q, want a failure", okCases[i].kind, a, r.Detail)
+			}
+			t.Logf("link down: %s %v: %s", okCases[i].kind, a, r.Detail)
+		}
+	}
+	h.LinkUp()
+	expectOK(t, "after link up")
+}
