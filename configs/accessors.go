@@ -96,9 +96,17 @@ func (c *Config) Summary() string {
 	if len(parts) > 0 {
 		vendors = " (" + strings.Join(parts, ", ") + ")"
 	}
-	return fmt.Sprintf("config ok: %s, %s, %s%s, %s",
+	gslb := ""
+	if n := len(c.GSLB.Pools); n > 0 {
+		members := 0
+		for _, p := range c.GSLB.Pools {
+			members += len(p.Members)
+		}
+		gslb = fmt.Sprintf(", %s with %s", plural(n, "gslb pool"), plural(members, "member"))
+	}
+	return fmt.Sprintf("config ok: %s, %s, %s%s%s, %s",
 		plural(len(c.VIPs), "vip"), plural(len(c.Pools), "pool"),
-		plural(len(c.Resolvers), "resolver"), vendors, plural(len(c.Checks), "check"))
+		plural(len(c.Resolvers), "resolver"), vendors, gslb, plural(len(c.Checks), "check"))
 }
 
 func plural(n int, word string) string {

@@ -327,7 +327,7 @@ func TestAccessors(t *testing.T) {
 	if p := cfg.Pool("v6-mixed"); p == nil || len(p.Members) != 3 {
 		t.Errorf("Pool(v6-mixed) = %+v", p)
 	}
-	want := "config ok: 2 vips, 2 pools, 9 resolvers (bind 2, unbound 3, powerdns 1, knot 2, dnsmasq 1), 3 checks"
+	want := "config ok: 2 vips, 2 pools, 9 resolvers (bind 2, unbound 3, powerdns 1, knot 2, dnsmasq 1), 1 gslb pool with 2 members, 3 checks"
 	if got := cfg.Summary(); got != want {
 		t.Errorf("Summary() = %q, want %q", got, want)
 	}

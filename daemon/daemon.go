@@ -247,7 +247,12 @@ func New(opts Options) (*Daemon, error) {
 		Now:      opts.Now,
 		Logger:   d.log,
 	})
-	d.install(cfg, false)
+	targets, err := d.targets(cfg)
+	if err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d.install(cfg, targets, false)
 	if err := d.owned.Restore(d.ownedPath()); err != nil {
 		d.log.Warn("cannot load all owned IPVS services; services of removed VIPs may be left alone", "path", d.ownedPath(), "err", err)
 	}
@@ -335,23 +340,45 @@ func (d *Daemon) applySettings(cfg *configs.Config) {
 // install makes cfg the running configuration: the planner's, the
 // monitor's targets, the owned service keys, and the VIP addresses.
 // reload tells a reload from the start (see resolvers.Planner.Configure).
-func (d *Daemon) install(cfg *configs.Config, reload bool) {
+func (d *Daemon) install(cfg *configs.Config, targets []monitor.Target, reload bool) {
 	d.cfg = cfg
 	d.planner.Configure(cfg, d.now(), reload)
 	d.mu.Lock()
 	d.view = cfg
 	d.mu.Unlock()
-	targets, err := resolvers.Targets(cfg, d.opts.Checkers)
-	members, gerr := gslb.Targets(cfg, d.opts.Checkers)
-	if err = errors.Join(err, gerr); err != nil {
-		d.log.Error("some health targets cannot be checked", "err", err)
-	}
-	d.mon.Update(append(targets, members...))
+	d.mon.Update(targets)
 	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
 		d.owned.Add(k)
 	}
 	d.ensureAddresses()
+}
+
+// targets builds the checker of every health target of cfg, resolver back
+// ends and GSLB members: a check that cannot be built (a CA file that does
+// not parse, no ICMP socket to be had) rejects the configuration, at start
+// and on reload, rather than leave a target unchecked.
+func (d *Daemon) targets(cfg *configs.Config) ([]monitor.Target, error) {
+	return buildTargets(cfg, d.opts.Checkers)
+}
+
+// CheckTargets builds, with the real check kinds and then throws away,
+// the checker of every health target of cfg: what lbdnsd -check-config
+// runs after the configuration's own validation, so that a check the
+// daemon could not build (a CA file without a certificate, no ICMP socket)
+// is reported before a start or a reload would refuse it.
+func CheckTargets(cfg *configs.Config) error {
+	_, err := buildTargets(cfg, probes.NewBuilder(probes.Deps{}).Build)
+	return err
+}
+
+func buildTargets(cfg *configs.Config, build func(*configs.Check, netip.AddrPort) (check.Checker, error)) ([]monitor.Target, error) {
+	targets, err := resolvers.Targets(cfg, build)
+	members, gerr := gslb.Targets(cfg, build)
+	if err = errors.Join(err, gerr); err != nil {
+		return nil, fmt.Errorf("health checks cannot be built: %w", err)
+	}
+	return append(targets, members...), nil
 }
 
 func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned.Has(k) }
@@ -522,12 +549,18 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 		d.noteReload(err)
 		return err
 	}
+	targets, err := d.targets(cfg)
+	if err != nil {
+		d.journal.ReloadRejected(d.opts.ConfigPath, err)
+		d.noteReload(err)
+		return err
+	}
 	if cfg.KeepRestartOnly(d.cfg) {
 		d.journal.RestartOnlyKept(d.cfg)
 	}
 	d.setLevel(cfg)
 	d.applySettings(cfg)
-	d.install(cfg, true) // a warm planner stays warm: targets that kept their state are not held back
+	d.install(cfg, targets, true) // a warm planner stays warm: targets that kept their state are not held back
 	d.journal.ReloadApplied(d.opts.ConfigPath, cfg)
 	d.noteReload(nil)
 	d.journal.Orphans(cfg, d.intent.Overrides)

@@ -120,6 +120,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func checkConfig(path string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(path)
+	if err == nil {
+		err = daemon.CheckTargets(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
