@@ -6,9 +6,12 @@
 // whose implementations are KernelClient (generic netlink: reads via
 // github.com/cloudflare/ipvs, writes through this package's one encoder of
 // IPVS attributes, for single requests and batches alike) and MemClient (in
-// memory, for -dry-run and tests). Diff is a pure function from the current and desired tables to the
-// smallest list of operations, and Apply is its pure model; the Reconciler
-// runs those operations against a Client.
+// memory, for -dry-run and tests). Diff is a pure function from the
+// current and desired tables to the smallest list of operations, and Apply
+// is its pure model; the Reconciler runs those operations against a Client
+// and, after each call, publishes an immutable Snapshot (the table it
+// believes the kernel holds, its counters), so that status and /metrics
+// read it without waiting behind a netlink resync.
 //
 // # Ownership
 //

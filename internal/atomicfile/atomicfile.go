@@ -48,6 +48,11 @@ func Write(path string, data []byte) error {
 // across a power loss is in doubt.
 type DirSyncError struct{ err error }
 
-func (e *DirSyncError) Error() string { return "sync of the directory after rename: " + e.err.Error() }
+func (e *DirSyncError) Error() string {
+	if e.err == nil {
+		return "sync of the directory after rename failed"
+	}
+	return "sync of the directory after rename: " + e.err.Error()
+}
 
 func (e *DirSyncError) Unwrap() error { return e.err }
