@@ -184,7 +184,8 @@ func TestGSLBOnlyConfig(t *testing.T) {
 				got[p.Name+"/"+m.Name] = m.State
 			}
 		}
-		want := map[string]string{"ns/ns-east": "down", "ns/ns-west": "up", "edge/edge-1": "up", "edge/edge-2": "up"}
+		want := map[string]string{"ns/ns-east": "down", "ns/ns-west": "up", "edge/edge-1": "up", "edge/edge-2": "up",
+			"www/www-1": "up", "www/www-2": "up", "www/www-3": "up"}
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	})
 }

@@ -1,32 +1,18 @@
 package probes
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"lbdns/configs"
 	"lbdns/internal/netns"
+	"lbdns/internal/nginx"
 )
-
-// nginx is Debian's nginx run by a test in the foreground (one process:
-// master_process off), serving:
-//
-//	HTTP:    / → 200 "nginx ok", /down → 503, /moved → 301 to /
-//	HTTPS:   the test's certificate for www.example.test; / → 200,
-//	         /client → 200 with a client certificate of the test's CA, 403 without
-//	Expired: an expired certificate for www.example.test; / → 200
-type nginx struct {
-	HTTP, HTTPS, Expired netip.AddrPort
-}
 
 // nginxCerts are the certificates an nginx of a test presents and trusts.
 type nginxCerts struct {
@@ -47,132 +33,16 @@ func newNginxCerts(t testing.TB) nginxCerts {
 	}
 }
 
-// nginxBinary returns the path of nginx, or skips t when it is not
-// installed (fails it when LBDNS_REQUIRE_VENDORS=1 or CI=true: CI installs
-// it with scripts/install-test-deps.sh).
-func nginxBinary(t testing.TB) string {
+// startNginx runs nginx (internal/nginx) with certs until the test ends,
+// listening on every address of addrs at ports (HTTP, HTTPS, expired
+// HTTPS), run with command (exec.Command, or a netns Host's Command).
+func startNginx(t testing.TB, certs nginxCerts, addrs []netip.Addr, ports [3]uint16, command func(name string, args ...string) *exec.Cmd) *nginx.Server {
 	t.Helper()
-	for _, p := range []string{"nginx", "/usr/sbin/nginx"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("LBDNS_REQUIRE_VENDORS") == "1" || os.Getenv("CI") == "true" {
-		t.Fatal("nginx not installed (scripts/install-test-deps.sh installs nginx-light)")
-	}
-	t.Skip("nginx not installed; skipping (scripts/install-test-deps.sh installs nginx-light)")
-	return ""
-}
-
-const nginxConf = `master_process off;
-worker_processes 1;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log info;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path {dir}/body;
-	proxy_temp_path {dir}/proxy;
-	fastcgi_temp_path {dir}/fastcgi;
-	uwsgi_temp_path {dir}/uwsgi;
-	scgi_temp_path {dir}/scgi;
-	default_type text/plain;
-	server {
-		{http}
-		location = / { return 200 "nginx ok\n"; }
-		location = /down { return 503 "down for maintenance\n"; }
-		location = /moved { return 301 /; }
-	}
-	server {
-		{https}
-		server_name www.example.test;
-		ssl_certificate {cert};
-		ssl_certificate_key {key};
-		ssl_client_certificate {ca};
-		ssl_verify_client optional;
-		location = / { return 200 "nginx tls ok\n"; }
-		location = /client {
-			if ($ssl_client_verify != SUCCESS) { return 403 "no client certificate\n"; }
-			return 200 "client ok\n";
-		}
-	}
-	server {
-		{expired}
-		ssl_certificate {expiredcert};
-		ssl_certificate_key {expiredkey};
-		location / { return 200 "expired\n"; }
-	}
-}
-`
-
-// startNginx writes nginx's configuration and runs it with command (the
-// binary and its arguments: exec.Command, or a netns Host's Command) until
-// the test ends, listening on every address of addrs at ports (HTTP,
-// HTTPS, expired HTTPS); it returns when nginx accepts connections at
-// addrs[0] (dialed from this namespace), and where it serves there.
-func startNginx(t testing.TB, certs nginxCerts, addrs []netip.Addr, ports [3]uint16, command func(name string, args ...string) *exec.Cmd) nginx {
-	t.Helper()
-	bin := nginxBinary(t)
-	dir := t.TempDir()
-	listen := func(port uint16, ssl string) string {
-		var b strings.Builder
-		for _, a := range addrs {
-			b.WriteString("listen " + netip.AddrPortFrom(a, port).String() + ssl + ";\n\t\t")
-		}
-		return b.String()
-	}
-	conf := strings.NewReplacer(
-		"{dir}", dir,
-		"{http}", listen(ports[0], ""),
-		"{https}", listen(ports[1], " ssl"),
-		"{expired}", listen(ports[2], " ssl"),
-		"{cert}", certs.good.CertFile,
-		"{key}", certs.good.KeyFile,
-		"{ca}", certs.ca.File,
-		"{expiredcert}", certs.expired.CertFile,
-		"{expiredkey}", certs.expired.KeyFile,
-	).Replace(nginxConf)
-	file := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nginx: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	return nginx.Start(t, nginx.Options{
+		Addrs: addrs, HTTP: ports[0], HTTPS: ports[1], Expired: ports[2], Command: command,
+		TLS: &nginx.TLS{CAFile: certs.ca.File, CertFile: certs.good.CertFile, KeyFile: certs.good.KeyFile,
+			ExpiredCertFile: certs.expired.CertFile, ExpiredKeyFile: certs.expired.KeyFile},
 	})
-	logs := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return out.String() + string(b)
-	}
-	n := nginx{
-		HTTP:    netip.AddrPortFrom(addrs[0], ports[0]),
-		HTTPS:   netip.AddrPortFrom(addrs[0], ports[1]),
-		Expired: netip.AddrPortFrom(addrs[0], ports[2]),
-	}
-	for range 200 {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("nginx exited: %v\n%s", err, logs())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", n.Expired.String(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return n
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("nginx does not accept connections at %s after 200 tries\n%s", n.Expired, logs())
-	return n
 }
 
 // freePort returns a TCP port free on 127.0.0.1 a moment ago.
@@ -191,16 +61,16 @@ func freePort(t testing.TB) uint16 {
 type nginxCase struct {
 	name   string
 	kind   string
-	target func(n nginx) netip.AddrPort
+	target func(n *nginx.Server) netip.AddrPort
 	mod    func(h *configs.HTTPCheck)
 	ok     bool
 	detail string
 }
 
 func nginxCases(certs nginxCerts) []nginxCase {
-	plain := func(n nginx) netip.AddrPort { return n.HTTP }
-	tls := func(n nginx) netip.AddrPort { return n.HTTPS }
-	expired := func(n nginx) netip.AddrPort { return n.Expired }
+	plain := func(n *nginx.Server) netip.AddrPort { return n.HTTP }
+	tls := func(n *nginx.Server) netip.AddrPort { return n.HTTPS }
+	expired := func(n *nginx.Server) netip.AddrPort { return n.Expired }
 	withCA := func(mod func(h *configs.HTTPCheck)) func(h *configs.HTTPCheck) {
 		return func(h *configs.HTTPCheck) {
 			h.CAFile, h.ServerName = certs.ca.File, "www.example.test"
@@ -254,7 +124,7 @@ func TestHTTPNginx(t *testing.T) {
 // traffic to its port dropped → fail by timeout; link down → fail; each
 // time recovery → pass.
 func TestHTTPNginxNetns(t *testing.T) {
-	nginxBinary(t)
+	nginx.Binary(t)
 	h := netns.New(t, "httpck-nginx")
 	certs := newNginxCerts(t)
 

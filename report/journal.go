@@ -9,6 +9,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/gslb"
 	"lbdns/health"
 	"lbdns/intent"
 	"lbdns/monitor"
@@ -36,18 +37,26 @@ func NewJournal(log *slog.Logger, events *control.EventLog, m *Metrics) *Journal
 func (j *Journal) event(ev control.Event) { j.events.Append(ev) }
 
 // StateChange tells a back end's health state change (a monitor event)
-// and counts it.
+// and counts it: a resolver's in lbdns_backend_transitions_total, a GSLB
+// member monitor's in lbdns_gslb_transitions_total (other keys are told,
+// not counted).
 func (j *Journal) StateChange(ev monitor.Event) {
 	tr := ev.Transition
 	id := ev.Key.String()
-	if k, ok := resolvers.TargetKeyOf(ev.Key); ok {
+	k, isResolver := resolvers.TargetKeyOf(ev.Key)
+	if isResolver {
 		id = k.String()
 	}
 	j.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
 	j.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
 		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
-	j.metrics.Transition(ev.Key.Member, ev.Key.Check, tr.To)
+	switch {
+	case isResolver:
+		j.metrics.Transition(k.Resolver, k.Check, tr.To)
+	case ev.Key.Kind == gslb.MonitorKind:
+		j.metrics.GSLBTransition(ev.Key.Owner, ev.Key.Member, ev.Key.Check, tr.To)
+	}
 }
 
 // Verdicts tells the pool verdicts that changed, each at the level its

@@ -116,8 +116,9 @@ func TestJournalStateChange(t *testing.T) {
 		{Kind: control.EventState, Subject: "gslb:web/m1/http", Message: "unknown -> up: 200 OK (rtt 1ms)"},
 	})
 	for k, want := range map[string]float64{
-		"lbdns_backend_transitions_total{check=rec,resolver=a,to=down}": 1,
-		"lbdns_backend_transitions_total{check=http,resolver=m1,to=up}": 1,
+		"lbdns_backend_transitions_total{check=rec,resolver=a,to=down}":     1,
+		"lbdns_gslb_transitions_total{check=http,member=m1,pool=web,to=up}": 1,
+		"lbdns_backend_transitions_total{check=http,resolver=m1,to=up}":     0,
 	} {
 		if samples[k] != want {
 			t.Errorf("%s = %v, want %v", k, samples[k], want)

@@ -21,6 +21,7 @@ const scrapeTimeout = 5 * time.Second
 type Metrics struct {
 	probeDuration *prometheus.HistogramVec
 	transitions   *prometheus.CounterVec
+	gslbTrans     *prometheus.CounterVec
 	ipvsOps       *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 	lastReloadOK  prometheus.Gauge
@@ -46,6 +47,10 @@ func newMetrics(reg prometheus.Registerer, src func(context.Context) Input, stat
 			Namespace: "lbdns", Name: "backend_transitions_total",
 			Help: "Health state changes of back ends, by resolver, check and new state.",
 		}, []string{"resolver", "check", "to"}),
+		gslbTrans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_transitions_total",
+			Help: "Health state changes of GSLB member monitors, by pool, member, check and new state.",
+		}, []string{"pool", "member", "check", "to"}),
 		ipvsOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "lbdns", Name: "ipvs_operations_total",
 			Help: "IPVS operations applied (in dry-run: computed, not applied), by kind.",
@@ -63,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, src func(context.Context) Input, stat
 			Help: "Unix time of the last configuration load that was applied (start or reload).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.probeDuration, m.transitions, m.ipvsOps, m.reloads, m.lastReloadOK, m.lastReloadAt,
+	for _, c := range []prometheus.Collector{m.probeDuration, m.transitions, m.gslbTrans, m.ipvsOps, m.reloads, m.lastReloadOK, m.lastReloadAt,
 		newStatusCollector(src, status)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -86,6 +91,12 @@ func (m *Metrics) ObserveProbe(check string, r probes.Result) {
 // check.
 func (m *Metrics) Transition(resolver, check string, to health.State) {
 	m.transitions.WithLabelValues(resolver, check, to.String()).Inc()
+}
+
+// GSLBTransition counts a health state change of the monitor check of
+// member in GSLB pool.
+func (m *Metrics) GSLBTransition(pool, member, check string, to health.State) {
+	m.gslbTrans.WithLabelValues(pool, member, check, to.String()).Inc()
 }
 
 // IPVSOp counts one IPVS operation applied (in dry-run: computed).

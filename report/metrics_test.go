@@ -78,6 +78,7 @@ func TestMetrics(t *testing.T) {
 	got, families := gatherWith(t, in, withGSLB, func(m *Metrics) {
 		m.Transition("d", "rec", health.Down)
 		m.Transition("d", "rec", health.Down)
+		m.GSLBTransition("web", "web-1", "https", health.Up)
 		m.ObserveProbe("rec", probes.Result{OK: true, RTT: time.Millisecond})
 		m.ObserveProbe("rec", probes.Result{RTT: time.Second})
 		m.IPVSOp(vip.Op{Kind: vip.CreateDest})
@@ -146,6 +147,9 @@ func TestMetrics(t *testing.T) {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
+	}
+	if g := got["lbdns_gslb_transitions_total{check=https,member=web-1,pool=web,to=up}"]; g != 1 {
+		t.Errorf("lbdns_gslb_transitions_total{check=https,member=web-1,pool=web,to=up} = %v, want 1", g)
 	}
 	for _, absent := range []string{
 		"lbdns_gslb_monitor_rtt_seconds{check=https,member=web-3,pool=web}",  // never probed
