@@ -199,8 +199,9 @@ type GSLBMember struct {
 	State string `json:"state"`
 	// Since is when State was entered (zero while unknown).
 	Since time.Time `json:"since,omitzero"`
-	// Reason says in one line why the member is not up, naming the
-	// failing monitors ("" when it is up).
+	// Reason says in one line how the monitors combine to State: how
+	// many are up of how many are needed, naming those down or without a
+	// verdict ("2 of 3 monitors up (all needed); down: web").
 	Reason string `json:"reason"`
 	// Monitors are the member's monitors, in configuration order.
 	Monitors []GSLBMonitor `json:"monitors"`
@@ -215,8 +216,10 @@ type GSLBMonitor struct {
 	// State is "up", "down" or "unknown"; Since when it was entered.
 	State string    `json:"state"`
 	Since time.Time `json:"since,omitzero"`
-	// LastProbe is when the last probe finished; LastResult is "ok" or
-	// the failure's one-line reason; RTTMillis its round-trip time.
+	// LastProbe is when the last probe finished; LastResult its one-line
+	// result: a short summary on success ("status 200", "3/3 echoes, avg
+	// 0.4ms (raw socket)"), the reason on failure; RTTMillis its
+	// round-trip time.
 	LastProbe  time.Time `json:"last_probe,omitzero"`
 	LastResult string    `json:"last_result"`
 	RTTMillis  float64   `json:"rtt_ms"`
@@ -257,8 +260,10 @@ type Member struct {
 	Since time.Time `json:"since,omitzero"`
 	// Fresh is false when the last probe result is too old to trust.
 	Fresh bool `json:"fresh"`
-	// LastProbe is when the last probe finished; LastResult is "ok" or
-	// the failure's one-line reason; RTTMillis its round-trip time.
+	// LastProbe is when the last probe finished; LastResult its one-line
+	// result: a short summary on success ("status 200", "3/3 echoes, avg
+	// 0.4ms (raw socket)"), the reason on failure; RTTMillis its
+	// round-trip time.
 	LastProbe  time.Time `json:"last_probe,omitzero"`
 	LastResult string    `json:"last_result,omitempty"`
 	RTTMillis  float64   `json:"rtt_ms"`
