@@ -15,6 +15,7 @@ import (
 type GSLB struct {
 	// Pools are the GSLB pools ([[gslb.pool]]).
 	Pools []GSLBPool `toml:"pool"`
+	GSLBSelection
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).
@@ -33,6 +34,7 @@ type GSLBPool struct {
 	AtLeast int `toml:"at_least"`
 	// Members of the pool ([[gslb.pool.member]]). At least one.
 	Members []GSLBMember `toml:"member"`
+	GSLBPoolSelection
 }
 
 // GSLBMember is one member of a GSLB pool ([[gslb.pool.member]]).
@@ -119,6 +121,7 @@ func (d *decoder) decodeGSLB(raw map[string]any, prims map[string]toml.Primitive
 			}
 		}
 	}
+	d.decodeGSLBSelection()
 }
 
 // gslbRawPool returns the generic table of [[gslb.pool]] i and of its
@@ -140,6 +143,7 @@ func (d *decoder) validateGSLB() {
 	for i := range pools {
 		d.validateGSLBPool(i)
 	}
+	d.validateGSLBSelection()
 }
 
 // hasKey reports whether the generic table m has key k.

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -23,6 +24,10 @@ func fields(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			maps.Copy(m, fields(f.Type)) // embedded: its keys are the table's
 			continue
 		}
 		if name == "" {
