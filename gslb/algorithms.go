@@ -1,0 +1,240 @@
+package gslb
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+	"lbdns/health"
+)
+
+// member is one member of a pool, of one address family, as a name
+// answers it.
+type member struct {
+	name     string
+	addr     netip.Addr
+	weight   int
+	priority int
+	state    health.State
+	key      uint64 // hash of the member's name (rendezvous)
+	rr       dns.RR
+}
+
+// ring is records answered in rotation: rrs holds them twice, so that a
+// window of any start is one sub-slice (no allocation per answer).
+type ring struct {
+	rrs []dns.RR
+	n   int
+}
+
+// newRing makes the ring of rrs.
+func newRing(rrs []dns.RR) ring {
+	return ring{rrs: append(slices.Clip(rrs), rrs...), n: len(rrs)}
+}
+
+// take returns k records starting at position c (mod n); the slice is
+// capped so that appending to it copies.
+func (r ring) take(c uint64, k int) []dns.RR {
+	if r.n == 0 || k <= 0 {
+		return nil
+	}
+	k = min(k, r.n)
+	i := int(c % uint64(r.n))
+	return r.rrs[i : i+k : i+k]
+}
+
+// famPool is one pool of a name for one address family: its members,
+// those up, and what the pool's algorithm needs precomputed.
+type famPool struct {
+	name      string
+	algorithm string
+	max       int
+	// counter rotates rr, wrr, all and priority; shared by every name
+	// answering from the pool (the snapshot's only mutable state).
+	counter *atomic.Uint64
+	members []member // every member of the family, configuration order
+	all     []dns.RR // their records
+	isUp    []bool   // by members index
+	up      []member // members up, configuration order
+	upRing  ring     // their records
+	unknown bool     // some member is still without a verdict
+	// prio are the records of the members up with the lowest priority.
+	prio ring
+	// sched is the smooth weighted round-robin schedule of the members up.
+	sched []dns.RR
+}
+
+// newFamPool precomputes the pool's selection over members.
+func newFamPool(p *configs.GSLBPool, counter *atomic.Uint64, members []member) *famPool {
+	fp := &famPool{name: p.Name, algorithm: p.Algorithm, max: p.MaxRecords, counter: counter, members: members,
+		isUp: make([]bool, len(members))}
+	if fp.max < 1 {
+		fp.max = configs.DefaultMaxRecords
+	}
+	var upRRs []dns.RR
+	for i, m := range members {
+		fp.all = append(fp.all, m.rr)
+		switch m.state {
+		case health.Up:
+			fp.isUp[i] = true
+			fp.up = append(fp.up, m)
+			upRRs = append(upRRs, m.rr)
+		case health.Unknown:
+			fp.unknown = true
+		}
+	}
+	fp.upRing = newRing(upRRs)
+	if len(fp.up) == 0 {
+		return fp
+	}
+	switch fp.algorithm {
+	case configs.AlgorithmPriority:
+		low := fp.up[0].priority
+		for _, m := range fp.up {
+			low = min(low, m.priority)
+		}
+		var tie []dns.RR
+		for _, m := range fp.up {
+			if m.priority == low {
+				tie = append(tie, m.rr)
+			}
+		}
+		fp.prio = newRing(tie)
+	case configs.AlgorithmWRR:
+		fp.sched = smoothSchedule(fp.up)
+	}
+	return fp
+}
+
+// maxSchedule bounds the length of a weighted round-robin schedule;
+// weights are scaled down to fit.
+const maxSchedule = 4096
+
+// smoothSchedule is one cycle of smooth weighted round robin (as nginx
+// does it) over ms: every member appears in proportion to its weight,
+// spread out rather than in runs.
+func smoothSchedule(ms []member) []dns.RR {
+	w := make([]int, len(ms))
+	g, total := 0, 0
+	for i, m := range ms {
+		w[i] = max(m.weight, 1)
+		g = gcd(g, w[i])
+	}
+	for i := range w {
+		w[i] /= g
+		total += w[i]
+	}
+	if total > maxSchedule {
+		scaled := 0
+		for i := range w {
+			w[i] = max(1, w[i]*maxSchedule/total)
+			scaled += w[i]
+		}
+		total = scaled
+	}
+	cur := make([]int, len(ms))
+	out := make([]dns.RR, 0, total)
+	for range total {
+		best := 0
+		for i := range w {
+			cur[i] += w[i]
+			if cur[i] > cur[best] {
+				best = i
+			}
+		}
+		cur[best] -= total
+		out = append(out, ms[best].rr)
+	}
+	return out
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// pick returns the records the pool answers for a client with hash key
+// (nil when no member is up) and whether the choice depends on the key.
+func (fp *famPool) pick(key uint64) ([]dns.RR, bool) {
+	n := len(fp.up)
+	if n == 0 {
+		return nil, false
+	}
+	switch fp.algorithm {
+	case configs.AlgorithmWRR:
+		i := int((fp.counter.Add(1) - 1) % uint64(len(fp.sched)))
+		return fp.sched[i : i+1 : i+1], false
+	case configs.AlgorithmRandom:
+		i := rand.IntN(n)
+		return fp.upRing.rrs[i : i+1 : i+1], false
+	case configs.AlgorithmPriority:
+		return fp.prio.take((fp.counter.Add(1) - 1), fp.max), false
+	case configs.AlgorithmAll:
+		return fp.upRing.take((fp.counter.Add(1) - 1), fp.max), false
+	case configs.AlgorithmHash:
+		// The client's member of all of them while it is up; else one
+		// of those up, by the same key.
+		i := int(key % uint64(len(fp.members)))
+		if fp.isUp[i] {
+			return fp.all[i : i+1 : i+1], true
+		}
+		j := int(mix(key^0x9e3779b97f4a7c15) % uint64(n))
+		return fp.upRing.rrs[j : j+1 : j+1], true
+	case configs.AlgorithmRendezvous:
+		j := rendezvous(fp.up, key)
+		return fp.upRing.rrs[j : j+1 : j+1], true
+	default: // rr
+		return fp.upRing.take((fp.counter.Add(1) - 1), 1), false
+	}
+}
+
+// rendezvous returns the index in ms of the member with the highest
+// weighted random weight for key (weighted rendezvous hashing: score =
+// weight / -ln(u), u uniform in (0,1) from the key and the member).
+func rendezvous(ms []member, key uint64) int {
+	best, bestScore := 0, math.Inf(-1)
+	for i := range ms {
+		u := (float64(mix(key^ms[i].key)>>11) + 0.5) / (1 << 53)
+		score := float64(ms[i].weight) / -math.Log(u)
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// mix is the splitmix64 finalizer: a well-spread 64-bit hash of x.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// addrKey is the hash key of a client: its address and prefix length.
+func addrKey(a netip.Addr, bits int) uint64 {
+	b := a.As16()
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return mix(h ^ uint64(bits))
+}
+
+// stringKey is the FNV-1a hash of s, mixed.
+func stringKey(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return mix(h)
+}

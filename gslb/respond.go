@@ -1,0 +1,231 @@
+package gslb
+
+import (
+	"maps"
+	"net/netip"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+)
+
+// Answer answers q from the snapshot (see Answerer). The records of the
+// response are shared by every answer of the snapshot: callers must not
+// modify them (copy one to change it).
+func (s *Snapshot) Answer(q Query) Response {
+	z := s.zoneOf(q.Name)
+	if z == nil {
+		r := Response{Rcode: dns.RcodeRefused}
+		if q.Explain {
+			r.Trace = &Trace{Client: q.Source, ClientFrom: "source"}
+		}
+		return r
+	}
+	n := s.nodes[q.Name]
+	switch {
+	case n == nil:
+		return s.static(q, z, Response{Rcode: dns.RcodeNameError, Authority: z.neg})
+	case n.whoami:
+		return s.whoami(q, z)
+	case n.dyn != nil && (q.Type == dns.TypeA || q.Type == dns.TypeAAAA):
+		return s.dynamic(q, z, n.dyn)
+	}
+	if rrs := n.rrsets[q.Type]; len(rrs) > 0 {
+		return s.static(q, z, Response{Answer: rrs})
+	}
+	if rrs := n.rrsets[dns.TypeCNAME]; len(rrs) > 0 {
+		return s.static(q, z, Response{Answer: rrs})
+	}
+	return s.static(q, z, Response{Authority: z.neg})
+}
+
+// zoneOf returns the most specific zone holding qname, or nil.
+func (s *Snapshot) zoneOf(qname string) *zone {
+	for off, end := 0, false; !end; off, end = dns.NextLabel(qname, off) {
+		if z := s.zones[qname[off:]]; z != nil {
+			return z
+		}
+	}
+	return s.zones["."]
+}
+
+// static finishes a response from zone data: scope 0, and the trace.
+func (s *Snapshot) static(q Query, z *zone, r Response) Response {
+	if q.Explain {
+		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer)}
+		if len(r.Answer) > 0 {
+			r.Trace.TTL = r.Answer[0].Header().Ttl
+		} else if len(r.Authority) > 0 {
+			r.Trace.TTL = r.Authority[0].Header().Ttl
+		}
+	}
+	return r
+}
+
+// whoami answers the whoami name: TXT with the resolver's address and
+// the ECS prefix, A or AAAA with the resolver's address.
+func (s *Snapshot) whoami(q Query, z *zone) Response {
+	var r Response
+	ecs := "none"
+	if q.ECS.IsValid() {
+		ecs = q.ECS.String()
+		r.Scope = q.ECS.Bits()
+	}
+	src := q.Source.Unmap()
+	switch {
+	case q.Type == dns.TypeTXT:
+		r.Answer = []dns.RR{&dns.TXT{Hdr: hdr(q.Name, dns.TypeTXT, 0), Txt: []string{"resolver=" + src.String() + " ecs=" + ecs}}}
+	case q.Type == dns.TypeA && src.Is4(), q.Type == dns.TypeAAAA && src.Is6():
+		r.Answer = []dns.RR{addrRR(q.Name, src, 0)}
+	default:
+		r.Authority = z.neg
+	}
+	if q.Explain {
+		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer), Scope: r.Scope}
+	}
+	return r
+}
+
+// dynamic answers A or AAAA for a dynamic name: policies most specific
+// first, each pool and its fallback chain, then the last resort.
+func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
+	f := 0
+	if q.Type == dns.TypeAAAA {
+		f = 1
+	}
+	nf := &n.fam[f]
+	var tr *Trace
+	if q.Explain {
+		tr = &Trace{Name: n.fqdn, Client: q.Source, ClientFrom: "source", TTL: n.ttl}
+	}
+	if !nf.any {
+		// No member of the family: NODATA.
+		r := Response{Authority: z.neg, Trace: tr}
+		if tr != nil {
+			tr.TTL = z.neg[0].Header().Ttl
+		}
+		return r
+	}
+	client, bits, ecs := q.Source, q.Source.BitLen(), false
+	if n.ecs && q.ECS.IsValid() {
+		client, bits, ecs = q.ECS.Addr(), q.ECS.Bits(), true
+		if tr != nil {
+			tr.ClientFrom = "ecs"
+		}
+	}
+	if tr != nil {
+		tr.Client = client
+	}
+	var loc Location
+	if n.located || tr != nil {
+		loc = s.loc.Locate(client)
+		if tr != nil {
+			tr.Location = loc
+		}
+	}
+	located := false // a policy with a match was consulted
+	keyed := false
+	var key uint64
+	for _, p := range n.policies {
+		var pt *PolicyTrace
+		if tr != nil {
+			tr.Policies = append(tr.Policies, PolicyTrace{Match: maps.Clone(p.match)})
+			pt = &tr.Policies[len(tr.Policies)-1]
+		}
+		if len(p.match) > 0 {
+			located = true
+			if !p.matches(loc.Labels) {
+				continue
+			}
+		}
+		if pt != nil {
+			pt.Matched = true
+		}
+		for _, fp := range p.chain[f] {
+			if !keyed && (fp.algorithm == configs.AlgorithmHash || fp.algorithm == configs.AlgorithmRendezvous) {
+				key, keyed = addrKey(client, bits), true
+			}
+			rrs, dependsOnKey := fp.pick(key)
+			if pt != nil {
+				pt.Pools = append(pt.Pools, poolTrace(fp, rrs))
+			}
+			if len(rrs) == 0 {
+				continue
+			}
+			r := Response{Answer: rrs}
+			if ecs {
+				if located {
+					r.Scope = loc.Scope
+				}
+				if dependsOnKey {
+					r.Scope = max(r.Scope, bits)
+				}
+			}
+			if tr != nil {
+				pt.Answered = true
+				tr.Answer, tr.Scope = addrsOf(rrs), r.Scope
+				r.Trace = tr
+			}
+			return r
+		}
+	}
+	return s.lastResort(n, nf, z, tr)
+}
+
+// lastResort answers by the name's last resort (scope 0).
+func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {
+	var r Response
+	if tr != nil {
+		tr.Warming = nf.warming
+		tr.LastResort = traceLastResort(n.lastResort)
+		r.Trace = tr
+	}
+	switch n.lastResort {
+	case configs.LastResortServfail:
+		r.Rcode = dns.RcodeServerFailure
+		return r
+	case configs.LastResortStatic:
+		r.Answer = nf.static.take((nf.counter.Add(1) - 1), s.max)
+		if tr != nil {
+			tr.Static = true
+		}
+	default:
+		r.Answer = nf.failOpen.take((nf.counter.Add(1) - 1), s.max)
+	}
+	if len(r.Answer) == 0 {
+		r.Authority = z.neg
+	}
+	if tr != nil {
+		tr.Answer = addrsOf(r.Answer)
+	}
+	return r
+}
+
+// poolTrace is the trace of pool fp having answered rrs.
+func poolTrace(fp *famPool, rrs []dns.RR) PoolTrace {
+	chosen := map[netip.Addr]bool{}
+	for _, a := range addrsOf(rrs) {
+		chosen[a] = true
+	}
+	pt := PoolTrace{Name: fp.name, Algorithm: fp.algorithm, Healthy: len(fp.up)}
+	for _, m := range fp.members {
+		pt.Members = append(pt.Members, MemberTrace{Name: m.name, Addr: m.addr, State: m.state.String(), Weight: m.weight, Chosen: chosen[m.addr]})
+	}
+	return pt
+}
+
+// addrsOf lists the addresses of the A and AAAA records of rrs.
+func addrsOf(rrs []dns.RR) []netip.Addr {
+	var out []netip.Addr
+	for _, rr := range rrs {
+		switch v := rr.(type) {
+		case *dns.A:
+			a, _ := netip.AddrFromSlice(v.A)
+			out = append(out, a.Unmap())
+		case *dns.AAAA:
+			a, _ := netip.AddrFromSlice(v.AAAA)
+			out = append(out, a)
+		}
+	}
+	return out
+}

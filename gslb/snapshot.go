@@ -1,0 +1,422 @@
+package gslb
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+	"lbdns/health"
+)
+
+// Last resorts as Trace.LastResort and NameStatus.LastResort say them.
+const (
+	TraceFailOpen = "fail-open"
+	TraceStatic   = "static"
+	TraceServfail = "servfail"
+)
+
+// Snapshot is the responder's data at one moment: the zones, their static
+// records, the dynamic names with their policies and the pools' members
+// as they were when it was built. It implements Answerer. It is immutable
+// (but for the rotation counters of the pools) and safe for concurrent
+// use; build a new one when the configuration or a member's state
+// changes.
+type Snapshot struct {
+	serial uint32
+	loc    Locator
+	max    int
+	zones  map[string]*zone
+	nodes  map[string]*node
+	status []NameStatus
+}
+
+// zone is one served zone.
+type zone struct {
+	apex string
+	soa  []dns.RR // the SOA, as answered
+	neg  []dns.RR // the SOA for negative answers (TTL min(minimum, TTL))
+}
+
+// node is one owner name of a zone: its static records, its dynamic
+// name, or the whoami name; an empty non-terminal has none.
+type node struct {
+	rrsets map[uint16][]dns.RR
+	dyn    *name
+	whoami bool
+}
+
+// name is one dynamic name, precomputed for answering.
+type name struct {
+	fqdn       string
+	ttl        uint32
+	ecs        bool
+	located    bool // some policy matches on the location
+	lastResort string
+	policies   []*policy // most specific first
+	fam        [2]nameFam
+}
+
+// nameFam is what a name answers for one address family (0: A, 1: AAAA).
+type nameFam struct {
+	any      bool // a member or static address of the family exists
+	warming  bool // a member of the family is still without a verdict
+	counter  atomic.Uint64
+	failOpen ring // every member of the name's pools
+	static   ring // the name's static set
+}
+
+// policy is one policy of a name with its pool and fallback chain.
+type policy struct {
+	match map[string]string
+	pairs [][2]string // match as (level, value), by level
+	chain [2][]*famPool
+}
+
+// NameStatus says how a name answers an address family in this snapshot
+// when no policy can answer from its own members: what the daemon logs
+// and counts loudly.
+type NameStatus struct {
+	// Name is the name's FQDN; Type dns.TypeA or dns.TypeAAAA.
+	Name string
+	Type uint16
+	// LastResort is the last resort every answer takes ("fail-open",
+	// "static" or "servfail"); Warming is set when members are still
+	// without a verdict.
+	LastResort string
+	Warming    bool
+}
+
+// NewSnapshot builds the snapshot of cfg's zones and names (cfg validated
+// by configs.Load) with the members' states pools (from Evaluate; a
+// member missing from it is unknown), locating clients with loc (nil: no
+// location, only global policies match) and answering serial in every
+// zone's SOA.
+func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uint32) *Snapshot {
+	g := &cfg.GSLB
+	s := &Snapshot{serial: serial, loc: loc, max: g.MaxRecords, zones: map[string]*zone{}, nodes: map[string]*node{}}
+	if s.max < 1 {
+		s.max = configs.DefaultMaxRecords
+	}
+	if s.loc == nil {
+		s.loc = noLocator{}
+	}
+	for i := range g.Zones {
+		s.addZone(&g.Zones[i])
+	}
+	states := map[string]*PoolState{}
+	for i := range pools {
+		states[pools[i].Name] = &pools[i]
+	}
+	counters := map[string]*atomic.Uint64{}
+	for i := range g.Pools {
+		counters[g.Pools[i].Name] = new(atomic.Uint64)
+	}
+	ranks := g.PolicyRanks()
+	for i := range g.Names {
+		n := newName(cfg, &g.Names[i], states, counters, ranks)
+		if n == nil {
+			continue
+		}
+		s.node(n.fqdn).dyn = n
+		for f, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			nf := &n.fam[f]
+			if nf.any && !n.anyUp(f) {
+				s.status = append(s.status, NameStatus{Name: n.fqdn, Type: t, LastResort: traceLastResort(n.lastResort), Warming: nf.warming})
+			}
+		}
+	}
+	if w := g.WhoamiFQDN(); w != "" {
+		s.node(w).whoami = true
+	}
+	// Empty non-terminals: every ancestor of a node up to its zone.
+	for owner := range s.nodes {
+		for off, end := dns.NextLabel(owner, 0); !end; off, end = dns.NextLabel(owner, off) {
+			if s.zones[owner[off:]] != nil {
+				break
+			}
+			if s.nodes[owner[off:]] == nil {
+				s.nodes[owner[off:]] = &node{}
+			}
+		}
+	}
+	return s
+}
+
+// noLocator locates nothing.
+type noLocator struct{}
+
+func (noLocator) Locate(netip.Addr) Location { return Location{} }
+
+// Serial is the SOA serial of every zone of the snapshot.
+func (s *Snapshot) Serial() uint32 { return s.serial }
+
+// Degraded lists the names and families that answer only by their last
+// resort in this snapshot: no pool of any of their policies has a member
+// up.
+func (s *Snapshot) Degraded() []NameStatus { return slices.Clone(s.status) }
+
+// node returns the node of owner, made when missing.
+func (s *Snapshot) node(owner string) *node {
+	n := s.nodes[owner]
+	if n == nil {
+		n = &node{}
+		s.nodes[owner] = n
+	}
+	return n
+}
+
+// addRR adds rr to its owner's node.
+func (s *Snapshot) addRR(rr dns.RR) {
+	n := s.node(rr.Header().Name)
+	if n.rrsets == nil {
+		n.rrsets = map[uint16][]dns.RR{}
+	}
+	t := rr.Header().Rrtype
+	n.rrsets[t] = append(n.rrsets[t], rr)
+}
+
+// addZone adds zone z with its SOA, NS and static records.
+func (s *Snapshot) addZone(z *configs.GSLBZone) {
+	apex := z.Apex
+	if apex == "" {
+		apex = dns.CanonicalName(z.Name)
+	}
+	ttl := uint32(z.TTL)
+	soa := &dns.SOA{Hdr: hdr(apex, dns.TypeSOA, ttl), Ns: firstNS(z.NS, apex), Mbox: dns.CanonicalName(z.Mbox),
+		Serial: s.serial, Refresh: uint32(z.Refresh), Retry: uint32(z.Retry), Expire: uint32(z.Expire), Minttl: uint32(z.Minimum)}
+	neg := *soa
+	neg.Hdr.Ttl = min(uint32(z.Minimum), ttl)
+	s.zones[apex] = &zone{apex: apex, soa: []dns.RR{soa}, neg: []dns.RR{&neg}}
+	s.addRR(soa)
+	for _, ns := range z.NS {
+		s.addRR(&dns.NS{Hdr: hdr(apex, dns.TypeNS, ttl), Ns: dns.CanonicalName(ns)})
+	}
+	for i := range z.Records {
+		if rr := staticRR(&z.Records[i], apex); rr != nil {
+			s.addRR(rr)
+		}
+	}
+}
+
+// firstNS is the SOA MNAME: the zone's first name server.
+func firstNS(ns []string, apex string) string {
+	if len(ns) == 0 {
+		return apex
+	}
+	return dns.CanonicalName(ns[0])
+}
+
+// hdr is a record header of class IN.
+func hdr(owner string, t uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: owner, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+}
+
+// staticRR is the record of r in the zone apex (nil when it is not valid:
+// configs.Load rejects it).
+func staticRR(r *configs.GSLBRecord, apex string) dns.RR {
+	owner := r.Owner
+	if owner == "" {
+		owner = apex
+		if r.Name != "@" {
+			owner = dns.CanonicalName(r.Name + "." + apex)
+		}
+	}
+	ttl := uint32(r.TTL)
+	switch strings.ToUpper(r.Type) {
+	case "A":
+		a, err := netip.ParseAddr(r.Value)
+		if err != nil || !a.Is4() {
+			return nil
+		}
+		return &dns.A{Hdr: hdr(owner, dns.TypeA, ttl), A: a.AsSlice()}
+	case "AAAA":
+		a, err := netip.ParseAddr(r.Value)
+		if err != nil || !a.Is6() {
+			return nil
+		}
+		return &dns.AAAA{Hdr: hdr(owner, dns.TypeAAAA, ttl), AAAA: a.AsSlice()}
+	case "CNAME":
+		return &dns.CNAME{Hdr: hdr(owner, dns.TypeCNAME, ttl), Target: dns.CanonicalName(r.Value)}
+	case "TXT":
+		return &dns.TXT{Hdr: hdr(owner, dns.TypeTXT, ttl), Txt: chunks(r.Value)}
+	case "MX":
+		pref, host, _ := strings.Cut(strings.TrimSpace(r.Value), " ")
+		p, err := strconv.Atoi(pref)
+		if err != nil {
+			return nil
+		}
+		return &dns.MX{Hdr: hdr(owner, dns.TypeMX, ttl), Preference: uint16(p), Mx: dns.CanonicalName(strings.TrimSpace(host))}
+	}
+	return nil
+}
+
+// chunks splits a TXT value into character-strings of at most 255 bytes.
+func chunks(s string) []string {
+	var out []string
+	for len(s) > 255 {
+		out = append(out, s[:255])
+		s = s[255:]
+	}
+	return append(out, s)
+}
+
+// addrRR is the A or AAAA record of a for owner.
+func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
+	if a.Is4() {
+		return &dns.A{Hdr: hdr(owner, dns.TypeA, ttl), A: a.AsSlice()}
+	}
+	return &dns.AAAA{Hdr: hdr(owner, dns.TypeAAAA, ttl), AAAA: a.AsSlice()}
+}
+
+// famOf is the family index of an address: 0 for IPv4, 1 for IPv6.
+func famOf(a netip.Addr) int {
+	if a.Is4() || a.Is4In6() {
+		return 0
+	}
+	return 1
+}
+
+// newName precomputes name n.
+func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]*atomic.Uint64, ranks map[string]int) *name {
+	fqdn := n.FQDN
+	if fqdn == "" {
+		fqdn = dns.CanonicalName(n.Name)
+	}
+	nm := &name{fqdn: fqdn, ttl: uint32(n.TTL), ecs: n.ECS, lastResort: n.LastResort}
+	built := map[string]*[2]*famPool{}
+	var failOpen [2][]dns.RR
+	seen := map[netip.Addr]bool{}
+	poolOf := func(pname string) *[2]*famPool {
+		if fp, ok := built[pname]; ok {
+			return fp
+		}
+		p := cfg.GSLBPool(pname)
+		if p == nil {
+			return nil
+		}
+		var ms [2][]member
+		for j := range p.Members {
+			cm := &p.Members[j]
+			m := member{name: cm.Name, addr: cm.Addr, weight: cm.Weight, priority: cm.Priority, key: stringKey(cm.Name)}
+			if ps := states[pname]; ps != nil && j < len(ps.Members) && ps.Members[j].Name == cm.Name {
+				st := ps.Members[j]
+				m.addr, m.weight, m.priority, m.state = st.Addr, st.Weight, st.Priority, st.State
+			}
+			if !m.addr.IsValid() {
+				continue
+			}
+			m.rr = addrRR(fqdn, m.addr, nm.ttl)
+			f := famOf(m.addr)
+			ms[f] = append(ms[f], m)
+			if !seen[m.addr] {
+				seen[m.addr] = true
+				failOpen[f] = append(failOpen[f], m.rr)
+			}
+			nm.fam[f].any = true
+			if m.state == health.Unknown {
+				nm.fam[f].warming = true
+			}
+		}
+		fps := &[2]*famPool{newFamPool(p, counters[pname], ms[0]), newFamPool(p, counters[pname], ms[1])}
+		built[pname] = fps
+		return fps
+	}
+	for i := range n.Policies {
+		cp := &n.Policies[i]
+		pol := &policy{match: cp.Match}
+		for l, v := range cp.Match {
+			pol.pairs = append(pol.pairs, [2]string{l, v})
+		}
+		slices.SortFunc(pol.pairs, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
+		if len(cp.Match) > 0 {
+			nm.located = true
+		}
+		visited := map[string]bool{}
+		for pname := cp.Pool; pname != "" && !visited[pname]; {
+			visited[pname] = true
+			fps := poolOf(pname)
+			if fps == nil {
+				break
+			}
+			pol.chain[0] = append(pol.chain[0], fps[0])
+			pol.chain[1] = append(pol.chain[1], fps[1])
+			pname = cfg.GSLBPool(pname).Fallback
+		}
+		nm.policies = append(nm.policies, pol)
+	}
+	// Most specific first by policy_order; configuration order within a
+	// rank (validation forbids equal matches).
+	slices.SortStableFunc(nm.policies, func(a, b *policy) int {
+		return cmp.Compare(rank(ranks, a.match), rank(ranks, b.match))
+	})
+	var static [2][]dns.RR
+	addrs := n.StaticAddrs
+	if addrs == nil {
+		for _, s := range n.Static {
+			if a, err := netip.ParseAddr(s); err == nil {
+				addrs = append(addrs, a)
+			}
+		}
+	}
+	for _, a := range addrs {
+		f := famOf(a)
+		static[f] = append(static[f], addrRR(fqdn, a, nm.ttl))
+	}
+	for f := range nm.fam {
+		nf := &nm.fam[f]
+		nf.failOpen = newRing(failOpen[f])
+		nf.static = newRing(static[f])
+		if nm.lastResort == configs.LastResortStatic && len(static[f]) > 0 {
+			nf.any = true
+		}
+	}
+	return nm
+}
+
+// rank is the policy_order rank of a match (unranked last).
+func rank(ranks map[string]int, match map[string]string) int {
+	if r, ok := ranks[configs.PolicyKey(match)]; ok {
+		return r
+	}
+	return len(ranks)
+}
+
+// anyUp reports whether some pool of some policy of n has a member of
+// family f up.
+func (n *name) anyUp(f int) bool {
+	for _, p := range n.policies {
+		for _, fp := range p.chain[f] {
+			if len(fp.up) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// traceLastResort is the Trace spelling of a configured last resort.
+func traceLastResort(lr string) string {
+	switch lr {
+	case configs.LastResortStatic:
+		return TraceStatic
+	case configs.LastResortServfail:
+		return TraceServfail
+	}
+	return TraceFailOpen
+}
+
+// matches reports whether labels satisfy the policy's match.
+func (p *policy) matches(labels map[string]string) bool {
+	for _, lv := range p.pairs {
+		if labels[lv[0]] != lv[1] {
+			return false
+		}
+	}
+	return true
+}
