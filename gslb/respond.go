@@ -116,8 +116,10 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	if tr != nil {
 		tr.Client = client
 	}
+	// An ECS SOURCE PREFIX-LENGTH of 0 says nothing of the client: no
+	// location, and the answer holds for every client (scope 0).
 	var loc Location
-	if n.located || tr != nil {
+	if (n.located || tr != nil) && !(ecs && bits == 0) {
 		loc = s.loc.Locate(client)
 		if tr != nil {
 			tr.Location = loc

@@ -448,6 +448,7 @@ func TestPoliciesAndFallback(t *testing.T) {
 		{"next policy", map[string]health.State{"chain-a/*": health.Down, "chain-b/*": health.Down, "chain-c/*": health.Down}, "10.2.2.0/24", []string{"192.0.2.1"}, 17, 2},
 		{"country", nil, "10.3.2.0/24", []string{"192.0.2.1"}, 18, 2},
 		{"global", nil, "10.200.0.0/24", nil, 0, 3},
+		{"ECS source 0", nil, "0.0.0.0/0", nil, 0, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
