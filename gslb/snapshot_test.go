@@ -721,3 +721,35 @@ func BenchmarkAnswer(b *testing.B) {
 		})
 	}
 }
+
+// TestTraceOnlyWhenAsked: Explain fills the trace on every path, and
+// only then.
+func TestTraceOnlyWhenAsked(t *testing.T) {
+	s := snap(t, nil)
+	for _, qname := range []string{"geo.g.example.com.", "fo.g.example.com.", "sf.g.example.com.", "www.g.example.com.",
+		"nx.g.example.com.", "whoami.g.example.com.", "example.org.", "wrr.g.example.com."} {
+		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			q := Query{Name: qname, Type: qt, Source: src("10.1.0.1")}
+			if r := s.Answer(q); r.Trace != nil {
+				t.Errorf("%s: trace without Explain", qname)
+			}
+			q.Explain = true
+			r := s.Answer(q)
+			if r.Trace == nil {
+				t.Fatalf("%s: no trace with Explain", qname)
+			}
+			if got := r.Trace.Answer; !slices.Equal(got, addrsOf(r.Answer)) {
+				t.Errorf("%s: trace answer %v, answer %v", qname, got, r.Answer)
+			}
+		}
+	}
+	tr := ask(s, "www.g.example.com.", dns.TypeA, "").Trace
+	if tr.Name != "" || tr.TTL != 300 || !slices.Equal(tr.Answer, []netip.Addr{src("192.0.2.100")}) {
+		t.Errorf("static trace %+v", tr)
+	}
+	// A name with ECS off locates the resolver.
+	tr = ask(s, "geo-noecs.g.example.com.", dns.TypeA, "10.1.0.0/24").Trace
+	if tr.ClientFrom != "source" || tr.Client != src("192.0.2.200") || tr.Policies[0].Matched {
+		t.Errorf("ecs off trace %+v", tr)
+	}
+}
