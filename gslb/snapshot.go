@@ -276,7 +276,7 @@ func addrRR(owner string, a netip.Addr, ttl uint32) dns.RR {
 
 // famOf is the family index of an address: 0 for IPv4, 1 for IPv6.
 func famOf(a netip.Addr) int {
-	if a.Is4() || a.Is4In6() {
+	if a.Is4() {
 		return 0
 	}
 	return 1
