@@ -66,6 +66,13 @@ type Response struct {
 	// carried ECS: 0 when the answer does not depend on the client's
 	// address, else the location's scope.
 	Scope int
+	// Name is the GSLB name that answered ("" for zone data, static
+	// records and names outside every zone); Pool the pool whose members
+	// answered ("" when none did); LastResort the last resort taken
+	// ("fail-open", "static", "servfail"; "" when a pool answered). They
+	// cost nothing to fill, so the server counts answers by them without
+	// a Trace.
+	Name, Pool, LastResort string
 	// Trace says how the answer was chosen when Query.Explain was set.
 	Trace *Trace
 }

@@ -154,7 +154,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			if len(rrs) == 0 {
 				continue
 			}
-			r := Response{Answer: rrs}
+			r := Response{Answer: rrs, Name: n.fqdn, Pool: fp.name}
 			if ecs {
 				if located {
 					r.Scope = loc.Scope
@@ -176,10 +176,10 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 
 // lastResort answers by the name's last resort (scope 0).
 func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {
-	var r Response
+	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort)}
 	if tr != nil {
 		tr.Warming = nf.warming
-		tr.LastResort = traceLastResort(n.lastResort)
+		tr.LastResort = r.LastResort
 		r.Trace = tr
 	}
 	switch n.lastResort {

@@ -468,6 +468,10 @@ func TestPoliciesAndFallback(t *testing.T) {
 			if tr.LastResort != "" || tr.ClientFrom != "ecs" || !tr.Policies[tt.policy].Answered || len(tr.Policies) != tt.policy+1 {
 				t.Errorf("trace %+v", tr)
 			}
+			pools := tr.Policies[tt.policy].Pools
+			if r.Name != "geo.g.example.com." || r.LastResort != "" || len(pools) == 0 || r.Pool != pools[len(pools)-1].Name {
+				t.Errorf("response names name %q pool %q last resort %q; the trace's answering pool is %+v", r.Name, r.Pool, r.LastResort, pools)
+			}
 		})
 	}
 	// The trace lists policies most specific first, with the chain tried.
@@ -548,7 +552,7 @@ func TestLastResorts(t *testing.T) {
 		t.Errorf("static AAAA = %v", a)
 	}
 	r = ask(s, "sf.g.example.com.", dns.TypeA, "")
-	if r.Rcode != dns.RcodeServerFailure || len(r.Answer) != 0 || r.Trace.LastResort != TraceServfail {
+	if r.Rcode != dns.RcodeServerFailure || len(r.Answer) != 0 || r.Trace.LastResort != TraceServfail || r.LastResort != TraceServfail || r.Pool != "" {
 		t.Errorf("servfail = %+v", r)
 	}
 	// No policy matches at all: the last resort too.
