@@ -1,8 +1,13 @@
-// Package gslb holds the GSLB members of the configuration ([gslb]) and
-// their health: the monitor targets that probe them (one per pool, member
-// and monitor) and the pure evaluation of each member's state from its
-// monitors' facts under its pool's combine rule. The responder that
-// answers with healthy members builds on it.
+// Package gslb is intelligent resolution: the GSLB members of the
+// configuration ([gslb]) and their health — the monitor targets that probe
+// them (one per pool, member and monitor) and the pure evaluation of each
+// member's state from its monitors' facts under its pool's combine rule —
+// and the answer selection: a Snapshot, immutable and built from the
+// configuration, the members' states, a Locator (package gslb/topology)
+// and a serial, answers each Query (zones, static records, dynamic names:
+// policies most specific first, pools and their algorithms, fallback
+// chains, last resorts) without allocating. The DNS server on the wire is
+// package gslb/server.
 package gslb
 
 import (
