@@ -15,6 +15,8 @@ import (
 type GSLB struct {
 	// Pools are the GSLB pools ([[gslb.pool]]).
 	Pools []GSLBPool `toml:"pool"`
+	// Topology is the responder's network map ([gslb.topology]).
+	Topology GSLBTopology `toml:"topology"`
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).
@@ -119,6 +121,7 @@ func (d *decoder) decodeGSLB(raw map[string]any, prims map[string]toml.Primitive
 			}
 		}
 	}
+	d.decodeGSLBTopology()
 }
 
 // gslbRawPool returns the generic table of [[gslb.pool]] i and of its
@@ -140,6 +143,7 @@ func (d *decoder) validateGSLB() {
 	for i := range pools {
 		d.validateGSLBPool(i)
 	}
+	d.validateGSLBTopology()
 }
 
 // hasKey reports whether the generic table m has key k.
