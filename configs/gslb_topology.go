@@ -12,8 +12,8 @@ import (
 // prefixes of location labels, from prefix-list files, inline nets and
 // optionally a MaxMind-format database. Loaded by gslb/topology.
 type GSLBTopology struct {
-	// Levels are the location levels (label keys), most specific policy
-	// matches are built from them. Default DefaultTopologyLevels.
+	// Levels are the location levels: the label keys that labels give
+	// and policies match on. Default DefaultTopologyLevels.
 	Levels []string `toml:"levels"`
 	// MaxMindDB is the path of a MaxMind-format database whose country
 	// and first subdivision ISO codes become the labels of the levels

@@ -43,6 +43,9 @@ type Map struct {
 	n4, n6 int
 }
 
+// Map is the responder's Locator.
+var _ gslb.Locator = (*Map)(nil)
+
 // entry is one prefix of the map. The address is kept as two words
 // (IPv4 in the top 32 bits of hi) so that comparing and finding common
 // leading bits are a few instructions.
@@ -54,8 +57,8 @@ type entry struct {
 	kidStart, kidEnd uint32
 }
 
-// Levels returns the map's location levels, most general last as
-// configured (do not modify).
+// Levels returns the map's location levels as configured (do not
+// modify).
 func (m *Map) Levels() []string { return m.levels }
 
 // Len returns the number of IPv4 and IPv6 prefixes in the map.
