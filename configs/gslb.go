@@ -16,6 +16,8 @@ type GSLB struct {
 	// Pools are the GSLB pools ([[gslb.pool]]).
 	Pools []GSLBPool `toml:"pool"`
 	GSLBSelection
+	// Topology is the responder's network map ([gslb.topology]).
+	Topology GSLBTopology `toml:"topology"`
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).
@@ -122,6 +124,7 @@ func (d *decoder) decodeGSLB(raw map[string]any, prims map[string]toml.Primitive
 		}
 	}
 	d.decodeGSLBSelection()
+	d.decodeGSLBTopology()
 }
 
 // gslbRawPool returns the generic table of [[gslb.pool]] i and of its
@@ -144,6 +147,7 @@ func (d *decoder) validateGSLB() {
 		d.validateGSLBPool(i)
 	}
 	d.validateGSLBSelection()
+	d.validateGSLBTopology()
 }
 
 // hasKey reports whether the generic table m has key k.

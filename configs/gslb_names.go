@@ -164,12 +164,6 @@ func DefaultPolicyOrder() []string {
 	return []string{"carrier+province", "country+province", "carrier+region", "country+region", "carrier", "country", PolicyGlobal}
 }
 
-// DefaultLocationLevels are the topology levels policies may match on
-// when the configuration names none.
-func DefaultLocationLevels() []string {
-	return []string{"carrier", "country", "region", "province"}
-}
-
 // PolicyKey is the policy_order entry of a match: its levels sorted and
 // joined by '+', or "global" when it is empty.
 func PolicyKey(match map[string]string) string {
@@ -279,7 +273,12 @@ func elem(tables []map[string]any, i int) map[string]any {
 }
 
 // selectionLevels are the location levels policies may match on.
-func (d *decoder) selectionLevels() []string { return DefaultLocationLevels() }
+func (d *decoder) selectionLevels() []string {
+	if l := d.cfg.GSLB.Topology.Levels; len(l) > 0 {
+		return l
+	}
+	return DefaultTopologyLevels()
+}
 
 // validateGSLBSelection checks the selection keys: zones, records, names,
 // policies, pool algorithms and fallbacks, policy_order, whoami.
@@ -315,6 +314,13 @@ func (d *decoder) validateGSLBSelection() {
 func (d *decoder) validatePolicyOrder() map[string]int {
 	g := &d.cfg.GSLB
 	levels := d.selectionLevels()
+	if !hasKey(d.gslbRaw, "policy_order") {
+		// The default order, over the levels the topology has: entries
+		// naming another level are left out.
+		g.PolicyOrder = slices.DeleteFunc(DefaultPolicyOrder(), func(e string) bool {
+			return e != PolicyGlobal && slices.ContainsFunc(strings.Split(e, "+"), func(l string) bool { return !slices.Contains(levels, l) })
+		})
+	}
 	seen := map[string]int{}
 	for i, e := range g.PolicyOrder {
 		k := indexKey("gslb.policy_order", i)
