@@ -149,13 +149,15 @@ func TestChooseICMPSocket(t *testing.T) {
 		// errs are texts the error must hold (want is "" then).
 		errs []string
 	}{
-		{name: "auto prefers raw", privileged: "auto", open: works, want: "raw"},
+		{name: "auto prefers the ping socket", privileged: "auto", open: works, want: "unprivileged"},
+		{name: "auto falls back to raw", privileged: "auto", open: rawOnly, want: "raw"},
 		{name: "empty is auto", privileged: "", open: pingOnly, want: "unprivileged"},
-		{name: "auto falls back", privileged: "auto", open: pingOnly, want: "unprivileged"},
+		{name: "auto with the ping socket only", privileged: "auto", open: pingOnly, want: "unprivileged"},
 		{name: "raw forced", privileged: "raw", open: rawOnly, want: "raw"},
 		{name: "unprivileged forced", privileged: "unprivileged", open: works, want: "unprivileged"},
 		{name: "auto neither", privileged: "auto", open: none, errs: []string{
-			"cannot open an IPv4 ICMP socket: raw socket: operation not permitted (needs CAP_NET_RAW); unprivileged ping socket: permission denied (needs the process's group in net.ipv4.ping_group_range"}},
+			"cannot open an IPv4 ICMP socket: unprivileged ping socket: permission denied (needs the process's group in net.ipv4.ping_group_range",
+			"); raw socket: operation not permitted (needs CAP_NET_RAW)"}},
 		{name: "auto neither v6", privileged: "auto", ipv6: true, open: none, errs: []string{"cannot open an IPv6 ICMP socket", "CAP_NET_RAW", "ping_group_range"}},
 		{name: "raw refused", privileged: "raw", open: pingOnly, errs: []string{"raw socket: operation not permitted (needs CAP_NET_RAW)"}},
 		{name: "unprivileged refused", privileged: "unprivileged", open: rawOnly, errs: []string{"unprivileged ping socket: permission denied"}},
