@@ -28,10 +28,12 @@
 #        DURATION=10 N_TCP=200 N_HTTP=100 N_ICMP=100 bench/gslb/run.sh
 # Env: DURATION (measured s per run, 60), WARMUP (s, 5), ROUNDS (2),
 #      N_TCP (2000), N_HTTP (1000), N_ICMP (1000), TCP_PORT (8080),
-#      GDNSD_INTERVAL (s, 2: gdnsd's minimum), SAME (1), KEEP=1 keeps the work
+#      GDNSD_INTERVAL (s, 2: gdnsd's minimum), SAME (1), ICMP_SOCKET
+#      (lbdnsd's icmp privileged: auto, raw, unprivileged), NETNS (1: run
+#      in a new network namespace, unshare -n; 0: in this one), KEEP=1 keeps the work
 #      directory, LBDNSD_SRC (a checkout to build lbdnsd and lbctl from).
-# Needs root (HTTP members on port 80, lbdnsd's raw ICMP socket), gdnsd,
-# curl and jq. Nothing is sent anywhere but 127.0.0.0/8.
+# Needs root (a network namespace, HTTP members on port 80, lbdnsd's raw
+# ICMP socket), gdnsd, curl, jq and unshare. Nothing is sent anywhere but 127.0.0.0/8.
 set -euo pipefail
 
 DURATION=${DURATION:-60}
@@ -50,9 +52,22 @@ TIMEOUT_MS=500
 RISE=2
 FALL=3
 ICMP_ECHOES=3
+ICMP_SOCKET=${ICMP_SOCKET:-auto}
 GOAL_DOWN_MS=$((FALL * INTERVAL_MS + TIMEOUT_MS + 100))
 
 die() { echo "run.sh: $*" >&2; exit 1; }
+
+# Own network namespace (NETNS=1, the default): only this run's traffic on
+# its loopback, so ports are free and the kernel's ICMP counters count
+# only lbdnsd's echoes; ping sockets allowed there for ICMP_SOCKET.
+if [[ ${NETNS:-1} == 1 && -z ${LBDNS_BENCH_NETNS:-} ]]; then
+	command -v unshare >/dev/null || die "unshare is not installed (NETNS=0 runs in this namespace)"
+	exec unshare -n env LBDNS_BENCH_NETNS=1 "$0" "$@"
+fi
+if [[ -n ${LBDNS_BENCH_NETNS:-} ]]; then
+	ip link set lo up
+	sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+fi
 for c in gdnsd curl jq; do command -v "$c" >/dev/null || die "$c is not installed"; done
 ((N_TCP >= 1 && N_TCP <= 62500 && N_HTTP >= 0 && N_HTTP <= 62500 && N_ICMP >= 0 && N_ICMP <= 62500)) ||
 	die "N_TCP must be 1..62500, N_HTTP and N_ICMP 0..62500"
@@ -148,6 +163,7 @@ fall = $FALL
 
 [check.icmp.icmp]
 count = $ICMP_ECHOES
+privileged = "$ICMP_SOCKET"
 
 TOML
 	pools t tcp "$WORK/tcp.txt"
@@ -207,7 +223,7 @@ stop() {
 
 # lbctl_victim: the victim member's JSON ({} when absent).
 lbctl_victim() {
-	"$WORK/lbctl" -socket "$WORK/lbdns/lbdns.sock" gslb members --pool t0 -o json 2>/dev/null |
+	"$WORK/lbctl" -socket "$WORK/lbdns/lbdns.sock" -timeout 30s gslb members --pool t0 -o json 2>/dev/null |
 		jq -c --arg a "$VICTIM" '[.[].members[] | select(.address == $a)][0] // {}'
 }
 
@@ -271,8 +287,14 @@ measure() {
 		printf "%s %.2f %.1f %.2f %s\n", n, 100 * c / w, k / w, (k ? 1e6 * c / k : 0), h >> "'"$WORK/results"'"
 	}'
 	if [[ $name == lbdnsd-* ]]; then
-		"$WORK/lbctl" -socket "$WORK/lbdns/lbdns.sock" gslb members -o json |
-			jq -r '[.[].members[]] | group_by(.monitors[0].kind)[] | "        \(.[0].monitors[0].kind): \([.[] | select(.state == "up")] | length)/\(length) members up"'
+		# Members up by kind, and the commonest last results of the others.
+		if "$WORK/lbctl" -socket "$WORK/lbdns/lbdns.sock" -timeout 60s gslb members -o json >"$WORK/members.json" 2>"$WORK/lbctl.err"; then
+			jq -r '[.[].members[]] | group_by(.monitors[0].kind)[] | "        \(.[0].monitors[0].kind): \([.[] | select(.state == "up")] | length)/\(length) members up"' "$WORK/members.json"
+			jq -r '.[].members[] | select(.state != "up") | "\(.monitors[0].kind) \(.state): \(.monitors[0].last_result | sub("[0-9.]+(ms|µs|s)"; "N"))"' "$WORK/members.json" |
+				sort | uniq -c | sort -rn | head -5 | sed 's/^/        /'
+		else
+			echo "        lbctl gslb members: $(cat "$WORK/lbctl.err")"
+		fi
 		[[ $name == lbdnsd-all && $run == "$ROUNDS" ]] && down_test
 	else
 		echo "        gdnsd state changes logged: $(grep -c 'to UP' "$WORK/$name.$run.log" || true) to UP, $(grep -c 'to DOWN' "$WORK/$name.$run.log" || true) to DOWN"
@@ -281,7 +303,7 @@ measure() {
 }
 
 echo "== $ROUNDS rounds of lbdnsd-all, $([[ $SAME == 1 ]] && echo "lbdnsd-th (TCP + HTTP only), ")gdnsd: $N_TCP TCP + $N_HTTP HTTP + $N_ICMP ICMP members (gdnsd: TCP + HTTP), warm-up ${WARMUP} s, measured ${DURATION} s each; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "   lbdnsd: interval 1 s, timeout ${TIMEOUT_MS} ms, rise $RISE, fall $FALL, icmp count $ICMP_ECHOES; gdnsd: interval ${GDNSD_INTERVAL} s (its minimum is 2), timeout 1 s"
+echo "   lbdnsd: interval 1 s, timeout ${TIMEOUT_MS} ms, rise $RISE, fall $FALL, icmp count $ICMP_ECHOES, icmp socket $ICMP_SOCKET; gdnsd: interval ${GDNSD_INTERVAL} s (its minimum is 2), timeout 1 s"
 for ((r = 1; r <= ROUNDS; r++)); do
 	measure lbdnsd-all "$r" "$WORK/lbdnsd" -dry-run -config "$WORK/lbdns.toml" -log-format json
 	[[ $SAME == 1 ]] && measure lbdnsd-th "$r" "$WORK/lbdnsd" -dry-run -config "$WORK/lbdns-th.toml" -log-format json
@@ -297,4 +319,4 @@ END {
 	g = us["gdnsd"] / n["gdnsd"]
 	for (k in n) if (k != "gdnsd") printf "ratio %s/gdnsd of CPU per check: %.2f (goal <= 1.0: %s)\n", k, us[k] / n[k] / g, (us[k] / n[k] / g <= 1.0 ? "MEETS goal" : "MISSES goal")
 }' "$WORK/results" | sort
-echo "(lbdnsd-all's checks include its ICMP checks, one per $ICMP_ECHOES echoes counted by the kernel's InEchos, which counts any echo request to this host)"
+echo "(lbdnsd-all's checks include its ICMP checks, one per $ICMP_ECHOES echoes counted by the kernel's InEchos, which counts any echo request in $([[ -n ${LBDNS_BENCH_NETNS:-} ]] && echo "this run's own network namespace" || echo "this network namespace: other programs' pings too"))"
