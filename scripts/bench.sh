@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 mode=${1:-full}
 case $mode in
-quick) benchtime=20x; health_duration=20 ;;
-full) benchtime=1s; health_duration=60 ;;
+quick) benchtime=20x; health_duration=20; gslb_env=(DURATION=10 WARMUP=3 N_TCP=200 N_HTTP=100 N_ICMP=100) ;;
+full) benchtime=1s; health_duration=60; gslb_env=(DURATION=60) ;;
 *) echo "usage: $0 [quick|full]" >&2; exit 2 ;;
 esac
 
@@ -30,4 +30,15 @@ fi
 if [ -x bench/health/run.sh ]; then
 	echo "=== bench: health engine, 5,000 targets at 1 s for ${health_duration}s"
 	DURATION=$health_duration bench/health/run.sh
+fi
+if [ -x bench/gslb/run.sh ]; then
+	# gdnsd is the peer; its package must not start a service (policy-rc.d).
+	if ! command -v gdnsd >/dev/null 2>&1; then
+		policy=/usr/sbin/policy-rc.d added_policy=0
+		if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added_policy=1; fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gdnsd
+		if [ "$added_policy" = 1 ]; then rm -f "$policy"; fi
+	fi
+	echo "=== bench: GSLB monitors (tcp, http, icmp) against gdnsd: ${gslb_env[*]}"
+	env "${gslb_env[@]}" bench/gslb/run.sh
 fi
