@@ -100,8 +100,19 @@ func TestPageBanners(t *testing.T) {
 		`<div class="banner warn" id="warming">warming up`,
 		`<div class="banner crit fail-open">FAIL-OPEN: pool main`,
 		`<span class="err">pools.main.check: no such check</span>`,
-		`17 / <span class="err">3</span>`,
+		// In a dry run nothing is applied: the ops are computed only.
+		`<th>IPVS ops</th><td class="num" id="ipvs-ops">17 computed, not applied</td>`,
 	)
+	if strings.Contains(page, "IPVS ops / errors") {
+		t.Error("dry-run page counts IPVS ops / errors as if applied")
+	}
+
+	st.Daemon.DryRun = false
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page", page, `<th>IPVS ops / errors</th><td class="num" id="ipvs-ops">17 / <span class="err">3</span>`)
+	if strings.Contains(page, "computed, not applied") {
+		t.Error("page says computed, not applied when not in a dry run")
+	}
 }
 
 func TestPageFailOpenBanner(t *testing.T) {
