@@ -337,7 +337,7 @@ func TestPageGSLB(t *testing.T) {
 		`<h2 id="gslb">GSLB pools</h2>`,
 		`<td><b>web</b></td>`, `<td>all</td>`, `<span class="bad">1</span> / 3`,
 		`<td><b>edge</b></td>`, `<td>at least 1</td>`, `<span class="ok">1</span> / 1`,
-		`<td class="mono">10.0.0.11</td>`,
+		`<td class="mono brk">10.0.0.11</td>`,
 		`<span class="bad">https-health down: certificate expired</span>`,
 		`<span class="bad">x509: certificate has expired</span>`,
 		`<td class="num">12.3</td>`, `<td class="num">41</td>`, `<td class="num"><span class="bad">-2</span></td>`,
