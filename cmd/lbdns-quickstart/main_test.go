@@ -212,3 +212,76 @@ func TestQuickstartLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickstartStopsWithParent runs the quick start under a shell, as
+// `go run` runs it, and kills the shell: the quick start must stop too
+// (SIGTERM to `go run` stops only go run) and take its world with it.
+func TestQuickstartStopsWithParent(t *testing.T) {
+	requireVendors(t)
+	dir := t.TempDir()
+	cfgPath, socket, ports := quickConfig(t, dir)
+	logPath := filepath.Join(dir, "out.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	// The shell waits for its child, like go run; output goes to a file
+	// so that nothing waits for the grandchild's pipes.
+	sh := exec.Command("/bin/sh", "-c", `"$0" "$@" & wait`, os.Args[0], "-config", cfgPath, "-install=false")
+	sh.Env = append(os.Environ(), "LBDNS_QUICKSTART_MAIN=1")
+	sh.Stdout, sh.Stderr = logf, logf
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) // the group, if the test failed early
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("quick start output:\n%s", b)
+		}
+	})
+	client := control.NewClient(socket)
+	poll.Until(t, 90*time.Second, "the daemon answers", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := client.Status(ctx)
+		return err == nil, fmt.Sprint(err)
+	})
+	b, _ := os.ReadFile(logPath)
+	var pids []int
+	for _, m := range regexp.MustCompile(`resolver \w+ \(\w+\) pid (\d+)`).FindAllStringSubmatch(string(b), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		pids = append(pids, pid)
+	}
+	if len(pids) != 5 {
+		t.Fatalf("pids of resolvers in the output: %v, want 5", pids)
+	}
+
+	// Kill the shell only, not its group: like SIGTERM to go run.
+	if err := sh.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	sh.Wait()
+	poll.Until(t, 30*time.Second, "the quick start stopped with its parent", func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return bytes.Contains(b, []byte("quickstart: stopped the daemon")), "no stop message yet"
+	})
+	poll.Until(t, 10*time.Second, "every resolver gone", func() (bool, string) {
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				return false, fmt.Sprintf("pid %d: kill 0: %v", pid, err)
+			}
+		}
+		return true, ""
+	})
+	for name, port := range ports {
+		pc, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Errorf("port %d of %s still busy: %v", port, name, err)
+			continue
+		}
+		pc.Close()
+	}
+}
