@@ -79,6 +79,10 @@ type poolView struct {
 	Healthy, Enabled, Total, MinHlt int
 	BelowMin                        bool
 	FailOpen                        bool
+	// Cause says why the pool fails open, for the banner: an upstream
+	// failure, below its minimum, or recovering (fail-open held until
+	// recover_healthy members are healthy).
+	Cause string
 	// FailOpenAll is true when the pool fails open with no last good set
 	// (every enabled member kept); Held and Out name the failing members
 	// it holds in traffic and those it keeps out, when failing open.
@@ -311,7 +315,32 @@ func buildPool(pl Pool, now time.Time) poolView {
 		}
 		v.Members = append(v.Members, mv)
 	}
+	if v.FailOpen {
+		v.Cause = failOpenCause(pl)
+	}
 	return v
+}
+
+// failOpenCause says why pl fails open, in the words of the FAIL-OPEN
+// banner (after "FAIL-OPEN: pool NAME "): every member failing at once
+// (the upstream), fewer healthy members than the minimum, or a recovery
+// that has not yet reached recover_healthy (which resolvers' policy writes
+// in the detail: "recovering: fail-open held until N members are
+// healthy").
+func failOpenCause(pl Pool) string {
+	switch {
+	case pl.Diagnosis == "upstream-failure":
+		return "fails open: every member fails its check at once, which points at their upstream, not at the resolvers"
+	case pl.Healthy < pl.MinHealthy:
+		return fmt.Sprintf("is below its minimum of %d healthy", pl.MinHealthy)
+	}
+	if _, after, ok := strings.Cut(pl.Detail, "recovering: fail-open held until "); ok {
+		if n, _, ok := strings.Cut(after, " "); ok {
+			return fmt.Sprintf("is recovering (%d healthy, minimum %d) and stays failed open until %s members are healthy (recover_healthy)",
+				pl.Healthy, pl.MinHealthy, n)
+		}
+	}
+	return "fails open"
 }
 
 // whyClass is the CSS class of a member's reason for being in or out of

@@ -70,6 +70,13 @@ func TestPageMembers(t *testing.T) {
 		`www.example.com.`, `in 4m`,
 		`schema version 1`,
 	)
+	// Every column has a label (issue 11: the overrides table had a blank
+	// one), and the override that applies says so.
+	if strings.Contains(page, "<th></th>") {
+		t.Error("page has a column without a label")
+	}
+	contains(t, "page", page, `<th>by</th><th>applies</th></tr>`, `<td><span class="muted">yes</span></td></tr>`,
+		`<th>diagnosis</th><td class="diagnosis">`)
 	if strings.Count(page, "STALE") != 1 {
 		t.Errorf("want exactly one STALE marker (unbound-1)")
 	}
@@ -100,8 +107,19 @@ func TestPageBanners(t *testing.T) {
 		`<div class="banner warn" id="warming">warming up`,
 		`<div class="banner crit fail-open">FAIL-OPEN: pool main`,
 		`<span class="err">pools.main.check: no such check</span>`,
-		`17 / <span class="err">3</span>`,
+		// In a dry run nothing is applied: the ops are computed only.
+		`<th>IPVS ops</th><td class="num" id="ipvs-ops">17 computed, not applied</td>`,
 	)
+	if strings.Contains(page, "IPVS ops / errors") {
+		t.Error("dry-run page counts IPVS ops / errors as if applied")
+	}
+
+	st.Daemon.DryRun = false
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page", page, `<th>IPVS ops / errors</th><td class="num" id="ipvs-ops">17 / <span class="err">3</span>`)
+	if strings.Contains(page, "computed, not applied") {
+		t.Error("page says computed, not applied when not in a dry run")
+	}
 }
 
 func TestPageFailOpenBanner(t *testing.T) {
@@ -123,6 +141,19 @@ func TestPageFailOpenBanner(t *testing.T) {
 			p.Healthy, p.MinHealthy = 2, 1
 			p.Members[1].Why = WhyHeldFailOpen
 		}, "FAIL-OPEN: pool main fails open; the members in traffic before the collapse (its last good set) are held: bind-2"},
+		// Every member failing at once: the cause is the upstream, even
+		// though the pool is also below its minimum.
+		{"upstream failure", func(p *Pool) {
+			p.Healthy, p.MinHealthy, p.Diagnosis = 0, 2, "upstream-failure"
+			p.Members[0].Why, p.Members[1].Why, p.Members[2].Why = WhyHeldFailOpen, WhyHeldFailOpen, WhyHeldFailOpen
+		}, "FAIL-OPEN: pool main fails open: every member fails its check at once, which points at their upstream, not at the resolvers; the members in traffic before the collapse (its last good set) are held: bind-1, bind-2, unbound-1"},
+		// Back at its minimum, the pool holds fail-open until
+		// recover_healthy members are healthy (hysteresis).
+		{"recovery hold", func(p *Pool) {
+			p.Healthy, p.MinHealthy, p.Diagnosis = 2, 2, "degraded"
+			p.Detail = "1 of 3 members down; recovering: fail-open held until 3 members are healthy (recover_healthy)"
+			p.Members[2].Why = WhyHeldFailOpen
+		}, "FAIL-OPEN: pool main is recovering (2 healthy, minimum 2) and stays failed open until 3 members are healthy (recover_healthy); the members in traffic before the collapse (its last good set) are held: unbound-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := sampleStatus(now)
@@ -306,7 +337,7 @@ func TestPageGSLB(t *testing.T) {
 		`<h2 id="gslb">GSLB pools</h2>`,
 		`<td><b>web</b></td>`, `<td>all</td>`, `<span class="bad">1</span> / 3`,
 		`<td><b>edge</b></td>`, `<td>at least 1</td>`, `<span class="ok">1</span> / 1`,
-		`<td class="mono">10.0.0.11</td>`,
+		`<td class="mono brk">10.0.0.11</td>`,
 		`<span class="bad">https-health down: certificate expired</span>`,
 		`<span class="bad">x509: certificate has expired</span>`,
 		`<td class="num">12.3</td>`, `<td class="num">41</td>`, `<td class="num"><span class="bad">-2</span></td>`,

@@ -25,7 +25,7 @@ func (v intentView) Impact(before, after intent.State) (lost, added []string) {
 	facts := v.d.facts(now)
 	b := v.d.planner.WhatIf(facts, resolvers.RulesFrom(before.Overrides), now).Table
 	a := v.d.planner.WhatIf(facts, resolvers.RulesFrom(after.Overrides), now).Table
-	return resolvers.LostTakers(v.d.cfg, b, a), resolvers.NewTakers(b, a)
+	return resolvers.LostTakers(v.d.cfg, b, a), resolvers.NewTakers(v.d.cfg, b, a)
 }
 
 // controlError maps intent's refusals to the control API's status codes.

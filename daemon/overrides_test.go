@@ -195,7 +195,7 @@ func TestOverrideNeverAddsFailingResolver(t *testing.T) {
 	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5303": 100})
 	_, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0")
 	var ce *control.Error
-	if !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(ce.Message, "127.0.0.1:5301") || !strings.Contains(ce.Message, "fail open") {
+	if !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(ce.Message, "bind-1 (127.0.0.1:5301)") || !strings.Contains(ce.Message, "fail open") {
 		t.Fatalf("disable of the last healthy member: %v", err)
 	}
 	if w := destWeights(mc); len(w) != 1 || w["127.0.0.1:5303"] != 100 {

@@ -35,8 +35,7 @@ type View interface {
 	// Impact compares the plans the current facts give under before and
 	// after: lost lists the services ("VIP proto/addr:port") that would
 	// be left with no destination taking new queries, added the
-	// destinations ("ADDR:PORT in SERVICE") after would newly put into
-	// traffic.
+	// resolvers ("NAME (ADDR:PORT)") after would newly put into traffic.
 	Impact(before, after State) (lost, added []string)
 }
 

@@ -99,9 +99,9 @@ func TestApply(t *testing.T) {
 		{name: "last taker", req: Request{Action: ActionDrain, Resolver: "unbound-1"}, lost: []string{"v4 UDP/192.0.2.53:53", "v4 TCP/192.0.2.53:53"},
 			wantKind: Conflict, impact: true,
 			want: "refused: drain unbound-1 would leave v4 UDP/192.0.2.53:53, v4 TCP/192.0.2.53:53 with no destination taking new queries; enable or repair another resolver first"},
-		{name: "fail open onto new takers", req: Request{Action: ActionDisable, Resolver: "knot-1"}, added: []string{"127.0.0.1:5301 in UDP/192.0.2.53:53"},
+		{name: "fail open onto new takers", req: Request{Action: ActionDisable, Resolver: "knot-1"}, added: []string{"bind-1 (127.0.0.1:5301)"},
 			wantKind: Conflict, impact: true,
-			want: "refused: disable knot-1 would put its pool below min_healthy, and the pool would fail open and send new queries to 127.0.0.1:5301 in UDP/192.0.2.53:53, which the health checks keep out; repair or enable another resolver first"},
+			want: "refused: disable knot-1 would put its pool below min_healthy, and the pool would fail open and send new queries to bind-1 (127.0.0.1:5301), which the health checks keep out; repair or enable another resolver first"},
 
 		{name: "scoped enable", req: Request{Action: ActionEnable, Resolver: "bind-1", Pool: "main"},
 			want:    "bind-1: removed disable in pool main; still drained in all pools (lbctl enable bind-1 without --pool/--vip clears every override)",

@@ -146,6 +146,9 @@ func TestStatusTable(t *testing.T) {
 	if !hasLine(out, "DRY RUN: the IPVS table is computed but NOT applied") {
 		t.Errorf("no DRY RUN line:\n%s", out)
 	}
+	if !strings.Contains(out, "ipvs 12 ops computed, not applied\n") || strings.Contains(out, "errors") {
+		t.Errorf("dry-run daemon line does not say the ops were computed, not applied:\n%s", out)
+	}
 	if !hasLine(out, "pool main (check recursive): below-minimum, healthy 1, enabled 2, total 3 (min healthy 2)") {
 		t.Errorf("no pool header:\n%s", out)
 	}
@@ -250,6 +253,9 @@ func TestStatusTableQuiet(t *testing.T) {
 	r := lbctl(t, "-socket", f.socket, "status")
 	if r.code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "ipvs 12 ops, 0 errors\n") {
+		t.Errorf("daemon line does not count ops and errors:\n%s", r.stdout)
 	}
 	for _, absent := range []string{"DRY RUN", "FAIL-OPEN", "WARMING UP", "RELOAD FAILED", "overrides:", "prefetch:"} {
 		if strings.Contains(r.stdout, absent) {

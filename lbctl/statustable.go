@@ -79,8 +79,12 @@ func (sw *statusWriter) ago(t time.Time) string {
 // daemon writes the daemon line and, in capitals, the states an operator
 // must not miss: dry run, warming up, a failed reload.
 func (sw *statusWriter) daemon(d control.Daemon) {
-	sw.printf("lbdnsd: config %s, up since %s (%s), last reload %s (%s ago), ipvs %d ops, %d errors\n",
-		dash(d.Config), stamp(d.Started), sw.ago(d.Started), stamp(d.LastReload), sw.ago(d.LastReload), d.IPVSOps, d.IPVSErrors)
+	ipvs := fmt.Sprintf("ipvs %d ops, %d errors", d.IPVSOps, d.IPVSErrors)
+	if d.DryRun {
+		ipvs = fmt.Sprintf("ipvs %d ops computed, not applied", d.IPVSOps)
+	}
+	sw.printf("lbdnsd: config %s, up since %s (%s), last reload %s (%s ago), %s\n",
+		dash(d.Config), stamp(d.Started), sw.ago(d.Started), stamp(d.LastReload), sw.ago(d.LastReload), ipvs)
 	if d.DryRun {
 		sw.printf("DRY RUN: the IPVS table is computed but NOT applied\n")
 	}

@@ -25,6 +25,9 @@ type Journal struct {
 	log     *slog.Logger
 	events  *control.EventLog
 	metrics *Metrics
+	// dryRun is set by Started: in a dry run nothing was applied, so the
+	// stop messages say so instead of "left in place".
+	dryRun bool
 }
 
 // NewJournal returns a Journal that logs to log, appends to events and
@@ -133,11 +136,13 @@ func (j *Journal) RestartOnlyKept(running *configs.Config) {
 		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen)
 }
 
-// Override tells an operator override that changed the intent: req as
-// asked by by, res as intent.Apply answered it.
+// Override tells an operator override that changed the intent (req as
+// asked by by, res as intent.Apply answered it) in the event log. It
+// writes no log line: the control server logs every override request,
+// applied or refused, in one line ("override request", with the peer,
+// the scope in control.Scope's wording and the result), and a second line
+// here would tell the same override twice.
 func (j *Journal) Override(req control.OverrideRequest, by string, res intent.Result) {
-	j.log.Info("operator override", "action", req.Action, "resolver", req.Resolver, "scope", "in "+intent.Scope(req.Pool, req.VIP),
-		"reason", req.Reason, "by", by, "result", res.Message)
 	text := res.Message
 	if req.Reason != "" {
 		text += " (reason: " + req.Reason + ")"
@@ -186,6 +191,7 @@ func (j *Journal) Started(path string, cfg *configs.Config, dryRun bool) {
 	if dryRun {
 		mode = "dry-run (IPVS table computed, NOT applied)"
 	}
+	j.dryRun = dryRun
 	j.log.Info("lbdnsd started", "config", path, "ipvs", mode, "summary", cfg.Summary(),
 		"warm_up", resolvers.WarmUp(cfg).String())
 	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + cfg.Summary()})
@@ -194,8 +200,17 @@ func (j *Journal) Started(path string, cfg *configs.Config, dryRun bool) {
 // Stopping tells that the daemon is stopping (in the event log, the last
 // thing lbctl events can show).
 func (j *Journal) Stopping() {
-	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "stopping; IPVS table left in place"})
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "stopping; " + j.tableFate()})
 }
 
 // Stopped tells that the daemon has stopped.
-func (j *Journal) Stopped() { j.log.Info("lbdnsd stopped; IPVS table left in place") }
+func (j *Journal) Stopped() { j.log.Info("lbdnsd stopped; " + j.tableFate()) }
+
+// tableFate says what becomes of the IPVS table when the daemon stops: it
+// stays as applied, or, in a dry run, there is none (nothing was applied).
+func (j *Journal) tableFate() string {
+	if j.dryRun {
+		return "dry run: no IPVS table was applied, nothing left behind"
+	}
+	return "IPVS table left in place"
+}

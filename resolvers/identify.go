@@ -5,8 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -102,6 +104,10 @@ type identTarget struct {
 	id Identity
 	// logged is the version last logged.
 	logged string
+	// failing is the kind of the failure last logged (failureKind), ""
+	// when the last try succeeded: a failure is logged once until its
+	// kind changes or a try succeeds.
+	failing string
 }
 
 // NewIdentifier returns an Identifier with no targets.
@@ -259,14 +265,36 @@ func (i *Identifier) identify(ctx context.Context, t *identTarget) time.Duration
 	if fresh {
 		t.logged = t.id.Version
 	}
-	t.mu.Unlock()
+	wasFailing, failing := t.failing, ""
 	if err != nil {
-		i.log.Debug("identify failed", "resolver", t.Resolver, "addr", t.Addr.String(), "err", err)
+		failing = failureKind(err)
+	}
+	t.failing = failing
+	t.mu.Unlock()
+	switch {
+	case err != nil && failing != wasFailing:
+		i.log.Debug("identify failed (logged once until it changes or succeeds)", "resolver", t.Resolver, "addr", t.Addr.String(), "err", err)
+	case err == nil && wasFailing != "":
+		i.log.Debug("identify answered again", "resolver", t.Resolver, "addr", t.Addr.String())
 	}
 	if fresh {
 		i.note(t, id, declared)
 	}
 	return next
+}
+
+// failureKind classifies an identification error so that repeats of one
+// failure compare equal although their texts differ (a fresh source port
+// each time): a timeout, a refusal, or else the error's text.
+func failureKind(err error) string {
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nerr) && nerr.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	}
+	return err.Error()
 }
 
 // note logs a new identity, and warns when the product it names is not

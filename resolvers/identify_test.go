@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,4 +208,62 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestIdentifierLogsFailureOnce: a target that keeps failing the same way
+// is logged once (issue 11: "identify failed" every 30 s per target), again
+// when the failure changes, and once more after it answered and failed
+// again; an answer after failures is logged once.
+func TestIdentifierLogsFailureOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		// Tries come at 0, 30 s, 60 s, ... (Retry while failing).
+		var n int
+		var nmu sync.Mutex
+		refused := &net.OpError{Op: "read", Net: "udp", Err: syscall.ECONNREFUSED}
+		id := NewIdentifier(identifyOptions(func(context.Context, netip.AddrPort) (string, error) {
+			nmu.Lock()
+			defer nmu.Unlock()
+			n++
+			switch {
+			case n <= 4: // refused, each time from another source port
+				return "", fmt.Errorf("read udp 127.0.0.1:%d->127.0.0.1:53: %w", 40000+n, refused)
+			case n <= 6:
+				return "", context.DeadlineExceeded
+			case n == 7:
+				return "unbound 1.17.1", nil
+			default:
+				return "", fmt.Errorf("read udp 127.0.0.1:%d->127.0.0.1:53: %w", 40000+n, refused)
+			}
+		}, log))
+		id.Update([]IdentifyTarget{{Resolver: "r", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second}})
+		runIdentifier(t, id)
+		time.Sleep(7*30*time.Second + 10*time.Minute + 3*30*time.Second)
+		synctest.Wait()
+		mu.Lock()
+		out := buf.String()
+		mu.Unlock()
+		nmu.Lock()
+		tries := n
+		nmu.Unlock()
+		if tries < 10 {
+			t.Fatalf("%d tries, want at least 10", tries)
+		}
+		// refused (1..4), timeout (5..6), refused again after the answer (8..).
+		if got := strings.Count(out, `msg="identify failed`); got != 3 {
+			t.Errorf("%d identify failed lines over %d tries, want 3:\n%s", got, tries, out)
+		}
+		if got := strings.Count(out, `msg="identify answered again"`); got != 1 {
+			t.Errorf("%d identify answered again lines, want 1:\n%s", got, out)
+		}
+	})
+}
+
+// identifyOptions returns the options of an Identifier asking with
+// identify, every 10 minutes, retrying after 30 s, logging to log.
+func identifyOptions(identify func(context.Context, netip.AddrPort) (string, error), log *slog.Logger) IdentifierOptions {
+	return IdentifierOptions{Identify: identify, Every: 10 * time.Minute, Retry: 30 * time.Second, Logger: log,
+		VendorOf: func(v string) string { return strings.Fields(v)[0] }}
 }

@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"net/netip"
 	"slices"
 
 	"lbdns/configs"
@@ -21,10 +22,12 @@ func LostTakers(cfg *configs.Config, before, after vip.Table) []string {
 	return out
 }
 
-// NewTakers lists, sorted, the destinations (as "ADDR:PORT in SERVICE")
-// that have a weight above zero in after but not in before: the ones a
-// change would newly send queries to.
-func NewTakers(before, after vip.Table) []string {
+// NewTakers lists, sorted and once each, the resolvers that have a
+// destination with a weight above zero in after but not in before: the
+// ones a change would newly send queries to. Each is named from cfg with
+// its address, "NAME (ADDR:PORT)"; a destination no resolver of cfg has
+// is listed by its address alone.
+func NewTakers(cfg *configs.Config, before, after vip.Table) []string {
 	var out []string
 	for _, k := range after.Keys() {
 		for a, dst := range after[k].Dests {
@@ -32,12 +35,25 @@ func NewTakers(before, after vip.Table) []string {
 				continue
 			}
 			if old, ok := before[k].Dests[a]; !ok || old.Weight == 0 {
-				out = append(out, a.String()+" in "+k.String())
+				if s := resolverAt(cfg, a); !slices.Contains(out, s) {
+					out = append(out, s)
+				}
 			}
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// resolverAt names the resolver of cfg at destination a, as
+// "NAME (ADDR:PORT)"; a alone when none has that address and port.
+func resolverAt(cfg *configs.Config, a netip.AddrPort) string {
+	for i := range cfg.Resolvers {
+		if r := &cfg.Resolvers[i]; r.AddrPort == a {
+			return r.Name + " (" + a.String() + ")"
+		}
+	}
+	return a.String()
 }
 
 // takers counts the destinations of s with a weight above zero.

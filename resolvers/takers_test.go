@@ -10,7 +10,8 @@ import (
 )
 
 func TestTakers(t *testing.T) {
-	cfg := &configs.Config{VIPs: []configs.VIP{{Name: "v4", Addr: netip.MustParseAddr("192.0.2.53")}}}
+	cfg := &configs.Config{VIPs: []configs.VIP{{Name: "v4", Addr: netip.MustParseAddr("192.0.2.53")}},
+		Resolvers: []configs.Resolver{{Name: "bind-1", AddrPort: netip.MustParseAddrPort("127.0.0.1:5301")}}}
 	udp := vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.53"), Port: 53, Proto: vip.UDP}
 	tcp := vip.ServiceKey{Addr: netip.MustParseAddr("192.0.2.53"), Port: 53, Proto: vip.TCP}
 	other := vip.ServiceKey{Addr: netip.MustParseAddr("198.51.100.53"), Port: 53, Proto: vip.UDP}
@@ -44,7 +45,12 @@ func TestTakers(t *testing.T) {
 			lost:  []string{"v4 tcp/192.0.2.53:53"}},
 		{name: "fail open adds", before: table(map[vip.ServiceKey]map[netip.AddrPort]uint32{udp: {a: 100, b: 0}}),
 			after: table(map[vip.ServiceKey]map[netip.AddrPort]uint32{udp: {a: 0, b: 100}, tcp: {a: 100}}),
-			added: []string{"127.0.0.1:5301 in tcp/192.0.2.53:53", "127.0.0.1:5302 in udp/192.0.2.53:53"}},
+			// Named from the config, address kept; a destination no
+			// resolver has is listed by its address.
+			added: []string{"127.0.0.1:5302", "bind-1 (127.0.0.1:5301)"}},
+		{name: "a resolver newly taking in two services is named once", before: vip.Table{},
+			after: table(map[vip.ServiceKey]map[netip.AddrPort]uint32{udp: {a: 100}, tcp: {a: 100}}),
+			added: []string{"bind-1 (127.0.0.1:5301)"}},
 		{name: "weight zero is not a taker", before: vip.Table{},
 			after: table(map[vip.ServiceKey]map[netip.AddrPort]uint32{udp: {a: 0}})},
 	} {
@@ -52,7 +58,7 @@ func TestTakers(t *testing.T) {
 			if got := LostTakers(cfg, tc.before, tc.after); !reflect.DeepEqual(got, tc.lost) {
 				t.Errorf("LostTakers = %q, want %q", got, tc.lost)
 			}
-			if got := NewTakers(tc.before, tc.after); !reflect.DeepEqual(got, tc.added) {
+			if got := NewTakers(cfg, tc.before, tc.after); !reflect.DeepEqual(got, tc.added) {
 				t.Errorf("NewTakers = %q, want %q", got, tc.added)
 			}
 		})

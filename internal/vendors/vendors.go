@@ -190,6 +190,43 @@ func StartWith(t testing.TB, v Vendor, upstream netip.AddrPort, opts Options) *P
 	panic("unreachable")
 }
 
+// Launch starts vendor v listening on addr (UDP and TCP), forwarding to
+// upstream, with its configuration and working files in dir, and waits up
+// to ReadyTimeout until it answers. Unlike Start it needs no test: programs
+// (cmd/lbdns-quickstart) use it and must call Kill when done. The process
+// has its own process group and is killed if the caller's thread dies.
+func Launch(v Vendor, dir string, addr, upstream netip.AddrPort, opts Options) (*Process, error) {
+	path, err := LookPath(v)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := specFor(v, dir, addr, upstream, opts)
+	if err != nil {
+		return nil, err
+	}
+	for name, content := range sp.files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return nil, fmt.Errorf("vendors: %w", err)
+		}
+	}
+	p := &Process{Vendor: v, Addr: addr, Upstream: upstream, Dir: dir, path: path, spec: sp}
+	if err := p.start(); err != nil {
+		return nil, fmt.Errorf("vendors: %w\n%s", err, p.Log())
+	}
+	return p, nil
+}
+
+// Pid returns the process id of the running process, 0 when it is not
+// running.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || isDone(p.done) {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // loopback returns 127.0.0.1.
 func loopback() netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, 1}) }
 

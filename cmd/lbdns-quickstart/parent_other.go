@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// dieWithParent does nothing outside Linux.
+func dieWithParent() {}
