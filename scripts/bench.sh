@@ -31,3 +31,11 @@ if [ -x bench/health/run.sh ]; then
 	echo "=== bench: health engine, 5,000 targets at 1 s for ${health_duration}s"
 	DURATION=$health_duration bench/health/run.sh
 fi
+if [ -x bench/engine/run.sh ] && command -v dnsdist >/dev/null 2>&1; then
+	echo "=== bench: health engine side by side with dnsdist (CPU per check)"
+	if [ "$mode" = quick ]; then
+		DURATION=5 WARM=2 ROUNDS=2 BIG_TARGETS=0 bench/engine/run.sh
+	else
+		bench/engine/run.sh
+	fi
+fi
