@@ -64,11 +64,11 @@ func run(addrText, portsText, skipText string) error {
 	defer r.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	fmt.Printf("ready %d\n", r.Len())
 	// SIGUSR1 prints the queries received so far ("queries N").
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	fmt.Printf("ready %d\n", r.Len())
 	for {
 		select {
 		case <-ctx.Done():
