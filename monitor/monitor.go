@@ -3,19 +3,28 @@
 // knows no check kind: a Target brings its own check.Checker, built by the
 // caller, and a comparable Spec saying what that checker asks.
 //
-// Each target runs in its own goroutine with one timer: the first check
-// comes after a random delay in [0, interval) so that targets loaded at the
-// same moment spread out, later checks every interval ± up to 2%. A target
-// has at most one check in flight: the next check is scheduled only when
-// the previous one returned, so a check slower than the interval delays the
-// next one instead of overlapping it. Each check's context has the
-// schedule's timeout as its deadline.
+// One scheduler goroutine keeps every target in a heap ordered by the time
+// of its next check, sleeps on one timer until the earliest, and starts
+// every check due within a small window (Options.Coalesce) at once, so that
+// thousands of targets cost a few hundred wake-ups a second, not one per
+// check. The first check of a target comes after a random delay in [0,
+// interval) so that targets loaded at the same moment spread out, later
+// checks every interval ± up to 2%. A target has at most one check in
+// flight: the next check is scheduled only when the previous one returned,
+// so a check slower than the interval delays the next one instead of
+// overlapping it.
+//
+// A checker that also implements AsyncChecker is started without a
+// goroutine or a context: it reports its result through a callback, by the
+// deadline the scheduler gives it. Any other checker runs in a goroutine of
+// its own per check, with the schedule's timeout as its context's deadline.
 //
 // Timers and check deadlines use the real clock; the times recorded in
 // health facts come from Options.Now.
 package monitor
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -29,9 +38,26 @@ import (
 	"lbdns/health"
 )
 
-// eventBuffer is the number of events that may wait for OnEvent before
-// target goroutines block.
+// eventBuffer is the number of events that may wait in the channel for
+// OnEvent; more wait in an overflow list, so that no check ever blocks on
+// delivery.
 const eventBuffer = 256
+
+// DefaultCoalesce is the default Options.Coalesce.
+const DefaultCoalesce = 2 * time.Millisecond
+
+// AsyncChecker is a check.Checker that can also start a check without a
+// goroutine of its own; the scheduler uses StartCheck when a target's
+// checker has it.
+type AsyncChecker interface {
+	check.Checker
+	// StartCheck starts one check and returns without waiting for it. The
+	// checker calls done exactly once with the result, from any goroutine
+	// (possibly before StartCheck returns), at the latest shortly after
+	// deadline (a timeout result then). done must not be called while
+	// holding a lock that StartCheck takes.
+	StartCheck(deadline time.Time, done func(check.Result))
+}
 
 // ErrRunning is returned by Run when the monitor is already running.
 var ErrRunning = errors.New("monitor: already running")
@@ -148,6 +174,11 @@ type Options struct {
 	OnResult func(key Key, r check.Result)
 	// Logger receives debug and error logs. Default: discard.
 	Logger *slog.Logger
+	// Coalesce is how early a check may start so that checks due close
+	// together start in one wake-up of the scheduler (and, for an
+	// AsyncChecker, go out in one batch). Default DefaultCoalesce;
+	// negative for none.
+	Coalesce time.Duration
 }
 
 // Monitor probes a set of targets. Create it with New, give it targets
@@ -159,11 +190,24 @@ type Monitor struct {
 
 	randMu sync.Mutex
 
+	// wake tells the scheduler that the earliest due time changed;
+	// evKick tells Run that events wait in overflow.
+	wake   chan struct{}
+	evKick chan struct{}
+
 	mu      sync.Mutex
 	targets map[Key]*target
 	running bool
 	runCtx  context.Context
-	wg      sync.WaitGroup
+	// gen counts Runs: a check started by an earlier Run is not recorded.
+	gen uint64
+	// queue holds the targets waiting for their next check, by due time.
+	queue timerHeap
+	// overflow holds events that did not fit the events channel, in order;
+	// while it is not empty, new events go there too.
+	overflow []queuedEvent
+	// wg counts the goroutines of synchronous checks in flight.
+	wg sync.WaitGroup
 }
 
 // queuedEvent is an event waiting for delivery, with the target it came
@@ -179,15 +223,25 @@ type target struct {
 	addr    netip.AddrPort
 	sched   Schedule
 	checker check.Checker
+	async   AsyncChecker // checker, when it is one
 	spec    string
+	// done is the result callback of async checks, made once.
+	done func(check.Result)
 
-	// Set when the goroutine is started, under Monitor.mu.
-	cancel context.CancelFunc
-	done   chan struct{}
-	// prev, when set, is closed when the goroutine of the target this one
-	// replaces has exited; the new goroutine waits for it so that the two
-	// never probe at the same time.
-	prev chan struct{}
+	// Scheduling state, under Monitor.mu.
+	due      time.Time
+	idx      int // index in Monitor.queue, -1 when not queued
+	inflight bool
+	started  time.Time // when the check in flight started (real clock)
+	gen      uint64    // the Run that started it
+	cancel   context.CancelFunc
+	removed  bool
+	// exited, when set, is closed when the check in flight ends (Update
+	// waits for it); successor is the target that replaces this one and
+	// is queued only once this one's check ended, so that the two never
+	// check at the same time.
+	exited    chan struct{}
+	successor *target
 
 	mu      sync.Mutex
 	tracker *health.Tracker
@@ -210,22 +264,25 @@ func New(opts Options) *Monitor {
 		opts:    opts,
 		log:     log,
 		events:  make(chan queuedEvent, eventBuffer),
+		wake:    make(chan struct{}, 1),
+		evKick:  make(chan struct{}, 1),
 		targets: make(map[Key]*target),
 	}
 }
 
 // Update replaces the set of targets. A target whose key, address, spec
-// and schedule are unchanged keeps its goroutine, checker, schedule and
-// health state. A target whose only change is its schedule (interval, fast
-// interval, timeout, rise, fall) keeps its health state and restarts its
-// schedule with the new checker; one whose address or spec changed
-// restarts from Unknown (its new goroutine starts checking only after the
-// old one exited). A removed target is stopped: Update cancels its context
-// and waits until its goroutine exited (an in-flight check must return),
-// so when Update returns it makes no more check calls and no more events
-// of it are delivered. Targets with a zero or duplicate key, no checker,
-// or a non-positive interval or timeout are logged and skipped. Update is
-// safe to call at any time, also from OnEvent.
+// and schedule are unchanged keeps its checker, schedule and health state.
+// A target whose only change is its schedule (interval, fast interval,
+// timeout, rise, fall) keeps its health state and restarts its schedule
+// with the new checker; one whose address or spec changed restarts from
+// Unknown (its first check starts only after the old one's check in
+// flight ended). A removed target is stopped: Update cancels its
+// synchronous check in flight and waits until it returned; the result of
+// an AsyncChecker's check in flight is discarded when it comes. When
+// Update returns it starts no more checks of a removed target and no more
+// events of it are delivered. Targets with a zero or duplicate key, no
+// checker, or a non-positive interval or timeout are logged and skipped.
+// Update is safe to call at any time, also from OnEvent.
 func (m *Monitor) Update(targets []Target) {
 	want := make(map[Key]Target, len(targets))
 	for _, tg := range targets {
@@ -241,7 +298,7 @@ func (m *Monitor) Update(targets []Target) {
 	}
 
 	var stopped []chan struct{}
-	replaced := make(map[Key]chan struct{})
+	replaced := make(map[Key]*target)
 	carried := make(map[Key]*target)
 	m.mu.Lock()
 	for key, old := range m.targets {
@@ -253,10 +310,15 @@ func (m *Monitor) Update(targets []Target) {
 		if sameFacts {
 			carried[key] = old // only the schedule changed: keep the facts
 		}
-		if old.cancel != nil {
-			old.cancel()
-			stopped = append(stopped, old.done)
-			replaced[key] = old.done
+		old.removed = true
+		m.unqueueLocked(old)
+		if old.inflight {
+			replaced[key] = old
+			if old.cancel != nil {
+				old.cancel()
+				old.exited = make(chan struct{})
+				stopped = append(stopped, old.exited)
+			}
 		}
 		delete(m.targets, key)
 		if ok {
@@ -270,15 +332,7 @@ func (m *Monitor) Update(targets []Target) {
 		if _, ok := m.targets[key]; ok {
 			continue
 		}
-		t := &target{
-			key:     key,
-			addr:    tg.Addr,
-			sched:   tg.Schedule,
-			checker: tg.Checker,
-			spec:    tg.Spec,
-			tracker: health.NewTracker(tg.Schedule.Rise, tg.Schedule.Fall, now),
-			prev:    replaced[key],
-		}
+		t := m.newTarget(tg, now)
 		if old := carried[key]; old != nil {
 			old.mu.Lock()
 			t.tracker = old.tracker.WithThresholds(tg.Schedule.Rise, tg.Schedule.Fall)
@@ -286,8 +340,10 @@ func (m *Monitor) Update(targets []Target) {
 			old.mu.Unlock()
 		}
 		m.targets[key] = t
-		if m.running {
-			m.startLocked(t)
+		if old := replaced[key]; old != nil {
+			old.successor = t // queued when old's check ends
+		} else if m.running {
+			m.queueLocked(t, time.Now().Add(m.firstDelay(t.sched.Interval)))
 		}
 	}
 	m.mu.Unlock()
@@ -295,6 +351,24 @@ func (m *Monitor) Update(targets []Target) {
 	for _, done := range stopped {
 		<-done
 	}
+}
+
+// newTarget returns the state of tg, not queued.
+func (m *Monitor) newTarget(tg Target, now time.Time) *target {
+	t := &target{
+		key:     tg.Key,
+		addr:    tg.Addr,
+		sched:   tg.Schedule,
+		checker: tg.Checker,
+		spec:    tg.Spec,
+		idx:     -1,
+		tracker: health.NewTracker(tg.Schedule.Rise, tg.Schedule.Fall, now),
+	}
+	if a, ok := tg.Checker.(AsyncChecker); ok {
+		t.async = a
+		t.done = func(r check.Result) { m.finishAsync(t, r) }
+	}
+	return t
 }
 
 // validTarget reports why a target cannot be scheduled.
@@ -312,20 +386,35 @@ func validTarget(tg Target) error {
 	return nil
 }
 
-// startLocked starts the goroutine of t. m.mu must be held and m.running
-// true.
-func (m *Monitor) startLocked(t *target) {
-	ctx, cancel := context.WithCancel(m.runCtx)
-	t.cancel = cancel
-	t.done = make(chan struct{})
-	m.wg.Add(1)
-	go m.runTarget(ctx, t, t.done)
+// queueLocked queues t for a check at due and wakes the scheduler when t
+// is now the earliest. m.mu must be held.
+func (m *Monitor) queueLocked(t *target, due time.Time) {
+	t.due = due
+	if t.idx >= 0 {
+		heap.Fix(&m.queue, t.idx)
+	} else {
+		heap.Push(&m.queue, t)
+	}
+	if t.idx == 0 {
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// unqueueLocked takes t out of the queue if it is there. m.mu must be
+// held.
+func (m *Monitor) unqueueLocked(t *target) {
+	if t.idx >= 0 {
+		heap.Remove(&m.queue, t.idx)
+	}
 }
 
 // Run probes the targets until ctx is done, delivering events to
-// OnEvent. It returns nil after every target goroutine has exited, or
-// ErrRunning at once if Run is already running. Health state is kept, so
-// Run may be called again later.
+// OnEvent. It returns nil after the scheduler and every synchronous check
+// have returned, or ErrRunning at once if Run is already running. Health
+// state is kept, so Run may be called again later.
 func (m *Monitor) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
@@ -334,40 +423,172 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	m.running = true
 	m.runCtx = ctx
+	m.gen++
+	now := time.Now()
 	for _, t := range m.targets {
-		m.startLocked(t)
+		if !t.inflight {
+			m.queueLocked(t, now.Add(m.firstDelay(t.sched.Interval)))
+		}
 	}
 	m.mu.Unlock()
 
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		m.schedule(ctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
+			<-schedDone
 			m.handleStop()
 			return nil
 		case qe := <-m.events:
 			m.handleEvent(qe)
+		case <-m.evKick:
+			m.drainOverflow(ctx)
 		}
 	}
 }
 
-// handleStop stops every target goroutine and waits for them.
+// schedule is the scheduler: it starts the checks that are due and sleeps
+// until the next one is, until ctx is done.
+func (m *Monitor) schedule(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	coalesce := m.opts.Coalesce
+	if coalesce == 0 {
+		coalesce = DefaultCoalesce
+	}
+	coalesce = max(coalesce, 0)
+	var due []*target
+	for {
+		now := time.Now()
+		horizon := now.Add(coalesce)
+		due = due[:0]
+		m.mu.Lock()
+		for len(m.queue) > 0 && !m.queue[0].due.After(horizon) {
+			t := heap.Pop(&m.queue).(*target)
+			t.inflight, t.started, t.gen = true, now, m.gen
+			if t.async == nil {
+				cctx, cancel := context.WithTimeout(m.runCtx, t.sched.Timeout)
+				t.cancel = cancel
+				m.wg.Add(1)
+				go m.runSync(cctx, t, now)
+				continue
+			}
+			due = append(due, t)
+		}
+		wait := time.Hour
+		if len(m.queue) > 0 {
+			wait = m.queue[0].due.Sub(now)
+		}
+		m.mu.Unlock()
+		for _, t := range due {
+			t.mu.Lock()
+			t.probeStart = m.opts.Now()
+			t.mu.Unlock()
+			t.async.StartCheck(now.Add(t.sched.Timeout), t.done)
+		}
+		clear(due)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-m.wake:
+		}
+	}
+}
+
+// runSync runs one synchronous check of t started at start, with ctx
+// (its deadline the schedule's timeout), and records it.
+func (m *Monitor) runSync(ctx context.Context, t *target, start time.Time) {
+	defer m.wg.Done()
+	t.mu.Lock()
+	t.probeStart = m.opts.Now()
+	t.mu.Unlock()
+	r := t.checker.Check(ctx)
+	// Stopped or removed while checking: the result says more about our
+	// own cancellation than about the target.
+	m.finish(t, start, r, (ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded)) && m.current(t))
+}
+
+// current reports whether t is still a target of the running monitor, in
+// the Run that started its check.
+func (m *Monitor) current(t *target) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running && !t.removed && t.gen == m.gen
+}
+
+// finishAsync is the done callback of t's async checks.
+func (m *Monitor) finishAsync(t *target, r check.Result) {
+	m.mu.Lock()
+	start := t.started
+	m.mu.Unlock()
+	m.finish(t, start, r, m.current(t))
+}
+
+// finish ends t's check started at start: it records r when record is
+// set, then queues t's next check, or, when t was removed, its successor's
+// first.
+func (m *Monitor) finish(t *target, start time.Time, r check.Result, record bool) {
+	next := t.sched.Interval
+	if record {
+		if m.handleResult(nil, t, r) {
+			next = t.fastInterval()
+		}
+	} else {
+		t.mu.Lock()
+		t.probeStart = time.Time{}
+		t.mu.Unlock()
+	}
+	next = m.nextDelay(next)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t.inflight = false
+	if t.cancel != nil {
+		t.cancel()
+		t.cancel = nil
+	}
+	if t.exited != nil {
+		close(t.exited)
+		t.exited = nil
+	}
+	if !m.running {
+		return
+	}
+	if t.removed {
+		if s := t.successor; s != nil && !s.removed {
+			m.queueLocked(s, time.Now().Add(m.firstDelay(s.sched.Interval)))
+		}
+		t.successor = nil
+		return
+	}
+	m.queueLocked(t, start.Add(next))
+}
+
+// handleStop stops the scheduler's checks and waits for the synchronous
+// ones; async checks in flight end later and are not recorded.
 func (m *Monitor) handleStop() {
 	m.mu.Lock()
 	m.running = false
 	m.runCtx = nil
-	for _, t := range m.targets {
-		if t.cancel != nil {
-			t.cancel()
-			t.cancel, t.done = nil, nil
-		}
+	for len(m.queue) > 0 {
+		heap.Pop(&m.queue)
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
-	// Drop events still queued: their targets' goroutines are gone and a
-	// later Run starts from the facts in the trackers.
+	// Drop events still queued: their checks are over and a later Run
+	// starts from the facts in the trackers.
+	m.mu.Lock()
+	m.overflow = nil
+	m.mu.Unlock()
 	for {
 		select {
 		case <-m.events:
+		case <-m.evKick:
 		default:
 			return
 		}
@@ -385,56 +606,48 @@ func (m *Monitor) handleEvent(qe queuedEvent) {
 	m.opts.OnEvent(qe.ev)
 }
 
-// runTarget is the goroutine of one target: it waits for its timer and
-// probes, one probe at a time, until ctx is done; then it closes done.
-func (m *Monitor) runTarget(ctx context.Context, t *target, done chan struct{}) {
-	defer m.wg.Done()
-	defer close(done)
-	if t.prev != nil {
-		select {
-		case <-t.prev:
-		case <-ctx.Done():
-			return
-		}
-	}
-	timer := time.NewTimer(m.firstDelay(t.sched.Interval))
-	defer timer.Stop()
+// drainOverflow delivers the events in the channel, then those in
+// overflow, in order, unless ctx is done.
+func (m *Monitor) drainOverflow(ctx context.Context) {
 	for {
 		select {
-		case <-ctx.Done():
+		case qe := <-m.events:
+			m.handleEvent(qe)
+			continue
+		default:
+		}
+		m.mu.Lock()
+		evs := m.overflow
+		m.overflow = nil
+		m.mu.Unlock()
+		if len(evs) == 0 {
 			return
-		case <-timer.C:
-			timer.Reset(m.handleTick(ctx, t))
+		}
+		for _, qe := range evs {
+			if ctx.Err() != nil {
+				return
+			}
+			m.handleEvent(qe)
 		}
 	}
 }
 
-// handleTick runs one scheduled check of t, records the result, and
-// returns the delay until the next check.
-func (m *Monitor) handleTick(ctx context.Context, t *target) time.Duration {
-	start := time.Now()
-	next := m.nextDelay(t.sched.Interval)
-	if ctx.Err() != nil {
-		return next
+// queueEvent queues qe for Run without blocking.
+func (m *Monitor) queueEvent(qe queuedEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.overflow) == 0 {
+		select {
+		case m.events <- qe:
+			return
+		default:
+		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, t.sched.Timeout)
-	t.mu.Lock()
-	t.probeStart = m.opts.Now()
-	t.mu.Unlock()
-	r := t.checker.Check(pctx)
-	cancel()
-	if ctx.Err() != nil {
-		// Stopped while checking: the result says more about our own
-		// cancellation than about the target.
-		t.mu.Lock()
-		t.probeStart = time.Time{}
-		t.mu.Unlock()
-		return next
+	m.overflow = append(m.overflow, qe)
+	select {
+	case m.evKick <- struct{}{}:
+	default:
 	}
-	if m.handleResult(ctx, t, r) {
-		next = m.nextDelay(t.fastInterval())
-	}
-	return max(next-time.Since(start), 0)
 }
 
 // transitioningLocked reports whether t's state is not settled: unknown,
@@ -463,11 +676,11 @@ func (t *target) fastInterval() time.Duration {
 }
 
 // handleResult ends t's probe in flight, feeds its result to t's tracker
-// and queues an event on a state change; it reports whether t is then
-// transitioning (see transitioningLocked). It blocks while the event queue
-// is full, until ctx is done. One lock per probe result: this runs
-// thousands of times a second.
-func (m *Monitor) handleResult(ctx context.Context, t *target, r check.Result) (transitioning bool) {
+// and queues an event on a state change (never blocking); it reports
+// whether t is then transitioning (see transitioningLocked). ctx is
+// unused. One lock per probe result: this runs thousands of times a
+// second.
+func (m *Monitor) handleResult(_ context.Context, t *target, r check.Result) (transitioning bool) {
 	now := m.opts.Now()
 	t.mu.Lock()
 	t.probeStart = time.Time{}
@@ -481,11 +694,7 @@ func (m *Monitor) handleResult(ctx context.Context, t *target, r check.Result) (
 	if !changed {
 		return transitioning
 	}
-	qe := queuedEvent{t: t, ev: Event{Key: t.key, Addr: t.addr, Transition: tr, Result: r}}
-	select {
-	case m.events <- qe:
-	case <-ctx.Done():
-	}
+	m.queueEvent(queuedEvent{t: t, ev: Event{Key: t.key, Addr: t.addr, Transition: tr, Result: r}})
 	return transitioning
 }
 
@@ -564,4 +773,29 @@ func (t *target) status() TargetStatus {
 		Last:          t.last,
 		LastAt:        t.lastAt,
 	}
+}
+
+// timerHeap orders targets by due time (container/heap).
+type timerHeap []*target
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+
+func (h *timerHeap) Push(x any) {
+	t := x.(*target)
+	t.idx = len(*h)
+	*h = append(*h, t)
+}
+
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	t.idx = -1
+	*h = old[:len(old)-1]
+	return t
 }

@@ -152,7 +152,7 @@ func TestDNS(t *testing.T) {
 			// DNS, then the prober twice: its second probe reuses the
 			// socket of the first when that exchange was clean, and
 			// must judge alike.
-			for i, probe := range []Func{DNS, p.Probe, p.Probe} {
+			for i, probe := range append([]Func{DNS, p.Probe, p.Probe}, batchProbes(p)...) {
 				res := probe(context.Background(), srv.Addr, tt.chk)
 				if res.OK != tt.wantOK {
 					t.Errorf("probe %d: OK = %v, want %v (detail %q)", i, res.OK, tt.wantOK, res.Detail)

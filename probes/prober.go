@@ -56,6 +56,9 @@ type DNSProber struct {
 	idle      map[netip.AddrPort]*udpSock
 	lastSweep time.Time
 	closed    bool
+	// engines are the batch engines of IPv4 and IPv6 (StartCheck),
+	// started on first use.
+	engines [2]*engine
 }
 
 // udpSock is one connected UDP socket and the ID of the last query that it
@@ -80,15 +83,25 @@ func (p *DNSProber) Probe(ctx context.Context, target netip.AddrPort, chk *confi
 	return probeDNS(ctx, p, target, chk)
 }
 
-// Close closes every idle socket and stops caching: sockets of probes in
+// Close closes every idle socket and the batch engines (ending their
+// probes in flight as "canceled") and stops caching: sockets of probes in
 // flight are closed when those probes end.
 func (p *DNSProber) Close() error {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
 	p.closed = true
+	engines := p.engines
+	p.engines = [2]*engine{}
 	p.mu.Unlock()
 	var errs []error
+	for _, e := range engines {
+		if e != nil {
+			if err := e.close(); err != nil {
+				errs = append(errs, fmt.Errorf("close batch engine: %w", err))
+			}
+		}
+	}
 	for target, s := range idle {
 		if err := s.conn.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close socket to %s: %w", target, err))

@@ -31,14 +31,23 @@ if [ -x bench/health/run.sh ]; then
 	echo "=== bench: health engine, 5,000 targets at 1 s for ${health_duration}s"
 	DURATION=$health_duration bench/health/run.sh
 fi
+# The peers measured side by side: gdnsd (GSLB monitors) and dnsdist
+# (health checks). Their packages must not start a service (policy-rc.d).
+if ! command -v gdnsd >/dev/null 2>&1 || ! command -v dnsdist >/dev/null 2>&1; then
+	policy=/usr/sbin/policy-rc.d added_policy=0
+	if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added_policy=1; fi
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gdnsd dnsdist
+	if [ "$added_policy" = 1 ]; then rm -f "$policy"; fi
+fi
 if [ -x bench/gslb/run.sh ]; then
-	# gdnsd is the peer; its package must not start a service (policy-rc.d).
-	if ! command -v gdnsd >/dev/null 2>&1; then
-		policy=/usr/sbin/policy-rc.d added_policy=0
-		if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && added_policy=1; fi
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gdnsd
-		if [ "$added_policy" = 1 ]; then rm -f "$policy"; fi
-	fi
 	echo "=== bench: GSLB monitors (tcp, http, icmp) against gdnsd: ${gslb_env[*]}"
 	env "${gslb_env[@]}" bench/gslb/run.sh
+fi
+if [ -x bench/engine/run.sh ]; then
+	echo "=== bench: health engine side by side with dnsdist (CPU per check)"
+	if [ "$mode" = quick ]; then
+		DURATION=5 WARM=2 ROUNDS=2 BIG_TARGETS=0 bench/engine/run.sh
+	else
+		bench/engine/run.sh
+	fi
 fi

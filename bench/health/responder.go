@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 )
@@ -20,8 +21,9 @@ const VersionText = "lbdns-bench-responder"
 // benchmark's random probe labels), VersionText for CHAOS TXT
 // version.bind, REFUSED for anything else.
 type Responder struct {
-	conns []*net.UDPConn
-	wg    sync.WaitGroup
+	conns   []*net.UDPConn
+	wg      sync.WaitGroup
+	queries atomic.Int64
 }
 
 // Listen binds one UDP socket on addr for every port in [lo, hi] that is not
@@ -46,13 +48,16 @@ func Listen(addr netip.Addr, lo, hi uint16, skip map[uint16]bool) (*Responder, e
 		r.conns = append(r.conns, c)
 	}
 	for _, c := range r.conns {
-		r.wg.Go(func() { serve(c) })
+		r.wg.Go(func() { serve(c, &r.queries) })
 	}
 	return r, nil
 }
 
 // Len returns the number of sockets the responder serves.
 func (r *Responder) Len() int { return len(r.conns) }
+
+// Queries returns the number of datagrams received so far on all sockets.
+func (r *Responder) Queries() int64 { return r.queries.Load() }
 
 // Close closes every socket and waits for the serving goroutines to end.
 func (r *Responder) Close() {
@@ -62,8 +67,8 @@ func (r *Responder) Close() {
 	r.wg.Wait()
 }
 
-// serve answers queries on c until c is closed.
-func serve(c *net.UDPConn) {
+// serve answers queries on c until c is closed, counting each in count.
+func serve(c *net.UDPConn, count *atomic.Int64) {
 	buf := make([]byte, 1500)
 	out := make([]byte, 0, 1500)
 	for {
@@ -74,6 +79,7 @@ func serve(c *net.UDPConn) {
 			}
 			continue
 		}
+		count.Add(1)
 		if reply := Answer(buf[:n], out[:0]); reply != nil {
 			_, _ = c.WriteToUDPAddrPort(reply, from)
 		}

@@ -9,7 +9,7 @@
 // The skipped ports are served by other responder processes, which the
 // benchmark kills or stops to play a failed back end. Once every socket is
 // bound it prints "ready N" (N sockets) on stdout; it runs until SIGTERM or
-// SIGINT.
+// SIGINT; SIGUSR1 prints "queries N", the datagrams received so far.
 package main
 
 import (
@@ -64,9 +64,19 @@ func run(addrText, portsText, skipText string) error {
 	defer r.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGUSR1 prints the queries received so far ("queries N").
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	fmt.Printf("ready %d\n", r.Len())
-	<-ctx.Done()
-	return nil
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-usr1:
+			fmt.Printf("queries %d\n", r.Queries())
+		}
+	}
 }
 
 // parseRange parses "LO-HI" or "P".

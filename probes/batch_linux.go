@@ -1,0 +1,549 @@
+package probes
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+
+	"lbdns/check"
+)
+
+// Batch sizes of the engine: datagrams per sendmmsg and per recvmmsg.
+const (
+	sendBatch = 64
+	recvBatch = 16
+	// sweepEvery is the granularity of the engine's timeouts.
+	sweepEvery = 5 * time.Millisecond
+	// engineRcvBuf is the receive buffer asked for each engine socket, so
+	// that a burst of replies waits in the kernel while a reader judges.
+	engineRcvBuf = 4 << 20
+)
+
+// StartCheck starts one UDP probe through the prober's batch engine and
+// returns at once (monitor.AsyncChecker): the query goes out with others
+// in one sendmmsg on a shared socket, the reply is read with others in one
+// recvmmsg and matched to this probe by its source address and ID, and
+// done gets the result, judged as Check judges it, by deadline (then
+// "timeout after ..."). An ICMP error for the target (IP_RECVERR) fails
+// the probe at once ("connection refused"). A reply from the target with
+// another ID fails it ("id mismatch"), except a late duplicate of the
+// previous answer, which is skipped. A TCP check, or one without a
+// DNSProber, runs Check in a goroutine instead.
+func (c *dnsChecker) StartCheck(deadline time.Time, done func(check.Result)) {
+	if c.p == nil || c.network != "udp" {
+		go func() {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			done(c.Check(ctx))
+		}()
+		return
+	}
+	start := time.Now()
+	e, err := c.p.batchEngine(c.target.Addr())
+	if err != nil {
+		done(Result{RTT: time.Since(start), Detail: err.Error()})
+		return
+	}
+	q := c.query()
+	wire, err := q.Pack()
+	if err != nil {
+		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()})
+		return
+	}
+	e.start(&probe{c: c, q: q, wire: wire, start: start, deadline: deadline, done: done})
+}
+
+// DroppedReplies is the number of datagrams the batch engine read and
+// dropped: from an address with no probe in flight, or with an ID that no
+// probe in flight from that address carries while several are.
+func (p *DNSProber) DroppedReplies() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, e := range p.engines {
+		if e != nil {
+			n += e.dropped.Load()
+		}
+	}
+	return n
+}
+
+// batchEngine returns the engine of a's family, starting it on first use.
+func (p *DNSProber) batchEngine(a netip.Addr) (*engine, error) {
+	fam := 0
+	if a.Is6() && !a.Is4In6() {
+		fam = 1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("prober closed")
+	}
+	if e := p.engines[fam]; e != nil {
+		return e, nil
+	}
+	e, err := newEngine(fam == 1)
+	if err != nil {
+		return nil, fmt.Errorf("batch engine: %w", err)
+	}
+	p.engines[fam] = e
+	return e, nil
+}
+
+// probe is one UDP query in flight through an engine.
+type probe struct {
+	c        *dnsChecker
+	q        *dns.Msg
+	wire     []byte
+	start    time.Time
+	deadline time.Time
+	done     func(check.Result)
+	addr     *net.UDPAddr // the target's, for sendmmsg
+	next     *probe       // the next probe in flight to the same address
+}
+
+// engine sends queries and reads replies on one unconnected UDP socket of
+// one address family, with three goroutines: a sender (sendmmsg), a reader
+// (recvmmsg, and the error queue for ICMP errors) and a sweeper (timeouts).
+type engine struct {
+	conn  *net.UDPConn
+	write func([]ipv4.Message, int) (int, error)
+	read  func([]ipv4.Message, int) (int, error)
+	is6   bool
+
+	dropped atomic.Int64
+
+	kick chan struct{}
+	quit chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[netip.AddrPort]*probe
+	sendq   []*probe
+	closed  bool
+	// lastID is the ID of the last query per target that got its answer;
+	// a late duplicate of that answer is skipped, not judged.
+	lastID map[netip.AddrPort]uint16
+	// addrs holds each target's *net.UDPAddr, made once.
+	addrs map[netip.AddrPort]*net.UDPAddr
+}
+
+// newEngine opens the socket of one family and starts the goroutines.
+func newEngine(is6 bool) (*engine, error) {
+	network, laddr := "udp4", &net.UDPAddr{IP: net.IPv4zero}
+	if is6 {
+		network, laddr = "udp6", &net.UDPAddr{IP: net.IPv6unspecified}
+	}
+	conn, err := net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if is6 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVERR, 1)
+		} else {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVERR, 1)
+		}
+		// A larger buffer than rmem_max needs CAP_NET_ADMIN; else the
+		// capped one below.
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, engineRcvBuf) != nil {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, engineRcvBuf)
+		}
+	}); err != nil || serr != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("set recverr: %w", errors.Join(err, serr))
+	}
+	e := &engine{
+		conn:    conn,
+		is6:     is6,
+		kick:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		pending: make(map[netip.AddrPort]*probe),
+		lastID:  make(map[netip.AddrPort]uint16),
+		addrs:   make(map[netip.AddrPort]*net.UDPAddr),
+	}
+	if is6 {
+		pc := ipv6.NewPacketConn(conn)
+		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+	} else {
+		pc := ipv4.NewPacketConn(conn)
+		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+	}
+	e.wg.Add(3)
+	go e.sendLoop()
+	go e.readLoop()
+	go e.sweepLoop()
+	return e, nil
+}
+
+// key is the map key of a target address: unmapped, as replies come.
+func key(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// start puts pr in flight and queues its query for the sender.
+func (e *engine) start(pr *probe) {
+	k := key(pr.c.target)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		pr.done(Result{RTT: time.Since(pr.start), Detail: "prober closed"})
+		return
+	}
+	if id, ok := e.lastID[k]; ok && id == pr.q.Id {
+		pr.q.Id++
+		binary.BigEndian.PutUint16(pr.wire, pr.q.Id)
+	}
+	pr.addr = e.addrs[k]
+	if pr.addr == nil {
+		pr.addr = net.UDPAddrFromAddrPort(k)
+		e.addrs[k] = pr.addr
+	}
+	pr.next = e.pending[k]
+	e.pending[k] = pr
+	e.sendq = append(e.sendq, pr)
+	e.mu.Unlock()
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// takeLocked removes pr from the probes in flight; it reports false when pr was
+// no longer there (already ended). e.mu must be held.
+func (e *engine) takeLocked(k netip.AddrPort, pr *probe) bool {
+	var prev *probe
+	for cur := e.pending[k]; cur != nil; prev, cur = cur, cur.next {
+		if cur != pr {
+			continue
+		}
+		switch {
+		case prev != nil:
+			prev.next = cur.next
+		case cur.next != nil:
+			e.pending[k] = cur.next
+		default:
+			delete(e.pending, k)
+		}
+		cur.next = nil
+		return true
+	}
+	return false
+}
+
+// end ends pr with r unless it already ended.
+func (e *engine) end(pr *probe, r Result) {
+	e.mu.Lock()
+	ok := e.takeLocked(key(pr.c.target), pr)
+	e.mu.Unlock()
+	if ok {
+		pr.done(r)
+	}
+}
+
+// sendLoop sends the queued queries in batches until the engine closes.
+func (e *engine) sendLoop() {
+	defer e.wg.Done()
+	msgs := make([]ipv4.Message, sendBatch)
+	for i := range msgs {
+		msgs[i].Buffers = make([][]byte, 1)
+	}
+	var batch []*probe
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-e.kick:
+		}
+		e.mu.Lock()
+		batch, e.sendq = e.sendq, batch[:0]
+		e.mu.Unlock()
+		for len(batch) > 0 {
+			n := min(len(batch), sendBatch)
+			for i, pr := range batch[:n] {
+				msgs[i].Buffers[0] = pr.wire
+				msgs[i].Addr = pr.addr
+			}
+			sent, err := e.write(msgs[:n], 0)
+			if sent <= 0 {
+				// The first datagram failed: end its probe, go on.
+				sent = 1
+				if err == nil {
+					err = errors.New("sendmmsg sent nothing")
+				}
+				pr := batch[0]
+				e.end(pr, Result{RTT: time.Since(pr.start), Detail: describeErr(context.Background(), err, pr.deadline.Sub(pr.start))})
+			}
+			for i := range msgs[:n] {
+				msgs[i].Buffers[0], msgs[i].Addr = nil, nil
+			}
+			clear(batch[:sent])
+			batch = batch[sent:]
+		}
+		batch = batch[:0]
+	}
+}
+
+// readLoop reads replies in batches and judges them until the engine
+// closes.
+func (e *engine) readLoop() {
+	defer e.wg.Done()
+	msgs := make([]ipv4.Message, recvBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, udpBufSize)}
+	}
+	for {
+		n, err := e.read(msgs, 0)
+		n = max(n, 0)
+		for i := range msgs[:n] {
+			m := &msgs[i]
+			ua, ok := m.Addr.(*net.UDPAddr)
+			if !ok {
+				e.dropped.Add(1)
+				continue
+			}
+			e.reply(key(ua.AddrPort()), m.Buffers[0][:m.N])
+		}
+		if err == nil {
+			continue
+		}
+		select {
+		case <-e.quit:
+			return
+		default:
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		e.readErrQueue()
+	}
+}
+
+// reply matches one datagram from k to a probe in flight and ends it.
+func (e *engine) reply(k netip.AddrPort, raw []byte) {
+	var id uint16
+	if len(raw) >= 2 {
+		id = binary.BigEndian.Uint16(raw)
+	}
+	e.mu.Lock()
+	head := e.pending[k]
+	var pr *probe
+	for cur := head; cur != nil; cur = cur.next {
+		if cur.q.Id == id {
+			pr = cur
+			break
+		}
+	}
+	switch {
+	case pr != nil:
+	case head == nil:
+		// Nothing in flight to k: a late or stray datagram.
+		e.mu.Unlock()
+		e.dropped.Add(1)
+		return
+	case len(raw) >= 2 && e.lastID[k] == id:
+		e.mu.Unlock() // a late duplicate of the previous answer
+		return
+	case head.next != nil:
+		// Several probes to k, none with this ID: it cannot be
+		// credited to any of them.
+		e.mu.Unlock()
+		e.dropped.Add(1)
+		return
+	default:
+		pr = head // the one probe to k: a wrong ID fails it
+	}
+	e.takeLocked(k, pr)
+	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.q.Id
+	if clean {
+		e.lastID[k] = pr.q.Id
+	}
+	e.mu.Unlock()
+	e.judge(pr, raw)
+}
+
+// judge judges pr's reply raw, as Check does, and ends pr; a truncated
+// reply is retried over TCP in a goroutine, within pr's deadline. raw is
+// the reader's buffer: everything kept from it is copied.
+func (e *engine) judge(pr *probe, raw []byte) {
+	r, v, detail := validate(pr.q, raw)
+	switch v {
+	case verdictFail:
+		pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+		return
+	case verdictTruncated:
+		go pr.tcpRetry()
+		return
+	}
+	ok, detail := pr.c.judge.judge(r)
+	pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+}
+
+// tcpRetry asks pr's question again over TCP after a truncated UDP reply,
+// like roundTrip, and ends pr.
+func (pr *probe) tcpRetry() {
+	ctx, cancel := context.WithDeadline(context.Background(), pr.deadline)
+	defer cancel()
+	budget := pr.deadline.Sub(pr.start)
+	res := func(ok bool, detail string) {
+		pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+	}
+	raw, err := exchange(ctx, "tcp", pr.c.target, pr.wire)
+	if err != nil {
+		res(false, "truncated over udp; tcp: "+describeErr(ctx, err, budget))
+		return
+	}
+	r, v, detail := validate(pr.q, raw)
+	switch v {
+	case verdictTruncated:
+		res(false, "truncated over udp; truncated over tcp too")
+		return
+	case verdictFail:
+		res(false, "truncated over udp; tcp: "+detail)
+		return
+	}
+	ok, detail := pr.c.judge.judge(r)
+	if ok {
+		detail += ", via tcp after truncation"
+	} else {
+		detail = "truncated over udp; tcp: " + detail
+	}
+	res(ok, detail)
+}
+
+// readErrQueue reads the socket's error queue (IP_RECVERR) and fails the
+// probes in flight to each address an ICMP error names.
+func (e *engine) readErrQueue() {
+	rc, err := e.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	type failure struct {
+		k     netip.AddrPort
+		errno unix.Errno
+	}
+	var fails []failure
+	_ = rc.Read(func(fd uintptr) bool {
+		var buf [512]byte
+		var oob [512]byte
+		for {
+			_, oobn, _, from, err := unix.Recvmsg(int(fd), buf[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			if err != nil {
+				return true // EAGAIN: the queue is empty
+			}
+			var k netip.AddrPort
+			switch sa := from.(type) {
+			case *unix.SockaddrInet4:
+				k = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+			case *unix.SockaddrInet6:
+				k = key(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port)))
+			default:
+				continue
+			}
+			errno := unix.ECONNREFUSED
+			if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, cm := range cms {
+					if len(cm.Data) >= 4 {
+						errno = unix.Errno(binary.NativeEndian.Uint32(cm.Data))
+						break
+					}
+				}
+			}
+			fails = append(fails, failure{k, errno})
+		}
+	})
+	for _, f := range fails {
+		e.mu.Lock()
+		var ended []*probe
+		for cur := e.pending[f.k]; cur != nil; {
+			next := cur.next
+			cur.next = nil
+			ended = append(ended, cur)
+			cur = next
+		}
+		delete(e.pending, f.k)
+		e.mu.Unlock()
+		for _, pr := range ended {
+			detail := describeErr(context.Background(), f.errno, pr.deadline.Sub(pr.start))
+			pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+		}
+	}
+}
+
+// sweepLoop ends the probes past their deadline, every sweepEvery, until
+// the engine closes.
+func (e *engine) sweepLoop() {
+	defer e.wg.Done()
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	var expired []*probe
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		e.mu.Lock()
+		for _, head := range e.pending {
+			for cur := head; cur != nil; cur = cur.next {
+				if !now.Before(cur.deadline) {
+					expired = append(expired, cur)
+				}
+			}
+		}
+		for _, pr := range expired {
+			e.takeLocked(key(pr.c.target), pr)
+		}
+		e.mu.Unlock()
+		for _, pr := range expired {
+			pr.done(Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
+		}
+		clear(expired)
+		expired = expired[:0]
+	}
+}
+
+// close stops the engine and ends every probe in flight.
+func (e *engine) close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.quit)
+	err := e.conn.Close()
+	e.wg.Wait()
+	e.mu.Lock()
+	var ended []*probe
+	for k, head := range e.pending {
+		for cur := head; cur != nil; cur = cur.next {
+			ended = append(ended, cur)
+		}
+		delete(e.pending, k)
+	}
+	e.mu.Unlock()
+	for _, pr := range ended {
+		pr.done(Result{RTT: time.Since(pr.start), Detail: "canceled"})
+	}
+	return err
+}

@@ -1,0 +1,163 @@
+package probes
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"lbdns/check"
+	"lbdns/configs"
+	"lbdns/internal/poll"
+)
+
+// batchProbes returns the probes through p's batch engine (StartCheck),
+// twice, for tests that judge every probe path alike.
+func batchProbes(p *DNSProber) []Func {
+	f := func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result {
+		c, err := buildDNSChecker(chk, target)
+		if err != nil {
+			return Result{RTT: time.Nanosecond, Detail: "bad check: " + err.Error()}
+		}
+		c.p = p
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(c.timeout)
+		}
+		ch := make(chan check.Result, 1)
+		c.StartCheck(deadline, func(r check.Result) { ch <- r })
+		return <-ch
+	}
+	return []Func{f, f}
+}
+
+func TestBatchConnectionRefused(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc.Close()
+	p := NewDNSProber()
+	defer p.Close()
+	for i, probe := range batchProbes(p) {
+		start := time.Now()
+		res := probe(context.Background(), addr, fixedCheck())
+		if res.OK || res.Detail != "connection refused" {
+			t.Errorf("probe %d: got %+v, want failure %q", i, res, "connection refused")
+		}
+		if el := time.Since(start); el > 100*time.Millisecond {
+			t.Errorf("probe %d: refusal took %v, want it at once", i, el)
+		}
+	}
+}
+
+// TestBatchStrayReplyDropped: a correct answer from another address than
+// the target's is dropped and counted, never credited: the probe times out.
+func TestBatchStrayReplyDropped(t *testing.T) {
+	target, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	other, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		buf := make([]byte, 512)
+		n, from, err := target.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		req := new(dns.Msg)
+		if req.Unpack(buf[:n]) != nil {
+			return
+		}
+		out, _ := good(req).Pack()
+		_, _ = other.WriteTo(out, from)
+	})
+	defer wg.Wait()
+	p := NewDNSProber()
+	defer p.Close()
+	res := batchProbes(p)[0](context.Background(), target.LocalAddr().(*net.UDPAddr).AddrPort(), fixedCheck())
+	if res.OK || !strings.HasPrefix(res.Detail, "timeout after") {
+		t.Errorf("got %+v, want a timeout", res)
+	}
+	if n := p.DroppedReplies(); n != 1 {
+		t.Errorf("dropped replies = %d, want 1", n)
+	}
+}
+
+// TestBatchLateDuplicateSkipped: a late duplicate of the previous answer
+// is skipped, and the answer to the current query judged.
+func TestBatchLateDuplicateSkipped(t *testing.T) {
+	var prev *dns.Msg
+	srv := startRaw(t, func(n int, req *dns.Msg) []*dns.Msg {
+		r := good(req)
+		out := []*dns.Msg{r}
+		if prev != nil {
+			out = []*dns.Msg{prev, r}
+		}
+		prev = r
+		return out
+	})
+	p := NewDNSProber()
+	defer p.Close()
+	for i := range 3 {
+		res := batchProbes(p)[0](context.Background(), srv.Addr, fixedCheck())
+		if !res.OK {
+			t.Errorf("probe %d: %+v, want OK", i, res)
+		}
+	}
+}
+
+// TestBatchConcurrentSameTarget: probes of two checkers in flight to one
+// address at once each get their own answer.
+func TestBatchConcurrentSameTarget(t *testing.T) {
+	srv := startServer(t, good, nil)
+	p := NewDNSProber()
+	defer p.Close()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if res := batchProbes(p)[0](context.Background(), srv.Addr, fixedCheck()); !res.OK {
+				t.Errorf("got %+v, want OK", res)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestBatchClose: Close ends a probe in flight at once.
+func TestBatchClose(t *testing.T) {
+	srv := startServer(t, silent, nil)
+	p := NewDNSProber()
+	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Timeout = configs.Duration{Duration: time.Minute} })
+	done := make(chan Result, 1)
+	go func() { done <- batchProbes(p)[0](context.Background(), srv.Addr, chk) }()
+	poll.Until(t, 5*time.Second, "probe in flight", poll.True(func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		e := p.engines[0]
+		if e == nil {
+			return false
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.pending) == 1
+	}))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.OK || res.Detail != "canceled" {
+		t.Errorf("got %+v, want canceled", res)
+	}
+}
