@@ -15,6 +15,8 @@ import (
 type GSLB struct {
 	// Pools are the GSLB pools ([[gslb.pool]]).
 	Pools []GSLBPool `toml:"pool"`
+
+	Server GSLBServer `toml:"server"` // the responder's listeners ([gslb.server], gslb_server.go)
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).
@@ -140,6 +142,7 @@ func (d *decoder) validateGSLB() {
 	for i := range pools {
 		d.validateGSLBPool(i)
 	}
+	d.validateGSLBServer()
 }
 
 // hasKey reports whether the generic table m has key k.
