@@ -15,7 +15,9 @@ import (
 	"lbdns/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m, "miekg/dns.(*Server)", "lbdns/gslb/server.(*Server)", "lbdns/gslb/server.(*Responder)") }
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, "miekg/dns.(*Server)", "lbdns/gslb/server.(*Server)", "lbdns/gslb/server.(*Responder)")
+}
 
 // zone is the fake snapshot's zone.
 const zone = "example.test."
@@ -43,7 +45,9 @@ func (f *fake) Answer(q gslb.Query) gslb.Response {
 	f.mu.Unlock()
 	soa := &dns.SOA{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 300},
 		Ns: "ns1." + zone, Mbox: "hostmaster." + zone, Serial: 7, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 60}
-	hdr := func(t uint16) dns.RR_Header { return dns.RR_Header{Name: q.Name, Rrtype: t, Class: dns.ClassINET, Ttl: 30} }
+	hdr := func(t uint16) dns.RR_Header {
+		return dns.RR_Header{Name: q.Name, Rrtype: t, Class: dns.ClassINET, Ttl: 30}
+	}
 	a := func(s string) dns.RR { return &dns.A{Hdr: hdr(dns.TypeA), A: net.ParseIP(s)} }
 	switch {
 	case !dns.IsSubDomain(zone, q.Name):
