@@ -42,6 +42,7 @@ type fake struct {
 func (f *fake) Answer(q gslb.Query) gslb.Response {
 	f.mu.Lock()
 	f.last, f.n = q, f.n+1
+	scope := f.Scope
 	f.mu.Unlock()
 	soa := &dns.SOA{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 300},
 		Ns: "ns1." + zone, Mbox: "hostmaster." + zone, Serial: 7, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 60}
@@ -65,7 +66,7 @@ func (f *fake) Answer(q gslb.Query) gslb.Response {
 		}
 		return gslb.Response{Authority: []dns.RR{soa}}
 	case q.Name == "geo."+zone && q.Type == dns.TypeA:
-		return gslb.Response{Answer: []dns.RR{a("192.0.2.2")}, Scope: f.Scope}
+		return gslb.Response{Answer: []dns.RR{a("192.0.2.2")}, Scope: scope}
 	case q.Name == "big."+zone && q.Type == dns.TypeA:
 		var rrs []dns.RR
 		for i := range f.Big {

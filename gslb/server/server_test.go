@@ -2,6 +2,9 @@ package server
 
 import (
 	"net/netip"
+	"strconv"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -185,3 +188,30 @@ func TestRespondSharesNothing(t *testing.T) {
 type answerFunc func(gslb.Query) gslb.Response
 
 func (f answerFunc) Answer(q gslb.Query) gslb.Response { return f(q) }
+
+// TestSwapUnderLoad: queries answered while snapshots are swapped each
+// get one whole answer from one snapshot.
+func TestSwapUnderLoad(t *testing.T) {
+	s, addr := start(t, &fake{Tag: "0"})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			c := &dns.Client{Net: "tcp", Timeout: 5 * time.Second}
+			for range 50 {
+				r, _, err := c.Exchange(query("www."+zone, dns.TypeTXT, 0), addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(r.Answer) != 1 || r.Rcode != dns.RcodeSuccess {
+					t.Errorf("reply %v", r)
+					return
+				}
+			}
+		})
+	}
+	for i := range 200 {
+		s.Swap(&fake{Tag: strconv.Itoa(i)})
+	}
+	wg.Wait()
+}
