@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
