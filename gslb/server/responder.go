@@ -168,6 +168,12 @@ func (r *Responder) Run(ctx context.Context) {
 	r.Stop(sctx)
 }
 
+// Start runs Run(ctx) in a goroutine of wg: wg is done once the
+// responder has stopped.
+func (r *Responder) Start(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() { r.Run(ctx) })
+}
+
 // relevant reports whether evs may change the answers: a reload, or a
 // GSLB monitor's state change.
 func relevant(evs []control.Event) bool {
@@ -193,15 +199,25 @@ func (r *Responder) refresh() {
 }
 
 // Update makes cfg and pools (the GSLB pools' states under cfg) what the
-// responder answers from: on a new configuration it rebuilds the
-// topology, moves the serial when the served data changed, and opens or
-// closes listeners as [gslb.server] says; it rebuilds the snapshot when
-// the configuration or a member's state changed, and swaps it in. On an
-// error (logged and returned) the last snapshot stays.
+// responder answers from. With [gslb.server] listen empty the responder
+// is off: it closes its listeners and builds nothing. Else, on a new
+// configuration it rebuilds the topology, moves the serial when the
+// served data changed, and opens or moves the listeners as [gslb.server]
+// says; it rebuilds the snapshot when the configuration or a member's
+// state changed, and swaps it in. On an error (logged and returned) the
+// last snapshot stays.
 func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	newCfg := cfg != r.cfg
+	if len(cfg.GSLB.Server.ListenAddrs) == 0 { // off: nothing to build, serve or persist
+		if newCfg && r.srv != nil {
+			r.log.Info("gslb responder off ([gslb.server] listen is empty)")
+		}
+		r.stopLocked(context.Background())
+		r.cfg, r.pools, r.snap = cfg, nil, nil
+		return nil
+	}
 	if !newCfg && samePools(pools, r.pools) {
 		return nil
 	}
