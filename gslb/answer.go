@@ -68,6 +68,16 @@ type Response struct {
 	Scope int
 	// Trace says how the answer was chosen when Query.Explain was set.
 	Trace *Trace
+	// Name, Policy, Pool and LastResort say what answered without a
+	// Trace, for the server's metrics (labels bounded by the
+	// configuration; set them from the configuration's strings, no
+	// allocation per query): the GSLB name ("" for zone data, static
+	// records and names outside the zones), the answering policy's match
+	// as "level=value+level=value" ("global" for an empty match, "" when
+	// no policy answered), the pool whose members answered ("" when
+	// none), the last resort taken ("fail-open", "static", "servfail";
+	// "" when none).
+	Name, Policy, Pool, LastResort string
 }
 
 // Answerer answers queries. Implementations are immutable snapshots, safe

@@ -6,6 +6,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/gslb"
 )
 
 // Metrics are the responder's Prometheus series. Labels are bounded: query
@@ -17,6 +19,8 @@ type Metrics struct {
 	truncated prometheus.Counter
 	serial    *prometheus.GaugeVec
 	rebuilds  *prometheus.CounterVec
+	answers   *prometheus.CounterVec
+	resorts   *prometheus.CounterVec
 }
 
 // NewMetrics creates the responder's series and registers them on reg.
@@ -42,8 +46,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lbdns", Name: "gslb_snapshot_builds_total",
 			Help: "Answer snapshots built by the GSLB responder (on start, reload and member state changes), by result.",
 		}, []string{"result"}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_answers_total",
+			Help: "Answers of GSLB names given by a policy's pool, by policy (its match, or global) and pool.",
+		}, []string{"policy", "pool"}),
+		resorts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_last_resort_answers_total",
+			Help: "Answers of GSLB names given by their last resort (no policy's pool had a healthy member, or members still without a verdict), by name and last resort.",
+		}, []string{"name", "last_resort"}),
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.ecs, m.truncated, m.serial, m.rebuilds} {
+	for _, c := range []prometheus.Collector{m.queries, m.ecs, m.truncated, m.serial, m.rebuilds, m.answers, m.resorts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}
@@ -70,8 +82,9 @@ func rcodeLabel(rc int) string {
 	return strconv.Itoa(rc)
 }
 
-// observe counts one reply resp to req.
-func (m *Metrics) observe(req, resp *dns.Msg, ecs bool) {
+// observe counts one reply resp to req, answered by r when asked (the
+// snapshot was asked).
+func (m *Metrics) observe(req, resp *dns.Msg, r *gslb.Response, asked, ecs bool) {
 	qt := "NONE"
 	if len(req.Question) == 1 {
 		qt = qtypeLabel(req.Question[0].Qtype)
@@ -82,6 +95,15 @@ func (m *Metrics) observe(req, resp *dns.Msg, ecs bool) {
 	}
 	if resp.Truncated {
 		m.truncated.Inc()
+	}
+	if !asked {
+		return
+	}
+	if r.Pool != "" {
+		m.answers.WithLabelValues(r.Policy, r.Pool).Inc()
+	}
+	if r.LastResort != "" {
+		m.resorts.WithLabelValues(r.Name, r.LastResort).Inc()
 	}
 }
 

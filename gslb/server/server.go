@@ -242,9 +242,11 @@ func (s *Server) Respond(req *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 	}
 	size := dns.MinMsgSize
 	var q *ecs
+	var r gslb.Response
+	asked := false
 	rcode := s.check(req, resp, &size, &q)
 	if rcode < 0 {
-		rcode = s.answer(req, resp, src, q)
+		rcode, r, asked = s.answer(req, resp, src, q)
 	}
 	resp.Rcode = rcode
 	if tcp {
@@ -252,7 +254,7 @@ func (s *Server) Respond(req *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 	}
 	resp.Truncate(size)
 	if s.Metrics != nil {
-		s.Metrics.observe(req, resp, q != nil)
+		s.Metrics.observe(req, resp, &r, asked, q != nil)
 	}
 	return resp
 }
@@ -303,7 +305,9 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 	for _, o := range opt.Option {
 		switch o := o.(type) {
 		case *dns.EDNS0_LOCAL:
-			if o.Code != ecsMarkCode {
+			// Marked by the reader; or raw code 8 in a message built
+			// in memory (from the wire it arrives as EDNS0_SUBNET).
+			if o.Code != ecsMarkCode && o.Code != dns.EDNS0SUBNET {
 				continue
 			}
 			if *q != nil {
@@ -323,17 +327,18 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 	return -1
 }
 
-// answer fills resp from the snapshot and returns its rcode.
-func (s *Server) answer(req, resp *dns.Msg, src netip.Addr, q *ecs) int {
+// answer fills resp from the snapshot and returns its rcode and the
+// snapshot's response (asked false when there is no snapshot).
+func (s *Server) answer(req, resp *dns.Msg, src netip.Addr, q *ecs) (rcode int, r gslb.Response, asked bool) {
 	box := s.answerer.Load()
 	if box == nil {
-		return dns.RcodeServerFailure
+		return dns.RcodeServerFailure, r, false
 	}
 	query := gslb.Query{Name: lowerFQDN(req.Question[0].Name), Type: req.Question[0].Qtype, Source: src}
 	if q != nil {
 		query.ECS = q.prefix
 	}
-	r := box.Answer(query)
+	r = box.Answer(query)
 	resp.Answer, resp.Ns = r.Answer, r.Authority
 	if len(r.Extra) > 0 { // the snapshot's slices are shared: copy before adding
 		resp.Extra = append(append(make([]dns.RR, 0, len(r.Extra)+len(resp.Extra)), r.Extra...), resp.Extra...)
@@ -343,7 +348,7 @@ func (s *Server) answer(req, resp *dns.Msg, src netip.Addr, q *ecs) int {
 		opt := resp.IsEdns0()
 		opt.Option = append(opt.Option, q.option(r.Scope))
 	}
-	return r.Rcode
+	return r.Rcode, r, true
 }
 
 // lowerFQDN returns name lower-cased (ASCII) and fully qualified, without
