@@ -151,16 +151,27 @@ func (r *Responder) Run(ctx context.Context) {
 	if r.o.Events != nil {
 		after = r.o.Events.Last() // before the first build: no change is missed
 	}
-	r.refresh()
+	took := r.refresh()
 	for r.o.Events != nil {
 		if r.o.Events.Wait(ctx, after) != nil {
 			break
 		}
 		var evs []control.Event
 		evs, after = r.o.Events.Since(after)
-		if relevant(evs) {
-			r.refresh()
+		if !relevant(evs) {
+			continue
 		}
+		// A burst of changes (the first probe round of thousands of
+		// members) costs one rebuild per pause as long as the last
+		// rebuild, not one per event: rebuilds take at most half a
+		// core.
+		if pause := min(took, maxPause); pause > time.Millisecond {
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+			}
+		}
+		took = r.refresh()
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -187,15 +198,20 @@ func relevant(evs []control.Event) bool {
 	return false
 }
 
+// maxPause is the longest Run waits after a change before it rebuilds.
+const maxPause = 100 * time.Millisecond
+
 // refresh updates the responder from the running configuration and the
-// monitor's statuses.
-func (r *Responder) refresh() {
+// monitor's statuses, and returns how long that took.
+func (r *Responder) refresh() time.Duration {
+	began := time.Now()
 	cfg := r.o.Config()
 	var st map[monitor.Key]monitor.TargetStatus
 	if r.o.Statuses != nil {
 		st = r.o.Statuses()
 	}
 	_ = r.Update(cfg, gslb.Evaluate(cfg, st, r.o.Now())) // logged by Update
+	return time.Since(began)
 }
 
 // Update makes cfg and pools (the GSLB pools' states under cfg) what the
