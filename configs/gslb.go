@@ -18,6 +18,7 @@ type GSLB struct {
 	GSLBSelection
 	// Topology is the responder's network map ([gslb.topology]).
 	Topology GSLBTopology `toml:"topology"`
+	Server   GSLBServer   `toml:"server"` // the responder's listeners ([gslb.server], gslb_server.go)
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).
@@ -148,6 +149,7 @@ func (d *decoder) validateGSLB() {
 	}
 	d.validateGSLBSelection()
 	d.validateGSLBTopology()
+	d.validateGSLBServer()
 }
 
 // hasKey reports whether the generic table m has key k.

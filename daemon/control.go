@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"lbdns/control"
+	"lbdns/gslb/server"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
 	"lbdns/report"
@@ -30,8 +31,8 @@ func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)
 }
 
-// serve runs the control server and the status server until ctx is done;
-// the returned group is done when both have stopped.
+// serve runs the control server, the status server and the GSLB responder
+// until ctx is done; the returned group is done when all have stopped.
 func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
@@ -42,6 +43,7 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 		}
 	})
 	d.log.Info("control socket listening", "socket", d.ctlLn.Addr().String())
+	server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now}).Start(ctx, &wg)
 	if d.statusLn != nil {
 		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status")})
 		wg.Go(func() {

@@ -66,15 +66,18 @@ type Response struct {
 	// carried ECS: 0 when the answer does not depend on the client's
 	// address, else the location's scope.
 	Scope int
-	// Name is the GSLB name that answered ("" for zone data, static
-	// records and names outside every zone); Pool the pool whose members
-	// answered ("" when none did); LastResort the last resort taken
-	// ("fail-open", "static", "servfail"; "" when a pool answered). They
-	// cost nothing to fill, so the server counts answers by them without
-	// a Trace.
-	Name, Pool, LastResort string
 	// Trace says how the answer was chosen when Query.Explain was set.
 	Trace *Trace
+	// Name, Policy, Pool and LastResort say what answered without a
+	// Trace, for the server's metrics (labels bounded by the
+	// configuration; set them from the configuration's strings, no
+	// allocation per query): the GSLB name ("" for zone data, static
+	// records and names outside the zones), the answering policy's match
+	// as "level=value+level=value" ("global" for an empty match, "" when
+	// no policy answered), the pool whose members answered ("" when
+	// none), the last resort taken ("fail-open", "static", "servfail";
+	// "" when none).
+	Name, Policy, Pool, LastResort string
 }
 
 // Answerer answers queries. Implementations are immutable snapshots, safe

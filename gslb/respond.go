@@ -154,7 +154,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			if len(rrs) == 0 {
 				continue
 			}
-			r := Response{Answer: rrs, Name: n.fqdn, Pool: fp.name}
+			r := Response{Answer: rrs, Name: n.fqdn, Policy: p.label, Pool: fp.name}
 			if ecs {
 				if located {
 					r.Scope = loc.Scope

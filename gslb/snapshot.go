@@ -75,6 +75,9 @@ type nameFam struct {
 type policy struct {
 	match map[string]string
 	pairs [][2]string // match as (level, value), by level
+	// label names the policy in Response.Policy: its pairs as
+	// "level=value+level=value", "global" for an empty match.
+	label string
 	chain [2][]*famPool
 }
 
@@ -155,6 +158,16 @@ func (noLocator) Locate(netip.Addr) Location { return Location{} }
 
 // Serial is the SOA serial of every zone of the snapshot.
 func (s *Snapshot) Serial() uint32 { return s.serial }
+
+// Zones returns the apexes of the zones served, sorted.
+func (s *Snapshot) Zones() []string {
+	out := make([]string, 0, len(s.zones))
+	for apex := range s.zones {
+		out = append(out, apex)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Degraded lists the names and families that answer only by their last
 // resort in this snapshot: no pool of any of their policies has a member
@@ -334,6 +347,7 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 			pol.pairs = append(pol.pairs, [2]string{l, v})
 		}
 		slices.SortFunc(pol.pairs, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
+		pol.label = policyLabel(pol.pairs)
 		if len(cp.Match) > 0 {
 			nm.located = true
 		}
@@ -419,4 +433,17 @@ func (p *policy) matches(labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// policyLabel is the Response.Policy of a policy whose match is pairs
+// (sorted by level).
+func policyLabel(pairs [][2]string) string {
+	if len(pairs) == 0 {
+		return configs.PolicyGlobal
+	}
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
+		parts[i] = p[0] + "=" + p[1]
+	}
+	return strings.Join(parts, "+")
 }

@@ -472,6 +472,18 @@ func TestPoliciesAndFallback(t *testing.T) {
 			if r.Name != "geo.g.example.com." || r.LastResort != "" || len(pools) == 0 || r.Pool != pools[len(pools)-1].Name {
 				t.Errorf("response names name %q pool %q last resort %q; the trace's answering pool is %+v", r.Name, r.Pool, r.LastResort, pools)
 			}
+			wantPolicy := "global"
+			if m := tr.Policies[tt.policy].Match; len(m) > 0 {
+				var kv []string
+				for l, v := range m {
+					kv = append(kv, l+"="+v)
+				}
+				slices.Sort(kv)
+				wantPolicy = strings.Join(kv, "+")
+			}
+			if r.Policy != wantPolicy {
+				t.Errorf("response policy %q, want %q", r.Policy, wantPolicy)
+			}
 		})
 	}
 	// The trace lists policies most specific first, with the chain tried.

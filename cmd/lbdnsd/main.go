@@ -36,6 +36,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/daemon"
+	"lbdns/gslb/topology"
 )
 
 func main() {
@@ -122,6 +123,11 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(path)
 	if err == nil {
 		err = daemon.CheckTargets(cfg)
+	}
+	if err == nil {
+		// The responder's network map: its prefix files and database are
+		// read as a start or reload would read them.
+		_, err = topology.Load(cfg)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)

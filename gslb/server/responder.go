@@ -1,0 +1,343 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/gslb"
+	"lbdns/gslb/topology"
+	"lbdns/monitor"
+)
+
+// SnapshotInput is what an answer snapshot is built from.
+type SnapshotInput struct {
+	// Config is the running configuration.
+	Config *configs.Config
+	// Pools are the GSLB pools' states (gslb.Evaluate), in configuration
+	// order.
+	Pools []gslb.PoolState
+	// Locator is the topology of Config.
+	Locator gslb.Locator
+	// Serial is the zones' SOA serial.
+	Serial uint32
+}
+
+// Builders build what the responder answers from. They are the seams
+// where the topology and the selection plug in.
+type Builders struct {
+	// Locator builds the topology map of cfg; it is called when the
+	// configuration changes (start, reload), never per member change.
+	Locator func(cfg *configs.Config) (gslb.Locator, error)
+	// Snapshot builds the answer snapshot; it is called when the
+	// configuration or a member's state changes.
+	Snapshot func(in SnapshotInput) (gslb.Answerer, error)
+}
+
+// DefaultBuilders are the builders a Responder uses when its options set
+// none: the topology map of package gslb/topology and the selection's
+// gslb.NewSnapshot.
+func DefaultBuilders() Builders {
+	return Builders{
+		Locator: func(cfg *configs.Config) (gslb.Locator, error) { return topology.Load(cfg) },
+		Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
+			return gslb.NewSnapshot(in.Config, in.Pools, in.Locator, in.Serial), nil
+		},
+	}
+}
+
+// Zoned is implemented by snapshots that can name their zones: the
+// responder then exports the SOA serial per zone.
+type Zoned interface {
+	// Zones returns the apexes of the zones served.
+	Zones() []string
+}
+
+// ResponderOptions configure a Responder.
+type ResponderOptions struct {
+	// Config returns the running configuration (read at start and on
+	// every event that may have changed it). Required.
+	Config func() *configs.Config
+	// Statuses returns the monitor's statuses, from which the GSLB
+	// members' states are evaluated. Required.
+	Statuses func() map[monitor.Key]monitor.TargetStatus
+	// Events is the daemon's event log: a reload, or a state change of a
+	// GSLB monitor, makes Run rebuild the snapshot. Nil: Run builds once.
+	Events *control.EventLog
+	// Registerer receives the responder's metrics. Nil: none.
+	Registerer prometheus.Registerer
+	// Logger receives the responder's logs. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Build builds the topology and the snapshots. Zero fields:
+	// DefaultBuilders'.
+	Build Builders
+}
+
+// Responder is the GSLB responder as the daemon runs it: it owns the DNS
+// listeners of [gslb.server], the persisted SOA serial, the topology of
+// the running configuration, and the answer snapshot, rebuilt and swapped
+// on start, on reload and whenever a GSLB member's state changes.
+type Responder struct {
+	o       ResponderOptions
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu     sync.Mutex
+	srv    *Server
+	store  *SerialStore
+	cfg    *configs.Config // the configuration the snapshot was built from
+	loc    gslb.Locator
+	serial uint32
+	pools  []gslb.PoolState
+	snap   gslb.Answerer
+}
+
+// NewResponder returns a responder; Run runs it. Metrics that cannot be
+// registered are logged and left out.
+func NewResponder(o ResponderOptions) *Responder {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	def := DefaultBuilders()
+	if o.Build.Locator == nil {
+		o.Build.Locator = def.Locator
+	}
+	if o.Build.Snapshot == nil {
+		o.Build.Snapshot = def.Snapshot
+	}
+	r := &Responder{o: o, log: o.Logger}
+	if o.Registerer != nil {
+		m, err := NewMetrics(o.Registerer)
+		if err != nil {
+			r.log.Error("gslb responder metrics left out", "err", err)
+		}
+		r.metrics = m
+	}
+	return r
+}
+
+// Run builds the first snapshot from the running configuration, serves
+// it, and rebuilds it on every reload and GSLB member state change of the
+// event log until ctx is done; then it stops the listeners. Problems are
+// logged: a snapshot that cannot be built leaves the last one in place,
+// a listener that cannot be opened leaves the responder off until a
+// reload changes [gslb.server].
+func (r *Responder) Run(ctx context.Context) {
+	var after uint64
+	if r.o.Events != nil {
+		after = r.o.Events.Last() // before the first build: no change is missed
+	}
+	took := r.refresh()
+	for r.o.Events != nil {
+		if r.o.Events.Wait(ctx, after) != nil {
+			break
+		}
+		var evs []control.Event
+		evs, after = r.o.Events.Since(after)
+		if !relevant(evs) {
+			continue
+		}
+		// A burst of changes (the first probe round of thousands of
+		// members) costs one rebuild per pause as long as the last
+		// rebuild, not one per event: rebuilds take at most half a
+		// core.
+		if pause := min(took, maxPause); pause > time.Millisecond {
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+			}
+		}
+		took = r.refresh()
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	r.Stop(sctx)
+}
+
+// Start runs Run(ctx) in a goroutine of wg: wg is done once the
+// responder has stopped.
+func (r *Responder) Start(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() { r.Run(ctx) })
+}
+
+// relevant reports whether evs may change the answers: a reload, or a
+// GSLB monitor's state change.
+func relevant(evs []control.Event) bool {
+	for _, ev := range evs {
+		switch {
+		case ev.Kind == control.EventReload,
+			ev.Kind == control.EventState && strings.HasPrefix(ev.Subject, gslb.MonitorKind+":"):
+			return true
+		}
+	}
+	return false
+}
+
+// maxPause is the longest Run waits after a change before it rebuilds.
+const maxPause = 100 * time.Millisecond
+
+// refresh updates the responder from the running configuration and the
+// monitor's statuses, and returns how long that took.
+func (r *Responder) refresh() time.Duration {
+	began := time.Now()
+	cfg := r.o.Config()
+	var st map[monitor.Key]monitor.TargetStatus
+	if r.o.Statuses != nil {
+		st = r.o.Statuses()
+	}
+	_ = r.Update(cfg, gslb.Evaluate(cfg, st, r.o.Now())) // logged by Update
+	return time.Since(began)
+}
+
+// Update makes cfg and pools (the GSLB pools' states under cfg) what the
+// responder answers from. With [gslb.server] listen empty the responder
+// is off: it closes its listeners and builds nothing. Else, on a new
+// configuration it rebuilds the topology, moves the serial when the
+// served data changed, and opens or moves the listeners as [gslb.server]
+// says; it rebuilds the snapshot when the configuration or a member's
+// state changed, and swaps it in. On an error (logged and returned) the
+// last snapshot stays.
+func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	newCfg := cfg != r.cfg
+	if len(cfg.GSLB.Server.ListenAddrs) == 0 { // off: nothing to build, serve or persist
+		if newCfg && r.srv != nil {
+			r.log.Info("gslb responder off ([gslb.server] listen is empty)")
+		}
+		r.stopLocked(context.Background())
+		r.cfg, r.pools, r.snap = cfg, nil, nil
+		return nil
+	}
+	if !newCfg && samePools(pools, r.pools) {
+		return nil
+	}
+	loc, serial := r.loc, r.serial
+	if newCfg {
+		if r.store == nil {
+			r.store = NewSerialStore(cfg.Daemon.StateDir, r.o.Now)
+			if err := r.store.Load(); err != nil {
+				r.log.Warn("gslb serial file unusable; the serial restarts from the clock", "path", r.store.Path(), "err", err)
+			}
+		}
+		var err error
+		if loc, err = r.o.Build.Locator(cfg); err != nil {
+			return r.failed("cannot build the gslb topology; the last answers stay", err)
+		}
+		if serial, err = r.store.Next(ConfigHash(cfg)); err != nil {
+			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
+		}
+	}
+	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: cfg, Pools: pools, Locator: loc, Serial: serial})
+	if err != nil {
+		return r.failed("cannot build the gslb answer snapshot; the last answers stay", err)
+	}
+	if r.metrics != nil {
+		r.metrics.built(nil)
+	}
+	if serial != r.serial || newCfg {
+		r.log.Info("gslb configuration in force", "serial", serial)
+	}
+	r.cfg, r.loc, r.serial, r.pools, r.snap = cfg, loc, serial, pools, snap
+	if z, ok := snap.(Zoned); ok && r.metrics != nil {
+		r.metrics.setSerial(z.Zones(), serial)
+	}
+	if r.srv != nil {
+		r.srv.Swap(snap)
+	}
+	if newCfg {
+		return r.listen(cfg)
+	}
+	return nil
+}
+
+// failed logs and counts a build that failed, and returns err.
+func (r *Responder) failed(msg string, err error) error {
+	r.log.Error(msg, "err", err)
+	if r.metrics != nil {
+		r.metrics.built(err)
+	}
+	return err
+}
+
+// listen brings the listeners to cfg's [gslb.server]: unchanged, they
+// stay; changed, the old server stops and a new one starts.
+func (r *Responder) listen(cfg *configs.Config) error {
+	want := cfg.GSLB.Server
+	if r.srv != nil && slices.Equal(r.srv.Listen, want.ListenAddrs) && r.srv.UDPSize == want.UDPSize {
+		return nil
+	}
+	r.stopLocked(context.Background())
+	if len(want.ListenAddrs) == 0 {
+		return nil
+	}
+	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, Logger: r.log, Metrics: r.metrics}
+	srv.Swap(r.snap)
+	if err := srv.Start(); err != nil {
+		r.log.Error("gslb responder cannot listen; it is off until a reload changes [gslb.server]", "listen", want.Listen, "err", err)
+		return err
+	}
+	r.srv = srv
+	return nil
+}
+
+// Addrs returns the addresses served (ports picked for port 0 resolved);
+// nil when the responder is off.
+func (r *Responder) Addrs() []netip.AddrPort {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv == nil {
+		return nil
+	}
+	return r.srv.Addrs()
+}
+
+// Serial returns the SOA serial in force (0 before the first Update).
+func (r *Responder) Serial() uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.serial
+}
+
+// Stop stops the listeners, waiting for the queries being answered until
+// ctx is done.
+func (r *Responder) Stop(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked(ctx)
+}
+
+func (r *Responder) stopLocked(ctx context.Context) {
+	if r.srv == nil {
+		return
+	}
+	if err := r.srv.Shutdown(ctx); err != nil {
+		r.log.Warn("gslb responder stopped uncleanly", "err", err)
+	}
+	r.srv = nil
+}
+
+// samePools reports whether a and b give the same answers: the same
+// pools with the same members in the same states (reasons, times and
+// monitor details aside).
+func samePools(a, b []gslb.PoolState) bool {
+	return slices.EqualFunc(a, b, func(x, y gslb.PoolState) bool {
+		return x.Name == y.Name && slices.EqualFunc(x.Members, y.Members, func(m, n gslb.MemberState) bool {
+			return m.Name == n.Name && m.Addr == n.Addr && m.State == n.State && m.Weight == n.Weight && m.Priority == n.Priority
+		})
+	})
+}

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/gslb"
+	"lbdns/health"
+	"lbdns/internal/poll"
+	"lbdns/monitor"
+)
+
+// gslbConfig parses a configuration of one GSLB pool p with members
+// named members (monitor c), its state in dir, the responder listening
+// on 127.0.0.1:0 unless off.
+func gslbConfig(t *testing.T, dir string, off bool, members ...string) *configs.Config {
+	t.Helper()
+	doc := fmt.Sprintf("[daemon]\nstate_dir = %q\n\n[check.c.dns]\nqname = \"example.com\"\n\n[[gslb.pool]]\nname = \"p\"\nmonitors = [\"c\"]\n", dir)
+	for i, m := range members {
+		doc += fmt.Sprintf("\n[[gslb.pool.member]]\nname = %q\naddress = \"192.0.2.%d\"\n", m, i+1)
+	}
+	if !off {
+		doc += "\n[gslb.server]\nlisten = [\"127.0.0.1:0\"]\n"
+	}
+	cfg, err := configs.Parse([]byte(doc), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// tagBuilders build fakes whose www TXT tells the serial and the states
+// of the members, and count the builds.
+func tagBuilders(builds *int, mu *sync.Mutex) Builders {
+	return Builders{Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
+		mu.Lock()
+		*builds++
+		mu.Unlock()
+		var states []string
+		for _, p := range in.Pools {
+			for _, m := range p.Members {
+				states = append(states, m.Name+"="+m.State.String())
+			}
+		}
+		if in.Locator == nil {
+			return nil, fmt.Errorf("no locator")
+		}
+		return &fake{Tag: fmt.Sprintf("%d %s", in.Serial, strings.Join(states, ","))}, nil
+	}}
+}
+
+// tag asks the responder at addr for www's TXT.
+func tag(t *testing.T, addr string) string {
+	t.Helper()
+	r := exchange(t, addr, "udp", query("www."+zone, dns.TypeTXT, 0))
+	if len(r.Answer) != 1 {
+		t.Fatalf("www TXT: %v", r)
+	}
+	return r.Answer[0].(*dns.TXT).Txt[0]
+}
+
+func upStatus(state health.State) map[monitor.Key]monitor.TargetStatus {
+	k := gslb.MonitorKey("p", "m1", "c")
+	return map[monitor.Key]monitor.TargetStatus{k: {Key: k, Health: health.Status{State: state}}}
+}
+
+// TestResponderUpdate: a configuration opens the listeners and moves the
+// serial; a member's state change rebuilds the snapshot under the same
+// serial; nothing new rebuilds nothing; a new configuration moves the
+// serial, and one without listeners closes them.
+func TestResponderUpdate(t *testing.T) {
+	dir := t.TempDir()
+	var builds int
+	var mu sync.Mutex
+	reg := prometheus.NewRegistry()
+	clock := time.Unix(1_800_000_000, 0)
+	r := NewResponder(ResponderOptions{Registerer: reg, Now: func() time.Time { return clock }, Build: tagBuilders(&builds, &mu)})
+	defer r.Stop(context.Background())
+
+	cfg := gslbConfig(t, dir, false, "m1")
+	if err := r.Update(cfg, gslb.Evaluate(cfg, nil, clock)); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Addrs()) != 1 {
+		t.Fatalf("Addrs = %v, want one", r.Addrs())
+	}
+	addr := r.Addrs()[0].String()
+	if got := tag(t, addr); got != "1800000000 m1=unknown" {
+		t.Errorf("first snapshot %q", got)
+	}
+	if err := r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Up), clock)); err != nil {
+		t.Fatal(err)
+	}
+	if got := tag(t, addr); got != "1800000000 m1=up" {
+		t.Errorf("after m1 up: %q", got)
+	}
+	_ = r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Up), clock.Add(time.Second)))
+	if builds != 2 {
+		t.Errorf("%d builds, want 2 (no rebuild when nothing changed)", builds)
+	}
+	if v := metricValue(t, reg, "lbdns_gslb_snapshot_builds_total", "ok"); v != 2 {
+		t.Errorf("builds metric %v, want 2", v)
+	}
+
+	// The same configuration loaded again: the serial stays.
+	again := gslbConfig(t, dir, false, "m1")
+	_ = r.Update(again, gslb.Evaluate(again, upStatus(health.Up), clock))
+	if r.Serial() != 1_800_000_000 || r.Addrs()[0].String() != addr {
+		t.Errorf("same configuration: serial %d addrs %v, want the serial and listeners kept", r.Serial(), r.Addrs())
+	}
+	// A member added: the serial moves.
+	cfg2 := gslbConfig(t, dir, false, "m1", "m2")
+	_ = r.Update(cfg2, gslb.Evaluate(cfg2, upStatus(health.Up), clock))
+	if got := tag(t, addr); got != "1800000001 m1=up,m2=unknown" {
+		t.Errorf("after a member added: %q", got)
+	}
+	// Snapshot failures keep the last answers.
+	r.o.Build.Snapshot = func(SnapshotInput) (gslb.Answerer, error) { return nil, fmt.Errorf("boom") }
+	if err := r.Update(cfg2, gslb.Evaluate(cfg2, upStatus(health.Down), clock)); err == nil {
+		t.Error("Update with a failing build succeeded")
+	}
+	if got := tag(t, addr); got != "1800000001 m1=up,m2=unknown" {
+		t.Errorf("after a failed build: %q", got)
+	}
+	// Off: the listeners close.
+	r.o.Build.Snapshot = tagBuilders(&builds, &mu).Snapshot
+	off := gslbConfig(t, dir, true, "m1", "m2")
+	if err := r.Update(off, gslb.Evaluate(off, nil, clock)); err != nil || r.Addrs() != nil {
+		t.Errorf("responder off: %v, addrs %v", err, r.Addrs())
+	}
+	c := &dns.Client{Timeout: 300 * time.Millisecond}
+	if _, _, err := c.Exchange(query("www."+zone, dns.TypeTXT, 0), addr); err == nil {
+		t.Error("still answering after the listeners closed")
+	}
+}
+
+// TestResponderRun: Run builds from the running configuration, rebuilds
+// on a GSLB state event and on a reload event, ignores other events, and
+// closes its listeners when ctx ends.
+func TestResponderRun(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var builds int
+	cfg := gslbConfig(t, dir, false, "m1")
+	statuses := upStatus(health.Unknown)
+	log := control.NewEventLog(100, nil)
+	r := NewResponder(ResponderOptions{
+		Config:   func() *configs.Config { mu.Lock(); defer mu.Unlock(); return cfg },
+		Statuses: func() map[monitor.Key]monitor.TargetStatus { mu.Lock(); defer mu.Unlock(); return statuses },
+		Events:   log,
+		Build:    tagBuilders(&builds, &mu),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	poll.Until(t, 5*time.Second, "responder listening", poll.True(func() bool { return len(r.Addrs()) == 1 }))
+	addr := r.Addrs()[0].String()
+	serial := r.Serial()
+	if got := tag(t, addr); got != fmt.Sprint(serial, " m1=unknown") {
+		t.Fatalf("first snapshot %q", got)
+	}
+
+	mu.Lock()
+	statuses = upStatus(health.Up)
+	mu.Unlock()
+	log.Append(control.Event{Kind: control.EventPool, Subject: "main"}) // not ours: no rebuild
+	log.Append(control.Event{Kind: control.EventState, Subject: "resolver:a/c"})
+	time.Sleep(50 * time.Millisecond) // give an unwanted rebuild its chance
+	if got := tag(t, addr); got != fmt.Sprint(serial, " m1=unknown") {
+		t.Errorf("rebuilt on an event of no GSLB member: %q", got)
+	}
+	log.Append(control.Event{Kind: control.EventState, Subject: gslb.MonitorKey("p", "m1", "c").String()})
+	poll.Until(t, 5*time.Second, "m1 up in the answers", func() (bool, string) {
+		got := tag(t, addr)
+		return got == fmt.Sprint(serial, " m1=up"), got
+	})
+
+	mu.Lock()
+	cfg = gslbConfig(t, dir, false, "m1", "m2")
+	mu.Unlock()
+	log.Append(control.Event{Kind: control.EventReload, Subject: "t.toml"})
+	poll.Until(t, 5*time.Second, "the reload in the answers", func() (bool, string) {
+		addrs := r.Addrs()
+		if len(addrs) != 1 {
+			return false, "not listening"
+		}
+		got := tag(t, addrs[0].String())
+		return got == fmt.Sprint(serial+1, " m1=up,m2=unknown"), got
+	})
+
+	cancel()
+	<-done
+	if r.Addrs() != nil {
+		t.Errorf("still listening after Run returned: %v", r.Addrs())
+	}
+}
+
+// metricValue returns the value of the series of family name whose label
+// values include label (0 when none).
+func metricValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
