@@ -195,12 +195,8 @@ func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *con
 // Check probes the target once (check.Checker).
 func (c *dnsChecker) Check(ctx context.Context) Result {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
 
 	q := c.query()
 	wire, err := q.Pack()

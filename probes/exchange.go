@@ -21,12 +21,8 @@ import (
 // the same way.
 func Exchange(ctx context.Context, target netip.AddrPort, q *dns.Msg) (*dns.Msg, error) {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, defaultTimeout)
+	defer cancel()
 	wire, err := q.Pack()
 	if err != nil {
 		return nil, fmt.Errorf("pack query: %w", err)

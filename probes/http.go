@@ -194,12 +194,8 @@ func httpsTLS(s *configs.HTTPCheck, now func() time.Time) (*tls.Config, error) {
 // or the check's timeout when ctx has none; RTT is its duration.
 func (c *httpChecker) Check(ctx context.Context) Result {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
 	budget := deadline.Sub(start)
 	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
 

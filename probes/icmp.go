@@ -182,12 +182,8 @@ func currentPingGroups() string {
 // round trip is above max_rtt.
 func (c *icmpChecker) Check(ctx context.Context) Result {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
 	budget := time.Until(deadline)
 	if budget <= 0 || ctx.Err() != nil {
 		return Result{Detail: describeErr(ctx, context.DeadlineExceeded, budget)}

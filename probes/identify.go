@@ -27,12 +27,8 @@ var ErrNoVersion = errors.New("probes: no version answer")
 // so it cannot be confirmed this way.
 func Identify(ctx context.Context, target netip.AddrPort) (string, error) {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, defaultTimeout)
+	defer cancel()
 
 	q := new(dns.Msg)
 	q.Id = uint16(rand.Uint32())

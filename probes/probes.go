@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"lbdns/check"
 	"lbdns/configs"
@@ -89,4 +90,16 @@ func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checke
 // Build returns the checker of chk's kind for target, with deps.
 func Build(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
 	return NewBuilder(deps).Build(chk, target)
+}
+
+// bounded returns ctx with its deadline: its own, or timeout from now when
+// it has none (a caller outside the monitor, which always sets one); the
+// returned cancel releases what it made.
+func bounded(ctx context.Context, timeout time.Duration) (context.Context, time.Time, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return ctx, d, func() {}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	d, _ := ctx.Deadline()
+	return ctx, d, cancel
 }

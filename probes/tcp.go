@@ -86,23 +86,16 @@ func tcpTLS(s *configs.TCPCheck, addr netip.Addr) (*tls.Config, error) {
 // Check probes the target once (check.Checker).
 func (c *tcpChecker) Check(ctx context.Context) Result {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
 	budget := deadline.Sub(start)
 	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
 
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	conn, release, err := dialBound(ctx, "tcp", c.addr, deadline)
 	if err != nil {
 		return fail(describeErr(ctx, err, budget))
 	}
-	defer conn.Close()
-	stop := bindDeadline(ctx, conn, deadline)
-	defer stop()
+	defer release()
 	what := "connected"
 	if c.tls != nil {
 		tc := tls.Client(conn, c.tls)
@@ -161,6 +154,18 @@ func quoteBytes(b []byte) string {
 func bindDeadline(ctx context.Context, conn net.Conn, deadline time.Time) func() bool {
 	_ = conn.SetDeadline(deadline)
 	return context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+}
+
+// dialBound connects to addr over network within ctx, the connection
+// bound to deadline and to ctx's end (bindDeadline); release closes it.
+func dialBound(ctx context.Context, network, addr string, deadline time.Time) (net.Conn, func(), error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := bindDeadline(ctx, conn, deadline)
+	return conn, func() { stop(); conn.Close() }, nil
 }
 
 // describeTLSErr turns a TLS handshake error into a Detail that names

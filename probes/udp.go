@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -54,23 +53,16 @@ func newUDPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Che
 // CONFIGURATION.md.
 func (c *udpChecker) Check(ctx context.Context) Result {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	deadline, _ := ctx.Deadline()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
 	budget := deadline.Sub(start)
 	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
 
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "udp", c.addr)
+	conn, release, err := dialBound(ctx, "udp", c.addr, deadline)
 	if err != nil {
 		return fail(describeErr(ctx, err, budget))
 	}
-	defer conn.Close()
-	stop := bindDeadline(ctx, conn, deadline)
-	defer stop()
+	defer release()
 	if _, err := conn.Write(c.payload); err != nil {
 		return fail("send: " + describeErr(ctx, err, budget))
 	}
