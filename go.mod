@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/cloudflare/ipvs v0.12.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/jsimonetti/rtnetlink/v2 v2.3.0
 	github.com/mdlayher/genetlink v1.3.2
 	github.com/mdlayher/netlink v1.11.2

@@ -11,7 +11,7 @@
 # (policy-rc.d) and afterwards stops any of those services that still run.
 set -eu
 
-PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils chromium fonts-dejavu-core nftables nginx-light"
+PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils chromium fonts-dejavu-core nftables nginx-light lintian prometheus"
 
 export DEBIAN_FRONTEND=noninteractive
 
