@@ -6,6 +6,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cloudflare/ipvs v0.12.0
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/gaissmai/bart v0.30.0
 	github.com/jsimonetti/rtnetlink/v2 v2.3.0
 	github.com/maxmind/mmdbwriter v1.2.0

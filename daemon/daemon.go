@@ -28,6 +28,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/intent"
+	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
 	"lbdns/prefetch"
 	"lbdns/probes"
@@ -78,6 +79,8 @@ type Options struct {
 	// Registry receives the daemon's Prometheus metrics and is what
 	// /metrics serves. Default: a new registry with only lbdns's series.
 	Registry *prometheus.Registry
+	// Notifier, when set, hears the loop's life for systemd: Alive on every tick, and each reload.
+	Notifier *sdnotify.Notifier
 }
 
 // Daemon is a running lbdnsd. Create it with New and call Run.
@@ -233,7 +236,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.setOverrides(st)
-	d.rec = vip.NewReconciler(d.client, d.isOwned)
+	d.rec = vip.NewReconciler(d.client, d.owned.Has)
 	d.mon = monitor.New(monitor.Options{
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
@@ -381,8 +384,6 @@ func buildTargets(cfg *configs.Config, build func(*configs.Check, netip.AddrPort
 	return append(targets, members...), nil
 }
 
-func (d *Daemon) isOwned(k vip.ServiceKey) bool { return d.owned.Has(k) }
-
 // onEvent queues a monitor event for the loop. Once the loop is stopping
 // it drops events instead of blocking the monitor's shutdown.
 func (d *Daemon) onEvent(ev monitor.Event) {
@@ -434,11 +435,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case ev := <-d.events:
 			d.handleEvent(ctx, ev)
 		case <-tick.C:
+			d.opts.Notifier.Alive() // the watchdog is fed only while the loop runs
 			d.handleTick(ctx)
 		case <-resync.C:
 			d.handleResync(ctx)
 		case reply := <-d.reloadCh:
-			err := d.handleReload(ctx)
+			err := d.opts.Notifier.Reload(func() error { return d.handleReload(ctx) })
 			if err == nil {
 				resync.Reset(d.cfg.IPVS.ResyncInterval.Duration)
 			}

@@ -12,6 +12,9 @@
 set -eu
 
 PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils knot-dnsutils chromium fonts-dejavu-core nftables nginx-light"
+# lintian and promtool (package prometheus): the package and alert-rule
+# tests (packaging/, monitoring/).
+PKGS="$PKGS lintian prometheus"
 
 export DEBIAN_FRONTEND=noninteractive
 

@@ -44,6 +44,9 @@ export LBDNS_REQUIRE_BROWSER=1
 # The network-namespace tests (hosts behind veth pairs, tc netem) need
 # root, which CI has: a skip there is a failure.
 export LBDNS_REQUIRE_NETNS=1
+# The service files (packaging/, monitoring/) are checked with
+# systemd-analyze, dpkg-deb, lintian and promtool, just installed.
+export LBDNS_REQUIRE_PACKAGING=1
 export LBDNS_ARTIFACTS=${LBDNS_ARTIFACTS:-$PWD/artifacts}
 echo "test.sh: test artifacts (screenshots) go to $LBDNS_ARTIFACTS"
 go test -race -count=1 -timeout 15m ./...

@@ -15,6 +15,11 @@
 // running one stays); SIGTERM and SIGINT stop the daemon without touching
 // the IPVS table.
 //
+// Under systemd (packaging/systemd/lbdnsd.service, Type=notify) it tells
+// systemd READY once its loop runs, RELOADING and READY around a reload,
+// STOPPING, and feeds WatchdogSec only while its main loop is alive (see
+// internal/sdnotify).
+//
 // For profiling, LBDNS_CPUPROFILE=FILE writes a Go CPU profile of the whole
 // run to FILE (read it with go tool pprof); unset, nothing is profiled.
 package main
@@ -37,6 +42,7 @@ import (
 	"lbdns/configs"
 	"lbdns/daemon"
 	"lbdns/gslb/topology"
+	"lbdns/internal/sdnotify"
 )
 
 func main() {
@@ -85,10 +91,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stopProfile()
 	}
 
+	notifier, err := sdnotify.New(sdnotify.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "lbdnsd: %v\n", err)
+		return 1
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := daemon.New(daemon.Options{ConfigPath: *cfgPath, DryRun: *dryRun, Logger: log, LogLevel: level,
-		DiscardBadState: *discard, Registry: reg})
+		DiscardBadState: *discard, Registry: reg, Notifier: notifier})
 	if err != nil {
 		fmt.Fprintf(stderr, "lbdnsd: %v\n", err)
 		return 1
@@ -98,6 +109,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	notified := make(chan struct{})
+	go func() { notifier.Run(ctx); close(notified) }() // pings, then STOPPING=1 once ctx is done
+	defer func() { stop(); <-notified }()
 	go func() {
 		for {
 			select {

@@ -1,0 +1,6 @@
+// Package monitoring holds no code: its directory ships the Prometheus
+// alerting rules (alerts.yml, with their promtool tests in
+// alerts_test.yml) and the Grafana dashboard (grafana-lbdns.json) for
+// lbdnsd, and its Go tests check them against the metrics lbdnsd exports
+// (report/testdata/metrics.txt).
+package monitoring
