@@ -90,23 +90,25 @@ func TestGSLBMemberHealth(t *testing.T) {
 	}
 
 	// Both changes are events (lbctl events), named by the monitor key.
+	// Status reads the monitor directly; the loop logs the event after, so
+	// wait for it.
 	subject := gslb.MonitorKey("www", "www-1", "web").String()
-	var ups, downs int
-	evs, _ := h.d.Events().Since(0)
-	for _, ev := range evs {
-		if ev.Kind != control.EventState || ev.Subject != subject {
-			continue
+	poll.Until(t, 5*time.Second, "one up and one down event of "+subject, func() (bool, string) {
+		var ups, downs int
+		evs, _ := h.d.Events().Since(0)
+		for _, ev := range evs {
+			if ev.Kind != control.EventState || ev.Subject != subject {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(ev.Message, "unknown -> up"):
+				ups++
+			case strings.HasPrefix(ev.Message, "up -> down: rcode SERVFAIL") && ev.Error:
+				downs++
+			}
 		}
-		switch {
-		case strings.HasPrefix(ev.Message, "unknown -> up"):
-			ups++
-		case strings.HasPrefix(ev.Message, "up -> down: rcode SERVFAIL") && ev.Error:
-			downs++
-		}
-	}
-	if ups != 1 || downs != 1 {
-		t.Errorf("events of %s: %d up, %d down; want 1 each in %+v", subject, ups, downs, evs)
-	}
+		return ups == 1 && downs == 1, fmt.Sprintf("%d up, %d down in %+v", ups, downs, evs)
+	})
 }
 
 func TestGSLBReloadKeepsHealth(t *testing.T) {
