@@ -292,14 +292,20 @@ func TestGSLBResponder(t *testing.T) {
 	t.Parallel()
 	rw := newRespWorld(t)
 	srv := rw.addr()
-	// The members up: the source (127.0.0.1, region east) gets e1.
-	poll.Until(t, startTimeout, "the responder answering www from pool east", func() (bool, string) {
-		r, err := ask(srv, respWWW, dns.TypeA, netip.Prefix{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(r.Answer) == 1 && strings.HasSuffix(r.Answer[0].String(), "192.0.2.1"), r.String()
-	})
+	// Both members up (not the warming last resort, which answers both):
+	// the source (127.0.0.1, region east) gets e1, region west w1.
+	for _, c := range []struct {
+		ecs  netip.Prefix
+		want string
+	}{{netip.Prefix{}, "192.0.2.1"}, {netip.MustParsePrefix("127.0.0.200/32"), "192.0.2.2"}} {
+		poll.Until(t, startTimeout, "the responder answering www with "+c.want+" alone", func() (bool, string) {
+			r, err := ask(srv, respWWW, dns.TypeA, c.ecs)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(r.Answer) == 1 && strings.HasSuffix(r.Answer[0].String(), c.want), r.String()
+		})
+	}
 
 	t.Run("dig", func(t *testing.T) {
 		p := fmt.Sprint(rw.port)
@@ -498,6 +504,17 @@ func TestGSLBResponderFailover(t *testing.T) {
 		})
 	}
 	waitFor("fo answering main's member", hm.AddrV4().String())
+	poll.Until(t, startTimeout, "both members up", func() (bool, string) {
+		st, err := w.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		up := 0
+		for _, p := range st.GSLB {
+			up += p.Up
+		}
+		return up == 2, fmt.Sprintf("%+v", st.GSLB)
+	})
 
 	budget := foFall*foInterval + foTimeout + foSlack
 	broke := time.Now()
