@@ -493,3 +493,121 @@ func httpStatus(err error) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// GSLBExplainRequest is the body of POST /v1/gslb/explain (GET
+// /v1/gslb/explain takes the same fields as query parameters): the
+// question to explain, answered by the GSLB responder's snapshot in
+// force as if it came over the wire.
+type GSLBExplainRequest struct {
+	// Name is the question name (required; trailing dot optional).
+	Name string `json:"name"`
+	// Type is the question type: "A" (the default), "AAAA", or any other
+	// type name ("TXT" for the whoami name, say).
+	Type string `json:"type,omitempty"`
+	// Client is the address the query comes from (the recursive
+	// resolver); default 0.0.0.0.
+	Client string `json:"client,omitempty"`
+	// ECS is the EDNS Client Subnet the query carries: a prefix
+	// ("198.51.100.0/24") or an address (a /32 or /128); empty: none.
+	ECS string `json:"ecs,omitempty"`
+}
+
+// GSLBExplainReply answers an explain request: the reply the responder
+// gives and how it was chosen (its trace), from the code path that
+// answers queries.
+type GSLBExplainReply struct {
+	// Name and Type are the question as answered (lower case, fully
+	// qualified); Serial the SOA serial of the snapshot that answered.
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Serial uint32 `json:"serial"`
+	// Rcode is the response code ("NOERROR", "NXDOMAIN", "SERVFAIL").
+	Rcode string `json:"rcode"`
+	// Answer and Authority are the reply's records in presentation
+	// format.
+	Answer    []string `json:"answer"`
+	Authority []string `json:"authority,omitempty"`
+	// GSLBName is the GSLB name that answered ("" for zone data and
+	// static records).
+	GSLBName string `json:"gslb_name,omitempty"`
+	// Client is the address the location was looked up for, ClientFrom
+	// where it came from: "ecs" or "source"; ECS is the query's Client
+	// Subnet as masked ("" without one).
+	Client     string `json:"client"`
+	ClientFrom string `json:"client_from"`
+	ECS        string `json:"ecs,omitempty"`
+	// Location is the topology's answer for Client.
+	Location GSLBExplainLocation `json:"location"`
+	// Policies are the name's policies in the order they were tried.
+	Policies []GSLBExplainPolicy `json:"policies,omitempty"`
+	// LastResort is the last resort taken ("fail-open", "static",
+	// "servfail"; "" when a policy answered); Warming is set when it was
+	// taken because members are still without a verdict; Static when
+	// the name answered its static set.
+	LastResort string `json:"last_resort,omitempty"`
+	Warming    bool   `json:"warming,omitempty"`
+	Static     bool   `json:"static,omitempty"`
+	// Addresses are the addresses answered; TTL is the answer's TTL.
+	Addresses []string `json:"addresses"`
+	TTL       uint32   `json:"ttl"`
+	// Scope is the ECS SCOPE PREFIX-LENGTH the reply carries (0 without
+	// ECS in the query).
+	Scope int `json:"scope"`
+}
+
+// GSLBExplainLocation is where the topology puts an explained client.
+type GSLBExplainLocation struct {
+	// Labels are the location labels by level (empty: no map entry).
+	Labels map[string]string `json:"labels"`
+	// Prefix is the most specific map entry that matched ("" when none
+	// did); Scope the prefix length over which the location holds.
+	Prefix string `json:"prefix,omitempty"`
+	Scope  int    `json:"scope"`
+}
+
+// GSLBExplainPolicy is one policy of a name as it was tried.
+type GSLBExplainPolicy struct {
+	// Match is the policy's match on location labels (empty: global).
+	Match map[string]string `json:"match"`
+	// Matched is set when the client's location matched it; Answered
+	// when it gave the answer.
+	Matched  bool `json:"matched"`
+	Answered bool `json:"answered"`
+	// Pools are the pools tried for it: its own, then its fallback
+	// chain as far as it was followed.
+	Pools []GSLBExplainPool `json:"pools,omitempty"`
+}
+
+// GSLBExplainPool is one pool as it was tried.
+type GSLBExplainPool struct {
+	// Name and Algorithm are the pool's; Healthy counts its members up.
+	Name      string `json:"name"`
+	Algorithm string `json:"algorithm"`
+	Healthy   int    `json:"healthy"`
+	// Members are the pool's members of the family asked, with their
+	// states; Chosen marks those answered.
+	Members []GSLBExplainMember `json:"members"`
+}
+
+// GSLBExplainMember is one member of a pool as the algorithm saw it.
+type GSLBExplainMember struct {
+	// Name is the member's configured name, Address the address it is
+	// answered as, State "up", "down" or "unknown", Weight its weight,
+	// Chosen set when the algorithm answered it.
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	State   string `json:"state"`
+	Weight  int    `json:"weight"`
+	Chosen  bool   `json:"chosen"`
+}
+
+// GSLBBackend answers the GSLB requests of the control socket: the GSLB
+// responder, which holds the answer snapshot in force.
+type GSLBBackend interface {
+	// Explain answers req from the snapshot in force and says how the
+	// answer was chosen. It returns an *Error with code 400 for a
+	// malformed request, 404 for a name the responder does not serve
+	// (outside every zone, or missing: NXDOMAIN), 503 when the responder
+	// is off.
+	Explain(ctx context.Context, req GSLBExplainRequest) (*GSLBExplainReply, error)
+}

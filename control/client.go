@@ -85,6 +85,12 @@ func (c *Client) Reload(ctx context.Context) (*ReloadReply, error) {
 	return &rep, c.do(ctx, http.MethodPost, "/reload", struct{}{}, &rep)
 }
 
+// Explain asks the GSLB responder how it answers req, and why.
+func (c *Client) Explain(ctx context.Context, req GSLBExplainRequest) (*GSLBExplainReply, error) {
+	var rep GSLBExplainReply
+	return &rep, c.do(ctx, http.MethodPost, "/gslb/explain", req, &rep)
+}
+
 // Events returns the events after sequence number after (0: all kept).
 func (c *Client) Events(ctx context.Context, after uint64) (*EventsReply, error) {
 	var rep EventsReply

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,8 @@ type ServerOptions struct {
 	// Timeout bounds every request except a followed event stream.
 	// Default DefaultTimeout.
 	Timeout time.Duration
+	// GSLB answers /v1/gslb/explain. Nil: that endpoint answers 503.
+	GSLB GSLBBackend
 }
 
 // Server is the control-socket server: the JSON API under APIPrefix that
@@ -43,6 +46,7 @@ type ServerOptions struct {
 // ListenUnix and run it with Serve.
 type Server struct {
 	backend Backend
+	gslb    GSLBBackend
 	events  *EventLog
 	log     *slog.Logger
 	timeout time.Duration
@@ -55,6 +59,7 @@ type Server struct {
 func NewServer(opts ServerOptions) *Server {
 	s := &Server{
 		backend: opts.Backend,
+		gslb:    opts.GSLB,
 		events:  opts.Events,
 		log:     opts.Logger,
 		timeout: opts.Timeout,
@@ -74,6 +79,8 @@ func NewServer(opts ServerOptions) *Server {
 	rt.handle(http.MethodPost, APIPrefix+"/overrides", s.bounded(s.handleOverride))
 	rt.handle(http.MethodPost, APIPrefix+"/reload", s.bounded(s.handleReload))
 	rt.handle(http.MethodGet, APIPrefix+"/events", s.handleEvents)
+	rt.handle(http.MethodGet, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
+	rt.handle(http.MethodPost, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
 	s.handler = s.deadlines(s.authorize(&rt))
 	return s
 }
@@ -240,6 +247,53 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("reload request", "peer", p.String(), "result", rep.Summary)
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// handleExplain answers GET /v1/gslb/explain?name=N[&type=T][&client=IP][&ecs=PREFIX]
+// and POST /v1/gslb/explain with a GSLBExplainRequest.
+func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
+	var req GSLBExplainRequest
+	var err error
+	if r.Method == http.MethodGet {
+		req, err = explainQuery(r)
+	} else {
+		err = readStrict(w, r, &req, false)
+	}
+	if err == nil && strings.TrimSpace(req.Name) == "" {
+		err = Errorf(http.StatusBadRequest, "name: missing (the name to explain)")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if s.gslb == nil {
+		writeError(w, Errorf(http.StatusServiceUnavailable, "this daemon has no GSLB responder"))
+		return
+	}
+	rep, err := s.gslb.Explain(r.Context(), req)
+	if err != nil {
+		writeError(w, s.backendError(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// explainQuery parses the query of GET /v1/gslb/explain: each field of
+// GSLBExplainRequest at most once, nothing else.
+func explainQuery(r *http.Request) (GSLBExplainRequest, error) {
+	var req GSLBExplainRequest
+	fields := map[string]*string{"name": &req.Name, "type": &req.Type, "client": &req.Client, "ecs": &req.ECS}
+	for k, vs := range r.URL.Query() {
+		f, ok := fields[k]
+		if !ok {
+			return req, Errorf(http.StatusBadRequest, "unknown query parameter %q (want name, type, client, ecs)", k)
+		}
+		if len(vs) != 1 {
+			return req, Errorf(http.StatusBadRequest, "%s: given %d times, want once", k, len(vs))
+		}
+		*f = vs[0]
+	}
+	return req, nil
 }
 
 // handleEvents answers GET /v1/events?after=N[&follow=1].

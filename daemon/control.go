@@ -36,14 +36,15 @@ func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
-	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control")})
+	gs := server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: gs})
 	wg.Go(func() {
 		if err := srv.Serve(ctx, d.ctlLn); err != nil {
 			d.log.Error("control socket stopped", "socket", d.ctlLn.Addr().String(), "err", err)
 		}
 	})
 	d.log.Info("control socket listening", "socket", d.ctlLn.Addr().String())
-	server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now}).Start(ctx, &wg)
+	gs.Start(ctx, &wg)
 	if d.statusLn != nil {
 		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status")})
 		wg.Go(func() {

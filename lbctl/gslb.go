@@ -15,15 +15,37 @@ import (
 // how many members are up, per member its address, state and reason, per
 // monitor its state, last result, RTT, certificate days left and ICMP
 // loss and socket. "status" is an alias of "members"; --pool keeps one
-// pool. With -o json: the control.GSLBPool list, indented.
+// pool. With -o json: the control.GSLBPool list, indented. "explain
+// NAME" says how the responder answers NAME (see explainCmd).
 func gslbCmd(fs *flag.FlagSet) action {
-	pool := fs.String("pool", "", "only the GSLB pool `P`")
+	pool := fs.String("pool", "", "members: only the GSLB pool `P`")
+	ex := explainFlags(fs)
 	return func(e *env, args []string) error {
+		if len(args) == 0 {
+			return usageErrorf("missing subcommand (members, explain)")
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		switch args[0] {
+		case "explain":
+			if set["pool"] {
+				return usageErrorf("--pool is for gslb members, not explain")
+			}
+			if err := wantArgs(args, "subcommand", "NAME"); err != nil {
+				return err
+			}
+			return ex.run(e, args[1])
+		case "members", "status":
+		default:
+			return usageErrorf("unknown gslb subcommand %q (want members or explain)", args[0])
+		}
+		for _, f := range []string{"client", "ecs", "type"} {
+			if set[f] {
+				return usageErrorf("--%s is for gslb explain, not %s", f, args[0])
+			}
+		}
 		if err := wantArgs(args, "subcommand (members)"); err != nil {
 			return err
-		}
-		if args[0] != "members" && args[0] != "status" {
-			return usageErrorf("unknown gslb subcommand %q (want members)", args[0])
 		}
 		ctx, cancel := e.request()
 		defer cancel()
