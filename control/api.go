@@ -367,6 +367,7 @@ const (
 	EventIPVS     = "ipvs"     // an IPVS operation was applied (or failed)
 	EventReload   = "reload"   // a reload was applied or rejected
 	EventDaemon   = "daemon"   // the daemon started or is stopping
+	EventGSLB     = "gslb"     // a GSLB emergency switch or TTL raise was set or removed
 )
 
 // Event is one entry of the event log (GET /v1/events).

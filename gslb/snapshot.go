@@ -65,6 +65,8 @@ type name struct {
 	// off is set when an emergency switch is in force for the name: it
 	// answers fam's emergency set, with no policy or topology work.
 	off bool
+	// raised is set when a TTL raise applies to the name.
+	raised bool
 }
 
 // nameFam is what a name answers for one address family (0: A, 1: AAAA).
@@ -121,10 +123,10 @@ func WithIntent(st intent.State) Option { return func(o *options) { o.intent = s
 type NameEmergency struct {
 	// Name is the name's FQDN.
 	Name string
-	// Off is set when intelligent resolution is off for it; TTL is its
-	// answers' TTL (raised or not).
-	Off bool
-	TTL uint32
+	// Off is set when intelligent resolution is off for it; Raised when
+	// a TTL raise applies to it; TTL is its answers' TTL (raised or not).
+	Off, Raised bool
+	TTL         uint32
 }
 
 // NewSnapshot builds the snapshot of cfg's zones and names (cfg validated
@@ -162,8 +164,8 @@ func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 		if n == nil {
 			continue
 		}
-		if n.off || n.ttl != uint32(g.Names[i].TTL) {
-			s.off = append(s.off, NameEmergency{Name: n.fqdn, Off: n.off, TTL: n.ttl})
+		if n.off || n.raised {
+			s.off = append(s.off, NameEmergency{Name: n.fqdn, Off: n.off, Raised: n.raised, TTL: n.ttl})
 		}
 		s.node(n.fqdn).dyn = n
 		for f, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
@@ -350,7 +352,7 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 	if z := zoneOf(fqdn); z != nil {
 		nm.off = st.EmergencyFor(z.apex, fqdn) != nil
 		if r := st.TTLFor(z.apex, fqdn); r != nil {
-			nm.ttl = max(nm.ttl, uint32(r.Seconds))
+			nm.ttl, nm.raised = max(nm.ttl, uint32(r.Seconds)), true
 		}
 	}
 	built := map[string]*[2]*famPool{}
