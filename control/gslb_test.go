@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"lbdns/internal/testlog"
 )
@@ -50,5 +51,25 @@ func TestServerGSLBMalformed(t *testing.T) {
 		if len(fb.gslb) != 0 {
 			t.Errorf("%s: backend called for a malformed request", tc.body)
 		}
+	}
+}
+
+func TestPageGSLBEmergencyBanner(t *testing.T) {
+	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	st := &Status{Version: StatusVersion, Generated: now, Daemon: Daemon{Warm: true}, GSLBIntent: []GSLBIntent{
+		{Kind: GSLBOff, Zone: "g.test.", Scope: "zone g.test.", Mode: "static", Reason: "wrong <answers>", Set: now.Add(-5 * time.Minute), By: "uid 0", Names: []string{"www.g.test."}},
+		{Kind: GSLBTTL, Name: "www.g.test.", Scope: "name www.g.test.", Seconds: 600, Reason: "load", Set: now.Add(-time.Minute), By: "uid 0", Names: []string{"www.g.test."}},
+		{Kind: GSLBOff, Name: "gone.g.test.", Scope: "name gone.g.test.", Mode: "static", Set: now, Orphaned: true, Names: []string{}},
+	}}
+	code, body := renderPage(t, st, now, 0)
+	if code != http.StatusOK {
+		t.Fatalf("code %d", code)
+	}
+	contains(t, "page", body,
+		`<div class="banner crit gslb-off">GSLB EMERGENCY: intelligent resolution OFF for zone g.test. — static answers, ECS scope 0 (set 5m ago by uid 0: wrong &lt;answers&gt;)</div>`,
+		`<div class="banner warn gslb-ttl">GSLB TTL RAISED to 600s for name www.g.test.`,
+		`<table id="gslb-intent">`, "ORPHANED")
+	if strings.Count(body, "gslb-off") != 1 {
+		t.Errorf("an orphaned switch has a banner:\n%s", body)
 	}
 }
