@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/internal/poll"
+	"lbdns/internal/vendors"
 )
 
 // emergencyWorld is lbdnsd serving zone g.test. on loopback with two
@@ -115,7 +117,13 @@ var (
 
 // dig asks the responder for qname A with ECS 10.1.2.0/24, with dig.
 func (e *emergencyWorld) dig(qname string) (digAnswer, error) {
-	r := run(e.t, "dig", "@127.0.0.1", "-p", strconv.Itoa(e.dnsPort), qname, "A", "+subnet=10.1.2.0/24", "+tries=1", "+time=1", "+norecurse")
+	return e.digAt(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.dnsPort)), qname, "+subnet=10.1.2.0/24", "+norecurse")
+}
+
+// digAt asks server for qname A with dig.
+func (e *emergencyWorld) digAt(server netip.AddrPort, qname string, opts ...string) (digAnswer, error) {
+	args := append([]string{"@" + server.Addr().String(), "-p", strconv.Itoa(int(server.Port())), qname, "A", "+tries=1", "+time=1"}, opts...)
+	r := run(e.t, "dig", args...)
 	a := digAnswer{scope: -1, out: r.stdout}
 	if r.code != 0 || !strings.Contains(r.stdout, "status: NOERROR") {
 		return a, fmt.Errorf("dig %s: %s", qname, r)
@@ -137,13 +145,14 @@ func (e *emergencyWorld) waitDig(what, qname string, budget time.Duration, ok fu
 	e.t.Helper()
 	start := time.Now()
 	var last digAnswer
-	for time.Since(start) < budget+5*time.Second {
+	for polls := 1; time.Since(start) < budget+5*time.Second; polls++ {
 		a, err := e.dig(qname)
 		if err == nil && ok(a) {
 			took := time.Since(start)
 			if took > budget {
 				e.t.Errorf("%s: took %v, more than %v", what, took.Round(time.Millisecond), budget)
 			}
+			e.t.Logf("%s: %v, %d dig(s)", what, took.Round(time.Millisecond), polls)
 			return took
 		}
 		last = a
@@ -215,6 +224,19 @@ func TestGSLBEmergency(t *testing.T) {
 	e.mustLbctl("gslb", "ttl", "600", "--zone", "g.test", "--reason", "authoritative load")
 	e.waitDig("TTL 600 on www", "www.g.test.", time.Second, func(a digAnswer) bool { return isStatic(a) && a.ttl == 600 })
 	e.waitDig("TTL 600 on api", "api.g.test.", time.Second, func(a digAnswer) bool { return a.ttl == 600 })
+
+	// Through Debian's unbound (a forwarder to the responder): the static
+	// set, and the raised TTL (counting down in its cache).
+	ub := vendors.Start(t, vendors.Unbound, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.dnsPort)))
+	for _, qname := range []string{"www.g.test.", "api.g.test."} {
+		a, err := e.digAt(ub.Addr, qname)
+		if err != nil || a.ttl <= 30 || a.ttl > 600 {
+			t.Errorf("%s through unbound: %v ttl %d (%v), want the raised TTL", qname, a.addrs, a.ttl, err)
+		}
+		if qname == "www.g.test." && !slices.Equal(a.addrs, []string{"198.51.100.9"}) {
+			t.Errorf("www through unbound: %v, want the static set", a.addrs)
+		}
+	}
 
 	// Visible: lbctl status, lbctl gslb status, events, metrics.
 	st := e.mustLbctl("status").stdout
