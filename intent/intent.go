@@ -49,8 +49,9 @@ type Override struct {
 }
 
 // State is everything operators said. Each kind of intent is one field;
-// a kind added later (emergency switches, TTL raises) is a new field
-// marked omitempty, so a file without it keeps its bytes and its version.
+// a kind added after the overrides (the emergency switches, the TTL
+// raises) is a new field marked omitempty, so a file without it keeps its
+// bytes and its version.
 type State struct {
 	// Overrides are the resolver overrides in force, in the order they
 	// were first set.
