@@ -45,6 +45,11 @@ type Status struct {
 	// GSLB lists every GSLB pool with its members' health, in
 	// configuration order; absent when no GSLB pool is configured.
 	GSLB []GSLBPool `json:"gslb,omitempty"`
+	// GSLBIntent lists every GSLB emergency switch and TTL raise in
+	// force, orphaned ones included; absent when there is none. While it
+	// is not empty the status page, lbctl status and lbctl gslb status
+	// show a banner: the answers themselves look no different.
+	GSLBIntent []GSLBIntent `json:"gslb_intent,omitempty"`
 }
 
 // Daemon describes the running daemon.
@@ -359,6 +364,66 @@ type OverrideReply struct {
 	Overrides []Override `json:"overrides"`
 }
 
+// Actions a GSLB request can ask for (lbctl gslb off, on, ttl).
+const (
+	GSLBOff = "off" // intelligent resolution off: static answers
+	GSLBOn  = "on"  // back to dynamic answers (removes switches)
+	GSLBTTL = "ttl" // raise the answers' TTL (Clear: remove raises)
+)
+
+// GSLBRequest is the body of POST /v1/gslb.
+type GSLBRequest struct {
+	// Action is "off", "on" or "ttl".
+	Action string `json:"action"`
+	// Name (a GSLB name) or Zone (a GSLB zone) limits the request (at
+	// most one); both empty means every GSLB name (for on and ttl with
+	// clear: every switch, or every raise).
+	Name string `json:"name,omitempty"`
+	Zone string `json:"zone,omitempty"`
+	// Seconds is the TTL of a raise (ttl only); Clear removes raises
+	// instead (ttl only).
+	Seconds int  `json:"seconds,omitempty"`
+	Clear   bool `json:"clear,omitempty"`
+	// Reason is stored and shown with the entry; required for off and
+	// a raise.
+	Reason string `json:"reason,omitempty"`
+}
+
+// GSLBIntent is one GSLB emergency switch or TTL raise in force.
+type GSLBIntent struct {
+	// Kind is "off" (intelligent resolution off) or "ttl" (a TTL raise).
+	Kind string `json:"kind"`
+	// Name or Zone is the scope (both empty: every GSLB name); Scope
+	// says it in words (GSLBScope).
+	Name  string `json:"name,omitempty"`
+	Zone  string `json:"zone,omitempty"`
+	Scope string `json:"scope"`
+	// Mode is "static" for a switch; Seconds the TTL of a raise.
+	Mode    string `json:"mode,omitempty"`
+	Seconds int    `json:"seconds,omitempty"`
+	// Reason, Set and By are the audit: why, when and who.
+	Reason string    `json:"reason,omitempty"`
+	Set    time.Time `json:"set"`
+	By     string    `json:"by,omitempty"`
+	// Names are the configured GSLB names the entry applies to now
+	// (a name switched off by a narrower entry too is listed by both).
+	Names []string `json:"names"`
+	// Orphaned is true when the name or zone is no longer in the
+	// configuration; the entry is kept and applies again if it comes
+	// back.
+	Orphaned bool `json:"orphaned,omitempty"`
+}
+
+// GSLBReply answers POST /v1/gslb.
+type GSLBReply struct {
+	// Message says in one line what changed, or that nothing did.
+	Message string `json:"message"`
+	// Changed is false when the request left the intent as it was.
+	Changed bool `json:"changed"`
+	// Intent lists every switch and raise in force after the request.
+	Intent []GSLBIntent `json:"intent"`
+}
+
 // Event kinds.
 const (
 	EventState    = "state"    // a back end's health state changed
@@ -367,6 +432,7 @@ const (
 	EventIPVS     = "ipvs"     // an IPVS operation was applied (or failed)
 	EventReload   = "reload"   // a reload was applied or rejected
 	EventDaemon   = "daemon"   // the daemon started or is stopping
+	EventGSLB     = "gslb"     // a GSLB emergency switch or TTL raise was set or removed
 )
 
 // Event is one entry of the event log (GET /v1/events).
@@ -480,6 +546,9 @@ type Backend interface {
 	// SetOverride applies an override request. by names the requester
 	// ("uid 0").
 	SetOverride(ctx context.Context, req OverrideRequest, by string) (*OverrideReply, error)
+	// SetGSLB applies a GSLB emergency request (off, on, ttl). by names
+	// the requester.
+	SetGSLB(ctx context.Context, req GSLBRequest, by string) (*GSLBReply, error)
 	// Reload loads the configuration file again and applies it; an
 	// invalid one returns an *Error with code 422 and every Problem.
 	Reload(ctx context.Context) (*ReloadReply, error)

@@ -78,6 +78,13 @@ func (c *Client) SetOverride(ctx context.Context, req OverrideRequest) (*Overrid
 	return &rep, c.do(ctx, http.MethodPost, "/overrides", req, &rep)
 }
 
+// SetGSLB asks the daemon to switch GSLB names off or on, or to raise
+// (or restore) their answers' TTL.
+func (c *Client) SetGSLB(ctx context.Context, req GSLBRequest) (*GSLBReply, error) {
+	var rep GSLBReply
+	return &rep, c.do(ctx, http.MethodPost, "/gslb", req, &rep)
+}
+
 // Reload asks the daemon to load its configuration file again. A rejected
 // configuration returns an *Error with every Problem.
 func (c *Client) Reload(ctx context.Context) (*ReloadReply, error) {

@@ -134,3 +134,48 @@ func Scope(pool, vip string) string {
 	}
 	return "all pools"
 }
+
+// validateGSLB checks what decoding cannot: the action, the scope, the
+// seconds and the reason. Whether the names exist is the Backend's to
+// say.
+func validateGSLB(req GSLBRequest) error {
+	var probs []string
+	switch req.Action {
+	case GSLBOff, GSLBOn, GSLBTTL:
+	case "":
+		probs = append(probs, "action: missing (want off, on or ttl)")
+	default:
+		probs = append(probs, fmt.Sprintf("action: want off, on or ttl, not %q", req.Action))
+	}
+	if req.Name != "" && req.Zone != "" {
+		probs = append(probs, "name and zone: give at most one")
+	}
+	if req.Action != GSLBTTL && (req.Seconds != 0 || req.Clear) {
+		probs = append(probs, "seconds and clear: only with ttl")
+	}
+	if req.Action == GSLBTTL && req.Clear && req.Seconds != 0 {
+		probs = append(probs, "seconds and clear: give one")
+	}
+	if len(req.Reason) > MaxReasonLen {
+		probs = append(probs, fmt.Sprintf("reason: %d bytes, at most %d", len(req.Reason), MaxReasonLen))
+	}
+	if strings.ContainsFunc(req.Reason, unicode.IsControl) {
+		probs = append(probs, "reason: no control characters (newlines, tabs) allowed")
+	}
+	if len(probs) > 0 {
+		return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
+	}
+	return nil
+}
+
+// GSLBScope describes a GSLB request's scope: "name N", "zone Z" or "all
+// names" (intent.GSLBScope's wording: a test pins both).
+func GSLBScope(name, zone string) string {
+	switch {
+	case name != "":
+		return "name " + name
+	case zone != "":
+		return "zone " + zone
+	}
+	return "all names"
+}

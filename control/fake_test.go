@@ -32,11 +32,17 @@ type fakeBackend struct {
 
 	statusCalls int
 	overrides   []overrideCall
+	gslb        []gslbCall
 	reloads     int
 }
 
 type overrideCall struct {
 	req OverrideRequest
+	by  string
+}
+
+type gslbCall struct {
+	req GSLBRequest
 	by  string
 }
 
@@ -69,6 +75,13 @@ func (f *fakeBackend) SetOverride(_ context.Context, req OverrideRequest, by str
 		return f.overrideReply, nil
 	}
 	return &OverrideReply{Message: req.Resolver + " " + req.Action, Changed: true}, nil
+}
+
+func (f *fakeBackend) SetGSLB(_ context.Context, req GSLBRequest, by string) (*GSLBReply, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gslb = append(f.gslb, gslbCall{req, by})
+	return &GSLBReply{Message: req.Action + " " + GSLBScope(req.Name, req.Zone), Changed: true}, nil
 }
 
 func (f *fakeBackend) Reload(context.Context) (*ReloadReply, error) {

@@ -36,6 +36,18 @@ type pageData struct {
 	Overrides []overrideView
 	Prefetch  []prefetchView
 	GSLB      []gslbPoolView
+	// GSLBIntent are the GSLB emergency switches and TTL raises in force.
+	GSLBIntent []gslbIntentView
+}
+
+// gslbIntentView is one GSLB emergency switch or TTL raise, with its
+// audit.
+type gslbIntentView struct {
+	Off               bool
+	Kind, Scope, TTL  string
+	Names, Reason, By string
+	Set               timeCell
+	Orphaned          bool
 }
 
 // timeCell is an instant shown as a relative time with the absolute time
@@ -220,6 +232,14 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	}
 	for _, g := range st.GSLB {
 		p.GSLB = append(p.GSLB, buildGSLBPool(g, now))
+	}
+	for _, g := range st.GSLBIntent {
+		v := gslbIntentView{Off: g.Kind == GSLBOff, Kind: g.Kind, Scope: g.Scope, Names: strings.Join(g.Names, ", "), Reason: g.Reason, By: g.By,
+			Set: cell(g.Set, now), Orphaned: g.Orphaned}
+		if g.Seconds > 0 {
+			v.TTL = strconv.Itoa(g.Seconds) + "s"
+		}
+		p.GSLBIntent = append(p.GSLBIntent, v)
 	}
 	return p
 }

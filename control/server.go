@@ -77,6 +77,7 @@ func NewServer(opts ServerOptions) *Server {
 	var rt routes
 	rt.handle(http.MethodGet, APIPrefix+"/status", s.bounded(s.handleStatus))
 	rt.handle(http.MethodPost, APIPrefix+"/overrides", s.bounded(s.handleOverride))
+	rt.handle(http.MethodPost, APIPrefix+"/gslb", s.bounded(s.handleGSLB))
 	rt.handle(http.MethodPost, APIPrefix+"/reload", s.bounded(s.handleReload))
 	rt.handle(http.MethodGet, APIPrefix+"/events", s.handleEvents)
 	rt.handle(http.MethodGet, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
@@ -216,6 +217,37 @@ func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("override request", "peer", p.String(), "action", req.Action, "resolver", req.Resolver,
 		"scope", Scope(req.Pool, req.VIP), "reason", req.Reason, "result", result)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// handleGSLB answers POST /v1/gslb.
+func (s *Server) handleGSLB(w http.ResponseWriter, r *http.Request) {
+	p := peerFrom(r.Context())
+	var req GSLBRequest
+	err := readStrict(w, r, &req, false)
+	if err == nil {
+		err = validateGSLB(req)
+	}
+	var rep *GSLBReply
+	if err == nil {
+		rep, err = s.backend.SetGSLB(r.Context(), req, p.By())
+		if err != nil {
+			err = s.backendError(r, err)
+		}
+	}
+	result := "ok"
+	switch {
+	case err != nil:
+		result = "refused: " + err.Error()
+	case rep != nil:
+		result = rep.Message
+	}
+	s.log.Info("gslb request", "peer", p.String(), "action", req.Action, "scope", GSLBScope(req.Name, req.Zone),
+		"seconds", req.Seconds, "clear", req.Clear, "reason", req.Reason, "result", result)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 
 	"lbdns/control"
@@ -27,6 +26,11 @@ func (b backend) SetOverride(ctx context.Context, req control.OverrideRequest, b
 	return b.d.SetOverride(ctx, req, by)
 }
 
+func (b backend) SetGSLB(ctx context.Context, req control.GSLBRequest, by string) (*control.GSLBReply, error) {
+	r := b.d.intentCall(ctx, overrideCall{gslb: &req, by: by})
+	return r.grep, r.err
+}
+
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)
 }
@@ -36,15 +40,15 @@ func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
-	gs := server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
-	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: gs})
+	d.gslb = server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Intent: d.intentNow, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: d.gslb})
 	wg.Go(func() {
 		if err := srv.Serve(ctx, d.ctlLn); err != nil {
 			d.log.Error("control socket stopped", "socket", d.ctlLn.Addr().String(), "err", err)
 		}
 	})
 	d.log.Info("control socket listening", "socket", d.ctlLn.Addr().String())
-	gs.Start(ctx, &wg)
+	d.gslb.Start(ctx, &wg)
 	if d.statusLn != nil {
 		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status")})
 		wg.Go(func() {
@@ -57,72 +61,92 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	return &wg
 }
 
-// overrideCall is an override request handed to the loop.
+// overrideCall is an operator request for the loop (a GSLB one if gslb is set).
 type overrideCall struct {
-	// ctx is the request's: a request whose client gave up before the
-	// loop took it is not applied.
-	ctx   context.Context
+	ctx   context.Context // the request's: if its client gave up first, nothing is applied
 	req   control.OverrideRequest
+	gslb  *control.GSLBRequest
 	by    string
 	reply chan overrideResult
 }
 
+// overrideResult answers an overrideCall (grep a GSLB request).
 type overrideResult struct {
-	rep *control.OverrideReply
-	err error
+	rep  *control.OverrideReply
+	grep *control.GSLBReply
+	err  error
 }
 
 // SetOverride applies an operator override (lbctl drain, disable,
-// enable). The request is validated against the running configuration,
-// persisted before it takes effect, and applied at once. It refuses
-// (409) a drain or disable that would leave a VIP service with no
-// destination taking new queries, or that would put a resolver into
-// traffic (by making a pool fail open): an override only takes traffic
-// away.
+// enable): validated, persisted before it takes effect, applied at once
+// (intent.Apply says what it refuses).
 func (d *Daemon) SetOverride(ctx context.Context, req control.OverrideRequest, by string) (*control.OverrideReply, error) {
-	call := overrideCall{ctx: ctx, req: req, by: by, reply: make(chan overrideResult, 1)}
+	r := d.intentCall(ctx, overrideCall{req: req, by: by})
+	return r.rep, r.err
+}
+
+// intentCall hands an operator request to the loop and waits for its answer.
+func (d *Daemon) intentCall(ctx context.Context, call overrideCall) overrideResult {
+	call.ctx, call.reply = ctx, make(chan overrideResult, 1)
 	select {
 	case d.overrideCh <- call:
 	case <-d.stopping:
-		return nil, control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")
+		return overrideResult{err: control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return overrideResult{err: ctx.Err()}
 	}
 	select {
 	case r := <-call.reply:
-		return r.rep, r.err
+		return r
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return overrideResult{err: ctx.Err()}
 	}
 }
 
-// handleOverride runs in the loop: intent decides, the store persists,
-// and only then does the change take effect.
-func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) (*control.OverrideReply, error) {
+// handleOverride runs in the loop: intent decides, the store persists, and only then does the
+// change take effect: in the plan, or in the GSLB answers of every listener before the reply.
+func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) overrideResult {
 	if err := call.ctx.Err(); err != nil {
-		return nil, err // the client gave up: change nothing
+		return overrideResult{err: err} // the client gave up: change nothing
 	}
-	req := call.req
-	next, res, err := intent.Apply(d.intent, intent.Request{Action: req.Action, Resolver: req.Resolver, Pool: req.Pool, VIP: req.VIP,
-		Reason: req.Reason, By: call.by, At: d.now()}, intentView{d})
+	req, g, what := call.req, call.gslb, "override"
+	if g != nil {
+		what = "gslb request"
+	}
+	next, res, err := d.applyCall(call)
 	if err != nil {
-		return nil, controlError(err)
+		return overrideResult{err: report.IntentError(err)}
 	}
-	if !res.Changed {
-		return &control.OverrideReply{Message: res.Message, Overrides: report.Overrides(d.cfg, next.Overrides)}, nil
-	}
-	if err := d.store.Save(ctx, next); err != nil {
-		var ds *atomicfile.DirSyncError
-		if !errors.As(err, &ds) {
-			return nil, fmt.Errorf("cannot persist the override, nothing changed: %w", err)
+	if res.Changed {
+		if err := d.store.Save(ctx, next); err != nil {
+			var ds *atomicfile.DirSyncError
+			if !errors.As(err, &ds) {
+				return overrideResult{err: fmt.Errorf("cannot persist the %s, nothing changed: %w", what, err)}
+			}
+			// The new state is in place; only its durability is in doubt.
+			d.log.Warn(what+" saved but the state directory could not be synced", "err", err)
 		}
-		// The new state is in place; only its durability is in doubt.
-		d.log.Warn("override saved but the state directory could not be synced", "err", err)
+		d.setOverrides(next)
+		if g != nil {
+			d.gslb.Refresh()
+			d.journal.GSLB(*g, call.by, res)
+		} else {
+			d.journal.Override(req, call.by, res)
+			d.reconcile(ctx, false)
+		}
 	}
-	d.setOverrides(next)
-	d.journal.Override(req, call.by, res)
-	d.reconcile(ctx, false)
-	return &control.OverrideReply{Message: res.Message, Changed: true, Overrides: report.Overrides(d.cfg, next.Overrides)}, nil
+	return overrideResult{rep: &control.OverrideReply{Message: res.Message, Changed: res.Changed, Overrides: report.Overrides(d.cfg, next.Overrides)},
+		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)}}
+}
+
+// applyCall is what intent makes of call (loop only).
+func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, error) {
+	if g, by := call.gslb, call.by; g != nil {
+		return intent.ApplyGSLB(d.intent, intent.GSLBRequest{Action: g.Action, Name: g.Name, Zone: g.Zone, Seconds: g.Seconds,
+			Clear: g.Clear, Reason: g.Reason, By: by, At: d.now()}, d.cfg)
+	}
+	r := call.req
+	return intent.Apply(d.intent, intent.Request{Action: r.Action, Resolver: r.Resolver, Pool: r.Pool, VIP: r.VIP, Reason: r.Reason, By: call.by, At: d.now()}, intentView{d})
 }
 
 // setOverrides makes st the operator intent in force (loop only).
@@ -130,9 +154,12 @@ func (d *Daemon) setOverrides(st intent.State) {
 	d.intent = st
 	d.rules = resolvers.RulesFrom(st.Overrides)
 	d.mu.Lock()
-	d.overridesView = slices.Clone(st.Overrides)
+	d.said = st
 	d.mu.Unlock()
 }
+
+// intentNow returns the operator intent in force (never modified in place).
+func (d *Daemon) intentNow() intent.State { d.mu.Lock(); defer d.mu.Unlock(); return d.said }
 
 // reloadForControl is the control servers' reload: it validates and applies the
 // configuration file; an invalid one is a 422 with every problem.

@@ -27,6 +27,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/gslb"
+	"lbdns/gslb/server"
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
@@ -114,12 +115,13 @@ type Daemon struct {
 	pf *prefetch.Service // cache refresh
 
 	// intent is what operators said, in force, and rules its overrides'
-	// pool-policy form (loop-owned; overridesView is the copy under mu);
-	// store persists it.
+	// pool-policy form (loop-owned; said is the copy under mu); store
+	// persists it; responder answers GSLB names under it.
 	intent     intent.State
 	rules      []resolvers.Rule
 	store      intent.Store
 	overrideCh chan overrideCall
+	gslb       *server.Responder
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -137,7 +139,7 @@ type Daemon struct {
 	mu            sync.Mutex // guards the copies below, read by other goroutines
 	plan          resolvers.Plan
 	view          *configs.Config
-	overridesView []intent.Override
+	said          intent.State
 	lastReload    time.Time
 	lastReloadErr string
 }
@@ -262,7 +264,7 @@ func New(opts Options) (*Daemon, error) {
 	if opts.DryRun {
 		d.dryRunFile = vip.NewDryRunFile(filepath.Join(cfg.Daemon.StateDir, vip.DryRunFileName))
 	}
-	d.journal.Orphans(cfg, d.intent.Overrides)
+	d.journal.IntentOrphans(cfg, d.intent)
 	d.noteReload(nil)
 	if err := d.listen(cfg); err != nil {
 		d.closer()
@@ -446,8 +448,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			reply <- err
 		case call := <-d.overrideCh:
-			rep, err := d.handleOverride(ctx, call)
-			call.reply <- overrideResult{rep: rep, err: err}
+			call.reply <- d.handleOverride(ctx, call)
 		case st, ok := <-watch:
 			if !ok {
 				watch = nil // the store stopped watching: nothing more comes
@@ -535,7 +536,8 @@ func (d *Daemon) handleTick(ctx context.Context) {
 func (d *Daemon) handleWatch(ctx context.Context, st intent.State) {
 	d.setOverrides(st)
 	d.journal.IntentChanged(st)
-	d.journal.Orphans(d.cfg, st.Overrides)
+	d.journal.IntentOrphans(d.cfg, st)
+	d.gslb.Refresh()
 	d.reconcile(ctx, false)
 }
 
@@ -565,7 +567,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.install(cfg, targets, true) // a warm planner stays warm: targets that kept their state are not held back
 	d.journal.ReloadApplied(d.opts.ConfigPath, cfg)
 	d.noteReload(nil)
-	d.journal.Orphans(cfg, d.intent.Overrides)
+	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)
 	d.reconcile(ctx, false)
 	return nil

@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"errors"
-	"net/http"
-
 	"lbdns/configs"
-	"lbdns/control"
 	"lbdns/intent"
 	"lbdns/resolvers"
 )
@@ -26,20 +22,4 @@ func (v intentView) Impact(before, after intent.State) (lost, added []string) {
 	b := v.d.planner.WhatIf(facts, resolvers.RulesFrom(before.Overrides), now).Table
 	a := v.d.planner.WhatIf(facts, resolvers.RulesFrom(after.Overrides), now).Table
 	return resolvers.LostTakers(v.d.cfg, b, a), resolvers.NewTakers(v.d.cfg, b, a)
-}
-
-// controlError maps intent's refusals to the control API's status codes.
-func controlError(err error) error {
-	var ie *intent.Error
-	if !errors.As(err, &ie) {
-		return err
-	}
-	code := http.StatusBadRequest
-	switch ie.Kind {
-	case intent.NotFound:
-		code = http.StatusNotFound
-	case intent.Conflict:
-		code = http.StatusConflict
-	}
-	return control.Errorf(code, "%s", ie.Msg)
 }

@@ -21,14 +21,14 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	now := d.now()
 	d.mu.Lock()
-	cfg, plan, ovs := d.view, d.plan, d.overridesView
+	cfg, plan, said := d.view, d.plan, d.said
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
 	mon := d.mon.Status()
 	snap := d.rec.Snapshot() // table and counters from one publish
 	applied := snap.Table
 	in := report.Input{
-		Now: now, Config: cfg, Plan: plan, Overrides: report.Overrides(cfg, ovs),
+		Now: now, Config: cfg, Plan: plan, Overrides: report.Overrides(cfg, said.Overrides), Intent: said,
 		Target: func(resolver, check string) (monitor.TargetStatus, bool) {
 			ts, ok := mon[resolvers.MonitorKey(resolver, check)]
 			return ts, ok

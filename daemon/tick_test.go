@@ -217,7 +217,8 @@ func TestScopedEnableUnderWiderOverride(t *testing.T) {
 		d, _, _ := upDaemon(t)
 		ctx := context.Background()
 		call := func(req control.OverrideRequest) (*control.OverrideReply, error) {
-			return d.handleOverride(ctx, overrideCall{ctx: ctx, req: req, reply: make(chan overrideResult, 1)})
+			r := d.handleOverride(ctx, overrideCall{ctx: ctx, req: req, reply: make(chan overrideResult, 1)})
+			return r.rep, r.err
 		}
 		for _, req := range []control.OverrideRequest{
 			{Resolver: "bind-1", Action: control.ActionDisable},

@@ -27,6 +27,8 @@ func (s *Snapshot) Answer(q Query) Response {
 		return s.static(q, z, Response{Rcode: dns.RcodeNameError, Authority: z.neg})
 	case n.whoami:
 		return s.whoami(q, z)
+	case n.dyn != nil && n.dyn.off && (q.Type == dns.TypeA || q.Type == dns.TypeAAAA):
+		return s.emergency(q, z, n.dyn)
 	case n.dyn != nil && (q.Type == dns.TypeA || q.Type == dns.TypeAAAA):
 		return s.dynamic(q, z, n.dyn)
 	}
@@ -173,6 +175,31 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	}
 	return s.lastResort(n, nf, z, tr)
 }
+
+// emergency answers A or AAAA for a name whose intelligent resolution is
+// off: its precomputed emergency set in rotation, scope 0, no policy or
+// topology work.
+func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
+	nf := &n.fam[0]
+	if q.Type == dns.TypeAAAA {
+		nf = &n.fam[1]
+	}
+	r := Response{Name: n.fqdn, Policy: PolicyEmergency, Answer: nf.emergency.take(nf.counter.Add(1)-1, s.max)}
+	if len(r.Answer) == 0 {
+		r.Authority = z.neg
+	}
+	if q.Explain {
+		r.Trace = &Trace{Name: n.fqdn, Client: q.Source, ClientFrom: "source", Static: true, Answer: addrsOf(r.Answer), TTL: n.ttl}
+		if len(r.Answer) == 0 {
+			r.Trace.TTL = z.neg[0].Header().Ttl
+		}
+	}
+	return r
+}
+
+// PolicyEmergency is Response.Policy for the answers of a name whose
+// intelligent resolution is off (lbctl gslb off).
+const PolicyEmergency = "emergency"
 
 // lastResort answers by the name's last resort (scope 0).
 func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {

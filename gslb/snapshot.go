@@ -12,6 +12,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
+	"lbdns/intent"
 )
 
 // Last resorts as Trace.LastResort and NameStatus.LastResort say them.
@@ -34,6 +35,7 @@ type Snapshot struct {
 	zones  map[string]*zone
 	nodes  map[string]*node
 	status []NameStatus
+	off    []NameEmergency
 }
 
 // zone is one served zone.
@@ -60,6 +62,11 @@ type name struct {
 	lastResort string
 	policies   []*policy // most specific first
 	fam        [2]nameFam
+	// off is set when an emergency switch is in force for the name: it
+	// answers fam's emergency set, with no policy or topology work.
+	off bool
+	// raised is set when a TTL raise applies to the name.
+	raised bool
 }
 
 // nameFam is what a name answers for one address family (0: A, 1: AAAA).
@@ -69,6 +76,10 @@ type nameFam struct {
 	counter  atomic.Uint64
 	failOpen ring // every member of the name's pools
 	static   ring // the name's static set
+	// emergency is what the name answers with intelligent resolution
+	// off: its static set of the family, or, without one, every member
+	// of its pools of the family, whatever their health.
+	emergency ring
 }
 
 // policy is one policy of a name with its pool and fallback chain.
@@ -95,12 +106,39 @@ type NameStatus struct {
 	Warming    bool
 }
 
+// Option is an option of NewSnapshot.
+type Option func(*options)
+
+type options struct{ intent intent.State }
+
+// WithIntent makes the snapshot answer under the operator intent st: a
+// name under an emergency switch (st.EmergencyFor) answers its emergency
+// set with ECS scope 0 and no policy or topology work, and a name under a
+// TTL raise (st.TTLFor) answers with at least the raise's TTL (a raise
+// never lowers a TTL). The switch flips with the snapshot: every answer
+// comes whole from one snapshot.
+func WithIntent(st intent.State) Option { return func(o *options) { o.intent = st } }
+
+// NameEmergency is one name of a snapshot under operator intent.
+type NameEmergency struct {
+	// Name is the name's FQDN.
+	Name string
+	// Off is set when intelligent resolution is off for it; Raised when
+	// a TTL raise applies to it; TTL is its answers' TTL (raised or not).
+	Off, Raised bool
+	TTL         uint32
+}
+
 // NewSnapshot builds the snapshot of cfg's zones and names (cfg validated
 // by configs.Load) with the members' states pools (from Evaluate; a
 // member missing from it is unknown), locating clients with loc (nil: no
 // location, only global policies match) and answering serial in every
 // zone's SOA.
-func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uint32) *Snapshot {
+func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uint32, opts ...Option) *Snapshot {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	g := &cfg.GSLB
 	s := &Snapshot{serial: serial, loc: loc, max: g.MaxRecords, zones: map[string]*zone{}, nodes: map[string]*node{}}
 	if s.max < 1 {
@@ -122,9 +160,12 @@ func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 	}
 	ranks := g.PolicyRanks()
 	for i := range g.Names {
-		n := newName(cfg, &g.Names[i], states, counters, ranks)
+		n := newName(cfg, &g.Names[i], states, counters, ranks, s.zoneOf, o.intent)
 		if n == nil {
 			continue
+		}
+		if n.off || n.raised {
+			s.off = append(s.off, NameEmergency{Name: n.fqdn, Off: n.off, Raised: n.raised, TTL: n.ttl})
 		}
 		s.node(n.fqdn).dyn = n
 		for f, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
@@ -168,6 +209,10 @@ func (s *Snapshot) Zones() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Emergencies lists the names under an emergency switch or a TTL raise
+// in this snapshot, in configuration order.
+func (s *Snapshot) Emergencies() []NameEmergency { return slices.Clone(s.off) }
 
 // Degraded lists the names and families that answer only by their last
 // resort in this snapshot: no pool of any of their policies has a member
@@ -295,13 +340,21 @@ func famOf(a netip.Addr) int {
 	return 1
 }
 
-// newName precomputes name n.
-func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]*atomic.Uint64, ranks map[string]int) *name {
+// newName precomputes name n under the operator intent st (zoneOf finds
+// its zone).
+func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]*atomic.Uint64, ranks map[string]int,
+	zoneOf func(string) *zone, st intent.State) *name {
 	fqdn := n.FQDN
 	if fqdn == "" {
 		fqdn = dns.CanonicalName(n.Name)
 	}
 	nm := &name{fqdn: fqdn, ttl: uint32(n.TTL), ecs: n.ECS, lastResort: n.LastResort}
+	if z := zoneOf(fqdn); z != nil {
+		nm.off = st.EmergencyFor(z.apex, fqdn) != nil
+		if r := st.TTLFor(z.apex, fqdn); r != nil {
+			nm.ttl, nm.raised = max(nm.ttl, uint32(r.Seconds)), true
+		}
+	}
 	built := map[string]*[2]*famPool{}
 	var failOpen [2][]dns.RR
 	seen := map[netip.Addr]bool{}
@@ -386,6 +439,10 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 		nf := &nm.fam[f]
 		nf.failOpen = newRing(failOpen[f])
 		nf.static = newRing(static[f])
+		nf.emergency = nf.static
+		if len(static[f]) == 0 {
+			nf.emergency = nf.failOpen
+		}
 		if nm.lastResort == configs.LastResortStatic && len(static[f]) > 0 {
 			nf.any = true
 		}

@@ -1,7 +1,7 @@
 // Package intent holds what operators said, apart from what the health
 // checks found: today the resolver overrides of lbctl drain, disable and
-// enable; later the emergency switches and TTL raises of the GSLB
-// responder. It validates a request against the running configuration,
+// enable; the emergency switches and TTL raises of the GSLB responder
+// (lbctl gslb off, on, ttl). It validates a request against the running configuration,
 // merges it into the state in force, refuses what would do harm (with the
 // messages operators read), and persists the state through a Store (a
 // local file now, a shared store for a fleet later).
@@ -49,17 +49,23 @@ type Override struct {
 }
 
 // State is everything operators said. Each kind of intent is one field;
-// a kind added later (emergency switches, TTL raises) is a new field
-// marked omitempty, so a file without it keeps its bytes and its version.
+// a kind added after the overrides (the emergency switches, the TTL
+// raises) is a new field marked omitempty, so a file without it keeps its
+// bytes and its version.
 type State struct {
 	// Overrides are the resolver overrides in force, in the order they
 	// were first set.
 	Overrides []Override `json:"overrides"`
+	// Emergencies are the GSLB emergency switches in force (lbctl gslb
+	// off), in the order they were first set.
+	Emergencies []Emergency `json:"emergencies,omitempty"`
+	// TTLRaises are the GSLB TTL raises in force (lbctl gslb ttl).
+	TTLRaises []TTLRaise `json:"ttl_raises,omitempty"`
 }
 
 // Clone returns a copy of s that shares no slice with it.
 func (s State) Clone() State {
-	return State{Overrides: slices.Clone(s.Overrides)}
+	return State{Overrides: slices.Clone(s.Overrides), Emergencies: slices.Clone(s.Emergencies), TTLRaises: slices.Clone(s.TTLRaises)}
 }
 
 // SameScope reports whether o and p override the same resolver in the

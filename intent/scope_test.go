@@ -34,3 +34,23 @@ func TestActionsMatchControl(t *testing.T) {
 		t.Fatal("intent's actions differ from control's")
 	}
 }
+
+// TestGSLBScopeWording pins the GSLB scope wording and actions, written in
+// intent and in control.
+func TestGSLBScopeWording(t *testing.T) {
+	for _, tc := range []struct{ name, zone, want string }{
+		{"", "", "all names"},
+		{"www.g.test.", "", "name www.g.test."},
+		{"", "g.test.", "zone g.test."},
+	} {
+		if got := intent.GSLBScope(tc.name, tc.zone); got != tc.want {
+			t.Errorf("intent.GSLBScope(%q, %q) = %q, want %q", tc.name, tc.zone, got, tc.want)
+		}
+		if got := control.GSLBScope(tc.name, tc.zone); got != tc.want {
+			t.Errorf("control.GSLBScope(%q, %q) = %q, want %q", tc.name, tc.zone, got, tc.want)
+		}
+	}
+	if intent.ActionOff != control.GSLBOff || intent.ActionOn != control.GSLBOn || intent.ActionTTL != control.GSLBTTL {
+		t.Fatal("intent's GSLB actions differ from control's")
+	}
+}

@@ -79,7 +79,52 @@ func Parse(b []byte) (State, error) {
 			}
 		}
 	}
+	if err := parseGSLB(doc.State); err != nil {
+		return State{}, err
+	}
 	return doc.State, nil
+}
+
+// parseGSLB checks the emergency switches and TTL raises of a stored
+// document: names canonical, one scope each, a known mode, a TTL in
+// range, no scope twice.
+func parseGSLB(st State) error {
+	scopeOK := func(name, zone string) error {
+		switch {
+		case name != "" && zone != "":
+			return errors.New("both name and zone are set")
+		case name != canonical(name) || zone != canonical(zone):
+			return errors.New("name or zone not canonical (lower case, final dot)")
+		}
+		return nil
+	}
+	for i, e := range st.Emergencies {
+		if err := scopeOK(e.Name, e.Zone); err != nil {
+			return fmt.Errorf("emergencies[%d]: %w", i, err)
+		}
+		if e.Mode != ModeStatic {
+			return fmt.Errorf("emergencies[%d]: mode %q is not %q", i, e.Mode, ModeStatic)
+		}
+		for _, p := range st.Emergencies[:i] {
+			if p.Name == e.Name && p.Zone == e.Zone {
+				return fmt.Errorf("emergencies[%d]: a second switch of %s", i, e.ScopeText())
+			}
+		}
+	}
+	for i, t := range st.TTLRaises {
+		if err := scopeOK(t.Name, t.Zone); err != nil {
+			return fmt.Errorf("ttl_raises[%d]: %w", i, err)
+		}
+		if t.Seconds < 1 || t.Seconds > MaxTTLRaise {
+			return fmt.Errorf("ttl_raises[%d]: seconds %d is not 1 to %d", i, t.Seconds, MaxTTLRaise)
+		}
+		for _, p := range st.TTLRaises[:i] {
+			if p.Name == t.Name && p.Zone == t.Zone {
+				return fmt.Errorf("ttl_raises[%d]: a second raise of %s", i, t.ScopeText())
+			}
+		}
+	}
+	return nil
 }
 
 // Marshal encodes st as Parse reads it: indented by two spaces, ending in

@@ -32,7 +32,7 @@ func commands() []*command {
 		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd(control.ActionDisable)},
 		{name: "enable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "return a resolver to health-driven control", setup: overrideCmd(control.ActionEnable)},
 		{name: "events", args: "[-f] [-n N]", summary: "show recent events, newest last; -f follows", setup: eventsCmd},
-		{name: "gslb", args: "members [--pool P] | explain NAME [--client IP] [--ecs PREFIX] [--type A|AAAA]", summary: "show the GSLB pools' members (state, reason, each monitor's last result, RTT, certificate days left, ICMP loss), or explain how the responder answers NAME: location, policies tried, pools and members, choice, ECS scope, TTL", setup: gslbCmd},
+		{name: "gslb", args: "members [--pool P] | status | explain NAME [--client IP] [--ecs PREFIX] [--type A|AAAA] | off|on [--name N | --zone Z] --reason R | ttl SECONDS|--clear [--name N | --zone Z] --reason R", summary: "show the GSLB pools' members (status: with the emergency switches); explain how the responder answers NAME (location, policies tried, pools and members, choice, ECS scope, TTL); switch intelligent resolution off or on, raise or restore TTLs", setup: gslbCmd},
 		{name: "prefetch", args: "[--resolver R] [--name NAME]", summary: "list the names kept warm in each resolver's cache: last refresh, TTL left, next run", setup: prefetchCmd},
 		{name: "reload", summary: "validate and apply the daemon's configuration file", setup: reloadCmd},
 		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},

@@ -49,7 +49,19 @@
 //	    row per member and monitor (check, kind, state, since, last
 //	    result, RTT, certificate days left for https, loss and socket for
 //	    icmp). --pool keeps one pool; an unknown pool exits 1. With -o
-//	    json: the status document's gslb list, indented.
+//	    json: the status document's gslb list, indented. "gslb status"
+//	    first shows a banner and the audit of every emergency switch and
+//	    TTL raise in force.
+//	gslb off [--name N | --zone Z] --reason TEXT
+//	gslb on [--name N | --zone Z]
+//	gslb ttl SECONDS|--clear [--name N | --zone Z] --reason TEXT
+//	    The GSLB emergency switch: off makes the names (one, a zone's, or
+//	    all) answer their static set (else every member of their pools,
+//	    whatever their health) with ECS scope 0; on returns them to
+//	    dynamic answers; ttl raises their answers' TTL to at least
+//	    SECONDS, --clear restores it. Persisted before it takes effect,
+//	    in force on every listener when the command returns. With -o
+//	    json: the daemon's reply (message, changed, intent in force).
 //	prefetch [--resolver R] [--name NAME]
 //	    The names kept warm in every resolver's cache (name x type x
 //	    resolver x ECS partition): refresh mode, state (ok, failing,

@@ -91,9 +91,9 @@ func TestGSLBExplainRefusedAndUsage(t *testing.T) {
 	}{
 		{[]string{"gslb", "explain"}, "missing NAME"},
 		{[]string{"gslb", "explain", "a.test", "b.test"}, `unexpected argument "b.test"`},
-		{[]string{"gslb", "explain", "a.test", "--pool", "p"}, "--pool is for gslb members"},
-		{[]string{"gslb", "members", "--ecs", "10.0.0.0/8"}, "--ecs is for gslb explain"},
-		{[]string{"gslb"}, "missing subcommand (members, explain)"},
+		{[]string{"gslb", "explain", "a.test", "--pool", "p"}, "--pool is not for gslb explain"},
+		{[]string{"gslb", "members", "--ecs", "10.0.0.0/8"}, "--ecs is not for gslb members"},
+		{[]string{"gslb"}, "missing subcommand (members, status, explain, off, on, ttl)"},
 	} {
 		r := lbctl(t, append([]string{"-socket", f.socket}, tc.args...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -14,38 +14,57 @@ import (
 // gslbCmd shows the GSLB pools' members: per pool its combine rule and
 // how many members are up, per member its address, state and reason, per
 // monitor its state, last result, RTT, certificate days left and ICMP
-// loss and socket. "status" is an alias of "members"; --pool keeps one
-// pool. With -o json: the control.GSLBPool list, indented. "explain
-// NAME" says how the responder answers NAME (see explainCmd).
+// loss and socket. "status" is an alias of "members" that also shows the
+// emergency switches and TTL raises in force; --pool keeps one pool. With
+// -o json: the control.GSLBPool list, indented. "explain NAME" says how
+// the responder answers NAME (see explainCmd); "off", "on" and "ttl" set
+// the emergency intent (gslbSet).
 func gslbCmd(fs *flag.FlagSet) action {
-	pool := fs.String("pool", "", "members: only the GSLB pool `P`")
+	pool := fs.String("pool", "", "members, status: only the GSLB pool `P`")
+	name := fs.String("name", "", "off/on/ttl: only the GSLB name `N`")
+	zone := fs.String("zone", "", "off/on/ttl: only the names of the GSLB zone `Z`")
+	reason := fs.String("reason", "", "off/ttl: `text` saying why (required; stored and shown)")
+	clear := fs.Bool("clear", false, "ttl: remove the TTL raise instead of setting one")
 	ex := explainFlags(fs)
 	return func(e *env, args []string) error {
 		if len(args) == 0 {
-			return usageErrorf("missing subcommand (members, explain)")
+			return usageErrorf("missing subcommand (members, status, explain, off, on, ttl)")
 		}
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		only := func(flags []string, sub string) error {
+			for _, f := range flags {
+				if set[f] {
+					return usageErrorf("--%s is not for gslb %s", f, sub)
+				}
+			}
+			return nil
+		}
+		explainOnly := []string{"client", "ecs", "type"}
+		intentOnly := []string{"name", "zone", "reason", "clear"}
 		switch args[0] {
 		case "explain":
-			if set["pool"] {
-				return usageErrorf("--pool is for gslb members, not explain")
+			if err := only(append([]string{"pool"}, intentOnly...), "explain"); err != nil {
+				return err
 			}
 			if err := wantArgs(args, "subcommand", "NAME"); err != nil {
 				return err
 			}
 			return ex.run(e, args[1])
+		case "off", "on", "ttl":
+			if err := only(append([]string{"pool"}, explainOnly...), args[0]); err != nil {
+				return err
+			}
+			return gslbSet(e, args, control.GSLBRequest{Action: args[0], Name: *name, Zone: *zone, Reason: *reason, Clear: *clear})
 		case "members", "status":
 		default:
-			return usageErrorf("unknown gslb subcommand %q (want members or explain)", args[0])
+			return usageErrorf("unknown gslb subcommand %q (want members, status, explain, off, on or ttl)", args[0])
 		}
-		for _, f := range []string{"client", "ecs", "type"} {
-			if set[f] {
-				return usageErrorf("--%s is for gslb explain, not %s", f, args[0])
-			}
-		}
-		if err := wantArgs(args, "subcommand (members)"); err != nil {
+		if err := only(append(explainOnly, intentOnly...), args[0]); err != nil {
 			return err
+		}
+		if len(args) > 1 {
+			return usageErrorf("unexpected argument %q", args[1])
 		}
 		ctx, cancel := e.request()
 		defer cancel()
@@ -76,6 +95,10 @@ func gslbCmd(fs *flag.FlagSet) action {
 			now = time.Now()
 		}
 		sw := &statusWriter{ew: &errWriter{w: e.stdout}, now: now}
+		if args[0] == "status" {
+			sw.gslbBanner(st.GSLBIntent)
+			sw.gslbIntent(st.GSLBIntent)
+		}
 		if len(pools) == 0 {
 			sw.printf("no GSLB pools configured\n")
 		}
@@ -87,6 +110,88 @@ func gslbCmd(fs *flag.FlagSet) action {
 		}
 		return sw.ew.err
 	}
+}
+
+// gslbSet sends a gslb off, on or ttl request and prints the daemon's
+// one-line answer (-o json: the control.GSLBReply).
+func gslbSet(e *env, args []string, req control.GSLBRequest) error {
+	switch {
+	case req.Name != "" && req.Zone != "":
+		return usageErrorf("give --name or --zone, not both")
+	case req.Action == control.GSLBTTL && req.Clear:
+		if len(args) > 1 {
+			return usageErrorf("gslb ttl --clear takes no SECONDS")
+		}
+	case req.Action == control.GSLBTTL:
+		if len(args) != 2 {
+			return usageErrorf("gslb ttl wants SECONDS (or --clear)")
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 1 {
+			return usageErrorf("gslb ttl: SECONDS must be a positive number of seconds, not %q", args[1])
+		}
+		req.Seconds = n
+	case req.Clear:
+		return usageErrorf("--clear goes with gslb ttl")
+	case len(args) > 1:
+		return usageErrorf("unexpected argument %q", args[1])
+	}
+	ctx, cancel := e.request()
+	defer cancel()
+	rep, err := e.client().SetGSLB(ctx, req)
+	if err != nil {
+		return err
+	}
+	if e.json() {
+		return e.writeJSON(rep)
+	}
+	_, err = fmt.Fprintln(e.stdout, rep.Message)
+	return err
+}
+
+// gslbBanner writes one loud line per kind of GSLB intent in force: the
+// answers look no different, so the status must say it.
+func (sw *statusWriter) gslbBanner(list []control.GSLBIntent) {
+	var off, raised []string
+	for _, g := range list {
+		if g.Orphaned {
+			continue
+		}
+		if g.Kind == control.GSLBOff {
+			off = append(off, g.Scope)
+		} else {
+			raised = append(raised, fmt.Sprintf("%s to %ds", g.Scope, g.Seconds))
+		}
+	}
+	if len(off) > 0 {
+		sw.printf("!! GSLB EMERGENCY: intelligent resolution OFF for %s: static answers, ECS scope 0 (lbctl gslb on restores)\n", strings.Join(off, ", "))
+	}
+	if len(raised) > 0 {
+		sw.printf("!! GSLB TTL RAISED: %s (lbctl gslb ttl --clear restores)\n", strings.Join(raised, ", "))
+	}
+}
+
+// gslbIntent writes the table of GSLB switches and raises with their
+// audit (who, when, why) and the names each applies to.
+func (sw *statusWriter) gslbIntent(list []control.GSLBIntent) {
+	if len(list) == 0 {
+		return
+	}
+	tw := sw.table()
+	fmt.Fprintf(tw, "KIND\tSCOPE\tTTL\tNAMES\tREASON\tSET\tBY\n")
+	for _, g := range list {
+		ttl := "-"
+		if g.Seconds > 0 {
+			ttl = strconv.Itoa(g.Seconds) + "s"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s ago\t%s", g.Kind, g.Scope, ttl, dash(strings.Join(g.Names, ",")), dash(oneLine(g.Reason, 60)), sw.ago(g.Set), dash(g.By))
+		if g.Orphaned {
+			fmt.Fprintf(tw, "\tORPHANED")
+		}
+		fmt.Fprintf(tw, "\n")
+	}
+	tw.Flush()
+	sw.printf("\n")
 }
 
 // known lists the configured GSLB pools for an error message.

@@ -20,6 +20,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 		now = time.Now()
 	}
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
+	sw.gslbBanner(st.GSLBIntent)
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs)
 	if len(st.Pools) == 0 {

@@ -15,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/prefetch"
 	"lbdns/resolvers"
@@ -43,6 +44,9 @@ type Input struct {
 	// Overrides are the operator overrides in force, orphaned ones
 	// included and flagged, in the order they are listed.
 	Overrides []control.Override
+	// Intent is the operator intent in force: its GSLB emergency
+	// switches and TTL raises are shown (GSLBIntent).
+	Intent intent.State
 	// Applied is the IPVS table the daemon believes the kernel holds for
 	// its services (in dry-run, the table it would have programmed).
 	Applied vip.Table
@@ -110,6 +114,7 @@ func Status(in Input) *control.Status {
 	}
 	st.Prefetch = PrefetchEntries(in.Prefetch)
 	st.GSLB = GSLBPools(cfg, in.Monitor, in.Now)
+	st.GSLBIntent = GSLBIntent(cfg, in.Intent)
 	return st
 }
 

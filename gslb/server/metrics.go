@@ -21,6 +21,9 @@ type Metrics struct {
 	rebuilds  *prometheus.CounterVec
 	answers   *prometheus.CounterVec
 	resorts   *prometheus.CounterVec
+	emergency *prometheus.GaugeVec
+	ttlRaised *prometheus.GaugeVec
+	emAnswers *prometheus.CounterVec
 }
 
 // NewMetrics creates the responder's series and registers them on reg.
@@ -54,8 +57,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lbdns", Name: "gslb_last_resort_answers_total",
 			Help: "Answers of GSLB names given by their last resort (no policy's pool had a healthy member, or members still without a verdict), by name and last resort.",
 		}, []string{"name", "last_resort"}),
+		emergency: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "lbdns", Name: "gslb_emergency",
+			Help: "1 for each GSLB name whose intelligent resolution an operator switched off (lbctl gslb off): it answers its static set, whatever the health and the client's location.",
+		}, []string{"name"}),
+		ttlRaised: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "lbdns", Name: "gslb_ttl_raised_seconds",
+			Help: "The TTL of the answers of each GSLB name under an operator TTL raise (lbctl gslb ttl).",
+		}, []string{"name"}),
+		emAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_emergency_answers_total",
+			Help: "Answers of GSLB names given with intelligent resolution off (lbctl gslb off), by name.",
+		}, []string{"name"}),
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.ecs, m.truncated, m.serial, m.rebuilds, m.answers, m.resorts} {
+	for _, c := range []prometheus.Collector{m.queries, m.ecs, m.truncated, m.serial, m.rebuilds, m.answers, m.resorts, m.emergency, m.ttlRaised, m.emAnswers} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}
@@ -104,6 +119,24 @@ func (m *Metrics) observe(req, resp *dns.Msg, r *gslb.Response, asked, ecs bool)
 	}
 	if r.LastResort != "" {
 		m.resorts.WithLabelValues(r.Name, r.LastResort).Inc()
+	}
+	if r.Policy == gslb.PolicyEmergency {
+		m.emAnswers.WithLabelValues(r.Name).Inc()
+	}
+}
+
+// setEmergencies sets the emergency and TTL raise gauges from the names
+// under operator intent, forgetting the others.
+func (m *Metrics) setEmergencies(names []gslb.NameEmergency) {
+	m.emergency.Reset()
+	m.ttlRaised.Reset()
+	for _, n := range names {
+		if n.Off {
+			m.emergency.WithLabelValues(n.Name).Set(1)
+		}
+		if n.Raised {
+			m.ttlRaised.WithLabelValues(n.Name).Set(float64(n.TTL))
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
+	"lbdns/intent"
 	"lbdns/monitor"
 )
 
@@ -29,6 +30,9 @@ type SnapshotInput struct {
 	Locator gslb.Locator
 	// Serial is the zones' SOA serial.
 	Serial uint32
+	// Intent is the operator intent in force: emergency switches and TTL
+	// raises (gslb.WithIntent).
+	Intent intent.State
 }
 
 // Builders build what the responder answers from. They are the seams
@@ -49,7 +53,7 @@ func DefaultBuilders() Builders {
 	return Builders{
 		Locator: func(cfg *configs.Config) (gslb.Locator, error) { return topology.Load(cfg) },
 		Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
-			return gslb.NewSnapshot(in.Config, in.Pools, in.Locator, in.Serial), nil
+			return gslb.NewSnapshot(in.Config, in.Pools, in.Locator, in.Serial, gslb.WithIntent(in.Intent)), nil
 		},
 	}
 }
@@ -61,6 +65,13 @@ type Zoned interface {
 	Zones() []string
 }
 
+// Emergent is implemented by snapshots that can list the names under
+// operator intent: the responder then exports them as metrics.
+type Emergent interface {
+	// Emergencies lists the names switched off or under a TTL raise.
+	Emergencies() []gslb.NameEmergency
+}
+
 // ResponderOptions configure a Responder.
 type ResponderOptions struct {
 	// Config returns the running configuration (read at start and on
@@ -69,8 +80,12 @@ type ResponderOptions struct {
 	// Statuses returns the monitor's statuses, from which the GSLB
 	// members' states are evaluated. Required.
 	Statuses func() map[monitor.Key]monitor.TargetStatus
-	// Events is the daemon's event log: a reload, or a state change of a
-	// GSLB monitor, makes Run rebuild the snapshot. Nil: Run builds once.
+	// Intent returns the operator intent in force (read on every
+	// update). Nil: none.
+	Intent func() intent.State
+	// Events is the daemon's event log: a reload, a state change of a
+	// GSLB monitor, or a GSLB intent event (control.EventGSLB) makes Run
+	// rebuild the snapshot. Nil: Run builds once.
 	Events *control.EventLog
 	// Registerer receives the responder's metrics. Nil: none.
 	Registerer prometheus.Registerer
@@ -99,6 +114,7 @@ type Responder struct {
 	loc    gslb.Locator
 	serial uint32
 	pools  []gslb.PoolState
+	intent intent.State // the intent the snapshot was built under
 	snap   gslb.Answerer
 }
 
@@ -174,12 +190,13 @@ func (r *Responder) Start(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Go(func() { r.Run(ctx) })
 }
 
-// relevant reports whether evs may change the answers: a reload, or a
-// GSLB monitor's state change.
+// relevant reports whether evs may change the answers: a reload, a GSLB
+// intent change, or a GSLB monitor's state change.
 func relevant(evs []control.Event) bool {
 	for _, ev := range evs {
 		switch {
 		case ev.Kind == control.EventReload,
+			ev.Kind == control.EventGSLB,
 			ev.Kind == control.EventState && strings.HasPrefix(ev.Subject, gslb.MonitorKind+":"):
 			return true
 		}
@@ -189,6 +206,11 @@ func relevant(evs []control.Event) bool {
 
 // maxPause is the longest Run waits after a change before it rebuilds.
 const maxPause = 100 * time.Millisecond
+
+// Refresh updates the responder at once from the running configuration,
+// the monitor's statuses and the operator intent: when it returns, every
+// listener answers from a snapshot built under the intent in force.
+func (r *Responder) Refresh() { r.refresh() }
 
 // refresh updates the responder from the running configuration and the
 // monitor's statuses, and returns how long that took.
@@ -223,7 +245,11 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.cfg, r.pools, r.snap = cfg, nil, nil
 		return nil
 	}
-	if !newCfg && samePools(pools, r.pools) {
+	var want intent.State
+	if r.o.Intent != nil {
+		want = r.o.Intent() // under r.mu: the last update has the last intent
+	}
+	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) {
 		return nil
 	}
 	loc, serial := r.loc, r.serial
@@ -242,7 +268,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
 		}
 	}
-	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: cfg, Pools: pools, Locator: loc, Serial: serial})
+	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: cfg, Pools: pools, Locator: loc, Serial: serial, Intent: want})
 	if err != nil {
 		return r.failed("cannot build the gslb answer snapshot; the last answers stay", err)
 	}
@@ -252,9 +278,12 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if serial != r.serial || newCfg {
 		r.log.Info("gslb configuration in force", "serial", serial)
 	}
-	r.cfg, r.loc, r.serial, r.pools, r.snap = cfg, loc, serial, pools, snap
+	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
 	if z, ok := snap.(Zoned); ok && r.metrics != nil {
 		r.metrics.setSerial(z.Zones(), serial)
+	}
+	if e, ok := snap.(Emergent); ok && r.metrics != nil {
+		r.metrics.setEmergencies(e.Emergencies())
 	}
 	if r.srv != nil {
 		r.srv.Swap(snap)
@@ -340,4 +369,10 @@ func samePools(a, b []gslb.PoolState) bool {
 			return m.Name == n.Name && m.Addr == n.Addr && m.State == n.State && m.Weight == n.Weight && m.Priority == n.Priority
 		})
 	})
+}
+
+// sameIntent reports whether a and b switch and raise the same names the
+// same way (reasons, times and authors included: cheap, and rare).
+func sameIntent(a, b intent.State) bool {
+	return slices.Equal(a.Emergencies, b.Emergencies) && slices.Equal(a.TTLRaises, b.TTLRaises)
 }

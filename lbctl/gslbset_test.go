@@ -1,0 +1,90 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"lbdns/control"
+)
+
+func TestGSLBSetRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want control.GSLBRequest
+	}{
+		{"off one name", []string{"gslb", "off", "--name", "www.g.test", "--reason", "melting"},
+			control.GSLBRequest{Action: "off", Name: "www.g.test", Reason: "melting"}},
+		{"off all", []string{"gslb", "off", "-reason=wrong answers"}, control.GSLBRequest{Action: "off", Reason: "wrong answers"}},
+		{"on a zone", []string{"gslb", "on", "--zone", "g.test"}, control.GSLBRequest{Action: "on", Zone: "g.test"}},
+		{"ttl", []string{"gslb", "ttl", "600", "--zone", "g.test", "--reason", "load"},
+			control.GSLBRequest{Action: "ttl", Zone: "g.test", Seconds: 600, Reason: "load"}},
+		{"ttl clear", []string{"gslb", "ttl", "--clear", "--name", "www.g.test"}, control.GSLBRequest{Action: "ttl", Name: "www.g.test", Clear: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFake(t, map[string]reply{"POST /v1/gslb": {body: control.GSLBReply{Message: "done " + tc.name, Changed: true}}})
+			r := lbctl(t, append([]string{"-socket", f.socket}, tc.args...)...)
+			if r.code != exitOK || r.stdout != "done "+tc.name+"\n" {
+				t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			}
+			reqs := f.received()
+			if len(reqs) != 1 || reqs[0].route != "POST /v1/gslb" {
+				t.Fatalf("requests %+v", reqs)
+			}
+			var got control.GSLBRequest
+			decodeJSON(t, reqs[0].body, &got)
+			if got != tc.want {
+				t.Errorf("request %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGSLBSetErrors(t *testing.T) {
+	f := startFake(t, map[string]reply{"POST /v1/gslb": {code: http.StatusNotFound, body: control.ErrorReply{Error: `unknown GSLB name "ww.g.test." (did you mean "www.g.test."?)`}}})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gslb", "off", "--name", "a", "--zone", "b"}, "give --name or --zone, not both"},
+		{[]string{"gslb", "ttl"}, "gslb ttl wants SECONDS"},
+		{[]string{"gslb", "ttl", "soon"}, `SECONDS must be a positive number of seconds, not "soon"`},
+		{[]string{"gslb", "ttl", "60", "--clear"}, "takes no SECONDS"},
+		{[]string{"gslb", "on", "--clear"}, "--clear goes with gslb ttl"},
+		{[]string{"gslb", "off", "now"}, `unexpected argument "now"`},
+	} {
+		r := lbctl(t, append([]string{"-socket", f.socket}, tc.args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s", tc.args, r.code, r.stderr)
+		}
+	}
+	if got := f.received(); len(got) != 0 {
+		t.Errorf("usage errors reached the daemon: %+v", got)
+	}
+	r := lbctl(t, "-socket", f.socket, "gslb", "off", "--name", "ww.g.test", "--reason", "x")
+	if r.code != exitRefused || !strings.Contains(r.stderr, `did you mean "www.g.test."`) {
+		t.Errorf("unknown name: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestGSLBBanner(t *testing.T) {
+	set := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	st := control.Status{Version: control.StatusVersion, Generated: set.Add(10 * time.Minute), GSLBIntent: []control.GSLBIntent{
+		{Kind: "off", Name: "www.g.test.", Scope: "name www.g.test.", Mode: "static", Reason: "melting", Set: set, By: "uid 0", Names: []string{"www.g.test."}},
+		{Kind: "ttl", Zone: "g.test.", Scope: "zone g.test.", Seconds: 600, Reason: "load", Set: set, By: "uid 0", Names: []string{"www.g.test.", "api.g.test."}},
+	}}
+	f := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "!! GSLB EMERGENCY: intelligent resolution OFF for name www.g.test.: static answers, ECS scope 0 (lbctl gslb on restores)\n"+
+		"!! GSLB TTL RAISED: zone g.test. to 600s (lbctl gslb ttl --clear restores)\n") {
+		t.Errorf("status: exit %d\n%s", r.code, r.stdout)
+	}
+	r = lbctl(t, "-socket", f.socket, "gslb", "status")
+	for _, want := range []string{"!! GSLB EMERGENCY", "KIND", "off   name www.g.test.", "melting", "10m", "uid 0", "www.g.test.,api.g.test."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gslb status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
