@@ -51,3 +51,15 @@ if [ -x bench/engine/run.sh ]; then
 		bench/engine/run.sh
 	fi
 fi
+if [ -x bench/responder/run.sh ]; then
+	echo "=== bench: GSLB responder against gdnsd under dnsperf; reload of 10,000 names while dnsperf runs"
+	if ! command -v dnsperf >/dev/null 2>&1; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dnsperf
+	fi
+	go test -run '^$' -bench 'BenchmarkServerPath' -benchmem -benchtime "$benchtime" ./gslb/server
+	if [ "$mode" = quick ]; then
+		DURATION=5 RELOAD_DURATION=6 BIG_NAMES=1000 BIG_MEMBERS=5000 BIG_PREFIXES=100000 BIG_INTERVAL=5 bench/responder/run.sh
+	else
+		bench/responder/run.sh
+	fi
+fi

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+	"lbdns/gslb"
+	"lbdns/gslb/topology"
+	"lbdns/health"
+	"lbdns/monitor"
+)
+
+// pathDoc is the configuration of BenchmarkServerPath: a zone with a
+// static name, a dynamic name with a located policy (pool r0 with two
+// IPv4 and two IPv6 members, algorithm all, falling back to pool gl) and
+// a global one, ECS on, and a topology of two nets. It is the shape
+// bench/responder/run.sh serves.
+const pathDoc = `
+[gslb]
+policy_order = ["region", "global"]
+
+[check.t]
+kind = "tcp"
+[check.t.tcp]
+port = 9
+
+[gslb.topology]
+levels = ["region"]
+[[gslb.topology.net]]
+prefix = "10.0.0.0/16"
+labels = { region = "r0" }
+[[gslb.topology.net]]
+prefix = "10.1.0.0/16"
+labels = { region = "r1" }
+
+[[gslb.pool]]
+name = "r0"
+monitors = ["t"]
+algorithm = "all"
+fallback = "gl"
+[[gslb.pool.member]]
+name = "a"
+address = "127.10.0.1"
+[[gslb.pool.member]]
+name = "b"
+address = "127.10.0.2"
+[[gslb.pool.member]]
+name = "c"
+address = "fd00::10:1"
+[[gslb.pool.member]]
+name = "d"
+address = "fd00::10:2"
+
+[[gslb.pool]]
+name = "gl"
+monitors = ["t"]
+algorithm = "all"
+[[gslb.pool.member]]
+name = "a"
+address = "127.11.0.1"
+[[gslb.pool.member]]
+name = "c"
+address = "fd00::11:1"
+
+[[gslb.zone]]
+name = "bench.test"
+ns = ["ns1.bench.test."]
+[[gslb.zone.record]]
+name = "www"
+type = "A"
+value = "192.0.2.1"
+
+[[gslb.name]]
+name = "dyn.bench.test"
+ecs = true
+[[gslb.name.policy]]
+match = { region = "r0" }
+pool = "r0"
+[[gslb.name.policy]]
+pool = "gl"
+`
+
+// BenchmarkServerPath is the whole server path of one UDP query, as
+// ServeDNS runs it without the socket: the query's bytes unpacked (a
+// Client Subnet option marked as the server's reader does), the reply
+// built by Respond from a real snapshot (gslb.NewSnapshot over the
+// topology of package gslb/topology, every member up) and packed into a
+// reused buffer.
+func BenchmarkServerPath(b *testing.B) {
+	cfg, err := configs.Parse([]byte(pathDoc), "bench.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	statuses := map[monitor.Key]monitor.TargetStatus{}
+	for _, p := range cfg.GSLB.Pools {
+		for _, m := range p.Members {
+			k := gslb.MonitorKey(p.Name, m.Name, "t")
+			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: health.Up}}
+		}
+	}
+	loc, err := topology.Load(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &Server{}
+	s.Swap(gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, now), loc, 1))
+	src := netip.MustParseAddr("127.0.0.1")
+	for _, c := range []struct {
+		name  string
+		q     *dns.Msg
+		rcode int
+		n     int // answer records
+	}{
+		{"dynamic-A", query("dyn.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
+		{"dynamic-AAAA", query("dyn.bench.test.", dns.TypeAAAA, 1232), dns.RcodeSuccess, 1},
+		{"dynamic-A-ECS", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2},
+		{"static-A", query("www.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
+		{"nxdomain", query("nx.bench.test.", dns.TypeA, 1232), dns.RcodeNameError, 0},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			wire, err := c.q.Pack()
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, dns.MaxMsgSize)
+			check := func(out []byte) {
+				r := new(dns.Msg)
+				if err := r.Unpack(out); err != nil {
+					b.Fatal(err)
+				}
+				if r.Rcode != c.rcode || len(r.Answer) != c.n {
+					b.Fatalf("reply %v, want rcode %d with %d answers", r, c.rcode, c.n)
+				}
+			}
+			in := make([]byte, len(wire))
+			b.ReportAllocs()
+			var out []byte
+			for b.Loop() {
+				copy(in, wire) // the read buffer
+				markECS(in)    // what the server's reader does
+				req := new(dns.Msg)
+				if err := req.Unpack(in); err != nil {
+					b.Fatal(err)
+				}
+				resp := s.Respond(req, src, false)
+				if out, err = resp.PackBuffer(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			check(out)
+		})
+	}
+}
