@@ -55,6 +55,7 @@ func (c *Config) buildIndex() {
 		resolvers: make(map[string]int, len(c.Resolvers)),
 		pools:     make(map[string]int, len(c.Pools)),
 		vips:      make(map[string]int, len(c.VIPs)),
+		gslbPools: make(map[string]int, len(c.GSLB.Pools)),
 	}
 	for i := range c.Resolvers {
 		if _, dup := ix.resolvers[c.Resolvers[i].Name]; !dup {
@@ -69,6 +70,11 @@ func (c *Config) buildIndex() {
 	for i := range c.VIPs {
 		if _, dup := ix.vips[c.VIPs[i].Name]; !dup {
 			ix.vips[c.VIPs[i].Name] = i
+		}
+	}
+	for i := range c.GSLB.Pools {
+		if _, dup := ix.gslbPools[c.GSLB.Pools[i].Name]; !dup {
+			ix.gslbPools[c.GSLB.Pools[i].Name] = i
 		}
 	}
 	c.index = ix

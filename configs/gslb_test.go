@@ -68,3 +68,30 @@ monitors = ["c"]
 		t.Errorf("monitors = %v", got)
 	}
 }
+
+// TestGSLBPoolAccessor: GSLBPool finds pools through the index on a loaded
+// config and by a scan on one built or changed by hand.
+func TestGSLBPoolAccessor(t *testing.T) {
+	cfg, err := Load("gslb.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.GSLB.Pools {
+		name := cfg.GSLB.Pools[i].Name
+		if p := cfg.GSLBPool(name); p != &cfg.GSLB.Pools[i] {
+			t.Errorf("GSLBPool(%q) = %p, want pool %d", name, p, i)
+		}
+	}
+	if p := cfg.GSLBPool("no-such-pool"); p != nil {
+		t.Errorf("GSLBPool(no-such-pool) = %+v", p)
+	}
+	// Changed by hand: the stale index entry is checked, the scan finds it.
+	cfg.GSLB.Pools[0].Name, cfg.GSLB.Pools[1].Name = cfg.GSLB.Pools[1].Name, cfg.GSLB.Pools[0].Name
+	if p := cfg.GSLBPool(cfg.GSLB.Pools[0].Name); p != &cfg.GSLB.Pools[0] {
+		t.Errorf("after a rename GSLBPool found %p, want the renamed pool", p)
+	}
+	hand := &Config{GSLB: GSLB{Pools: []GSLBPool{{Name: "a"}, {Name: "b"}}}}
+	if p := hand.GSLBPool("b"); p == nil || p.Name != "b" {
+		t.Errorf("hand-built config: GSLBPool(b) = %+v", p)
+	}
+}

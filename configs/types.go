@@ -31,6 +31,7 @@ type index struct {
 	resolvers map[string]int
 	pools     map[string]int
 	vips      map[string]int
+	gslbPools map[string]int
 }
 
 // Daemon holds process-wide settings.
