@@ -50,6 +50,10 @@ type Status struct {
 	// is not empty the status page, lbctl status and lbctl gslb status
 	// show a banner: the answers themselves look no different.
 	GSLBIntent []GSLBIntent `json:"gslb_intent,omitempty"`
+	// GSLBResponder is the GSLB responder: where it listens, what it
+	// serves and which names answer by their last resort; absent when
+	// the daemon runs none.
+	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 }
 
 // Daemon describes the running daemon.
@@ -414,6 +418,44 @@ type GSLBIntent struct {
 	Orphaned bool `json:"orphaned,omitempty"`
 }
 
+// GSLBResponder is the state of the GSLB responder.
+type GSLBResponder struct {
+	// On is true while it listens; Listen are the addresses bound
+	// (ports picked for port 0 resolved).
+	On     bool     `json:"on"`
+	Listen []string `json:"listen"`
+	// ListenError is why the configured listeners could not be opened
+	// ("" when they were).
+	ListenError string `json:"listen_error,omitempty"`
+	// Serial is the zones' SOA serial; Zones the apexes served.
+	Serial uint32   `json:"serial"`
+	Zones  []string `json:"zones"`
+	// LastBuild is when the answer snapshot was last built;
+	// LastBuildError why the last attempt failed ("" when it worked:
+	// on a failure the previous answers stay).
+	LastBuild      time.Time `json:"last_build,omitzero"`
+	LastBuildError string    `json:"last_build_error,omitempty"`
+	// LastResort lists the names and types that answer only by their
+	// last resort (no pool of any of their policies has a member up),
+	// in configuration order. Fail-open is meant to be loud.
+	LastResort []GSLBLastResort `json:"last_resort"`
+}
+
+// GSLBLastResort is one name and type answering by its last resort.
+type GSLBLastResort struct {
+	// Name is the name's FQDN; Type "A" or "AAAA".
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// LastResort is what answers: "fail-open" (every member, as if up),
+	// "static" (the name's static records) or "servfail".
+	LastResort string `json:"last_resort"`
+	// Warming is true when members are still without a first verdict:
+	// the name answers by its last resort only until they have one.
+	Warming bool `json:"warming,omitempty"`
+	// Since is when the name started answering by its last resort.
+	Since time.Time `json:"since,omitzero"`
+}
+
 // GSLBReply answers POST /v1/gslb.
 type GSLBReply struct {
 	// Message says in one line what changed, or that nothing did.
@@ -433,6 +475,9 @@ const (
 	EventReload   = "reload"   // a reload was applied or rejected
 	EventDaemon   = "daemon"   // the daemon started or is stopping
 	EventGSLB     = "gslb"     // a GSLB emergency switch or TTL raise was set or removed
+	// EventLastResort: a GSLB name started or stopped answering by its
+	// last resort.
+	EventLastResort = "last-resort"
 )
 
 // Event is one entry of the event log (GET /v1/events).

@@ -38,6 +38,26 @@ type pageData struct {
 	GSLB      []gslbPoolView
 	// GSLBIntent are the GSLB emergency switches and TTL raises in force.
 	GSLBIntent []gslbIntentView
+	// GSLBResponder is the GSLB responder; nil when none runs.
+	GSLBResponder *gslbResponderView
+}
+
+// gslbResponderView is the GSLB responder: where it listens, what it
+// serves, and the names answering by their last resort.
+type gslbResponderView struct {
+	On                          bool
+	Listen, Zones               string
+	Serial                      uint32
+	ListenError, LastBuildError string
+	LastBuild                   timeCell
+	LastResort                  []lastResortView
+}
+
+// lastResortView is one name and type answering by its last resort.
+type lastResortView struct {
+	Name, Type, LastResort string
+	Warming                bool
+	Since                  timeCell
 }
 
 // gslbIntentView is one GSLB emergency switch or TTL raise, with its
@@ -240,6 +260,14 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 			v.TTL = strconv.Itoa(g.Seconds) + "s"
 		}
 		p.GSLBIntent = append(p.GSLBIntent, v)
+	}
+	if r := st.GSLBResponder; r != nil {
+		v := &gslbResponderView{On: r.On, Listen: strings.Join(r.Listen, ", "), Zones: strings.Join(r.Zones, ", "), Serial: r.Serial,
+			ListenError: r.ListenError, LastBuildError: r.LastBuildError, LastBuild: cell(r.LastBuild, now)}
+		for _, lr := range r.LastResort {
+			v.LastResort = append(v.LastResort, lastResortView{Name: lr.Name, Type: lr.Type, LastResort: lr.LastResort, Warming: lr.Warming, Since: cell(lr.Since, now)})
+		}
+		p.GSLBResponder = v
 	}
 	return p
 }

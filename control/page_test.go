@@ -376,3 +376,48 @@ func TestPageGSLBEscapes(t *testing.T) {
 		`data-check="&#34;&gt;&lt;i&gt;check&lt;/i&gt;"`,
 		`<tr class="gslb-member state-other" data-pool="&lt;b&gt;gslb&lt;/b&gt;" data-member="web-2" data-state="&#34;&gt;&lt;u&gt;state&lt;/u&gt;">`)
 }
+
+// TestPageGSLBResponder: the responder's line (listening on, serial,
+// zones), a red list of the names answering by their last resort with a
+// banner, and the errors; none of it without a responder.
+func TestPageGSLBResponder(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := sampleStatus(now)
+	if _, page := renderPage(t, st, now, 0); strings.Contains(page, "GSLB responder") || strings.Contains(page, "GSLB LAST RESORT") {
+		t.Error("GSLB responder shown without one")
+	}
+	st.GSLBResponder = &GSLBResponder{On: true, Listen: []string{"127.0.0.1:53", "[::1]:53"}, Serial: 2025030101, Zones: []string{"g.test.", "h.test."},
+		LastBuild: now.Add(-time.Minute), LastResort: []GSLBLastResort{
+			{Name: "www.g.test.", Type: "A", LastResort: "fail-open", Since: now.Add(-5 * time.Minute)},
+			{Name: "<api>.g.test.", Type: "AAAA", LastResort: "static", Warming: true, Since: now.Add(-time.Minute)},
+		}}
+	code, page := renderPage(t, st, now, 0)
+	if code != 200 {
+		t.Fatalf("GET / = %d", code)
+	}
+	contains(t, "page", page,
+		`<div class="banner crit gslb-last-resort">GSLB LAST RESORT: 2 name(s) answering by their last resort`,
+		`<h2 id="gslb-responder">GSLB responder</h2>`,
+		`<td class="mono" id="gslb-listen">127.0.0.1:53, [::1]:53</td>`,
+		`<td class="mono" id="gslb-serial">2025030101</td>`,
+		`<td class="mono" id="gslb-zones">g.test., h.test.</td>`,
+		`>1m ago</td></tr>`,
+		`<li class="bad" data-name="www.g.test." data-type="A" data-last-resort="fail-open"><b>www.g.test. A</b> answers by its last resort: fail-open since`,
+		`>5m</span> ago (no pool of its policies has a member up)</li>`,
+		`<b>&lt;api&gt;.g.test. AAAA</b> answers by its last resort: static since`,
+		`(members still warming)</li>`,
+	)
+
+	// Off, with errors, nothing on its last resort: no banner, no list.
+	st.GSLBResponder = &GSLBResponder{ListenError: "bind: permission denied", LastBuildError: "boom"}
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page (off)", page,
+		`<td class="mono" id="gslb-listen"><span class="err">OFF</span></td>`,
+		`<td class="mono" id="gslb-zones"><span class="muted">none</span></td>`,
+		`<span class="err">bind: permission denied</span>`,
+		`<span class="err">boom</span> (the last answers stay)`,
+	)
+	if strings.Contains(page, "GSLB LAST RESORT") || strings.Contains(page, `class="last-resort"`) {
+		t.Error("last resort banner or list shown with no name on its last resort")
+	}
+}

@@ -104,6 +104,9 @@ func TestSetGSLBPersistsBeforeEffect(t *testing.T) {
 	if len(st.GSLBIntent) != 1 || st.GSLBIntent[0].By != "uid 0" || st.GSLBIntent[0].Reason != "wrong answers" || fmt.Sprint(st.GSLBIntent[0].Names) != "[www.gslb.example.]" {
 		t.Errorf("status: %+v", st.GSLBIntent)
 	}
+	if r := st.GSLBResponder; r == nil || !r.On || fmt.Sprint(r.Listen) != fmt.Sprintf("[127.0.0.1:%d]", port) || fmt.Sprint(r.Zones) != "[gslb.example.]" {
+		t.Errorf("status of the responder: %+v", r)
+	}
 	store.mu.Lock()
 	saved := store.st.Clone()
 	store.mu.Unlock()

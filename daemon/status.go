@@ -40,6 +40,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 			LastReload: lastReload, LastReloadError: reloadErr},
 	}
 	in.Prefetch, in.PrefetchTotals = d.pf.Status()
+	in.GSLBResponder = d.gslb.Status()
 	return in
 }
 

@@ -15,7 +15,8 @@ import (
 // how many members are up, per member its address, state and reason, per
 // monitor its state, last result, RTT, certificate days left and ICMP
 // loss and socket. "status" is an alias of "members" that also shows the
-// emergency switches and TTL raises in force; --pool keeps one pool. With
+// responder (listening on, serial, zones, names on their last resort) and
+// the emergency switches and TTL raises in force; --pool keeps one pool. With
 // -o json: the control.GSLBPool list, indented. "explain NAME" says how
 // the responder answers NAME (see explainCmd); "off", "on" and "ttl" set
 // the emergency intent (gslbSet).
@@ -97,6 +98,7 @@ func gslbCmd(fs *flag.FlagSet) action {
 		sw := &statusWriter{ew: &errWriter{w: e.stdout}, now: now}
 		if args[0] == "status" {
 			sw.gslbBanner(st.GSLBIntent)
+			sw.gslbResponder(st.GSLBResponder)
 			sw.gslbIntent(st.GSLBIntent)
 		}
 		if len(pools) == 0 {
@@ -169,6 +171,61 @@ func (sw *statusWriter) gslbBanner(list []control.GSLBIntent) {
 	if len(raised) > 0 {
 		sw.printf("!! GSLB TTL RAISED: %s (lbctl gslb ttl --clear restores)\n", strings.Join(raised, ", "))
 	}
+}
+
+// gslbLastResortBanner writes one loud line when any GSLB name answers
+// by its last resort (lbctl status): fail-open is meant to be loud.
+func (sw *statusWriter) gslbLastResortBanner(r *control.GSLBResponder) {
+	if r == nil || len(r.LastResort) == 0 {
+		return
+	}
+	names := make([]string, 0, len(r.LastResort))
+	for _, lr := range r.LastResort {
+		names = append(names, lastResortText(lr))
+	}
+	sw.printf("!! GSLB LAST RESORT: %s answering by their last resort (lbctl gslb status)\n", oneLine(strings.Join(names, ", "), 200))
+}
+
+// lastResortText says one name on its last resort: "www.g.test. A
+// fail-open (warming)".
+func lastResortText(lr control.GSLBLastResort) string {
+	s := lr.Name + " " + lr.Type + " " + lr.LastResort
+	if lr.Warming {
+		s += " (warming)"
+	}
+	return s
+}
+
+// gslbResponder writes the responder's line (listening on, serial,
+// zones), its build and listen errors, and one loud line per name
+// answering by its last resort (lbctl gslb status).
+func (sw *statusWriter) gslbResponder(r *control.GSLBResponder) {
+	if r == nil {
+		return
+	}
+	on := "OFF"
+	if r.On {
+		on = "listening on " + strings.Join(r.Listen, ", ")
+	}
+	built := "never built"
+	if !r.LastBuild.IsZero() {
+		built = "built " + sw.ago(r.LastBuild) + " ago"
+	}
+	sw.printf("gslb responder: %s; serial %d; zones %s; %s\n", on, r.Serial, dash(strings.Join(r.Zones, ", ")), built)
+	if r.ListenError != "" {
+		sw.printf("!! GSLB RESPONDER CANNOT LISTEN: %s\n", oneLine(r.ListenError, 200))
+	}
+	if r.LastBuildError != "" {
+		sw.printf("!! GSLB SNAPSHOT BUILD FAILED (the last answers stay): %s\n", oneLine(r.LastBuildError, 200))
+	}
+	for _, lr := range r.LastResort {
+		why := "no pool of its policies has a member up"
+		if lr.Warming {
+			why = "members still warming"
+		}
+		sw.printf("!! LAST RESORT: %s %s answers %s since %s ago (%s)\n", lr.Name, lr.Type, lr.LastResort, sw.ago(lr.Since), why)
+	}
+	sw.printf("\n")
 }
 
 // gslbIntent writes the table of GSLB switches and raises with their

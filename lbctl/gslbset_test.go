@@ -88,3 +88,51 @@ func TestGSLBBanner(t *testing.T) {
 		}
 	}
 }
+
+// TestGSLBResponderShown: lbctl status has one loud line when a name
+// answers by its last resort; lbctl gslb status has the responder's line
+// and one loud line per such name.
+func TestGSLBResponderShown(t *testing.T) {
+	now := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	st := control.Status{Version: control.StatusVersion, Generated: now, GSLBResponder: &control.GSLBResponder{
+		On: true, Listen: []string{"127.0.0.1:5353", "[::1]:5353"}, Serial: 2026113001, Zones: []string{"g.test.", "h.test."},
+		LastBuild: now.Add(-time.Minute),
+		LastResort: []control.GSLBLastResort{
+			{Name: "www.g.test.", Type: "A", LastResort: "fail-open", Since: now.Add(-5 * time.Minute)},
+			{Name: "api.g.test.", Type: "AAAA", LastResort: "static", Warming: true, Since: now.Add(-time.Minute)},
+		}}}
+	f := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "!! GSLB LAST RESORT: www.g.test. A fail-open, api.g.test. AAAA static (warming) answering by their last resort (lbctl gslb status)\n") {
+		t.Errorf("status: exit %d\n%s", r.code, r.stdout)
+	}
+	r = lbctl(t, "-socket", f.socket, "gslb", "status")
+	for _, want := range []string{
+		"gslb responder: listening on 127.0.0.1:5353, [::1]:5353; serial 2026113001; zones g.test., h.test.; built 1m0s ago\n",
+		"!! LAST RESORT: www.g.test. A answers fail-open since 5m0s ago (no pool of its policies has a member up)\n",
+		"!! LAST RESORT: api.g.test. AAAA answers static since 1m0s ago (members still warming)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gslb status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	// Off, with a build error, nothing on its last resort: no banner in
+	// lbctl status, the responder off and the error in gslb status.
+	st.GSLBResponder = &control.GSLBResponder{ListenError: "listen udp 127.0.0.1:53: bind: permission denied", LastBuildError: "boom",
+		Zones: []string{"g.test."}}
+	f = startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	if r = lbctl(t, "-socket", f.socket, "status"); strings.Contains(r.stdout, "LAST RESORT") {
+		t.Errorf("status with nothing on its last resort:\n%s", r.stdout)
+	}
+	r = lbctl(t, "-socket", f.socket, "gslb", "status")
+	for _, want := range []string{
+		"gslb responder: OFF; serial 0; zones g.test.; never built\n",
+		"!! GSLB RESPONDER CANNOT LISTEN: listen udp 127.0.0.1:53: bind: permission denied\n",
+		"!! GSLB SNAPSHOT BUILD FAILED (the last answers stay): boom\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gslb status (off) lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	}
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
 	sw.gslbBanner(st.GSLBIntent)
+	sw.gslbLastResortBanner(st.GSLBResponder)
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs)
 	if len(st.Pools) == 0 {

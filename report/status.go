@@ -62,6 +62,9 @@ type Input struct {
 	PrefetchTotals *prefetch.Counters
 	// Daemon describes the running daemon.
 	Daemon Daemon
+	// GSLBResponder is the GSLB responder's state (Responder.Status), shown
+	// as it is; nil when none runs.
+	GSLBResponder *control.GSLBResponder
 }
 
 // Stats are per-destination kernel statistics by service.
@@ -115,6 +118,7 @@ func Status(in Input) *control.Status {
 	st.Prefetch = PrefetchEntries(in.Prefetch)
 	st.GSLB = GSLBPools(cfg, in.Monitor, in.Now)
 	st.GSLBIntent = GSLBIntent(cfg, in.Intent)
+	st.GSLBResponder = in.GSLBResponder
 	return st
 }
 

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"maps"
 	"net/netip"
 	"strings"
@@ -275,6 +276,27 @@ func TestStatusDaemonAndOverrides(t *testing.T) {
 			t.Errorf("empty status: %+v", st)
 		}
 	})
+}
+
+// TestStatusGSLBResponder: the responder's state is in the status as
+// given, and absent from the JSON when none runs.
+func TestStatusGSLBResponder(t *testing.T) {
+	in := testInput(t)
+	if st := Status(in); st.GSLBResponder != nil {
+		t.Errorf("no responder: %+v", st.GSLBResponder)
+	} else if b, err := json.Marshal(st); err != nil || strings.Contains(string(b), "gslb_responder") {
+		t.Errorf("no responder: JSON %s (%v), want no gslb_responder", b, err)
+	}
+	in.GSLBResponder = &control.GSLBResponder{On: true, Listen: []string{"127.0.0.1:53"}, Serial: 7, Zones: []string{"g.test."},
+		LastResort: []control.GSLBLastResort{{Name: "www.g.test.", Type: "A", LastResort: "fail-open"}}}
+	st := Status(in)
+	if st.GSLBResponder != in.GSLBResponder {
+		t.Errorf("responder %+v, want %+v", st.GSLBResponder, in.GSLBResponder)
+	}
+	b, err := json.Marshal(st)
+	if err != nil || !strings.Contains(string(b), `"gslb_responder":{"on":true,"listen":["127.0.0.1:53"],"serial":7,"zones":["g.test."],"last_resort":[{"name":"www.g.test.","type":"A","last_resort":"fail-open"}]}`) {
+		t.Errorf("responder JSON %s (%v)", b, err)
+	}
 }
 
 func TestStatusWhy(t *testing.T) {

@@ -116,6 +116,11 @@ type Responder struct {
 	pools  []gslb.PoolState
 	intent intent.State // the intent the snapshot was built under
 	snap   gslb.Answerer
+
+	built     time.Time    // when snap was built
+	buildErr  string       // why the last build failed ("" when it worked)
+	listenErr string       // why the listeners could not be opened
+	degraded  []lastResort // the names of snap on their last resort
 }
 
 // NewResponder returns a responder; Run runs it. Metrics that cannot be
@@ -242,7 +247,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			r.log.Info("gslb responder off ([gslb.server] listen is empty)")
 		}
 		r.stopLocked(context.Background())
-		r.cfg, r.pools, r.snap = cfg, nil, nil
+		r.cfg, r.pools, r.snap, r.degraded, r.listenErr = cfg, nil, nil, nil, ""
 		return nil
 	}
 	var want intent.State
@@ -279,6 +284,8 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.log.Info("gslb configuration in force", "serial", serial)
 	}
 	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
+	r.built, r.buildErr = r.o.Now(), ""
+	r.noteDegraded(snap)
 	if z, ok := snap.(Zoned); ok && r.metrics != nil {
 		r.metrics.setSerial(z.Zones(), serial)
 	}
@@ -297,6 +304,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 // failed logs and counts a build that failed, and returns err.
 func (r *Responder) failed(msg string, err error) error {
 	r.log.Error(msg, "err", err)
+	r.buildErr = err.Error()
 	if r.metrics != nil {
 		r.metrics.built(err)
 	}
@@ -318,9 +326,10 @@ func (r *Responder) listen(cfg *configs.Config) error {
 	srv.Swap(r.snap)
 	if err := srv.Start(); err != nil {
 		r.log.Error("gslb responder cannot listen; it is off until a reload changes [gslb.server]", "listen", want.Listen, "err", err)
+		r.listenErr = err.Error()
 		return err
 	}
-	r.srv = srv
+	r.srv, r.listenErr = srv, ""
 	return nil
 }
 

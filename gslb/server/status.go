@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"lbdns/control"
+	"lbdns/gslb"
+)
+
+// Degrading is implemented by snapshots that can list the names answering
+// only by their last resort: the responder then shows them in its status
+// and logs and events each change loudly.
+type Degrading interface {
+	// Degraded lists the names and types answering by their last resort.
+	Degraded() []gslb.NameStatus
+}
+
+// lastResortKey is a name and type of a snapshot.
+type lastResortKey struct {
+	name string
+	typ  uint16
+}
+
+// lastResort is a name and type on its last resort since a time.
+type lastResort struct {
+	gslb.NameStatus
+	since time.Time
+}
+
+// Status returns the responder's state for the status views: where it
+// listens, the serial and zones served, the last build and the names
+// answering by their last resort. Nil when r is nil or has never been
+// configured with [gslb.server] listen addresses or zones.
+func (r *Responder) Status() *control.GSLBResponder {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg == nil || len(r.cfg.GSLB.Server.ListenAddrs) == 0 && len(r.cfg.GSLB.Zones) == 0 {
+		return nil
+	}
+	st := &control.GSLBResponder{On: r.srv != nil, Listen: []string{}, ListenError: r.listenErr, Serial: r.serial, Zones: []string{},
+		LastBuild: r.built, LastBuildError: r.buildErr, LastResort: []control.GSLBLastResort{}}
+	if r.srv != nil {
+		for _, a := range r.srv.Addrs() {
+			st.Listen = append(st.Listen, a.String())
+		}
+	}
+	if z, ok := r.snap.(Zoned); ok {
+		st.Zones = append(st.Zones, z.Zones()...)
+	}
+	for _, d := range r.degraded {
+		st.LastResort = append(st.LastResort, control.GSLBLastResort{Name: d.Name, Type: dns.TypeToString[d.Type],
+			LastResort: d.LastResort, Warming: d.Warming, Since: d.since})
+	}
+	return st
+}
+
+// noteDegraded makes the degraded names of snap (nil: none, the responder
+// is off) the ones in force, and logs and events every name that starts
+// or stops answering by its last resort (a change of last resort, or the
+// end of the warm-up, starts it anew). Called under r.mu.
+func (r *Responder) noteDegraded(snap gslb.Answerer) {
+	var now []gslb.NameStatus
+	if d, ok := snap.(Degrading); ok {
+		now = d.Degraded()
+	}
+	at := r.o.Now()
+	prev := make(map[lastResortKey]lastResort, len(r.degraded))
+	for _, d := range r.degraded {
+		prev[lastResortKey{d.Name, d.Type}] = d
+	}
+	next := make([]lastResort, 0, len(now))
+	for _, ns := range now {
+		k := lastResortKey{ns.Name, ns.Type}
+		old, was := prev[k]
+		delete(prev, k)
+		if was && old.NameStatus == ns {
+			next = append(next, old)
+			continue
+		}
+		next = append(next, lastResort{NameStatus: ns, since: at})
+		r.lastResortStarted(ns, at)
+	}
+	for _, d := range r.degraded { // in their order
+		if _, gone := prev[lastResortKey{d.Name, d.Type}]; gone {
+			r.lastResortStopped(d.NameStatus, at)
+		}
+	}
+	r.degraded = next
+}
+
+// lastResortStarted logs and events ns starting to answer by its last
+// resort: an error for fail-open and servfail, a warning for static
+// records and while members are warming.
+func (r *Responder) lastResortStarted(ns gslb.NameStatus, at time.Time) {
+	typ := dns.TypeToString[ns.Type]
+	level, loud := slog.LevelError, true
+	msg := fmt.Sprintf("%s %s answers by its last resort (%s): no pool of its policies has a member up", ns.Name, typ, ns.LastResort)
+	switch {
+	case ns.Warming:
+		level, loud = slog.LevelWarn, false
+		msg = fmt.Sprintf("%s %s answers by its last resort (%s) while its members are warming (no verdict yet)", ns.Name, typ, ns.LastResort)
+	case ns.LastResort == gslb.TraceStatic:
+		level, loud = slog.LevelWarn, false
+	}
+	r.log.Log(context.Background(), level, "gslb name answers by its last resort", "name", ns.Name, "type", typ, "last_resort", ns.LastResort, "warming", ns.Warming)
+	if r.o.Events != nil {
+		r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: ns.Name + "/" + typ, Message: msg, Error: loud})
+	}
+}
+
+// lastResortStopped logs and events ns no longer answering by its last
+// resort.
+func (r *Responder) lastResortStopped(ns gslb.NameStatus, at time.Time) {
+	typ := dns.TypeToString[ns.Type]
+	r.log.Info("gslb name no longer answers by its last resort", "name", ns.Name, "type", typ, "was", ns.LastResort)
+	if r.o.Events != nil {
+		r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: ns.Name + "/" + typ,
+			Message: fmt.Sprintf("%s %s no longer answers by its last resort (%s)", ns.Name, typ, ns.LastResort)})
+	}
+}
