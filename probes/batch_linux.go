@@ -266,6 +266,7 @@ func (e *engine) sendLoop() {
 		msgs[i].Buffers = make([][]byte, 1)
 	}
 	var batch []*probe
+	retried := false
 	for {
 		select {
 		case <-e.quit:
@@ -282,8 +283,26 @@ func (e *engine) sendLoop() {
 				msgs[i].Addr = pr.addr
 			}
 			sent, err := e.write(msgs[:n], 0)
+			if sent < n {
+				// An ICMP error raised while this batch was being sent
+				// (on loopback, within the same sendmmsg) sets the
+				// socket's pending error, which the next datagram's send
+				// takes: sendmmsg then stops and drops it, or returns it
+				// for the first datagram. The reader never sees it, so
+				// the error queue, which names the refusing target, is
+				// read here.
+				e.readErrQueue()
+			}
+			if sent <= 0 && !retried {
+				// The error may be another target's (above): send
+				// the first datagram once more before blaming it.
+				retried = true
+				continue
+			}
+			retried = false
 			if sent <= 0 {
-				// The first datagram failed: end its probe, go on.
+				// The first datagram failed twice: end its probe, go
+				// on.
 				sent = 1
 				if err == nil {
 					err = errors.New("sendmmsg sent nothing")
@@ -429,7 +448,9 @@ func (pr *probe) tcpRetry() {
 }
 
 // readErrQueue reads the socket's error queue (IP_RECVERR) and fails the
-// probes in flight to each address an ICMP error names.
+// probes in flight to each address an ICMP error names. It never waits,
+// and takes no lock of the socket's reader (rc.Control, not rc.Read): the
+// sender calls it while the reader waits in recvmmsg.
 func (e *engine) readErrQueue() {
 	rc, err := e.conn.SyscallConn()
 	if err != nil {
@@ -440,13 +461,13 @@ func (e *engine) readErrQueue() {
 		errno unix.Errno
 	}
 	var fails []failure
-	_ = rc.Read(func(fd uintptr) bool {
+	_ = rc.Control(func(fd uintptr) {
 		var buf [512]byte
 		var oob [512]byte
 		for {
 			_, oobn, _, from, err := unix.Recvmsg(int(fd), buf[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 			if err != nil {
-				return true // EAGAIN: the queue is empty
+				return // EAGAIN: the queue is empty
 			}
 			var k netip.AddrPort
 			switch sa := from.(type) {
