@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -55,13 +56,14 @@ func (c *dnsChecker) StartCheck(deadline time.Time, done func(check.Result)) {
 		done(Result{RTT: time.Since(start), Detail: err.Error()})
 		return
 	}
-	q := c.query()
-	wire, err := q.Pack()
-	if err != nil {
-		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()})
+	t := c.template()
+	if t.err != nil {
+		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + t.err.Error()})
 		return
 	}
-	e.start(&probe{c: c, q: q, wire: wire, start: start, deadline: deadline, done: done})
+	pr := &probe{c: c, t: t, id: uint16(rand.Uint32()), rnd: rand.Uint64(), start: start, deadline: deadline, done: done}
+	pr.wire = c.packQuery(t, pr.buf[:0], pr.id, pr.rnd)
+	e.start(pr)
 }
 
 // DroppedReplies is the number of datagrams the batch engine read and
@@ -103,14 +105,29 @@ func (p *DNSProber) batchEngine(a netip.Addr) (*engine, error) {
 
 // probe is one UDP query in flight through an engine.
 type probe struct {
-	c        *dnsChecker
-	q        *dns.Msg
+	c *dnsChecker
+	t *queryTemplate
+	// id and rnd are the query's ID and random label value; wire is the
+	// packed query, in buf when it fits.
+	id       uint16
+	rnd      uint64
 	wire     []byte
+	buf      [probeBufSize]byte
 	start    time.Time
 	deadline time.Time
 	done     func(check.Result)
 	addr     *net.UDPAddr // the target's, for sendmmsg
 	next     *probe       // the next probe in flight to the same address
+}
+
+// probeBufSize is the room for the packed query within a probe: the
+// header, a name of up to 255 bytes and the type and class.
+const probeBufSize = 12 + 255 + 4
+
+// query is pr's query as a message, for the judgement of a reply that
+// judgeWire leaves undecided.
+func (pr *probe) query() *dns.Msg {
+	return pr.c.queryOf(pr.id, pr.rnd)
 }
 
 // engine sends queries and reads replies on one unconnected UDP socket of
@@ -207,9 +224,9 @@ func (e *engine) start(pr *probe) {
 		pr.done(Result{RTT: time.Since(pr.start), Detail: "prober closed"})
 		return
 	}
-	if id, ok := e.lastID[k]; ok && id == pr.q.Id {
-		pr.q.Id++
-		binary.BigEndian.PutUint16(pr.wire, pr.q.Id)
+	if id, ok := e.lastID[k]; ok && id == pr.id {
+		pr.id++
+		binary.BigEndian.PutUint16(pr.wire, pr.id)
 	}
 	pr.addr = e.addrs[k]
 	if pr.addr == nil {
@@ -365,7 +382,7 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 	head := e.pending[k]
 	var pr *probe
 	for cur := head; cur != nil; cur = cur.next {
-		if cur.q.Id == id {
+		if cur.id == id {
 			pr = cur
 			break
 		}
@@ -390,9 +407,9 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 		pr = head // the one probe to k: a wrong ID fails it
 	}
 	e.takeLocked(k, pr)
-	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.q.Id
+	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.id
 	if clean {
-		e.lastID[k] = pr.q.Id
+		e.lastID[k] = pr.id
 	}
 	e.mu.Unlock()
 	e.judge(pr, raw)
@@ -402,7 +419,12 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 // reply is retried over TCP in a goroutine, within pr's deadline. raw is
 // the reader's buffer: everything kept from it is copied.
 func (e *engine) judge(pr *probe, raw []byte) {
-	r, v, detail := validate(pr.q, raw)
+	if v, detail, ok := pr.c.judge.judgeWire(pr.t, pr.wire, raw); ok {
+		pr.done(Result{OK: v == verdictOK, RTT: time.Since(pr.start), Detail: detail})
+		return
+	}
+	q := pr.query()
+	r, v, detail := validate(q, raw)
 	switch v {
 	case verdictFail:
 		pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
@@ -429,7 +451,7 @@ func (pr *probe) tcpRetry() {
 		res(false, "truncated over udp; tcp: "+describeErr(ctx, err, budget))
 		return
 	}
-	r, v, detail := validate(pr.q, raw)
+	r, v, detail := validate(pr.query(), raw)
 	switch v {
 	case verdictTruncated:
 		res(false, "truncated over udp; truncated over tcp too")
