@@ -61,9 +61,7 @@ func (c *dnsChecker) StartCheck(deadline time.Time, done func(check.Result)) {
 		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + t.err.Error()})
 		return
 	}
-	pr := &probe{c: c, t: t, id: uint16(rand.Uint32()), rnd: rand.Uint64(), start: start, deadline: deadline, done: done}
-	pr.wire = c.packQuery(t, pr.buf[:0], pr.id, pr.rnd)
-	e.start(pr)
+	e.start(c, t, start, deadline, done)
 }
 
 // DroppedReplies is the number of datagrams the batch engine read and
@@ -118,6 +116,9 @@ type probe struct {
 	done     func(check.Result)
 	addr     *net.UDPAddr // the target's, for sendmmsg
 	next     *probe       // the next probe in flight to the same address
+	// queued is set while the sender holds the probe, finished once its
+	// done returned: a probe is reused when both are over (e.free).
+	queued, finished bool
 }
 
 // probeBufSize is the room for the packed query within a probe: the
@@ -154,6 +155,9 @@ type engine struct {
 	lastID map[netip.AddrPort]uint16
 	// addrs holds each target's *net.UDPAddr, made once.
 	addrs map[netip.AddrPort]*net.UDPAddr
+	// free holds the probes done with, for reuse: in the steady state a
+	// probe allocates nothing.
+	free []*probe
 }
 
 // newEngine opens the socket of one family and starts the goroutines.
@@ -215,19 +219,30 @@ func key(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// start puts pr in flight and queues its query for the sender.
-func (e *engine) start(pr *probe) {
-	k := key(pr.c.target)
+// start puts a probe of c in flight, its query packed from t with a random
+// ID and label, and queues the query for the sender.
+func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Time, done func(check.Result)) {
+	k := key(c.target)
+	id, rnd := uint16(rand.Uint32()), rand.Uint64()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		pr.done(Result{RTT: time.Since(pr.start), Detail: "prober closed"})
+		done(Result{RTT: time.Since(start), Detail: "prober closed"})
 		return
 	}
-	if id, ok := e.lastID[k]; ok && id == pr.id {
-		pr.id++
-		binary.BigEndian.PutUint16(pr.wire, pr.id)
+	if last, ok := e.lastID[k]; ok && last == id {
+		id++
 	}
+	var pr *probe
+	if n := len(e.free); n > 0 {
+		pr, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		pr = new(probe)
+	}
+	pr.c, pr.t, pr.id, pr.rnd = c, t, id, rnd
+	pr.start, pr.deadline, pr.done = start, deadline, done
+	pr.wire = c.packQuery(t, pr.buf[:0], id, rnd)
+	pr.queued, pr.finished = true, false
 	pr.addr = e.addrs[k]
 	if pr.addr == nil {
 		pr.addr = net.UDPAddrFromAddrPort(k)
@@ -271,8 +286,28 @@ func (e *engine) end(pr *probe, r Result) {
 	ok := e.takeLocked(key(pr.c.target), pr)
 	e.mu.Unlock()
 	if ok {
-		pr.done(r)
+		e.finish(pr, r)
 	}
+}
+
+// finish gives r to pr's done and then frees pr, once no longer in
+// flight (taken from e.pending by the caller).
+func (e *engine) finish(pr *probe, r Result) {
+	pr.done(r)
+	e.mu.Lock()
+	pr.finished = true
+	e.releaseLocked(pr)
+	e.mu.Unlock()
+}
+
+// releaseLocked puts pr on the free list when both its sending and its
+// judging are over. e.mu must be held.
+func (e *engine) releaseLocked(pr *probe) {
+	if pr.queued || !pr.finished || e.closed {
+		return
+	}
+	pr.c, pr.t, pr.done, pr.addr, pr.wire = nil, nil, nil, nil, nil
+	e.free = append(e.free, pr)
 }
 
 // sendLoop sends the queued queries in batches until the engine closes.
@@ -282,7 +317,7 @@ func (e *engine) sendLoop() {
 	for i := range msgs {
 		msgs[i].Buffers = make([][]byte, 1)
 	}
-	var batch []*probe
+	var spare []*probe // the slice the sender handed back last time
 	retried := false
 	for {
 		select {
@@ -291,7 +326,8 @@ func (e *engine) sendLoop() {
 		case <-e.kick:
 		}
 		e.mu.Lock()
-		batch, e.sendq = e.sendq, batch[:0]
+		batch := e.sendq
+		e.sendq, spare = spare[:0], batch
 		e.mu.Unlock()
 		for len(batch) > 0 {
 			n := min(len(batch), sendBatch)
@@ -330,10 +366,15 @@ func (e *engine) sendLoop() {
 			for i := range msgs[:n] {
 				msgs[i].Buffers[0], msgs[i].Addr = nil, nil
 			}
+			e.mu.Lock()
+			for _, pr := range batch[:sent] {
+				pr.queued = false
+				e.releaseLocked(pr)
+			}
+			e.mu.Unlock()
 			clear(batch[:sent])
 			batch = batch[sent:]
 		}
-		batch = batch[:0]
 	}
 }
 
@@ -420,31 +461,31 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 // the reader's buffer: everything kept from it is copied.
 func (e *engine) judge(pr *probe, raw []byte) {
 	if v, detail, ok := pr.c.judge.judgeWire(pr.t, pr.wire, raw); ok {
-		pr.done(Result{OK: v == verdictOK, RTT: time.Since(pr.start), Detail: detail})
+		e.finish(pr, Result{OK: v == verdictOK, RTT: time.Since(pr.start), Detail: detail})
 		return
 	}
 	q := pr.query()
 	r, v, detail := validate(q, raw)
 	switch v {
 	case verdictFail:
-		pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+		e.finish(pr, Result{RTT: time.Since(pr.start), Detail: detail})
 		return
 	case verdictTruncated:
-		go pr.tcpRetry()
+		go e.tcpRetry(pr)
 		return
 	}
 	ok, detail := pr.c.judge.judge(r)
-	pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+	e.finish(pr, Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
 }
 
 // tcpRetry asks pr's question again over TCP after a truncated UDP reply,
 // like roundTrip, and ends pr.
-func (pr *probe) tcpRetry() {
+func (e *engine) tcpRetry(pr *probe) {
 	ctx, cancel := context.WithDeadline(context.Background(), pr.deadline)
 	defer cancel()
 	budget := pr.deadline.Sub(pr.start)
 	res := func(ok bool, detail string) {
-		pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+		e.finish(pr, Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
 	}
 	raw, err := exchange(ctx, "tcp", pr.c.target, pr.wire)
 	if err != nil {
@@ -525,7 +566,7 @@ func (e *engine) readErrQueue() {
 		e.mu.Unlock()
 		for _, pr := range ended {
 			detail := describeErr(context.Background(), f.errno, pr.deadline.Sub(pr.start))
-			pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+			e.finish(pr, Result{RTT: time.Since(pr.start), Detail: detail})
 		}
 	}
 }
@@ -557,7 +598,7 @@ func (e *engine) sweepLoop() {
 		}
 		e.mu.Unlock()
 		for _, pr := range expired {
-			pr.done(Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
+			e.finish(pr, Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
 		}
 		clear(expired)
 		expired = expired[:0]
