@@ -10,7 +10,9 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
@@ -137,7 +139,7 @@ func (pr *probe) query() *dns.Msg {
 type engine struct {
 	conn  *net.UDPConn
 	write func([]ipv4.Message, int) (int, error)
-	read  func([]ipv4.Message, int) (int, error)
+	rc    syscall.RawConn
 	is6   bool
 
 	dropped atomic.Int64
@@ -193,6 +195,7 @@ func newEngine(is6 bool) (*engine, error) {
 	}
 	e := &engine{
 		conn:    conn,
+		rc:      rc,
 		is6:     is6,
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
@@ -202,10 +205,10 @@ func newEngine(is6 bool) (*engine, error) {
 	}
 	if is6 {
 		pc := ipv6.NewPacketConn(conn)
-		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+		e.write = pc.WriteBatch
 	} else {
 		pc := ipv4.NewPacketConn(conn)
-		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+		e.write = pc.WriteBatch
 	}
 	e.wg.Add(3)
 	go e.sendLoop()
@@ -382,21 +385,16 @@ func (e *engine) sendLoop() {
 // closes.
 func (e *engine) readLoop() {
 	defer e.wg.Done()
-	msgs := make([]ipv4.Message, recvBatch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, udpBufSize)}
-	}
+	r := newBatchReader(e.rc)
 	for {
-		n, err := e.read(msgs, 0)
-		n = max(n, 0)
-		for i := range msgs[:n] {
-			m := &msgs[i]
-			ua, ok := m.Addr.(*net.UDPAddr)
+		n, err := r.read()
+		for i := range n {
+			from, raw, ok := r.datagram(i)
 			if !ok {
 				e.dropped.Add(1)
 				continue
 			}
-			e.reply(key(ua.AddrPort()), m.Buffers[0][:m.N])
+			e.reply(from, raw)
 		}
 		if err == nil {
 			continue
@@ -411,6 +409,78 @@ func (e *engine) readLoop() {
 		}
 		e.readErrQueue()
 	}
+}
+
+// batchReader reads datagrams with recvmmsg(2) into buffers of its own,
+// and their sources into raw socket addresses: no allocation per call
+// (golang.org/x/net's ReadBatch makes a *net.UDPAddr per datagram).
+type batchReader struct {
+	rc    syscall.RawConn
+	hdrs  [recvBatch]unix.Mmsghdr
+	iovs  [recvBatch]unix.Iovec
+	names [recvBatch]unix.RawSockaddrInet6
+	bufs  [recvBatch][]byte
+	// n and errno are the result of the last recvmmsg; fn makes that
+	// call, made once.
+	n     int
+	errno error
+	fn    func(fd uintptr) bool
+}
+
+// newBatchReader returns a reader of the socket rc.
+func newBatchReader(rc syscall.RawConn) *batchReader {
+	r := &batchReader{rc: rc}
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, udpBufSize)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(udpBufSize)
+		r.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+	}
+	r.fn = func(fd uintptr) bool {
+		for i := range r.hdrs {
+			r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+			r.hdrs[i].Hdr.Flags = 0
+			r.hdrs[i].Len = 0
+		}
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), recvBatch, unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			r.n, r.errno = int(n), nil
+		case unix.EAGAIN, unix.EINTR:
+			return false // wait until readable
+		default:
+			r.n, r.errno = 0, errno
+		}
+		return true
+	}
+	return r
+}
+
+// read waits for datagrams and reads up to recvBatch of them. An ICMP
+// error pending on the socket (IP_RECVERR) comes back as err.
+func (r *batchReader) read() (n int, err error) {
+	if err := r.rc.Read(r.fn); err != nil {
+		return 0, err
+	}
+	return r.n, r.errno
+}
+
+// datagram returns the i-th datagram of the last read and its source,
+// unmapped; ok is false for a source of another family.
+func (r *batchReader) datagram(i int) (from netip.AddrPort, raw []byte, ok bool) {
+	raw = r.bufs[i][:r.hdrs[i].Len]
+	sa := &r.names[i]
+	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port), raw, true
+	case unix.AF_INET6:
+		return key(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), port)), raw, true
+	}
+	return netip.AddrPort{}, raw, false
 }
 
 // reply matches one datagram from k to a probe in flight and ends it.

@@ -221,3 +221,33 @@ func TestBatchConnectionRefusedUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchIPv6: the engine of IPv6 matches replies by their source and
+// fails a refused probe at once, as the one of IPv4 does.
+func TestBatchIPv6(t *testing.T) {
+	pc, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	s := &testServer{conns: map[net.Conn]struct{}{}, udp: pc, Addr: pc.LocalAddr().(*net.UDPAddr).AddrPort()}
+	s.wg.Add(1)
+	go s.serveUDP(good)
+	t.Cleanup(s.stop)
+	closed, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.LocalAddr().(*net.UDPAddr).AddrPort()
+	closed.Close()
+	p := NewDNSProber()
+	defer p.Close()
+	probe := batchProbes(p)[0]
+	for range 3 {
+		if res := probe(context.Background(), s.Addr, fixedCheck()); !res.OK {
+			t.Errorf("got %+v, want OK", res)
+		}
+		if res := probe(context.Background(), refused, fixedCheck()); res.OK || res.Detail != "connection refused" {
+			t.Errorf("refused: got %+v, want %q", res, "connection refused")
+		}
+	}
+}
