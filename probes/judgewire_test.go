@@ -188,3 +188,24 @@ func FuzzJudgeWire(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkJudgeWire measures the judgement of one plain reply from the
+// wire (BenchmarkCheckReply is the same through Unpack).
+func BenchmarkJudgeWire(b *testing.B) {
+	c, err := buildDNSChecker(fixedCheck(), netip.MustParseAddrPort("127.0.0.1:53"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := c.template()
+	wire := c.packQuery(tmpl, make([]byte, 0, probeBufSize), 0x1234, 0)
+	reply, err := good(c.queryOf(0x1234, 0)).Pack()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, d, ok := c.judge.judgeWire(tmpl, wire, reply); !ok || v != verdictOK {
+			b.Fatal(d)
+		}
+	}
+}
