@@ -5,11 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
@@ -55,13 +58,12 @@ func (c *dnsChecker) StartCheck(deadline time.Time, done func(check.Result)) {
 		done(Result{RTT: time.Since(start), Detail: err.Error()})
 		return
 	}
-	q := c.query()
-	wire, err := q.Pack()
-	if err != nil {
-		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()})
+	t := c.template()
+	if t.err != nil {
+		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + t.err.Error()})
 		return
 	}
-	e.start(&probe{c: c, q: q, wire: wire, start: start, deadline: deadline, done: done})
+	e.start(c, t, start, deadline, done)
 }
 
 // DroppedReplies is the number of datagrams the batch engine read and
@@ -103,14 +105,32 @@ func (p *DNSProber) batchEngine(a netip.Addr) (*engine, error) {
 
 // probe is one UDP query in flight through an engine.
 type probe struct {
-	c        *dnsChecker
-	q        *dns.Msg
+	c *dnsChecker
+	t *queryTemplate
+	// id and rnd are the query's ID and random label value; wire is the
+	// packed query, in buf when it fits.
+	id       uint16
+	rnd      uint64
 	wire     []byte
+	buf      [probeBufSize]byte
 	start    time.Time
 	deadline time.Time
 	done     func(check.Result)
 	addr     *net.UDPAddr // the target's, for sendmmsg
 	next     *probe       // the next probe in flight to the same address
+	// queued is set while the sender holds the probe, finished once its
+	// done returned: a probe is reused when both are over (e.free).
+	queued, finished bool
+}
+
+// probeBufSize is the room for the packed query within a probe: the
+// header, a name of up to 255 bytes and the type and class.
+const probeBufSize = 12 + 255 + 4
+
+// query is pr's query as a message, for the judgement of a reply that
+// judgeWire leaves undecided.
+func (pr *probe) query() *dns.Msg {
+	return pr.c.queryOf(pr.id, pr.rnd)
 }
 
 // engine sends queries and reads replies on one unconnected UDP socket of
@@ -119,7 +139,7 @@ type probe struct {
 type engine struct {
 	conn  *net.UDPConn
 	write func([]ipv4.Message, int) (int, error)
-	read  func([]ipv4.Message, int) (int, error)
+	rc    syscall.RawConn
 	is6   bool
 
 	dropped atomic.Int64
@@ -137,6 +157,9 @@ type engine struct {
 	lastID map[netip.AddrPort]uint16
 	// addrs holds each target's *net.UDPAddr, made once.
 	addrs map[netip.AddrPort]*net.UDPAddr
+	// free holds the probes done with, for reuse: in the steady state a
+	// probe allocates nothing.
+	free []*probe
 }
 
 // newEngine opens the socket of one family and starts the goroutines.
@@ -172,6 +195,7 @@ func newEngine(is6 bool) (*engine, error) {
 	}
 	e := &engine{
 		conn:    conn,
+		rc:      rc,
 		is6:     is6,
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
@@ -181,10 +205,10 @@ func newEngine(is6 bool) (*engine, error) {
 	}
 	if is6 {
 		pc := ipv6.NewPacketConn(conn)
-		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+		e.write = pc.WriteBatch
 	} else {
 		pc := ipv4.NewPacketConn(conn)
-		e.write, e.read = pc.WriteBatch, pc.ReadBatch
+		e.write = pc.WriteBatch
 	}
 	e.wg.Add(3)
 	go e.sendLoop()
@@ -198,19 +222,30 @@ func key(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// start puts pr in flight and queues its query for the sender.
-func (e *engine) start(pr *probe) {
-	k := key(pr.c.target)
+// start puts a probe of c in flight, its query packed from t with a random
+// ID and label, and queues the query for the sender.
+func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Time, done func(check.Result)) {
+	k := key(c.target)
+	id, rnd := uint16(rand.Uint32()), rand.Uint64()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		pr.done(Result{RTT: time.Since(pr.start), Detail: "prober closed"})
+		done(Result{RTT: time.Since(start), Detail: "prober closed"})
 		return
 	}
-	if id, ok := e.lastID[k]; ok && id == pr.q.Id {
-		pr.q.Id++
-		binary.BigEndian.PutUint16(pr.wire, pr.q.Id)
+	if last, ok := e.lastID[k]; ok && last == id {
+		id++
 	}
+	var pr *probe
+	if n := len(e.free); n > 0 {
+		pr, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		pr = new(probe)
+	}
+	pr.c, pr.t, pr.id, pr.rnd = c, t, id, rnd
+	pr.start, pr.deadline, pr.done = start, deadline, done
+	pr.wire = c.packQuery(t, pr.buf[:0], id, rnd)
+	pr.queued, pr.finished = true, false
 	pr.addr = e.addrs[k]
 	if pr.addr == nil {
 		pr.addr = net.UDPAddrFromAddrPort(k)
@@ -254,8 +289,28 @@ func (e *engine) end(pr *probe, r Result) {
 	ok := e.takeLocked(key(pr.c.target), pr)
 	e.mu.Unlock()
 	if ok {
-		pr.done(r)
+		e.finish(pr, r)
 	}
+}
+
+// finish gives r to pr's done and then frees pr, once no longer in
+// flight (taken from e.pending by the caller).
+func (e *engine) finish(pr *probe, r Result) {
+	pr.done(r)
+	e.mu.Lock()
+	pr.finished = true
+	e.releaseLocked(pr)
+	e.mu.Unlock()
+}
+
+// releaseLocked puts pr on the free list when both its sending and its
+// judging are over. e.mu must be held.
+func (e *engine) releaseLocked(pr *probe) {
+	if pr.queued || !pr.finished || e.closed {
+		return
+	}
+	pr.c, pr.t, pr.done, pr.addr, pr.wire = nil, nil, nil, nil, nil
+	e.free = append(e.free, pr)
 }
 
 // sendLoop sends the queued queries in batches until the engine closes.
@@ -265,7 +320,8 @@ func (e *engine) sendLoop() {
 	for i := range msgs {
 		msgs[i].Buffers = make([][]byte, 1)
 	}
-	var batch []*probe
+	var spare []*probe // the slice the sender handed back last time
+	retried := false
 	for {
 		select {
 		case <-e.quit:
@@ -273,7 +329,8 @@ func (e *engine) sendLoop() {
 		case <-e.kick:
 		}
 		e.mu.Lock()
-		batch, e.sendq = e.sendq, batch[:0]
+		batch := e.sendq
+		e.sendq, spare = spare[:0], batch
 		e.mu.Unlock()
 		for len(batch) > 0 {
 			n := min(len(batch), sendBatch)
@@ -282,8 +339,26 @@ func (e *engine) sendLoop() {
 				msgs[i].Addr = pr.addr
 			}
 			sent, err := e.write(msgs[:n], 0)
+			if sent < n {
+				// An ICMP error raised while this batch was being sent
+				// (on loopback, within the same sendmmsg) sets the
+				// socket's pending error, which the next datagram's send
+				// takes: sendmmsg then stops and drops it, or returns it
+				// for the first datagram. The reader never sees it, so
+				// the error queue, which names the refusing target, is
+				// read here.
+				e.readErrQueue()
+			}
+			if sent <= 0 && !retried {
+				// The error may be another target's (above): send
+				// the first datagram once more before blaming it.
+				retried = true
+				continue
+			}
+			retried = false
 			if sent <= 0 {
-				// The first datagram failed: end its probe, go on.
+				// The first datagram failed twice: end its probe, go
+				// on.
 				sent = 1
 				if err == nil {
 					err = errors.New("sendmmsg sent nothing")
@@ -294,10 +369,15 @@ func (e *engine) sendLoop() {
 			for i := range msgs[:n] {
 				msgs[i].Buffers[0], msgs[i].Addr = nil, nil
 			}
+			e.mu.Lock()
+			for _, pr := range batch[:sent] {
+				pr.queued = false
+				e.releaseLocked(pr)
+			}
+			e.mu.Unlock()
 			clear(batch[:sent])
 			batch = batch[sent:]
 		}
-		batch = batch[:0]
 	}
 }
 
@@ -305,21 +385,16 @@ func (e *engine) sendLoop() {
 // closes.
 func (e *engine) readLoop() {
 	defer e.wg.Done()
-	msgs := make([]ipv4.Message, recvBatch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, udpBufSize)}
-	}
+	r := newBatchReader(e.rc)
 	for {
-		n, err := e.read(msgs, 0)
-		n = max(n, 0)
-		for i := range msgs[:n] {
-			m := &msgs[i]
-			ua, ok := m.Addr.(*net.UDPAddr)
+		n, err := r.read()
+		for i := range n {
+			from, raw, ok := r.datagram(i)
 			if !ok {
 				e.dropped.Add(1)
 				continue
 			}
-			e.reply(key(ua.AddrPort()), m.Buffers[0][:m.N])
+			e.reply(from, raw)
 		}
 		if err == nil {
 			continue
@@ -336,6 +411,78 @@ func (e *engine) readLoop() {
 	}
 }
 
+// batchReader reads datagrams with recvmmsg(2) into buffers of its own,
+// and their sources into raw socket addresses: no allocation per call
+// (golang.org/x/net's ReadBatch makes a *net.UDPAddr per datagram).
+type batchReader struct {
+	rc    syscall.RawConn
+	hdrs  [recvBatch]unix.Mmsghdr
+	iovs  [recvBatch]unix.Iovec
+	names [recvBatch]unix.RawSockaddrInet6
+	bufs  [recvBatch][]byte
+	// n and errno are the result of the last recvmmsg; fn makes that
+	// call, made once.
+	n     int
+	errno error
+	fn    func(fd uintptr) bool
+}
+
+// newBatchReader returns a reader of the socket rc.
+func newBatchReader(rc syscall.RawConn) *batchReader {
+	r := &batchReader{rc: rc}
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, udpBufSize)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(udpBufSize)
+		r.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+	}
+	r.fn = func(fd uintptr) bool {
+		for i := range r.hdrs {
+			r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+			r.hdrs[i].Hdr.Flags = 0
+			r.hdrs[i].Len = 0
+		}
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), recvBatch, unix.MSG_DONTWAIT, 0, 0)
+		switch errno {
+		case 0:
+			r.n, r.errno = int(n), nil
+		case unix.EAGAIN, unix.EINTR:
+			return false // wait until readable
+		default:
+			r.n, r.errno = 0, errno
+		}
+		return true
+	}
+	return r
+}
+
+// read waits for datagrams and reads up to recvBatch of them. An ICMP
+// error pending on the socket (IP_RECVERR) comes back as err.
+func (r *batchReader) read() (n int, err error) {
+	if err := r.rc.Read(r.fn); err != nil {
+		return 0, err
+	}
+	return r.n, r.errno
+}
+
+// datagram returns the i-th datagram of the last read and its source,
+// unmapped; ok is false for a source of another family.
+func (r *batchReader) datagram(i int) (from netip.AddrPort, raw []byte, ok bool) {
+	raw = r.bufs[i][:r.hdrs[i].Len]
+	sa := &r.names[i]
+	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port), raw, true
+	case unix.AF_INET6:
+		return key(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), port)), raw, true
+	}
+	return netip.AddrPort{}, raw, false
+}
+
 // reply matches one datagram from k to a probe in flight and ends it.
 func (e *engine) reply(k netip.AddrPort, raw []byte) {
 	var id uint16
@@ -346,7 +493,7 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 	head := e.pending[k]
 	var pr *probe
 	for cur := head; cur != nil; cur = cur.next {
-		if cur.q.Id == id {
+		if cur.id == id {
 			pr = cur
 			break
 		}
@@ -371,9 +518,9 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 		pr = head // the one probe to k: a wrong ID fails it
 	}
 	e.takeLocked(k, pr)
-	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.q.Id
+	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.id
 	if clean {
-		e.lastID[k] = pr.q.Id
+		e.lastID[k] = pr.id
 	}
 	e.mu.Unlock()
 	e.judge(pr, raw)
@@ -383,34 +530,39 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 // reply is retried over TCP in a goroutine, within pr's deadline. raw is
 // the reader's buffer: everything kept from it is copied.
 func (e *engine) judge(pr *probe, raw []byte) {
-	r, v, detail := validate(pr.q, raw)
+	if v, detail, ok := pr.c.judge.judgeWire(pr.t, pr.wire, raw); ok {
+		e.finish(pr, Result{OK: v == verdictOK, RTT: time.Since(pr.start), Detail: detail})
+		return
+	}
+	q := pr.query()
+	r, v, detail := validate(q, raw)
 	switch v {
 	case verdictFail:
-		pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+		e.finish(pr, Result{RTT: time.Since(pr.start), Detail: detail})
 		return
 	case verdictTruncated:
-		go pr.tcpRetry()
+		go e.tcpRetry(pr)
 		return
 	}
 	ok, detail := pr.c.judge.judge(r)
-	pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+	e.finish(pr, Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
 }
 
 // tcpRetry asks pr's question again over TCP after a truncated UDP reply,
 // like roundTrip, and ends pr.
-func (pr *probe) tcpRetry() {
+func (e *engine) tcpRetry(pr *probe) {
 	ctx, cancel := context.WithDeadline(context.Background(), pr.deadline)
 	defer cancel()
 	budget := pr.deadline.Sub(pr.start)
 	res := func(ok bool, detail string) {
-		pr.done(Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
+		e.finish(pr, Result{OK: ok, RTT: time.Since(pr.start), Detail: detail})
 	}
 	raw, err := exchange(ctx, "tcp", pr.c.target, pr.wire)
 	if err != nil {
 		res(false, "truncated over udp; tcp: "+describeErr(ctx, err, budget))
 		return
 	}
-	r, v, detail := validate(pr.q, raw)
+	r, v, detail := validate(pr.query(), raw)
 	switch v {
 	case verdictTruncated:
 		res(false, "truncated over udp; truncated over tcp too")
@@ -429,7 +581,9 @@ func (pr *probe) tcpRetry() {
 }
 
 // readErrQueue reads the socket's error queue (IP_RECVERR) and fails the
-// probes in flight to each address an ICMP error names.
+// probes in flight to each address an ICMP error names. It never waits,
+// and takes no lock of the socket's reader (rc.Control, not rc.Read): the
+// sender calls it while the reader waits in recvmmsg.
 func (e *engine) readErrQueue() {
 	rc, err := e.conn.SyscallConn()
 	if err != nil {
@@ -440,13 +594,13 @@ func (e *engine) readErrQueue() {
 		errno unix.Errno
 	}
 	var fails []failure
-	_ = rc.Read(func(fd uintptr) bool {
+	_ = rc.Control(func(fd uintptr) {
 		var buf [512]byte
 		var oob [512]byte
 		for {
 			_, oobn, _, from, err := unix.Recvmsg(int(fd), buf[:], oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
 			if err != nil {
-				return true // EAGAIN: the queue is empty
+				return // EAGAIN: the queue is empty
 			}
 			var k netip.AddrPort
 			switch sa := from.(type) {
@@ -482,7 +636,7 @@ func (e *engine) readErrQueue() {
 		e.mu.Unlock()
 		for _, pr := range ended {
 			detail := describeErr(context.Background(), f.errno, pr.deadline.Sub(pr.start))
-			pr.done(Result{RTT: time.Since(pr.start), Detail: detail})
+			e.finish(pr, Result{RTT: time.Since(pr.start), Detail: detail})
 		}
 	}
 }
@@ -514,7 +668,7 @@ func (e *engine) sweepLoop() {
 		}
 		e.mu.Unlock()
 		for _, pr := range expired {
-			pr.done(Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
+			e.finish(pr, Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
 		}
 		clear(expired)
 		expired = expired[:0]

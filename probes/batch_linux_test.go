@@ -161,3 +161,93 @@ func TestBatchClose(t *testing.T) {
 		t.Errorf("got %+v, want canceled", res)
 	}
 }
+
+// TestBatchConnectionRefusedUnderLoad: one refused target among many
+// healthy ones, all probed at once, so that the refused query shares a
+// sendmmsg with others. On loopback the ICMP error is raised while that
+// sendmmsg still runs, and the socket error it sets is taken by the next
+// datagram's send, not by a read: each refused probe must still fail with
+// "connection refused" (not a timeout) and no healthy probe may be blamed.
+func TestBatchConnectionRefusedUnderLoad(t *testing.T) {
+	const healthy, rounds = 60, 10
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc.Close()
+	var targets []netip.AddrPort
+	for i := range healthy {
+		if i == healthy/2 {
+			targets = append(targets, refused)
+		}
+		targets = append(targets, startServer(t, good, nil).Addr)
+	}
+	p := NewDNSProber()
+	defer p.Close()
+	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Timeout = configs.Duration{Duration: 2 * time.Second} })
+	checkers := make([]*dnsChecker, len(targets))
+	for i, a := range targets {
+		c, err := buildDNSChecker(chk, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.p = p
+		checkers[i] = c
+	}
+	type outcome struct {
+		target netip.AddrPort
+		res    check.Result
+		took   time.Duration
+	}
+	for round := range rounds {
+		ch := make(chan outcome, len(targets))
+		start := time.Now()
+		for i, c := range checkers {
+			c.StartCheck(start.Add(2*time.Second), func(r check.Result) {
+				ch <- outcome{targets[i], r, time.Since(start)}
+			})
+		}
+		for range targets {
+			o := <-ch
+			switch {
+			case o.target == refused && (o.res.OK || o.res.Detail != "connection refused"):
+				t.Errorf("round %d: refused target: got %+v after %v, want %q", round, o.res, o.took, "connection refused")
+			case o.target == refused && o.took > time.Second:
+				t.Errorf("round %d: refusal took %v, want it well before the timeout", round, o.took)
+			case o.target != refused && !o.res.OK:
+				t.Errorf("round %d: healthy target %v: got %+v, want OK", round, o.target, o.res)
+			}
+		}
+	}
+}
+
+// TestBatchIPv6: the engine of IPv6 matches replies by their source and
+// fails a refused probe at once, as the one of IPv4 does.
+func TestBatchIPv6(t *testing.T) {
+	pc, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	s := &testServer{conns: map[net.Conn]struct{}{}, udp: pc, Addr: pc.LocalAddr().(*net.UDPAddr).AddrPort()}
+	s.wg.Add(1)
+	go s.serveUDP(good)
+	t.Cleanup(s.stop)
+	closed, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.LocalAddr().(*net.UDPAddr).AddrPort()
+	closed.Close()
+	p := NewDNSProber()
+	defer p.Close()
+	probe := batchProbes(p)[0]
+	for range 3 {
+		if res := probe(context.Background(), s.Addr, fixedCheck()); !res.OK {
+			t.Errorf("got %+v, want OK", res)
+		}
+		if res := probe(context.Background(), refused, fixedCheck()); res.OK || res.Detail != "connection refused" {
+			t.Errorf("refused: got %+v, want %q", res, "connection refused")
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,6 +63,56 @@ type dnsChecker struct {
 	// timeout is the budget when the context has no deadline.
 	timeout time.Duration
 	judge   judge
+
+	// tmpl is the packed query of the batch engine, built on first use:
+	// a probe copies it and patches the ID and the random label in place.
+	tmplOnce sync.Once
+	tmpl     queryTemplate
+}
+
+// queryTemplate is a checker's query packed once, with ID 0 and, for zone
+// checks, a placeholder random label.
+type queryTemplate struct {
+	wire []byte
+	// err is why the query does not pack ("bad check: pack query: ...").
+	err error
+	// fast reports that replies may be judged from the wire
+	// (judgeWire): the check has no expect nor expect_regexp, and the
+	// query name reads back from the wire exactly as configured, so that
+	// comparing names on the wire decides as comparing them as text does.
+	fast bool
+}
+
+// randomLabelAt is where the 16 hex digits of the random label start in a
+// packed zone query: the header, the label's length byte and "lbdns-".
+const randomLabelAt = 12 + 1 + len("lbdns-")
+
+// template returns c's query template, building it on first use.
+func (c *dnsChecker) template() *queryTemplate {
+	c.tmplOnce.Do(func() {
+		q := c.queryOf(0, 0)
+		wire, err := q.Pack()
+		if err != nil {
+			c.tmpl.err = err
+			return
+		}
+		c.tmpl.wire = wire
+		name, _, err := dns.UnpackDomainName(wire, 12)
+		c.tmpl.fast = err == nil && name == q.Question[0].Name &&
+			!c.judge.expect.IsValid() && c.judge.re == nil
+	})
+	return &c.tmpl
+}
+
+// packQuery writes the query with id and random label value rnd into dst
+// (at least as long as the template) from the template t, and returns it.
+func (c *dnsChecker) packQuery(t *queryTemplate, dst []byte, id uint16, rnd uint64) []byte {
+	dst = append(dst[:0], t.wire...)
+	binary.BigEndian.PutUint16(dst, id)
+	if c.random {
+		putHex(dst[randomLabelAt:randomLabelAt+16], rnd)
+	}
+	return dst
 }
 
 // judge is how a valid reply is judged: its rcode and the answer section.
@@ -71,7 +122,13 @@ type judge struct {
 	expect netip.Addr
 	// re must match the text of an answer RR (nil when unset).
 	re *regexp.Regexp
+	// okText holds the Details of success, "NOERROR, answers 2", per
+	// rcode (as rcodes) and count of answers below okTextMax, made once.
+	okText [][okTextMax]string
 }
+
+// okTextMax bounds the answer counts whose success Detail is made once.
+const okTextMax = 8
 
 // newDNSChecker is the Constructor of kind "dns".
 func newDNSChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
@@ -138,6 +195,11 @@ func newJudge(s *configs.DNSCheck) (judge, error) {
 			return j, fmt.Errorf("unknown rcode %q", name)
 		}
 		j.rcodes = append(j.rcodes, c)
+		var texts [okTextMax]string
+		for n := range texts {
+			texts[n] = rcodeName(c) + ", answers " + strconv.Itoa(n)
+		}
+		j.okText = append(j.okText, texts)
 	}
 	if s.Expect != "" {
 		a, err := netip.ParseAddr(s.Expect)
@@ -221,12 +283,18 @@ func (c *dnsChecker) Check(ctx context.Context) Result {
 // query makes the query message with a random ID and, for zone checks, a
 // random label.
 func (c *dnsChecker) query() *dns.Msg {
+	return c.queryOf(uint16(rand.Uint32()), rand.Uint64())
+}
+
+// queryOf makes the query message with ID id and, for zone checks, the
+// random label of value rnd.
+func (c *dnsChecker) queryOf(id uint16, rnd uint64) *dns.Msg {
 	name := c.name
 	if c.random {
-		name = randomName(c.name)
+		name = randomNameOf(c.name, rnd)
 	}
 	q := new(dns.Msg)
-	q.Id = uint16(rand.Uint32())
+	q.Id = id
 	q.Opcode = dns.OpcodeQuery
 	q.RecursionDesired = c.rd
 	q.CheckingDisabled = c.cd
@@ -285,21 +353,33 @@ func roundTrip(ctx context.Context, p *DNSProber, target netip.AddrPort, network
 // and zone as a fully qualified name without a leading dot. It builds the
 // name in one allocation, as it runs once per probe.
 func randomName(zone string) string {
-	const hexDigits = "0123456789abcdef"
+	return randomNameOf(zone, rand.Uint64())
+}
+
+// randomNameOf is randomName with the label's value v: "lbdns-" and v in
+// 16 hex digits.
+func randomNameOf(zone string, v uint64) string {
 	zone = strings.TrimPrefix(zone, ".") // ".zone" and "." alike
 	var b strings.Builder
 	b.Grow(len("lbdns-") + 16 + 2 + len(zone))
 	b.WriteString("lbdns-")
-	v := rand.Uint64()
-	for shift := 60; shift >= 0; shift -= 4 {
-		b.WriteByte(hexDigits[v>>uint(shift)&0xF])
-	}
+	var digits [16]byte
+	putHex(digits[:], v)
+	b.Write(digits[:])
 	b.WriteByte('.')
 	b.WriteString(zone)
 	if zone != "" && !dns.IsFqdn(zone) {
 		b.WriteByte('.')
 	}
 	return b.String()
+}
+
+// putHex writes v as 16 lower-case hex digits into dst[:16].
+func putHex(dst []byte, v uint64) {
+	const hexDigits = "0123456789abcdef"
+	for i := range 16 {
+		dst[i] = hexDigits[v>>uint(60-4*i)&0xF]
+	}
 }
 
 func lookupType(s string) (uint16, error) {
@@ -489,7 +569,177 @@ func (j *judge) judge(r *dns.Msg) (bool, string) {
 	if j.re != nil && !answerMatches(r, j.re) {
 		return false, fmt.Sprintf("no answer RR matches %q", j.re.String())
 	}
-	return true, rcodeName(r.Rcode) + ", answers " + strconv.Itoa(len(r.Answer))
+	return true, j.okDetail(r.Rcode, len(r.Answer))
+}
+
+// okDetail is the Detail of success with rcode and n answers.
+func (j *judge) okDetail(rcode, n int) string {
+	if i := slices.Index(j.rcodes, rcode); i >= 0 && i < len(j.okText) && n < okTextMax {
+		return j.okText[i][n]
+	}
+	return rcodeName(rcode) + ", answers " + strconv.Itoa(n)
+}
+
+// judgeWire judges reply to the packed query q (as sent: its ID patched)
+// from the wire, without unpacking it, when t.fast allows and the reply is
+// plainly well formed; decided reports whether it concluded. When it did,
+// the verdict and the Detail are those checkReply gives (TestJudgeWire
+// compares both over the misbehaving replies; FuzzJudgeWire over any);
+// anything unusual (a failed header or question check, TC, an OPT record,
+// record types it does not know, anything that does not parse) is left
+// undecided for validate and judge, which also write the Detail.
+//
+// What it requires mirrors how miekg/dns unpacks: the header and the
+// question as sent (the name compared ASCII case-insensitively, as
+// checkQuestion compares the text), then every record of the counts up to
+// the end of the message (counts that overstate are cut there, as Unpack
+// does), each with a valid owner name, its fixed fields, and RDATA of A,
+// AAAA, CNAME, NS, PTR or SOA that unpacks to exactly its length (or
+// none). Then the rcode is the header's (no OPT: no extended rcode) and
+// the answers are the records of the answer section.
+func (j *judge) judgeWire(t *queryTemplate, q, reply []byte) (v verdict, detail string, decided bool) {
+	if !t.fast || len(reply) < len(q) || len(q) < 12+1+4 {
+		return 0, "", false
+	}
+	// ID, QR, opcode QUERY, TC clear, one question.
+	if reply[0] != q[0] || reply[1] != q[1] || reply[2]&0xFA != 0x80 ||
+		binary.BigEndian.Uint16(reply[4:]) != 1 {
+		return 0, "", false
+	}
+	nameEnd := len(q) - 4
+	if !equalFoldASCII(reply[12:nameEnd], q[12:nameEnd]) || string(reply[nameEnd:len(q)]) != string(q[nameEnd:]) {
+		return 0, "", false
+	}
+	off, answers := len(q), 0
+	for sec := range 3 {
+		count := int(binary.BigEndian.Uint16(reply[6+2*sec:]))
+		for range count {
+			if off == len(reply) {
+				break // the count overstates: Unpack stops here too
+			}
+			var ok bool
+			if off, ok = skipRR(reply, off); !ok {
+				return 0, "", false
+			}
+			if sec == 0 {
+				answers++
+			}
+		}
+	}
+	rcode := int(reply[3] & 0xF)
+	if !slices.Contains(j.rcodes, rcode) {
+		return verdictFail, "rcode " + rcodeName(rcode), true
+	}
+	return verdictOK, j.okDetail(rcode, answers), true
+}
+
+// equalFoldASCII reports whether a and b are equal but for the case of
+// ASCII letters.
+func equalFoldASCII(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, c := range a {
+		d := b[i]
+		if c == d {
+			continue
+		}
+		if c|0x20 != d|0x20 || c|0x20 < 'a' || c|0x20 > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// skipName returns the offset after the domain name at off in msg, or
+// false where dns.UnpackDomainName fails: the same label, length,
+// pointer-count and bounds rules.
+func skipName(msg []byte, off int) (int, bool) {
+	const maxPointers = (255+1)/2 - 2 // dns.maxCompressionPointers
+	budget, ptrs, after := 255, 0, 0
+	for {
+		if off >= len(msg) {
+			return 0, false
+		}
+		c := int(msg[off])
+		off++
+		switch c & 0xC0 {
+		case 0x00:
+			if c == 0 {
+				if ptrs == 0 {
+					after = off
+				}
+				return after, true
+			}
+			if off+c > len(msg) {
+				return 0, false
+			}
+			if budget -= c + 1; budget <= 0 {
+				return 0, false
+			}
+			off += c
+		case 0xC0:
+			if off >= len(msg) {
+				return 0, false
+			}
+			c1 := int(msg[off])
+			off++
+			if ptrs == 0 {
+				after = off
+			}
+			if ptrs++; ptrs > maxPointers {
+				return 0, false
+			}
+			off = (c^0xC0)<<8 | c1
+		default:
+			return 0, false
+		}
+	}
+}
+
+// skipRR returns the offset after the resource record at off in msg, or
+// false where dns.UnpackRR fails or where the record is one judgeWire
+// leaves to Unpack (OPT, types other than A, AAAA, CNAME, NS, PTR, SOA).
+func skipRR(msg []byte, off int) (int, bool) {
+	off, ok := skipName(msg, off)
+	if !ok || off+10 > len(msg) {
+		return 0, false
+	}
+	typ := binary.BigEndian.Uint16(msg[off:])
+	off += 10
+	end := off + int(binary.BigEndian.Uint16(msg[off-2:]))
+	if end > len(msg) || typ == dns.TypeOPT {
+		return 0, false
+	}
+	if end == off {
+		return end, true // no RDATA: Unpack takes it as it is
+	}
+	rd := msg[:end] // Unpack reads the RDATA within its length
+	switch typ {
+	case dns.TypeA:
+		return end, end-off == 4
+	case dns.TypeAAAA:
+		return end, end-off == 16
+	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
+		o, ok := skipName(rd, off)
+		return end, ok && o == end
+	case dns.TypeSOA:
+		// Two names, then up to five 32-bit fields: Unpack stops at
+		// the end of the RDATA between fields.
+		o, ok := skipName(rd, off)
+		if !ok {
+			return 0, false
+		}
+		if o == end {
+			return end, true
+		}
+		if o, ok = skipName(rd, o); !ok {
+			return 0, false
+		}
+		rest := end - o
+		return end, rest%4 == 0 && rest <= 20
+	}
+	return 0, false
 }
 
 // checkHeader checks the fixed header bytes of reply, before any parsing of

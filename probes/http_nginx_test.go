@@ -189,11 +189,10 @@ func TestHTTPNginxNetns(t *testing.T) {
 	h.LinkDown()
 	for _, a := range []netip.Addr{h.AddrV4(), h.AddrV6()} {
 		for i, r := range check(t, a, 500*time.Millisecond) {
-			// With the link down its route is gone: the kernel may say so
-			// at once, the packets may go nowhere until the deadline, or
-			// (on a host whose default route leads to an intercepting
-			// proxy) something else may answer. Whatever it is, it is not
-			// the member, and the check fails.
+			// With the host's end of the link down, packets go nowhere
+			// (the harness's blackhole routes keep them off the default
+			// route): the check fails by its deadline, or at once when
+			// the kernel gives up on the neighbour.
 			if r.OK {
 				t.Errorf("link down: %s %v: Check = ok %q, want a failure", okCases[i].kind, a, r.Detail)
 			}
