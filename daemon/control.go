@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"lbdns/control"
-	"lbdns/gslb/server"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
 	"lbdns/report"
@@ -40,7 +39,6 @@ func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
-	d.gslb = server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Intent: d.intentNow, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: d.gslb})
 	wg.Go(func() {
 		if err := srv.Serve(ctx, d.ctlLn); err != nil {
