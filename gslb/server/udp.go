@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,18 +10,20 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 )
 
 // The UDP side of the server is its own: per listen address, one socket
 // per CPU (GOMAXPROCS) bound with SO_REUSEPORT, so that the kernel spreads
 // the queries over them, and one long-lived reader goroutine per socket
-// that reads a query into its reused buffer, answers it inline (reply:
-// the same respond as TCP's ServeDNS) into another and writes it back.
-// No goroutine per query, no allocation per query once the names are
-// known. Sockets bound to a wildcard address receive each query's
-// destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and answer from it.
+// (serveUDP) that reads a batch of queries into its reused buffers
+// (recvmmsg), answers each inline (reply: the same respond as TCP's
+// ServeDNS) into another reused buffer and writes the batch of replies
+// back (sendmmsg). No goroutine per query, and no allocation per query in
+// the answer once its name is known (x/net's batch reads allocate the
+// sender's address). Sockets bound to a wildcard address receive each
+// query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and answer
+// from it.
 
 // udpSockets is how many UDP sockets serve one listen address.
 func udpSockets() int { return max(1, runtime.GOMAXPROCS(0)) }
@@ -64,49 +65,6 @@ func listenUDP(ap netip.AddrPort) (*net.UDPConn, error) {
 		return nil, fmt.Errorf("server: listen udp %s: %w", ap, err)
 	}
 	return pc.(*net.UDPConn), nil
-}
-
-// serveUDP is the reader of conn: it answers every query read until conn
-// is closed.
-func (s *Server) serveUDP(conn *net.UDPConn, pktinfo bool) {
-	sc := new(scratch)
-	in := make([]byte, dns.MaxMsgSize)
-	out := make([]byte, dns.MaxMsgSize)
-	var oob, woob []byte
-	if pktinfo {
-		oob = make([]byte, 128)
-		woob = make([]byte, 0, 128)
-	}
-	for {
-		var n, oobn int
-		var from netip.AddrPort
-		var err error
-		if pktinfo {
-			n, oobn, _, from, err = conn.ReadMsgUDPAddrPort(in, oob)
-		} else {
-			n, from, err = conn.ReadFromUDPAddrPort(in)
-		}
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.Logger.Debug("gslb udp read failed", "addr", conn.LocalAddr().String(), "err", err)
-			continue
-		}
-		src := from.Addr().Unmap()
-		resp := s.reply(sc, out, in[:n], src, false)
-		if resp == nil {
-			continue
-		}
-		if pktinfo {
-			_, _, err = conn.WriteMsgUDPAddrPort(resp, replyPktinfo(woob[:0], oob[:oobn]), from)
-		} else {
-			_, err = conn.WriteToUDPAddrPort(resp, from)
-		}
-		if err != nil {
-			s.Logger.Debug("gslb reply not sent", "client", src.String(), "err", err)
-		}
-	}
 }
 
 // replyPktinfo appends to dst the control message that sends a reply
