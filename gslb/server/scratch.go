@@ -73,7 +73,9 @@ func (sc *scratch) setEdns0(udp uint16, do bool) {
 // counterCache holds the metrics' counters by label values, so that a
 // reader counts a query without building a label slice: the label
 // values of a query repeat (bounded types and rcodes, configured policies
-// and pools). Cleared when it grows too big (a reload's new names).
+// and pools). Cleared when it grows too big (a reload's new names). The
+// vectors it caches are never reset, so a cached counter stays the one
+// exported.
 type counterCache struct {
 	m   *Metrics
 	all map[counterKey]prometheus.Counter

@@ -1,6 +1,7 @@
 // Package server is the GSLB responder on the wire: an authoritative DNS
-// server (github.com/miekg/dns, UDP and TCP on every listen address) that
-// answers from an atomically swapped gslb.Answerer snapshot, with the
+// server (UDP and TCP on every listen address: UDP by its own readers,
+// a socket per CPU answering inline, see udp.go; TCP by
+// github.com/miekg/dns's server) that answers from an atomically swapped gslb.Answerer snapshot, with the
 // protocol around it done here: header flags, the question echoed with
 // its case, FORMERR and NOTIMP, EDNS(0) with BADVERS, the Client Subnet
 // option checked and echoed with the answer's scope (RFC 7871), UDP
