@@ -76,9 +76,11 @@ func (s *Server) serveUDP(conn *net.UDPConn, pktinfo bool) {
 		}
 		for sent := 0; sent < k; {
 			n, err := bc.WriteBatch(wms[sent:k], 0)
-			if err != nil {
-				s.Logger.Debug("gslb replies not sent", "addr", conn.LocalAddr().String(), "err", err)
-				break
+			if err != nil || n == 0 {
+				// The reply at sent failed (sendmmsg stops at the
+				// first that fails): it is dropped, the rest sent.
+				s.Logger.Debug("gslb reply not sent", "client", wms[sent].Addr.String(), "err", err)
+				n = 1
 			}
 			sent += n
 		}
