@@ -178,8 +178,9 @@ func parseECS(data []byte) (e ecs, ok bool) {
 	return e, true
 }
 
-// option returns e as the reply's Client Subnet option with scope.
-func (e ecs) option(scope int) *dns.EDNS0_SUBNET {
+// option returns e as the reply's Client Subnet option with scope, in o
+// (its address in o's reused storage when it has room).
+func (e ecs) option(o *dns.EDNS0_SUBNET, scope int) *dns.EDNS0_SUBNET {
 	bits := 32
 	if e.family == 2 {
 		bits = 128
@@ -187,6 +188,30 @@ func (e ecs) option(scope int) *dns.EDNS0_SUBNET {
 	if e.source == 0 || scope < 0 {
 		scope = 0 // no address given: the answer cannot depend on one
 	}
-	return &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.family, SourceNetmask: e.source,
-		SourceScope: uint8(min(scope, bits)), Address: net.IP(e.addr.AsSlice())}
+	addr := o.Address[:0]
+	if e.addr.Is4() {
+		a := e.addr.As4()
+		addr = append(addr, a[:]...)
+	} else {
+		a := e.addr.As16()
+		addr = append(addr, a[:]...)
+	}
+	*o = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.family, SourceNetmask: e.source,
+		SourceScope: uint8(min(scope, bits)), Address: net.IP(addr)}
+	return o
+}
+
+// appendSubnet appends o to b as it is on the wire: option code and
+// length, then what miekg/dns packs for it (o as option returns it:
+// ADDRESS masked, of the family's length).
+func appendSubnet(b []byte, o *dns.EDNS0_SUBNET) []byte {
+	need := (int(o.SourceNetmask) + 7) / 8
+	if o.Family == 0 {
+		need = 0
+	}
+	b = binary.BigEndian.AppendUint16(b, dns.EDNS0SUBNET)
+	b = binary.BigEndian.AppendUint16(b, uint16(4+need))
+	b = binary.BigEndian.AppendUint16(b, o.Family)
+	b = append(b, o.SourceNetmask, o.SourceScope)
+	return append(b, o.Address[:need]...)
 }

@@ -45,7 +45,7 @@ func (r *Responder) Explain(_ context.Context, req control.GSLBExplainRequest) (
 	}
 	rep := explainReply(q, resp, serial)
 	if e != nil {
-		rep.Scope = int(e.option(resp.Scope).SourceScope) // as the reply's option carries it
+		rep.Scope = int(e.option(new(dns.EDNS0_SUBNET), resp.Scope).SourceScope) // as the reply's option carries it
 	}
 	return rep, nil
 }

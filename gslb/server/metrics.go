@@ -98,13 +98,13 @@ func rcodeLabel(rc int) string {
 }
 
 // observe counts one reply resp to req, answered by r when asked (the
-// snapshot was asked).
-func (m *Metrics) observe(req, resp *dns.Msg, r *gslb.Response, asked, ecs bool) {
+// snapshot was asked), through the counters of c.
+func (m *Metrics) observe(c *counterCache, req, resp *dns.Msg, r *gslb.Response, asked, ecs bool) {
 	qt := "NONE"
 	if len(req.Question) == 1 {
 		qt = qtypeLabel(req.Question[0].Qtype)
 	}
-	m.queries.WithLabelValues(qt, rcodeLabel(resp.Rcode)).Inc()
+	c.counter(m, vecQueries, qt, rcodeLabel(resp.Rcode)).Inc()
 	if ecs {
 		m.ecs.Inc()
 	}
@@ -115,13 +115,13 @@ func (m *Metrics) observe(req, resp *dns.Msg, r *gslb.Response, asked, ecs bool)
 		return
 	}
 	if r.Pool != "" {
-		m.answers.WithLabelValues(r.Policy, r.Pool).Inc()
+		c.counter(m, vecAnswers, r.Policy, r.Pool).Inc()
 	}
 	if r.LastResort != "" {
-		m.resorts.WithLabelValues(r.Name, r.LastResort).Inc()
+		c.counter(m, vecResorts, r.Name, r.LastResort).Inc()
 	}
 	if r.Policy == gslb.PolicyEmergency {
-		m.emAnswers.WithLabelValues(r.Name).Inc()
+		c.counter(m, vecEmergency, r.Name, "").Inc()
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package server is the GSLB responder on the wire: an authoritative DNS
-// server (github.com/miekg/dns, UDP and TCP on every listen address) that
-// answers from an atomically swapped gslb.Answerer snapshot, with the
+// server (UDP and TCP on every listen address: UDP by its own readers,
+// a socket per CPU answering inline, see udp.go; TCP by
+// github.com/miekg/dns's server) that answers from an atomically swapped gslb.Answerer snapshot, with the
 // protocol around it done here: header flags, the question echoed with
 // its case, FORMERR and NOTIMP, EDNS(0) with BADVERS, the Client Subnet
 // option checked and echoed with the answer's scope (RFC 7871), UDP
@@ -49,7 +50,8 @@ type Server struct {
 	answerer atomic.Pointer[answerer]
 
 	mu      sync.Mutex
-	servers []*dns.Server
+	servers []*dns.Server  // TCP
+	udp     []*net.UDPConn // served by serveUDP
 	addrs   []netip.AddrPort
 	wg      sync.WaitGroup
 }
@@ -69,38 +71,38 @@ func (s *Server) Swap(a gslb.Answerer) {
 	s.answerer.Store(&answerer{a})
 }
 
-// Start opens every listen address, UDP then TCP on the same port, and
-// serves them; it returns once all serve, or the first error (having
-// closed what it opened).
+// Start opens every listen address, UDP (a socket per CPU, see
+// serveUDP) then TCP on the same port, and serves them; it returns once
+// all serve, or the first error (having closed what it opened).
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.servers != nil {
+	if s.servers != nil || s.udp != nil {
 		return errors.New("server: already started")
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	var servers []*dns.Server
+	var udp []*net.UDPConn
 	var addrs []netip.AddrPort
 	closeAll := func() {
 		for _, srv := range servers {
-			if srv.PacketConn != nil {
-				srv.PacketConn.Close()
-			}
-			if srv.Listener != nil {
-				srv.Listener.Close()
-			}
+			srv.Listener.Close()
+		}
+		for _, c := range udp {
+			c.Close()
 		}
 	}
 	for _, ap := range s.Listen {
-		pc, ln, err := listenBoth(ap)
+		pcs, ln, err := listenBoth(ap, udpSockets())
 		if err != nil {
 			closeAll()
 			return err
 		}
-		servers = append(servers, s.dnsServer(pc, nil), s.dnsServer(nil, ln))
-		addrs = append(addrs, pc.LocalAddr().(*net.UDPAddr).AddrPort())
+		servers = append(servers, s.dnsServer(ln))
+		udp = append(udp, pcs...)
+		addrs = append(addrs, pcs[0].LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	started := make(chan error, len(servers))
 	for _, srv := range servers {
@@ -119,9 +121,13 @@ func (s *Server) Start() error {
 			return fmt.Errorf("server: serve: %w", err)
 		}
 	}
-	s.servers, s.addrs = servers, addrs
+	for _, c := range udp {
+		pktinfo := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().IsUnspecified()
+		s.wg.Go(func() { s.serveUDP(c, pktinfo) })
+	}
+	s.servers, s.udp, s.addrs = servers, udp, addrs
 	for _, a := range addrs {
-		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String())
+		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String(), "udp_sockets", udpSockets())
 	}
 	if s.NotifyStartedFunc != nil {
 		s.NotifyStartedFunc()
@@ -129,42 +135,50 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// listenBoth opens UDP on ap, then TCP on the port UDP got.
-func listenBoth(ap netip.AddrPort) (net.PacketConn, net.Listener, error) {
+// listenBoth opens n UDP sockets on ap (SO_REUSEPORT), then TCP on the
+// port UDP got.
+func listenBoth(ap netip.AddrPort, n int) ([]*net.UDPConn, net.Listener, error) {
 	for try := 0; ; try++ {
-		pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		pc, err := listenUDP(ap)
 		if err != nil {
-			return nil, nil, fmt.Errorf("server: listen udp %s: %w", ap, err)
+			return nil, nil, err
 		}
 		got := pc.LocalAddr().(*net.UDPAddr).AddrPort()
 		ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(got))
-		if err == nil {
-			return pc, ln, nil
+		if err != nil {
+			pc.Close()
+			if ap.Port() != 0 || try >= 10 {
+				return nil, nil, fmt.Errorf("server: listen tcp %s: %w", got, err)
+			}
+			continue // the free UDP port was taken for TCP: pick another
 		}
-		pc.Close()
-		if ap.Port() != 0 || try >= 10 {
-			return nil, nil, fmt.Errorf("server: listen tcp %s: %w", got, err)
+		pcs := []*net.UDPConn{pc}
+		for len(pcs) < n {
+			more, err := listenUDP(netip.AddrPortFrom(ap.Addr(), got.Port()))
+			if err != nil {
+				for _, c := range pcs {
+					c.Close()
+				}
+				ln.Close()
+				return nil, nil, err
+			}
+			pcs = append(pcs, more)
 		}
-		// The free UDP port was taken for TCP: pick another.
+		return pcs, ln, nil
 	}
 }
 
-// dnsServer is the miekg/dns server of one socket.
-func (s *Server) dnsServer(pc net.PacketConn, ln net.Listener) *dns.Server {
+// dnsServer is the miekg/dns server of one TCP listener.
+func (s *Server) dnsServer(ln net.Listener) *dns.Server {
 	return &dns.Server{
-		PacketConn:     pc,
 		Listener:       ln,
 		Handler:        s,
-		UDPSize:        dns.MaxMsgSize, // the read buffer: queries of any size
 		MsgAcceptFunc:  accept,
 		DecorateReader: func(r dns.Reader) dns.Reader { return ecsReader{r} },
 	}
 }
 
 func srvAddr(srv *dns.Server) string {
-	if srv.PacketConn != nil {
-		return "udp " + srv.PacketConn.LocalAddr().String()
-	}
 	return "tcp " + srv.Listener.Addr().String()
 }
 
@@ -185,14 +199,19 @@ func (s *Server) Addrs() []netip.AddrPort {
 	return s.addrs
 }
 
-// Shutdown stops every listener and waits for the queries being answered,
-// until ctx is done.
+// Shutdown stops every listener (closing the UDP sockets stops their
+// readers) and waits for the queries being answered, until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	servers := s.servers
-	s.servers, s.addrs = nil, nil
+	servers, udp := s.servers, s.udp
+	s.servers, s.udp, s.addrs = nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
+	for _, c := range udp {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("server: close udp %s: %w", c.LocalAddr(), err))
+		}
+	}
 	for _, srv := range servers {
 		if err := srv.ShutdownContext(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("server: shutdown %s: %w", srvAddr(srv), err))
@@ -229,12 +248,25 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 // Respond is the reply to req from src (over TCP when tcp is set), whole,
 // truncated to the size the client can take; nil when req gets none (a
-// response). It is what ServeDNS sends.
+// response). It is what ServeDNS sends, and what the UDP readers pack.
 func (s *Server) Respond(req *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
-	if req.Response {
+	sc := new(scratch)
+	if !s.respond(sc, req, src, tcp) {
 		return nil
 	}
-	resp := &dns.Msg{}
+	return &sc.resp
+}
+
+// respond builds the reply to req from src in sc.resp (its records and
+// options in sc's reused storage: the reply is good until sc's next use)
+// and reports whether req gets one. Every wire rule of the server is
+// here, for UDP and TCP alike.
+func (s *Server) respond(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bool {
+	if req.Response {
+		return false
+	}
+	sc.resetReply()
+	resp := &sc.resp
 	resp.Id, resp.Response, resp.Opcode = req.Id, true, req.Opcode
 	resp.RecursionDesired, resp.CheckingDisabled = req.RecursionDesired, req.CheckingDisabled
 	if len(req.Question) == 1 {
@@ -244,26 +276,38 @@ func (s *Server) Respond(req *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 	var q *ecs
 	var r gslb.Response
 	asked := false
-	rcode := s.check(req, resp, &size, &q)
+	rcode := s.check(sc, req, &size, &q)
 	if rcode < 0 {
-		rcode, r, asked = s.answer(req, resp, src, q)
+		rcode, r, asked = s.answer(sc, req, src, q)
 	}
 	resp.Rcode = rcode
 	if tcp {
 		size = dns.MaxMsgSize
 	}
+	if q != nil && asked {
+		// The Client Subnet option echoed: left to reply to append as
+		// bytes (miekg/dns allocates to pack it), unless that would
+		// change truncation (Truncate never fills less than 512).
+		sc.tail = appendSubnet(sc.tail[:0], &sc.subnet)
+		if sc.raw && size-len(sc.tail) >= dns.MinMsgSize {
+			size -= len(sc.tail)
+		} else {
+			sc.opt.Option = append(sc.opt.Option, &sc.subnet)
+			sc.tail = sc.tail[:0]
+		}
+	}
 	resp.Truncate(size)
 	if s.Metrics != nil {
-		s.Metrics.observe(req, resp, &r, asked, q != nil)
+		s.Metrics.observe(&sc.counters, req, resp, &r, asked, q != nil)
 	}
-	return resp
+	return true
 }
 
-// check checks req's header, question and EDNS, sets resp's OPT record
-// (and size, the UDP payload the reply may fill) and q (the Client
+// check checks req's header, question and EDNS, sets the reply's OPT
+// record (and size, the UDP payload the reply may fill) and q (the Client
 // Subnet option, when req carries a valid one), and returns the rcode
 // that answers req, or -1 when req is to be answered from the snapshot.
-func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
+func (s *Server) check(sc *scratch, req *dns.Msg, size *int, q **ecs) int {
 	var opt *dns.OPT
 	for _, rr := range req.Extra {
 		if o, ok := rr.(*dns.OPT); ok {
@@ -278,7 +322,7 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 		if udp <= 0 {
 			udp = DefaultUDPSize
 		}
-		resp.SetEdns0(uint16(udp), opt.Do())
+		sc.setEdns0(uint16(udp), opt.Do())
 		*size = min(max(int(opt.UDPSize()), dns.MinMsgSize), udp)
 		if opt.Hdr.Name != "." {
 			return dns.RcodeFormatError
@@ -306,7 +350,8 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 		switch o := o.(type) {
 		case *dns.EDNS0_LOCAL:
 			// Marked by the reader; or raw code 8 in a message built
-			// in memory (from the wire it arrives as EDNS0_SUBNET).
+			// in memory or parsed by the UDP readers (from miekg/dns
+			// it arrives as EDNS0_SUBNET).
 			if o.Code != ecsMarkCode && o.Code != dns.EDNS0SUBNET {
 				continue
 			}
@@ -317,7 +362,8 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 			if !ok {
 				return dns.RcodeFormatError
 			}
-			*q = &e
+			sc.ecs = e
+			*q = &sc.ecs
 		case *dns.EDNS0_SUBNET:
 			// Parsed by miekg/dns: the reader did not mark it, so
 			// it could not be checked.
@@ -327,26 +373,31 @@ func (s *Server) check(req, resp *dns.Msg, size *int, q **ecs) int {
 	return -1
 }
 
-// answer fills resp from the snapshot and returns its rcode and the
+// answer fills the reply from the snapshot and returns its rcode and the
 // snapshot's response (asked false when there is no snapshot).
-func (s *Server) answer(req, resp *dns.Msg, src netip.Addr, q *ecs) (rcode int, r gslb.Response, asked bool) {
+func (s *Server) answer(sc *scratch, req *dns.Msg, src netip.Addr, q *ecs) (rcode int, r gslb.Response, asked bool) {
 	box := s.answerer.Load()
 	if box == nil {
 		return dns.RcodeServerFailure, r, false
 	}
-	query := gslb.Query{Name: lowerFQDN(req.Question[0].Name), Type: req.Question[0].Qtype, Source: src}
+	name := sc.qlower
+	if name == "" {
+		name = lowerFQDN(req.Question[0].Name)
+	}
+	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src}
 	if q != nil {
 		query.ECS = q.prefix
 	}
 	r = box.Answer(query)
+	resp := &sc.resp
 	resp.Answer, resp.Ns = r.Answer, r.Authority
 	if len(r.Extra) > 0 { // the snapshot's slices are shared: copy before adding
-		resp.Extra = append(append(make([]dns.RR, 0, len(r.Extra)+len(resp.Extra)), r.Extra...), resp.Extra...)
+		resp.Extra = append(append(sc.extra[:0], r.Extra...), resp.Extra...)
+		sc.extra = resp.Extra
 	}
 	resp.Authoritative = r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError
 	if q != nil {
-		opt := resp.IsEdns0()
-		opt.Option = append(opt.Option, q.option(r.Scope))
+		q.option(&sc.subnet, r.Scope) // added to the reply by respond
 	}
 	return r.Rcode, r, true
 }

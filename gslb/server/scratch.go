@@ -1,0 +1,121 @@
+package server
+
+import (
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// scratch is the reused storage of one query at a time: the request
+// parsed, the reply built, and the records and options around them. A
+// UDP reader owns one for its life, so its queries allocate (almost)
+// nothing; Respond takes a fresh one per call.
+type scratch struct {
+	// req is the request, when parsed by parseQuery or unpacked into.
+	req dns.Msg
+	// question, reqOpt, reqExtra, reqOpts and reqECS back req's
+	// sections when parseQuery fills it.
+	question [1]dns.Question
+	reqOpt   dns.OPT
+	reqExtra [1]dns.RR
+	reqOpts  [2]dns.EDNS0
+	reqECS   [2]dns.EDNS0_LOCAL
+	// names interns the question names read (case kept), so that a name
+	// asked again costs no allocation; cleared when it grows too big.
+	names   map[string]internedName
+	nameBuf []byte
+	// qlower is the question's name lower-cased when parseQuery parsed
+	// it, else "" (respond lower-cases it).
+	qlower string
+
+	// resp is the reply; opt, optExtra, extra, subnet and ecs back its
+	// OPT record, additional section and Client Subnet option.
+	resp     dns.Msg
+	opt      dns.OPT
+	optExtra [1]dns.RR
+	optOpts  [1]dns.EDNS0
+	extra    []dns.RR
+	subnet   dns.EDNS0_SUBNET
+	ecs      ecs
+	// raw lets respond leave the Client Subnet option out of resp, as
+	// bytes in tail that reply appends to the packed reply.
+	raw  bool
+	tail []byte
+
+	// counters caches the metrics' counters by label values.
+	counters counterCache
+}
+
+// internedName is a name read and its lower-cased form.
+type internedName struct{ name, lower string }
+
+// maxNames bounds scratch.names.
+const maxNames = 4096
+
+// resetReply clears the reply, keeping its storage.
+func (sc *scratch) resetReply() {
+	sc.resp = dns.Msg{}
+	sc.opt = dns.OPT{}
+	sc.tail = sc.tail[:0]
+}
+
+// setEdns0 gives the reply its OPT record (what dns.Msg.SetEdns0 does,
+// in sc's storage).
+func (sc *scratch) setEdns0(udp uint16, do bool) {
+	sc.opt = dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}, Option: sc.optOpts[:0]}
+	sc.opt.SetUDPSize(udp)
+	if do {
+		sc.opt.SetDo()
+	}
+	sc.optExtra[0] = &sc.opt
+	sc.resp.Extra = sc.optExtra[:1]
+}
+
+// counterCache holds the metrics' counters by label values, so that a
+// reader counts a query without building a label slice: the label
+// values of a query repeat (bounded types and rcodes, configured policies
+// and pools). Cleared when it grows too big (a reload's new names). The
+// vectors it caches are never reset, so a cached counter stays the one
+// exported.
+type counterCache struct {
+	m   *Metrics
+	all map[counterKey]prometheus.Counter
+}
+
+// counterKey names one counter: which vector, and its two label values.
+type counterKey struct {
+	vec  uint8
+	a, b string
+}
+
+// The vectors of counterKey.vec.
+const (
+	vecQueries uint8 = iota
+	vecAnswers
+	vecResorts
+	vecEmergency
+)
+
+// counter returns the counter of vec with label values a (and b, when
+// the vector has two labels).
+func (c *counterCache) counter(m *Metrics, vec uint8, a, b string) prometheus.Counter {
+	if c.m != m || len(c.all) >= maxNames {
+		c.m, c.all = m, make(map[counterKey]prometheus.Counter)
+	}
+	k := counterKey{vec, a, b}
+	if ctr, ok := c.all[k]; ok {
+		return ctr
+	}
+	var ctr prometheus.Counter
+	switch vec {
+	case vecQueries:
+		ctr = m.queries.WithLabelValues(a, b)
+	case vecAnswers:
+		ctr = m.answers.WithLabelValues(a, b)
+	case vecResorts:
+		ctr = m.resorts.WithLabelValues(a, b)
+	default:
+		ctr = m.emAnswers.WithLabelValues(a)
+	}
+	c.all[k] = ctr
+	return ctr
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"lbdns/gslb"
+)
+
+// miekgReply is the reply miekg/dns's server path gives to the bytes b
+// (the reader's ECS marking, its header checks and unpacking, FORMERR
+// for what does not unpack, Respond), packed: what reply must give.
+func miekgReply(s *Server, b []byte, src netip.Addr, tcp bool) []byte {
+	b = slices.Clone(b)
+	markECS(b)
+	if len(b) < 12 {
+		return nil
+	}
+	if accept(dns.Header{Bits: binary.BigEndian.Uint16(b[2:])}) == dns.MsgIgnore {
+		return nil
+	}
+	req := new(dns.Msg)
+	if err := req.Unpack(b); err != nil {
+		req.SetRcodeFormatError(req)
+		req.Zero = false
+		req.Ns, req.Answer, req.Extra = nil, nil, nil
+		out, err := req.Pack()
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+	resp := s.Respond(req, src, tcp)
+	if resp == nil {
+		return nil
+	}
+	out, err := resp.Pack()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// replySeeds are seeds() and the shapes parseQuery takes or leaves to
+// miekg/dns: cookies and padding, three options, a compressed name, a
+// name to escape, trailing bytes, a second OPT, a 512-byte client with
+// ECS and a big answer.
+func replySeeds() [][]byte {
+	out := seeds()
+	add := func(m *dns.Msg) {
+		b, err := m.Pack()
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b)
+	}
+	m := withECS(query("geo."+zone, dns.TypeA, 1232), []byte{0, 1, 24, 0, 192, 0, 2})
+	m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0102030405060708"}, &dns.EDNS0_PADDING{Padding: make([]byte, 9)})
+	add(m)
+	add(withECS(query("geo."+zone, dns.TypeA, 1232), []byte{0, 1, 24, 0, 192, 0, 2}, []byte{0, 1, 24, 0, 192, 0, 3}))
+	add(withECS(query("big."+zone, dns.TypeA, 512), []byte{0, 2, 48, 0, 0x20, 1, 0xd, 0xb8, 0, 1}))
+	add(withECS(query("big."+zone, dns.TypeA, 0), []byte{0, 0, 0, 0}))
+	m = query("www."+zone, dns.TypeA, 1232)
+	m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID})
+	add(m)
+	add(query(`w\.w.`+zone, dns.TypeA, 0))
+	add(query(`w\003w.`+zone, dns.TypeA, 0))
+	m = query("www."+zone, dns.TypeA, 1232)
+	m.Extra = append(m.Extra, m.Extra[0])
+	add(m)
+	b, _ := query("www."+zone, dns.TypeA, 0).Pack()
+	out = append(out, append(b, 0, 0))
+	// www, then a question pointing at it.
+	b, _ = query("www."+zone, dns.TypeA, 0).Pack()
+	b[5] = 2
+	out = append(out, append(b, 0xC0, 12, 0, 1, 0, 1))
+	return out
+}
+
+// FuzzReply checks the UDP readers' path against miekg/dns's: for any
+// bytes, reply (parseQuery, or the unpacking it falls back to) gives the
+// bytes that miekg/dns's server path gives, over UDP and TCP, with one
+// scratch reused as a reader reuses it.
+func FuzzReply(f *testing.F) {
+	for _, b := range replySeeds() {
+		f.Add(b)
+	}
+	s := &Server{}
+	s.Swap(&fake{Scope: 16, Big: 100})
+	src := netip.MustParseAddr("192.0.2.1")
+	sc := new(scratch)
+	buf := make([]byte, 512) // too small at times: reply grows it
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, tcp := range []bool{false, true} {
+			want := miekgReply(s, b, src, tcp)
+			got := s.reply(sc, buf, slices.Clone(b), src, tcp)
+			if !bytes.Equal(got, want) {
+				var g, w dns.Msg
+				_, _ = g.Unpack(got), w.Unpack(want)
+				t.Fatalf("tcp %v: reply\n%x\n%v\nwant\n%x\n%v", tcp, got, &g, want, &w)
+			}
+		}
+	})
+}
+
+// fixed is a snapshot that answers every query with R, allocating
+// nothing.
+type fixed struct{ R gslb.Response }
+
+func (f *fixed) Answer(gslb.Query) gslb.Response { return f.R }
+
+// TestReplyAllocs checks that a UDP reader answers a name it has seen,
+// with and without ECS, without allocating.
+func TestReplyAllocs(t *testing.T) {
+	s := &Server{}
+	a := &dns.A{Hdr: dns.RR_Header{Name: "www." + zone, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.IPv4(192, 0, 2, 1)}
+	s.Swap(&fixed{gslb.Response{Answer: []dns.RR{a}, Extra: []dns.RR{a}, Scope: 24}})
+	src := netip.MustParseAddr("192.0.2.1")
+	sc := new(scratch)
+	buf := make([]byte, dns.MaxMsgSize)
+	for _, m := range []*dns.Msg{
+		query("www."+zone, dns.TypeA, 0),
+		query("WWW."+zone, dns.TypeA, 1232),
+		withECS(query("www."+zone, dns.TypeA, 1232), []byte{0, 1, 24, 0, 192, 0, 2}),
+		withECS(query("www."+zone, dns.TypeAAAA, 1232), []byte{0, 2, 48, 0, 0x20, 1, 0xd, 0xb8, 0, 1}),
+	} {
+		wire, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]byte, len(wire))
+		run := func() {
+			copy(in, wire)
+			if s.reply(sc, buf, in, src, false) == nil {
+				t.Fatal("no reply")
+			}
+		}
+		run() // the name interned
+		if n := testing.AllocsPerRun(100, run); n != 0 {
+			t.Errorf("%v: %v allocations per query, want 0", m, n)
+		}
+	}
+}
+
+// TestUDPSockets checks that every listen address has a UDP socket per
+// CPU, that queries from many ports (spread over them by the kernel) are
+// all answered, and that Shutdown closes them all: the port is free for
+// a plain bind again.
+func TestUDPSockets(t *testing.T) {
+	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
+	s.Swap(&fake{})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addrs()[0]
+	s.mu.Lock()
+	n := len(s.udp)
+	s.mu.Unlock()
+	if n != udpSockets() {
+		t.Errorf("%d udp sockets, want %d", n, udpSockets())
+	}
+	for i := range 32 {
+		m := query("www."+zone, dns.TypeA, 1232)
+		if r := exchange(t, addr.String(), "udp", m); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("query %d: %v", i, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatalf("udp port still bound after Shutdown: %v", err)
+	}
+	pc.Close()
+}
+
+// TestWildcardSource checks that a server on a wildcard address answers
+// from the address each query was sent to: a client's connected socket
+// takes no reply from another. 127.0.0.2 is not the address the kernel
+// would pick to reach 127.0.0.1.
+func TestWildcardSource(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0"} {
+		t.Run(listen, func(t *testing.T) {
+			s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort(listen)}}
+			s.Swap(&fake{})
+			if err := s.Start(); err != nil {
+				t.Skipf("cannot listen on %s: %v", listen, err)
+			}
+			t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+			port := s.Addrs()[0].Port()
+			tos := []string{"127.0.0.1", "127.0.0.2"}
+			if listen == "[::]:0" {
+				tos = append(tos, "::1")
+			}
+			for _, to := range tos {
+				c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+				if to != "::1" {
+					c.Dialer = &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.1")}}
+				}
+				r, _, err := c.Exchange(query("www."+zone, dns.TypeA, 1232), netip.AddrPortFrom(netip.MustParseAddr(to), port).String())
+				if err != nil {
+					t.Fatalf("query to %s: %v", to, err)
+				}
+				if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+					t.Errorf("query to %s: %v", to, r)
+				}
+			}
+		})
+	}
+}
