@@ -30,11 +30,11 @@ const maxRedirects = 10
 // code, then (when asked) a regexp over the start of the body, and for
 // HTTPS the server's certificate and its days to expiry.
 //
-// Keep-alives are off: each probe dials, handshakes and sends anew, so it
-// proves that the server still accepts connections and still presents a
-// valid certificate (a pooled connection would hide a listener that no
-// longer accepts, and a certificate replaced since), and thousands of
-// members hold no idle sockets between probes.
+// Keep-alives are off (probeTransport): each probe dials, handshakes and
+// sends anew, so it proves that the server still accepts connections and
+// still presents a valid certificate (a pooled connection would hide a
+// listener that no longer accepts, and a certificate replaced since), and
+// thousands of members hold no idle sockets between probes.
 type httpChecker struct {
 	url     string
 	method  string
@@ -121,15 +121,9 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 			return nil, fmt.Errorf("body_regexp: %w", err)
 		}
 	}
-	tr := &http.Transport{
-		Proxy:                  nil, // never a proxy from the environment
-		DialContext:            dialByDeadline,
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
+	tr := &probeTransport{}
 	if isTLS {
-		if tr.TLSClientConfig, err = httpsTLS(s, now); err != nil {
+		if tr.tls, err = httpsTLS(s, now); err != nil {
 			return nil, err
 		}
 	}
@@ -144,32 +138,6 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 		return nil
 	}}
 	return c, nil
-}
-
-// deadlineKey is the context key of a check's deadline, for the dial.
-type deadlineKey struct{}
-
-// dialByDeadline dials addr by the check's deadline and sets it on the
-// connection. http.Transport dials with a context detached from the
-// request's (so that another request could use the connection): without
-// this, a dial to a silent address or a handshake with a mute server
-// would outlive the check by minutes, with its goroutine and socket.
-func dialByDeadline(ctx context.Context, network, addr string) (net.Conn, error) {
-	d, ok := ctx.Value(deadlineKey{}).(time.Time)
-	if ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, network, addr)
-	if err == nil && ok {
-		if err := conn.SetDeadline(d); err != nil {
-			conn.Close()
-			return nil, err
-		}
-	}
-	return conn, err
 }
 
 // httpsTLS builds the client TLS settings of an https check: the server
@@ -197,7 +165,6 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	ctx, deadline, cancel := bounded(ctx, c.timeout)
 	defer cancel()
 	budget := deadline.Sub(start)
-	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
 
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, nil)
 	if err != nil {
