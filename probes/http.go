@@ -37,6 +37,8 @@ const maxRedirects = 10
 // thousands of members hold no idle sockets between probes.
 type httpChecker struct {
 	url     string
+	req     *http.Request // the request, without its context; nil: reqErr
+	reqErr  error         // why the request could not be made
 	method  string
 	host    string
 	header  http.Header
@@ -127,6 +129,11 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 			return nil, err
 		}
 	}
+	// The request is made once; each check sends a copy with its context.
+	c.req, c.reqErr = http.NewRequest(c.method, c.url, nil)
+	if c.req != nil && c.host != "" {
+		c.req.Host = c.host
+	}
 	follow := s.FollowRedirects
 	c.client = &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
 		if !follow {
@@ -166,14 +173,11 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	defer cancel()
 	budget := deadline.Sub(start)
 
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, nil)
-	if err != nil {
-		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
+	if c.reqErr != nil {
+		return Result{RTT: time.Since(start), Detail: "bad check: " + c.reqErr.Error()}
 	}
+	req := c.req.WithContext(ctx)
 	req.Header = c.header.Clone()
-	if c.host != "" {
-		req.Host = c.host
-	}
 	// The first handshake's certificate, for the days left when the
 	// exchange fails after it (a server that handshakes, then stalls).
 	var shook atomic.Pointer[x509.Certificate]
@@ -201,7 +205,14 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		left = resp.TLS.PeerCertificates[0].NotAfter.Sub(c.now())
 		days = daysLeft(left)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	// The body is read up to max_body in any case: a server that stalls
+	// in it fails the check. Without body_regexp it is not kept.
+	var body []byte
+	if c.body != nil {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	} else {
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
+	}
 	if err != nil {
 		detail, _ := c.describeHTTPErr(ctx, err, budget)
 		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}

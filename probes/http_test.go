@@ -572,3 +572,22 @@ func TestHTTPCheckHeaderLimit(t *testing.T) {
 		t.Errorf("Check = ok %v %q, want a failure: headers exceeded 65536 bytes", r.OK, r.Detail)
 	}
 }
+
+// BenchmarkHTTPCheck measures one http check (GET /, status 200) against
+// a loopback server, with the deadline the monitor gives it.
+func BenchmarkHTTPCheck(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	b.Cleanup(srv.Close)
+	c, err := NewBuilder(Deps{}).Build(httpCheck("http", nil), addrPort(b, srv.URL))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if r := c.Check(ctx); !r.OK {
+			b.Fatalf("Check = %q", r.Detail)
+		}
+		cancel()
+	}
+}

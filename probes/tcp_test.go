@@ -29,7 +29,7 @@ func tcpCheck(s configs.TCPCheck) *configs.Check {
 
 // tcpServer serves each connection with h on a loopback listener until
 // the test ends.
-func tcpServer(t *testing.T, h func(net.Conn)) netip.AddrPort {
+func tcpServer(t testing.TB, h func(net.Conn)) netip.AddrPort {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,5 +186,23 @@ func TestTCPTLS(t *testing.T) {
 				t.Errorf("Check = ok %v %q, want ok %v %q...", r.OK, r.Detail, tc.ok, tc.detail)
 			}
 		})
+	}
+}
+
+// BenchmarkTCPCheck measures one connect-only check against a loopback
+// listener, with the deadline the monitor gives it.
+func BenchmarkTCPCheck(b *testing.B) {
+	target := tcpServer(b, func(net.Conn) {})
+	c, err := NewBuilder(Deps{}).Build(tcpCheck(configs.TCPCheck{}), target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if r := c.Check(ctx); !r.OK {
+			b.Fatalf("Check = %q", r.Detail)
+		}
+		cancel()
 	}
 }
