@@ -29,7 +29,7 @@ type tcpChecker struct {
 }
 
 // newTCPChecker is the Constructor of kind "tcp".
-func newTCPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Checker, error) {
+func newTCPChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
 	s := chk.TCP
 	if s == nil {
 		return nil, errors.New("no tcp settings")
@@ -55,7 +55,29 @@ func newTCPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Che
 			return nil, err
 		}
 	}
+	if c.connectOnly() && deps.tcp.async(ap) {
+		return &tcpConnectChecker{tcpChecker: c, target: ap, engine: deps.tcp}, nil
+	}
 	return c, nil
+}
+
+// tcpConnectChecker is a tcp checker that only connects, with StartCheck
+// (monitor.AsyncChecker) through its Builder's connectEngine.
+type tcpConnectChecker struct {
+	*tcpChecker
+	target netip.AddrPort
+	engine *connectEngine
+}
+
+// StartCheck starts one connect through the engine; done gets the result
+// by deadline (plus the engine's tick).
+func (c *tcpConnectChecker) StartCheck(deadline time.Time, done func(check.Result)) {
+	c.engine.start(c.target, deadline, done)
+}
+
+// connectOnly reports whether connecting is the whole check.
+func (c *tcpChecker) connectOnly() bool {
+	return c.tls == nil && len(c.send) == 0 && c.expect == nil
 }
 
 // kindTarget returns the address a check of a connection kind probes:
@@ -91,7 +113,7 @@ func (c *tcpChecker) Check(ctx context.Context) Result {
 	budget := deadline.Sub(start)
 	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
 
-	if c.tls == nil && len(c.send) == 0 && c.expect == nil {
+	if c.connectOnly() {
 		// Connecting is the check: no deadline to bind to a connection
 		// closed at once.
 		conn, err := dialAddr(ctx, "tcp", c.addr)
