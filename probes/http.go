@@ -131,8 +131,12 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 	}
 	// The request is made once; each check sends a copy with its context.
 	c.req, c.reqErr = http.NewRequest(c.method, c.url, nil)
-	if c.req != nil && c.host != "" {
-		c.req.Host = c.host
+	if c.req != nil {
+		if c.host != "" {
+			c.req.Host = c.host
+		}
+		c.req.Header = c.header
+		tr.prepare(c.req)
 	}
 	follow := s.FollowRedirects
 	c.client = &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -176,8 +180,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	if c.reqErr != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: " + c.reqErr.Error()}
 	}
-	req := c.req.WithContext(ctx)
-	req.Header = c.header.Clone()
+	req := c.req.WithContext(ctx) // headers shared: nothing changes them
 	// The first handshake's certificate, for the days left when the
 	// exchange fails after it (a server that handshakes, then stalls).
 	var shook atomic.Pointer[x509.Certificate]

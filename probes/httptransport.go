@@ -2,6 +2,7 @@ package probes
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sync"
 )
 
@@ -27,6 +29,23 @@ const maxResponseHeader = 64 << 10
 type probeTransport struct {
 	tls     *tls.Config // https: the check's settings; nil: defaults
 	readers sync.Pool   // *bufio.Reader
+	// first is the URL of the check's own request (prepare), head the
+	// bytes Request.Write makes of it, written as they are.
+	first *url.URL
+	head  []byte
+}
+
+// prepare renders req, the check's own request (no body; its URL and
+// headers never change), once: a request with its URL is then written as
+// these bytes, without formatting them or a bufio.Writer per check.
+func (t *probeTransport) prepare(req *http.Request) {
+	out := *req
+	out.Close = true
+	var b bytes.Buffer
+	if err := out.Write(&b); err != nil {
+		return // written per request, which then fails the same way
+	}
+	t.first, t.head = req.URL, b.Bytes()
 }
 
 // RoundTrip sends req on a new connection and reads the response head
@@ -78,10 +97,16 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		conn, state = tc, &cs
 	}
-	out := *req // Connection: close, without changing the caller's request
-	out.Close = true
-	if err := out.Write(conn); err != nil {
-		return fail(err)
+	if req.URL == t.first && t.head != nil {
+		if _, err := conn.Write(t.head); err != nil {
+			return fail(err)
+		}
+	} else {
+		out := *req // Connection: close, without changing the caller's request
+		out.Close = true
+		if err := out.Write(conn); err != nil {
+			return fail(err)
+		}
 	}
 	lr := &headLimit{r: conn, n: maxResponseHeader}
 	br, _ := t.readers.Get().(*bufio.Reader)
