@@ -136,14 +136,13 @@ func (e *connectEngine) loop(epfd int) {
 			wait = min(wait, time.Until(e.byDue[0].deadline))
 		}
 		e.mu.Unlock()
-		n := 0
-		if wait > 0 {
-			var err error
-			// Round up: a wait of 0 ms would spin until the deadline.
-			n, err = syscall.EpollWait(epfd, events, int((wait+time.Millisecond-1)/time.Millisecond))
-			if err != nil {
-				n = 0 // EINTR; nothing else is expected
-			}
+		// Rounded up: a wait of 0 ms would spin until the deadline. A
+		// deadline passed already still polls, without waiting, so that
+		// a connection that was made by then counts.
+		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
+		n, err := syscall.EpollWait(epfd, events, ms)
+		if err != nil {
+			n = 0 // EINTR; nothing else is expected
 		}
 		now := time.Now()
 		ended = ended[:0]
