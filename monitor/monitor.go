@@ -16,8 +16,12 @@
 //
 // A checker that also implements AsyncChecker is started without a
 // goroutine or a context: it reports its result through a callback, by the
-// deadline the scheduler gives it. Any other checker runs in a goroutine of
-// its own per check, with the schedule's timeout as its context's deadline.
+// deadline the scheduler gives it. Any other checker runs in a goroutine
+// of its own while it checks, with the schedule's timeout as its context's
+// deadline: a worker, idle ones reused (a goroutine started per check
+// grows its stack anew each time, a cost bench/gslb measured), one more
+// started whenever none is idle, each ending after a minute idle or with
+// Run.
 //
 // Timers and check deadlines use the real clock; the times recorded in
 // health facts come from Options.Now.
@@ -206,8 +210,23 @@ type Monitor struct {
 	// overflow holds events that did not fit the events channel, in order;
 	// while it is not empty, new events go there too.
 	overflow []queuedEvent
-	// wg counts the goroutines of synchronous checks in flight.
+	// wg counts the synchronous checks in flight.
 	wg sync.WaitGroup
+	// jobs hands synchronous checks to idle workers; unbuffered, so a
+	// check that no idle worker takes starts a new one.
+	jobs chan syncJob
+}
+
+// workerIdle is how long a worker of synchronous checks waits for one
+// before it ends.
+const workerIdle = time.Minute
+
+// syncJob is one synchronous check for a worker: of t, started at start,
+// with ctx.
+type syncJob struct {
+	ctx   context.Context
+	t     *target
+	start time.Time
 }
 
 // queuedEvent is an event waiting for delivery, with the target it came
@@ -267,6 +286,7 @@ func New(opts Options) *Monitor {
 		wake:    make(chan struct{}, 1),
 		evKick:  make(chan struct{}, 1),
 		targets: make(map[Key]*target),
+		jobs:    make(chan syncJob),
 	}
 }
 
@@ -474,7 +494,12 @@ func (m *Monitor) schedule(ctx context.Context) {
 				cctx, cancel := context.WithTimeout(m.runCtx, t.sched.Timeout)
 				t.cancel = cancel
 				m.wg.Add(1)
-				go m.runSync(cctx, t, now)
+				job := syncJob{ctx: cctx, t: t, start: now}
+				select {
+				case m.jobs <- job:
+				default:
+					go m.worker(ctx, job)
+				}
 				continue
 			}
 			due = append(due, t)
@@ -497,6 +522,24 @@ func (m *Monitor) schedule(ctx context.Context) {
 			return
 		case <-timer.C:
 		case <-m.wake:
+		}
+	}
+}
+
+// worker runs synchronous checks: job, then those handed to it, until it
+// has waited workerIdle for one or ctx (its Run's) is done.
+func (m *Monitor) worker(ctx context.Context, job syncJob) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		m.runSync(job.ctx, job.t, job.start)
+		idle.Reset(workerIdle)
+		select {
+		case job = <-m.jobs:
+		case <-idle.C:
+			return
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -30,13 +30,15 @@ const maxRedirects = 10
 // code, then (when asked) a regexp over the start of the body, and for
 // HTTPS the server's certificate and its days to expiry.
 //
-// Keep-alives are off: each probe dials, handshakes and sends anew, so it
-// proves that the server still accepts connections and still presents a
-// valid certificate (a pooled connection would hide a listener that no
-// longer accepts, and a certificate replaced since), and thousands of
-// members hold no idle sockets between probes.
+// Keep-alives are off (probeTransport): each probe dials, handshakes and
+// sends anew, so it proves that the server still accepts connections and
+// still presents a valid certificate (a pooled connection would hide a
+// listener that no longer accepts, and a certificate replaced since), and
+// thousands of members hold no idle sockets between probes.
 type httpChecker struct {
 	url     string
+	req     *http.Request // the request, without its context; nil: reqErr
+	reqErr  error         // why the request could not be made
 	method  string
 	host    string
 	header  http.Header
@@ -121,17 +123,20 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 			return nil, fmt.Errorf("body_regexp: %w", err)
 		}
 	}
-	tr := &http.Transport{
-		Proxy:                  nil, // never a proxy from the environment
-		DialContext:            dialByDeadline,
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
+	tr := &probeTransport{}
 	if isTLS {
-		if tr.TLSClientConfig, err = httpsTLS(s, now); err != nil {
+		if tr.tls, err = httpsTLS(s, now); err != nil {
 			return nil, err
 		}
+	}
+	// The request is made once; each check sends a copy with its context.
+	c.req, c.reqErr = http.NewRequest(c.method, c.url, nil)
+	if c.req != nil {
+		if c.host != "" {
+			c.req.Host = c.host
+		}
+		c.req.Header = c.header
+		tr.prepare(c.req)
 	}
 	follow := s.FollowRedirects
 	c.client = &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -144,32 +149,6 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 		return nil
 	}}
 	return c, nil
-}
-
-// deadlineKey is the context key of a check's deadline, for the dial.
-type deadlineKey struct{}
-
-// dialByDeadline dials addr by the check's deadline and sets it on the
-// connection. http.Transport dials with a context detached from the
-// request's (so that another request could use the connection): without
-// this, a dial to a silent address or a handshake with a mute server
-// would outlive the check by minutes, with its goroutine and socket.
-func dialByDeadline(ctx context.Context, network, addr string) (net.Conn, error) {
-	d, ok := ctx.Value(deadlineKey{}).(time.Time)
-	if ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d)
-		defer cancel()
-	}
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, network, addr)
-	if err == nil && ok {
-		if err := conn.SetDeadline(d); err != nil {
-			conn.Close()
-			return nil, err
-		}
-	}
-	return conn, err
 }
 
 // httpsTLS builds the client TLS settings of an https check: the server
@@ -197,16 +176,11 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	ctx, deadline, cancel := bounded(ctx, c.timeout)
 	defer cancel()
 	budget := deadline.Sub(start)
-	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
 
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, nil)
-	if err != nil {
-		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
+	if c.reqErr != nil {
+		return Result{RTT: time.Since(start), Detail: "bad check: " + c.reqErr.Error()}
 	}
-	req.Header = c.header.Clone()
-	if c.host != "" {
-		req.Host = c.host
-	}
+	req := c.req.WithContext(ctx) // headers shared: nothing changes them
 	// The first handshake's certificate, for the days left when the
 	// exchange fails after it (a server that handshakes, then stalls).
 	var shook atomic.Pointer[x509.Certificate]
@@ -234,7 +208,14 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		left = resp.TLS.PeerCertificates[0].NotAfter.Sub(c.now())
 		days = daysLeft(left)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	// The body is read up to max_body in any case: a server that stalls
+	// in it fails the check. Without body_regexp it is not kept.
+	var body []byte
+	if c.body != nil {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	} else {
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
+	}
 	if err != nil {
 		detail, _ := c.describeHTTPErr(ctx, err, budget)
 		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}

@@ -244,8 +244,8 @@ func TestHTTPCheckNoProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr := c.client.Transport.(*http.Transport); tr.Proxy != nil || !tr.DisableKeepAlives {
-			t.Errorf("%s: transport Proxy set or keep-alives on", kind)
+		if _, ok := c.client.Transport.(*probeTransport); !ok {
+			t.Errorf("%s: transport %T, want the probeTransport (no proxy, keep-alives off)", kind, c.client.Transport)
 		}
 	}
 }
@@ -493,5 +493,101 @@ func TestHTTPSMuteServerReleased(t *testing.T) {
 	_, err = io.Copy(io.Discard, conn)
 	if err != nil {
 		t.Errorf("the check's connection is still open after it returned: %v", err)
+	}
+}
+
+// TestHTTPCheckOneConnectionPerCheck: each check asks for the connection
+// to be closed (Connection: close) and closes it itself when done, also
+// when the server would keep it and streams a body without end.
+func TestHTTPCheckOneConnectionPerCheck(t *testing.T) {
+	closed := make(chan struct{}, 10)
+	var (
+		mu      sync.Mutex
+		asked   []bool
+		release = make(chan struct{})
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Close)
+		mu.Unlock()
+		if r.URL.Path != "/stream" {
+			io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Del("Connection")
+		for {
+			if _, err := io.WriteString(w, strings.Repeat("x", 1024)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+				return
+			case <-r.Context().Done():
+				return
+			default:
+			}
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	for _, path := range []string{"/", "/stream"} {
+		chk := httpCheck("http", func(h *configs.HTTPCheck) { h.Path = path; h.MaxBody = 4096 })
+		start := time.Now()
+		r := runCheck(t, chk, addrPort(t, srv.URL), 5*time.Second)
+		if !r.OK || r.Detail != "status 200" {
+			t.Errorf("%s: Check = ok %v %q, want ok status 200", path, r.OK, r.Detail)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: Check took %v: it waited for the body's end", path, d)
+		}
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the check's connection is still open after it returned", path)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || !asked[0] || !asked[1] {
+		t.Errorf("Connection: close asked = %v, want [true true]", asked)
+	}
+}
+
+// TestHTTPCheckHeaderLimit: a response head past 64 KiB fails the check.
+func TestHTTPCheckHeaderLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("x", 70<<10))
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	r := runCheck(t, httpCheck("http", nil), addrPort(t, srv.URL), 5*time.Second)
+	if r.OK || !strings.Contains(r.Detail, "exceeded 65536 bytes") {
+		t.Errorf("Check = ok %v %q, want a failure: headers exceeded 65536 bytes", r.OK, r.Detail)
+	}
+}
+
+// BenchmarkHTTPCheck measures one http check (GET /, status 200) against
+// a loopback server, with the deadline the monitor gives it.
+func BenchmarkHTTPCheck(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	b.Cleanup(srv.Close)
+	c, err := NewBuilder(Deps{}).Build(httpCheck("http", nil), addrPort(b, srv.URL))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if r := c.Check(ctx); !r.OK {
+			b.Fatalf("Check = %q", r.Detail)
+		}
+		cancel()
 	}
 }

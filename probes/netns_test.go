@@ -163,6 +163,30 @@ func TestNetnsTCP(t *testing.T) {
 			expect(t, "link down", c, false, "timeout after 400ms")
 			h.LinkUp()
 			recovers(t, "link up", c, "connected")
+
+			// The same through the connect engine (StartCheck) of a check
+			// that only connects.
+			chk = tcpCheck(configs.TCPCheck{})
+			chk.Timeout.Duration = timeout
+			c = build(t, chk, target)
+			async := func(step string, ok bool, detail string) Result {
+				t.Helper()
+				r := startCheck(t, c, timeout)
+				if r.OK != ok || r.Detail != detail {
+					t.Errorf("%s (StartCheck): ok %v %q (rtt %v), want ok %v %q", step, r.OK, r.Detail, r.RTT, ok, detail)
+				}
+				return r
+			}
+			async("up", true, "connected")
+			h.Drop("tcp", port)
+			if r := async("dropped", false, "timeout after 400ms"); r.RTT < timeout*9/10 || r.RTT > timeout+200*time.Millisecond {
+				t.Errorf("dropped (StartCheck): failed after %v, want the %v timeout", r.RTT, timeout)
+			}
+			h.Undrop("tcp", port)
+			poll.Until(t, 5*time.Second, "undropped (StartCheck)", func() (bool, string) {
+				r := startCheck(t, c, timeout)
+				return r.OK && r.Detail == "connected", fmt.Sprintf("ok %v %q (rtt %v)", r.OK, r.Detail, r.RTT)
+			})
 		})
 	}
 }

@@ -33,6 +33,9 @@ type Deps struct {
 	// DNS, when set, keeps one idle UDP socket per target for the checks
 	// of kind "dns" (see DNSProber); nil opens a socket per probe.
 	DNS *DNSProber
+
+	// tcp runs the connect-only tcp checks; NewBuilder makes it.
+	tcp *connectEngine
 }
 
 // Constructor builds the checker of one kind for one target from its
@@ -48,6 +51,9 @@ type Builder struct {
 
 // NewBuilder returns a Builder of every kind, whose checkers share deps.
 func NewBuilder(deps Deps) *Builder {
+	if deps.tcp == nil {
+		deps.tcp = newConnectEngine()
+	}
 	return &Builder{deps: deps, kinds: map[string]Constructor{
 		"dns":   newDNSChecker,
 		"icmp":  newICMPChecker,

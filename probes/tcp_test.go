@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"lbdns/check"
 	"lbdns/configs"
 )
 
@@ -29,7 +30,7 @@ func tcpCheck(s configs.TCPCheck) *configs.Check {
 
 // tcpServer serves each connection with h on a loopback listener until
 // the test ends.
-func tcpServer(t *testing.T, h func(net.Conn)) netip.AddrPort {
+func tcpServer(t testing.TB, h func(net.Conn)) netip.AddrPort {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,5 +187,107 @@ func TestTCPTLS(t *testing.T) {
 				t.Errorf("Check = ok %v %q, want ok %v %q...", r.OK, r.Detail, tc.ok, tc.detail)
 			}
 		})
+	}
+}
+
+// BenchmarkTCPCheck measures one connect-only check against a loopback
+// listener, with the deadline the monitor gives it.
+func BenchmarkTCPCheck(b *testing.B) {
+	target := tcpServer(b, func(net.Conn) {})
+	c, err := NewBuilder(Deps{}).Build(tcpCheck(configs.TCPCheck{}), target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if r := c.Check(ctx); !r.OK {
+			b.Fatalf("Check = %q", r.Detail)
+		}
+		cancel()
+	}
+}
+
+// asyncChecker is monitor.AsyncChecker, which probes does not import.
+type asyncChecker interface {
+	StartCheck(deadline time.Time, done func(check.Result))
+}
+
+// startCheck runs c's StartCheck once with timeout and waits for its
+// result; it fails t if c has none, or if done never comes.
+func startCheck(t testing.TB, c check.Checker, timeout time.Duration) Result {
+	t.Helper()
+	a, ok := c.(asyncChecker)
+	if !ok {
+		t.Fatalf("checker %T has no StartCheck", c)
+	}
+	ch := make(chan Result, 2)
+	a.StartCheck(time.Now().Add(timeout), func(r check.Result) { ch <- r })
+	select {
+	case r := <-ch:
+		select {
+		case r2 := <-ch:
+			t.Errorf("done called twice: %+v, then %+v", r, r2)
+		case <-time.After(timeout / 4):
+		}
+		return r
+	case <-time.After(timeout + 5*time.Second):
+		t.Fatalf("StartCheck: no result %v after its deadline", 5*time.Second)
+	}
+	return Result{}
+}
+
+// TestTCPStartCheck: a tcp check that only connects starts without a
+// goroutine of its own (StartCheck) and says what Check says; one with
+// tls, send or expect has no StartCheck.
+func TestTCPStartCheck(t *testing.T) {
+	up := tcpServer(t, func(net.Conn) {})
+	down := closedPort(t, "tcp")
+	b := NewBuilder(Deps{})
+	for _, tt := range []struct {
+		name   string
+		target netip.AddrPort
+		ok     bool
+		detail string
+	}{
+		{"up", up, true, "connected"},
+		{"refused", down, false, "connection refused"},
+		{"up v4-mapped", netip.AddrPortFrom(netip.AddrFrom16(up.Addr().As16()), up.Port()), true, "connected"},
+	} {
+		c, err := b.Build(tcpCheck(configs.TCPCheck{}), tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := startCheck(t, c, 2*time.Second)
+		if r.OK != tt.ok || r.Detail != tt.detail || r.RTT <= 0 {
+			t.Errorf("%s: StartCheck = ok %v %q rtt %v, want ok %v %q", tt.name, r.OK, r.Detail, r.RTT, tt.ok, tt.detail)
+		}
+		if r := c.Check(context.Background()); r.OK != tt.ok || r.Detail != tt.detail {
+			t.Errorf("%s: Check = ok %v %q, want ok %v %q", tt.name, r.OK, r.Detail, tt.ok, tt.detail)
+		}
+	}
+	for _, s := range []configs.TCPCheck{{Expect: "x"}, {Send: "x"}, {TLS: true, InsecureSkipVerify: true}} {
+		c, err := b.Build(tcpCheck(s), up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.(asyncChecker); ok {
+			t.Errorf("%+v: checker has StartCheck, want only Check", s)
+		}
+	}
+	// Many at once, through one engine.
+	c, err := b.Build(tcpCheck(configs.TCPCheck{}), up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	ch := make(chan Result, n)
+	for range n {
+		c.(asyncChecker).StartCheck(time.Now().Add(5*time.Second), func(r check.Result) { ch <- r })
+	}
+	for range n {
+		if r := <-ch; !r.OK {
+			t.Errorf("one of %d at once: %q", n, r.Detail)
+		}
 	}
 }

@@ -79,10 +79,12 @@ func (n *Notifier) Alive() {
 	if n == nil {
 		return
 	}
-	n.alive.Store(n.now().UnixNano())
 	if !n.ready.Swap(true) {
 		n.send(sd.SdNotifyReady + "\nSTATUS=running")
 	}
+	// Stamped after READY=1 is sent: the pinger, which pings only on a
+	// fresh stamp, can then never ping before READY.
+	n.alive.Store(n.now().UnixNano())
 }
 
 // Reload runs reload (the loop's configuration reload) between
