@@ -23,25 +23,20 @@
 #      work directory. Needs dnsperf, python3 and go. Nothing is sent
 #      anywhere but 127.0.0.0/8.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/../lib.sh"
 
 DURATION=${DURATION:-10}
 CLIENTS=${CLIENTS:-8}
 OUTSTANDING=${OUTSTANDING:-200}
 NETS=${NETS:-2000}
 
-die() { echo "run.sh: $*" >&2; exit 1; }
 for c in dnsperf python3 go; do command -v "$c" >/dev/null || die "$c is not installed"; done
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/lbdns-benchemergency.XXXXXX)
 PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 DNS_PORT=$(free_port)
@@ -100,14 +95,13 @@ sleep 2 # every member up
 for n in www geo rr; do printf '%s.g.test A\n' "$n" >"$WORK/q-$n"; done
 ECS=8:000118000a0102 # EDNS Client Subnet 10.1.2.0/24
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$LBDNSD/stat"; }
 HZ=$(getconf CLK_TCK)
 
 run() { # mode name
 	local before after out qps done_q cpu_us
-	before=$(cpu_ticks)
+	before=$(cpu_ticks "$LBDNSD")
 	out=$(dnsperf -s 127.0.0.1 -p "$DNS_PORT" -d "$WORK/q-$2" -l "$DURATION" -c "$CLIENTS" -q "$OUTSTANDING" -E "$ECS" 2>&1)
-	after=$(cpu_ticks)
+	after=$(cpu_ticks "$LBDNSD")
 	qps=$(awk '/Queries per second/ {printf "%.0f", $4}' <<<"$out")
 	done_q=$(awk '/Queries completed/ {print $3}' <<<"$out")
 	cpu_us=$(awk -v t=$((after - before)) -v hz="$HZ" -v q="$done_q" 'BEGIN {printf "%.2f", t / hz * 1e6 / q}')

@@ -20,6 +20,8 @@
 #      BASE_SRC (a checkout whose lbdnsd also runs each round, as "base").
 # Needs dnsdist (apt-get install dnsdist). Nothing leaves 127.0.0.1.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/../lib.sh"
 
 TARGETS=${TARGETS:-5000}
 INTERVAL=${INTERVAL:-1}
@@ -32,18 +34,8 @@ BIG_INTERVAL=${BIG_INTERVAL:-4}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/lbdns-benchengine.XXXXXX)
 PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 command -v dnsdist >/dev/null || die "dnsdist not installed (apt-get install dnsdist)"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -57,8 +49,6 @@ fi
 echo "lbdnsd from $ROOT ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)); $(dnsdist --version 2>/dev/null | head -1)"
 
 HZ=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-now_ns() { date +%s%N; }
 
 # queries: the responders' count of datagrams received so far.
 queries() {

@@ -35,6 +35,8 @@
 # Needs root (a network namespace, HTTP members on port 80, lbdnsd's raw
 # ICMP socket), gdnsd, curl, jq and unshare. Nothing is sent anywhere but 127.0.0.0/8.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/../lib.sh"
 
 DURATION=${DURATION:-60}
 WARMUP=${WARMUP:-5}
@@ -55,7 +57,6 @@ ICMP_ECHOES=3
 ICMP_SOCKET=${ICMP_SOCKET:-auto}
 GOAL_DOWN_MS=$((FALL * INTERVAL_MS + TIMEOUT_MS + 100))
 
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 # Own network namespace (NETNS=1, the default): only this run's traffic on
 # its loopback, so ports are free and the kernel's ICMP counters count
@@ -76,16 +77,7 @@ for c in gdnsd curl jq; do command -v "$c" >/dev/null || die "$c is not installe
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/lbdns-benchgslb.XXXXXX)
 PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"
@@ -207,12 +199,9 @@ CONF
 gdnsd -c "$WORK/gdnsd" checkconf >"$WORK/gdnsd-checkconf.log" 2>&1 || die "gdnsd checkconf: $(tail -3 "$WORK/gdnsd-checkconf.log")"
 
 HZ=$(getconf CLK_TCK)
-now_ns() { date +%s%N; }
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 in_echos() { awk '/^Icmp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "InEchos") c = i; h = 1 } else print $c }' /proc/net/snmp; }
 counts() { curl -sf "http://$CTRL/counts" | jq -r '"\(.tcp) \(.http)"'; }
 # sleep_s S: sleeps in the background, so a signal interrupts it at once.
-sleep_s() { sleep "$1" & PIDS+=($!); wait $! || true; }
 # stop PID: SIGTERM, bounded wait, then SIGKILL.
 stop() {
 	kill -TERM "$1" 2>/dev/null || true

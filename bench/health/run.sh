@@ -19,6 +19,8 @@
 #      LBDNSD_SRC (a checkout to build lbdnsd from; default this one).
 # Nothing is sent anywhere but 127.0.0.1; dry-run programs no IPVS.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/../lib.sh"
 
 DURATION=${DURATION:-60}
 TARGETS=${TARGETS:-5000}
@@ -36,27 +38,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/lbdns-benchhealth.XXXXXX)
 PIDS=()
 
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -CONT "$p" 2>/dev/null || true
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${PIDS[@]}"; do
-		# Bounded wait, then force.
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	if [[ ${KEEP:-0} == 1 ]]; then
-		echo "work directory kept: $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 npools=$(((TARGETS + POOL_SIZE - 1) / POOL_SIZE))
 ((npools <= 508)) || die "$npools pools need more than the 508 VIPs of 192.0.2.0/24 and 198.51.100.0/24"
@@ -149,10 +133,7 @@ TOML
 } >"$WORK/lbdns.toml"
 "$WORK/lbdnsd" -check-config "$WORK/lbdns.toml"
 
-# cpu_ticks PID: utime+stime of PID in clock ticks.
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
-now_ns() { date +%s%N; }
 
 echo "== lbdnsd -dry-run for $DURATION s (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 LOG=$WORK/lbdnsd.log

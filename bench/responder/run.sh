@@ -20,6 +20,8 @@
 # network namespace: ports 5301, 5302 and 8053 must be free, and the IPv6
 # members up needs "ip -6 route add local fd00::/64 dev lo" done by hand).
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/../lib.sh"
 export PATH=$PATH:/usr/local/go/bin
 
 DURATION=${DURATION:-20}
@@ -43,7 +45,6 @@ MON_PORT=8053
 LB_PORT=5301
 GD_PORT=5302
 
-die() { echo "run.sh: $*" >&2; exit 1; }
 
 # Own network namespace (NETNS=1, the default): free ports, and the
 # members' IPv6 addresses (fd00::/64) made local on lo, so that one
@@ -65,16 +66,7 @@ for c in gdnsd dnsperf dig jq; do command -v "$c" >/dev/null || die "$c is not i
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/lbdns-benchresp.XXXXXX)
 PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== build"
@@ -84,10 +76,7 @@ SRC=${LBDNSD_SRC:-$ROOT}
 echo "lbdnsd from $SRC ($(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)); $(gdnsd -c "$WORK" checkconf 2>&1 | grep -o 'gdnsd version [^ ]*' | head -1 || echo gdnsd); $(dnsperf -h 2>&1 | grep -i '^version' || echo dnsperf)"
 
 HZ=$(getconf CLK_TCK)
-now_ns() { date +%s%N; }
-cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # sleep_s S: sleeps in the background, so a signal interrupts it at once.
-sleep_s() { sleep "$1" & PIDS+=($!); wait $! || true; }
 # stop PID: SIGTERM, bounded wait, then SIGKILL.
 stop() {
 	kill -TERM "$1" 2>/dev/null || true

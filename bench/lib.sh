@@ -1,0 +1,38 @@
+# lib.sh is sourced by the bench/*/run.sh scripts: the helpers they all
+# need, written once. A script sets WORK (its work directory) and appends
+# the processes it starts to the array PIDS, then `trap bench_cleanup EXIT`.
+
+# die MESSAGE: print it and exit 1.
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# now_ns: the wall clock in nanoseconds.
+now_ns() { date +%s%N; }
+
+# cpu_ticks PID: the user and system clock ticks PID has used (fields 14
+# and 15 of /proc/PID/stat, counted after the command name, which may hold
+# spaces).
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+# sleep_s SECONDS: sleep as a process listed in PIDS, so that a signal's
+# cleanup ends it at once.
+sleep_s() { sleep "$1" & PIDS+=($!); wait $! || true; }
+
+# stop_all: continue (a stopped one could not act on TERM) and terminate
+# every process in PIDS, wait up to 5 s for each, then kill what is left.
+stop_all() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+}
+
+# bench_cleanup: stop_all, then remove WORK unless KEEP=1.
+bench_cleanup() {
+	stop_all
+	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
