@@ -110,16 +110,7 @@ func validateOverride(req OverrideRequest) error {
 	if req.Pool != "" && req.VIP != "" {
 		probs = append(probs, "pool and vip: give at most one")
 	}
-	if len(req.Reason) > MaxReasonLen {
-		probs = append(probs, fmt.Sprintf("reason: %d bytes, at most %d", len(req.Reason), MaxReasonLen))
-	}
-	if strings.ContainsFunc(req.Reason, unicode.IsControl) {
-		probs = append(probs, "reason: no control characters (newlines, tabs) allowed")
-	}
-	if len(probs) > 0 {
-		return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
-	}
-	return nil
+	return badRequest(append(probs, reasonProblems(req.Reason)...))
 }
 
 // Scope names what an override with pool and vip applies to: "pool P",
@@ -156,16 +147,7 @@ func validateGSLB(req GSLBRequest) error {
 	if req.Action == GSLBTTL && req.Clear && req.Seconds != 0 {
 		probs = append(probs, "seconds and clear: give one")
 	}
-	if len(req.Reason) > MaxReasonLen {
-		probs = append(probs, fmt.Sprintf("reason: %d bytes, at most %d", len(req.Reason), MaxReasonLen))
-	}
-	if strings.ContainsFunc(req.Reason, unicode.IsControl) {
-		probs = append(probs, "reason: no control characters (newlines, tabs) allowed")
-	}
-	if len(probs) > 0 {
-		return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
-	}
-	return nil
+	return badRequest(append(probs, reasonProblems(req.Reason)...))
 }
 
 // GSLBScope describes a GSLB request's scope: "name N", "zone Z" or "all
@@ -178,4 +160,25 @@ func GSLBScope(name, zone string) string {
 		return "zone " + zone
 	}
 	return "all names"
+}
+
+// reasonProblems checks an operator's reason text (every request kind
+// takes one): bounded, no control characters.
+func reasonProblems(reason string) []string {
+	var probs []string
+	if len(reason) > MaxReasonLen {
+		probs = append(probs, fmt.Sprintf("reason: %d bytes, at most %d", len(reason), MaxReasonLen))
+	}
+	if strings.ContainsFunc(reason, unicode.IsControl) {
+		probs = append(probs, "reason: no control characters (newlines, tabs) allowed")
+	}
+	return probs
+}
+
+// badRequest is a 400 listing probs, or nil when there are none.
+func badRequest(probs []string) error {
+	if len(probs) == 0 {
+		return nil
+	}
+	return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
 }

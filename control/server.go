@@ -195,46 +195,39 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 
 // handleOverride answers POST /v1/overrides.
 func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
-	p := peerFrom(r.Context())
-	var req OverrideRequest
-	err := readStrict(w, r, &req, false)
-	if err == nil {
-		err = validateOverride(req)
-	}
-	var rep *OverrideReply
-	if err == nil {
-		rep, err = s.backend.SetOverride(r.Context(), req, p.By())
-		if err != nil {
-			err = s.backendError(r, err)
-		}
-	}
-	result := "ok"
-	switch {
-	case err != nil:
-		result = "refused: " + err.Error()
-	case rep != nil:
-		result = rep.Message
-	}
-	s.log.Info("override request", "peer", p.String(), "action", req.Action, "resolver", req.Resolver,
-		"scope", Scope(req.Pool, req.VIP), "reason", req.Reason, "result", result)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rep)
+	serveChange(s, w, r, validateOverride, s.backend.SetOverride,
+		func(rep *OverrideReply) string { return rep.Message },
+		"override request", func(req OverrideRequest) []any {
+			return []any{"action", req.Action, "resolver", req.Resolver,
+				"scope", Scope(req.Pool, req.VIP), "reason", req.Reason}
+		})
 }
 
 // handleGSLB answers POST /v1/gslb.
 func (s *Server) handleGSLB(w http.ResponseWriter, r *http.Request) {
+	serveChange(s, w, r, validateGSLB, s.backend.SetGSLB,
+		func(rep *GSLBReply) string { return rep.Message },
+		"gslb request", func(req GSLBRequest) []any {
+			return []any{"action", req.Action, "scope", GSLBScope(req.Name, req.Zone),
+				"seconds", req.Seconds, "clear", req.Clear, "reason", req.Reason}
+		})
+}
+
+// serveChange answers one operator change request: strict decoding,
+// validation, the backend's verdict, and one log line per request,
+// applied or refused: logMsg with the peer, logged's key/values and the
+// result.
+func serveChange[Req, Rep any](s *Server, w http.ResponseWriter, r *http.Request, validate func(Req) error,
+	apply func(context.Context, Req, string) (*Rep, error), message func(*Rep) string, logMsg string, logged func(Req) []any) {
 	p := peerFrom(r.Context())
-	var req GSLBRequest
+	var req Req
 	err := readStrict(w, r, &req, false)
 	if err == nil {
-		err = validateGSLB(req)
+		err = validate(req)
 	}
-	var rep *GSLBReply
+	var rep *Rep
 	if err == nil {
-		rep, err = s.backend.SetGSLB(r.Context(), req, p.By())
+		rep, err = apply(r.Context(), req, p.By())
 		if err != nil {
 			err = s.backendError(r, err)
 		}
@@ -244,10 +237,9 @@ func (s *Server) handleGSLB(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		result = "refused: " + err.Error()
 	case rep != nil:
-		result = rep.Message
+		result = message(rep)
 	}
-	s.log.Info("gslb request", "peer", p.String(), "action", req.Action, "scope", GSLBScope(req.Name, req.Zone),
-		"seconds", req.Seconds, "clear", req.Clear, "reason", req.Reason, "result", result)
+	s.log.Info(logMsg, append(append([]any{"peer", p.String()}, logged(req)...), "result", result)...)
 	if err != nil {
 		writeError(w, err)
 		return
