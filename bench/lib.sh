@@ -1,6 +1,6 @@
 # lib.sh is sourced by the bench/*/run.sh scripts: the helpers they all
-# need, written once. A script sets WORK (its work directory) and appends
-# the processes it starts to the array PIDS, then `trap bench_cleanup EXIT`.
+# need, written once. A script calls `bench_start NAME` (ROOT, WORK, PIDS
+# and the traps) and appends the processes it starts to PIDS.
 
 # die MESSAGE: print it and exit 1.
 die() { echo "run.sh: $*" >&2; exit 1; }
@@ -35,4 +35,22 @@ stop_all() {
 bench_cleanup() {
 	stop_all
 	if [[ ${KEEP:-0} == 1 ]]; then echo "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+
+# stop PID: terminate one process, wait up to 10 s, then kill it.
+stop() {
+	kill -TERM "$1" 2>/dev/null || true
+	for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# bench_start NAME: ROOT (the checkout), WORK (a new work directory named
+# after NAME), PIDS (empty), bench_cleanup on exit, exit 130 on a signal.
+bench_start() {
+	ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+	WORK=$(mktemp -d "/tmp/lbdns-bench$1.XXXXXX")
+	PIDS=()
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT TERM
 }

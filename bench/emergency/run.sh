@@ -33,10 +33,7 @@ NETS=${NETS:-2000}
 
 for c in dnsperf python3 go; do command -v "$c" >/dev/null || die "$c is not installed"; done
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/lbdns-benchemergency.XXXXXX)
-PIDS=()
-trap bench_cleanup EXIT
+bench_start emergency
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 DNS_PORT=$(free_port)

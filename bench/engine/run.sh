@@ -31,11 +31,7 @@ ROUNDS=${ROUNDS:-2}
 BIG_TARGETS=${BIG_TARGETS:-20000}
 BIG_INTERVAL=${BIG_INTERVAL:-4}
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/lbdns-benchengine.XXXXXX)
-PIDS=()
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_start engine
 
 command -v dnsdist >/dev/null || die "dnsdist not installed (apt-get install dnsdist)"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"

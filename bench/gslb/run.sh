@@ -74,11 +74,7 @@ for c in gdnsd curl jq; do command -v "$c" >/dev/null || die "$c is not installe
 	die "N_TCP must be 1..62500, N_HTTP and N_ICMP 0..62500"
 ((DURATION >= 1 && WARMUP >= 1 && ROUNDS >= 1)) || die "DURATION, WARMUP and ROUNDS must be at least 1"
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/lbdns-benchgslb.XXXXXX)
-PIDS=()
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_start gslb
 
 echo "== build"
 SRC=${LBDNSD_SRC:-$ROOT}
@@ -201,14 +197,6 @@ gdnsd -c "$WORK/gdnsd" checkconf >"$WORK/gdnsd-checkconf.log" 2>&1 || die "gdnsd
 HZ=$(getconf CLK_TCK)
 in_echos() { awk '/^Icmp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "InEchos") c = i; h = 1 } else print $c }' /proc/net/snmp; }
 counts() { curl -sf "http://$CTRL/counts" | jq -r '"\(.tcp) \(.http)"'; }
-# sleep_s S: sleeps in the background, so a signal interrupts it at once.
-# stop PID: SIGTERM, bounded wait, then SIGKILL.
-stop() {
-	kill -TERM "$1" 2>/dev/null || true
-	for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 # lbctl_victim: the victim member's JSON ({} when absent).
 lbctl_victim() {

@@ -34,12 +34,7 @@ GOAL_CPU_PCT=25
 GOAL_RSS_MB=150
 GOAL_DETECT_MS=$((FALL * INTERVAL_MS + 100))
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/lbdns-benchhealth.XXXXXX)
-PIDS=()
-
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_start health
 
 
 npools=$(((TARGETS + POOL_SIZE - 1) / POOL_SIZE))

@@ -63,11 +63,7 @@ for c in gdnsd dnsperf dig jq; do command -v "$c" >/dev/null || die "$c is not i
 ((BIG_MEMBERS >= BIG_NAMES && BIG_MEMBERS <= 250 * 250 * 100 && BIG_PREFIXES >= BIG_FILES && BIG_PREFIXES <= 100 * 65536)) ||
 	die "BIG_MEMBERS must be BIG_NAMES..6250000, BIG_PREFIXES $BIG_FILES..6553600"
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=$(mktemp -d /tmp/lbdns-benchresp.XXXXXX)
-PIDS=()
-trap bench_cleanup EXIT
-trap 'exit 130' INT TERM
+bench_start resp
 
 echo "== build"
 SRC=${LBDNSD_SRC:-$ROOT}
@@ -76,14 +72,6 @@ SRC=${LBDNSD_SRC:-$ROOT}
 echo "lbdnsd from $SRC ($(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)); $(gdnsd -c "$WORK" checkconf 2>&1 | grep -o 'gdnsd version [^ ]*' | head -1 || echo gdnsd); $(dnsperf -h 2>&1 | grep -i '^version' || echo dnsperf)"
 
 HZ=$(getconf CLK_TCK)
-# sleep_s S: sleeps in the background, so a signal interrupts it at once.
-# stop PID: SIGTERM, bounded wait, then SIGKILL.
-stop() {
-	kill -TERM "$1" 2>/dev/null || true
-	for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 # wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds.
 wait_for() {
 	local n=$(($1 * 10))
