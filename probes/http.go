@@ -46,6 +46,9 @@ type httpChecker struct {
 	body    *regexp.Regexp
 	maxBody int64
 	client  *http.Client
+	addr    netip.AddrPort // the address connected to
+	wire    []byte         // the request as sent, when the transport rendered it
+	follow  bool
 	isTLS   bool
 	warn    time.Duration
 	timeout time.Duration
@@ -53,8 +56,49 @@ type httpChecker struct {
 }
 
 // newHTTPChecker builds the checker of kind "http" or "https".
-func newHTTPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Checker, error) {
-	return buildHTTPChecker(chk, target, time.Now)
+// A plain-HTTP check that follows no redirects runs in the Builder's
+// connectEngine (StartCheck, and Check through it).
+func newHTTPChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
+	c, err := buildHTTPChecker(chk, target, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	if !c.isTLS && !c.follow && c.wire != nil && deps.tcp.async(c.addr) {
+		return &httpEngineChecker{httpChecker: c, engine: deps.tcp}, nil
+	}
+	return c, nil
+}
+
+// httpEngineChecker is a plain-HTTP checker whose checks run in its
+// Builder's connectEngine: no goroutine, context or timer per check.
+type httpEngineChecker struct {
+	*httpChecker
+	engine *connectEngine
+}
+
+// StartCheck starts one check through the engine (monitor.AsyncChecker);
+// done gets the result by deadline (plus the engine's tick).
+func (c *httpEngineChecker) StartCheck(deadline time.Time, done func(check.Result)) {
+	c.engine.startHTTP(c.addr, c.httpChecker, deadline, done)
+}
+
+// Check checks once through the engine within ctx's deadline, or the
+// check's timeout when ctx has none (check.Checker).
+func (c *httpEngineChecker) Check(ctx context.Context) Result {
+	start := time.Now()
+	ctx, deadline, cancel := bounded(ctx, c.timeout)
+	defer cancel()
+	ch := make(chan Result, 1)
+	c.StartCheck(deadline, func(r check.Result) { ch <- r })
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return Result{RTT: time.Since(start), Detail: "canceled"}
+		}
+		return <-ch // the engine times it out at deadline
+	}
 }
 
 // buildHTTPChecker parses chk once (URL, headers, status ranges, regexp,
@@ -83,6 +127,8 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 	}
 	c := &httpChecker{
 		url:     u.String(),
+		addr:    addr,
+		follow:  s.FollowRedirects,
 		method:  s.Method,
 		host:    s.Host,
 		header:  http.Header{},
@@ -137,6 +183,7 @@ func buildHTTPChecker(chk *configs.Check, target netip.AddrPort, now func() time
 		}
 		c.req.Header = c.header
 		tr.prepare(c.req)
+		c.wire = tr.head
 	}
 	follow := s.FollowRedirects
 	c.client = &http.Client{Transport: tr, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
@@ -221,19 +268,10 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}
 	}
 	res := Result{RTT: time.Since(start), CertDaysLeft: days}
-	if !c.accepts(resp.StatusCode) {
-		res.Detail = fmt.Sprintf("status %d not accepted (want %s)", resp.StatusCode, c.statusText())
+	res.Detail, res.OK = c.verdict(resp.StatusCode, body)
+	if !res.OK {
 		return res
 	}
-	if c.body != nil && !c.body.Match(body) {
-		res.Detail = fmt.Sprintf("body does not match /%s/", c.body)
-		if int64(len(body)) == c.maxBody {
-			res.Detail += fmt.Sprintf(" in its first %d bytes", c.maxBody)
-		}
-		return res
-	}
-	res.OK = true
-	res.Detail = "status " + strconv.Itoa(resp.StatusCode)
 	switch {
 	case days == nil:
 	case left <= 0:
@@ -243,6 +281,22 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		res.Detail += fmt.Sprintf("; certificate expires in %d days (warning at %d)", *days, int(c.warn/(24*time.Hour)))
 	}
 	return res
+}
+
+// verdict judges a response by its status code and the start of its body
+// (read up to max_body).
+func (c *httpChecker) verdict(code int, body []byte) (string, bool) {
+	if !c.accepts(code) {
+		return fmt.Sprintf("status %d not accepted (want %s)", code, c.statusText()), false
+	}
+	if c.body != nil && !c.body.Match(body) {
+		detail := fmt.Sprintf("body does not match /%s/", c.body)
+		if int64(len(body)) == c.maxBody {
+			detail += fmt.Sprintf(" in its first %d bytes", c.maxBody)
+		}
+		return detail, false
+	}
+	return "status " + strconv.Itoa(code), true
 }
 
 // accepts reports whether code is in one of the accepted ranges.

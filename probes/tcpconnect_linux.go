@@ -22,6 +22,9 @@ const connectTick = 10 * time.Millisecond
 // in flight before it ends (and closes its epoll instance).
 const connectIdle = time.Second
 
+// epollET is EPOLLET as a uint32 (syscall's constant is negative).
+const epollET = 1 << 31
+
 // connectEngine runs the connect-only tcp checks of one Builder (those
 // without tls, send or expect) without a goroutine, a context or a timer
 // per check: a nonblocking socket per check, one epoll instance and one
@@ -46,7 +49,9 @@ type connectProbe struct {
 	start    time.Time
 	deadline time.Time
 	done     func(check.Result)
-	idx      int // in connectEngine.byDue
+	idx      int          // in connectEngine.byDue
+	expired  bool         // its deadline passed (the engine's goroutine)
+	http     *httpRequest // an http check; nil: connect only
 }
 
 // newConnectEngine returns an engine with nothing in flight.
@@ -63,43 +68,72 @@ func (e *connectEngine) async(addr netip.AddrPort) bool {
 // start starts one connect to addr that ends by deadline; done gets its
 // result, once, from the engine's goroutine or before start returns.
 func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func(check.Result)) {
-	start := time.Now()
-	p := &connectProbe{addr: addr, start: start, deadline: deadline, done: done}
-	ip := addr.Addr().Unmap()
+	p := &connectProbe{addr: addr, start: time.Now(), deadline: deadline, done: done}
+	switch connected, err := p.connect(); {
+	case err != nil:
+		p.end(err)
+	case connected: // at once, as loopback may
+		syscall.Close(int(p.fd))
+		p.end(nil)
+	default:
+		if err := e.add(p, syscall.EPOLLOUT); err != nil {
+			syscall.Close(int(p.fd))
+			p.end(err)
+		}
+	}
+}
+
+// startHTTP starts one plain-HTTP check of c at addr that ends by
+// deadline: connect, send c's request, read and judge the response, on
+// the engine's goroutine; done gets its result, once.
+func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline time.Time, done func(check.Result)) {
+	p := &connectProbe{addr: addr, start: time.Now(), deadline: deadline, done: done,
+		http: &httpRequest{c: c}}
+	p.http.resp.reset(c.method == "HEAD", int(c.maxBody))
+	if _, err := p.connect(); err != nil {
+		p.end(err)
+		return
+	}
+	// Edge-triggered, for both directions at once: the connection made
+	// (or made already: epoll reports it at once), then the response.
+	if err := e.add(p, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|epollET); err != nil {
+		syscall.Close(int(p.fd))
+		p.end(err)
+	}
+}
+
+// connect opens p's nonblocking socket and starts connecting it to
+// p.addr; connected reports a connection made at once. On an error the
+// socket is closed.
+func (p *connectProbe) connect() (connected bool, err error) {
+	ip := p.addr.Addr().Unmap()
 	var (
 		sa     syscall.Sockaddr
 		family = syscall.AF_INET
 	)
 	if ip.Is4() {
-		sa = &syscall.SockaddrInet4{Port: int(addr.Port()), Addr: ip.As4()}
+		sa = &syscall.SockaddrInet4{Port: int(p.addr.Port()), Addr: ip.As4()}
 	} else {
 		family = syscall.AF_INET6
-		sa = &syscall.SockaddrInet6{Port: int(addr.Port()), Addr: ip.As16()}
+		sa = &syscall.SockaddrInet6{Port: int(p.addr.Port()), Addr: ip.As16()}
 	}
 	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
 	if err != nil {
-		p.end(os.NewSyscallError("socket", err))
-		return
+		return false, os.NewSyscallError("socket", err)
 	}
 	p.fd = int32(fd)
 	switch err := syscall.Connect(fd, sa); {
-	case err == nil: // at once, as loopback may
-		syscall.Close(fd)
-		p.end(nil)
-		return
+	case err == nil:
+		return true, nil
 	case !errors.Is(err, syscall.EINPROGRESS):
 		syscall.Close(fd)
-		p.end(os.NewSyscallError("connect", err))
-		return
+		return false, os.NewSyscallError("connect", err)
 	}
-	if err := e.add(p); err != nil {
-		syscall.Close(fd)
-		p.end(err)
-	}
+	return false, nil
 }
 
 // add puts p in flight, starting the goroutine when it is not running.
-func (e *connectEngine) add(p *connectProbe) error {
+func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.epfd < 0 {
@@ -112,7 +146,7 @@ func (e *connectEngine) add(p *connectProbe) error {
 	}
 	e.inflight[p.fd] = p
 	heap.Push(&e.byDue, p)
-	ev := syscall.EpollEvent{Events: syscall.EPOLLOUT, Fd: p.fd}
+	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
 	if err := syscall.EpollCtl(e.epfd, syscall.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
 		delete(e.inflight, p.fd)
 		heap.Remove(&e.byDue, p.idx)
@@ -121,11 +155,16 @@ func (e *connectEngine) add(p *connectProbe) error {
 	return nil
 }
 
-// loop waits for connections and deadlines on epfd until nothing has
-// been in flight for connectIdle.
+// loop waits for connections, responses and deadlines on epfd until
+// nothing has been in flight for connectIdle.
 func (e *connectEngine) loop(epfd int) {
 	events := make([]syscall.EpollEvent, 128)
-	var ended []*connectProbe
+	var (
+		ended []*connectProbe // out of flight: connected, or past the deadline
+		ready []httpReady     // http checks with I/O to do
+		fin   []*connectProbe // http checks finished by that I/O
+		bufs  bufferPool      // read buffers of the http checks
+	)
 	idleSince := time.Now()
 	for {
 		// At most connectTick, so that a check started meanwhile with an
@@ -145,21 +184,26 @@ func (e *connectEngine) loop(epfd int) {
 			n = 0 // EINTR; nothing else is expected
 		}
 		now := time.Now()
-		ended = ended[:0]
+		ended, ready, fin = ended[:0], ready[:0], fin[:0]
 		e.mu.Lock()
 		for _, ev := range events[:n] {
-			if p := e.inflight[ev.Fd]; p != nil {
+			p := e.inflight[ev.Fd]
+			switch {
+			case p == nil:
+			case p.http != nil: // stays in flight until its I/O ends it
+				ready = append(ready, httpReady{p, ev.Events})
+			default:
 				e.removeLocked(p)
 				ended = append(ended, p)
 			}
 		}
-		connected := len(ended)
 		for len(e.byDue) > 0 && !e.byDue[0].deadline.After(now) {
 			p := e.byDue[0]
 			e.removeLocked(p)
+			p.expired = true
 			ended = append(ended, p)
 		}
-		if len(e.inflight) > 0 || len(ended) > 0 {
+		if len(e.inflight) > 0 || len(ended) > 0 || len(ready) > 0 {
 			idleSince = now
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
@@ -168,20 +212,54 @@ func (e *connectEngine) loop(epfd int) {
 			return
 		}
 		e.mu.Unlock()
-		for i, p := range ended {
-			var err error
-			if i < connected {
-				if soErr, gerr := syscall.GetsockoptInt(int(p.fd), syscall.SOL_SOCKET, syscall.SO_ERROR); gerr != nil {
-					err = os.NewSyscallError("getsockopt", gerr)
-				} else if soErr != 0 {
-					err = os.NewSyscallError("connect", syscall.Errno(soErr))
+		// The I/O of the http checks, outside the lock: only this
+		// goroutine touches a check in flight.
+		for _, r := range ready {
+			if r.p.stepHTTP(r.events, &bufs) {
+				fin = append(fin, r.p)
+			}
+		}
+		if len(fin) > 0 {
+			// Out of flight before its socket is closed: the number may
+			// be another check's at once.
+			e.mu.Lock()
+			for _, p := range fin {
+				if !p.expired {
+					e.removeLocked(p)
 				}
-			} else {
+			}
+			e.mu.Unlock()
+			for i, p := range fin {
+				syscall.Close(int(p.fd))
+				p.http.release(&bufs)
+				p.done(p.http.res)
+				fin[i] = nil
+			}
+		}
+		for i, p := range ended {
+			ended[i] = nil
+			if p.http != nil {
+				if p.http.finished {
+					continue // ended by its I/O above
+				}
+				syscall.Close(int(p.fd))
+				p.http.release(&bufs)
+				p.timedOut()
+				continue
+			}
+			var err error
+			if p.expired {
 				err = os.ErrDeadlineExceeded
+			} else if soErr, gerr := syscall.GetsockoptInt(int(p.fd), syscall.SOL_SOCKET, syscall.SO_ERROR); gerr != nil {
+				err = os.NewSyscallError("getsockopt", gerr)
+			} else if soErr != 0 {
+				err = os.NewSyscallError("connect", syscall.Errno(soErr))
 			}
 			syscall.Close(int(p.fd)) // also out of the epoll set
 			p.end(err)
-			ended[i] = nil
+		}
+		for i := range ready {
+			ready[i] = httpReady{}
 		}
 	}
 }

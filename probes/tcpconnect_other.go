@@ -29,3 +29,12 @@ func (*connectEngine) start(addr netip.AddrPort, deadline time.Time, done func(c
 		done(c.Check(ctx))
 	}()
 }
+
+// startHTTP is never called without an engine; it checks in a goroutine.
+func (*connectEngine) startHTTP(_ netip.AddrPort, c *httpChecker, deadline time.Time, done func(check.Result)) {
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		done(c.Check(ctx))
+	}()
+}

@@ -1,0 +1,132 @@
+package probes
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// parseAll feeds raw to a respParser in pieces of step bytes, then its
+// end; it returns the status code, the body and the error.
+func parseAll(raw string, head bool, maxBody, step int) (int, string, bool, error) {
+	var p respParser
+	p.reset(head, maxBody)
+	var buf []byte
+	for i := 0; ; i += step {
+		end := min(i+step, len(raw))
+		buf = append(buf, raw[min(i, len(raw)):end]...)
+		eof := end == len(raw)
+		n, done, err := p.feed(buf, eof)
+		buf = buf[:n]
+		if err != nil {
+			return p.code, "", p.headDone, err
+		}
+		if done {
+			return p.code, string(p.bodyBytes(buf)), p.headDone, nil
+		}
+		if eof {
+			return p.code, "", p.headDone, errors.New("not done at the end")
+		}
+	}
+}
+
+// readStd reads raw as net/http would for a check: ReadResponse, skipping
+// informational responses, then the body through io.LimitReader.
+func readStd(raw string, head bool, maxBody int) (int, string, error) {
+	br := bufio.NewReader(strings.NewReader(raw))
+	method := "GET"
+	if head {
+		method = "HEAD"
+	}
+	req, _ := http.NewRequest(method, "http://192.0.2.1/", nil)
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return 0, "", err
+		}
+		if resp.StatusCode < 200 && resp.StatusCode != 101 {
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBody)))
+		return resp.StatusCode, string(body), err
+	}
+}
+
+// TestRespParser: the engine's parser reads what net/http reads, however
+// the bytes arrive, and fails where it fails.
+func TestRespParser(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		raw     string
+		head    bool
+		maxBody int
+		code    int
+		body    string
+		err     string // "": no error
+	}{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false, 100, 200, "hello", ""},
+		{"length past max_body", "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world", false, 5, 200, "hello", ""},
+		{"length short", "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello", false, 100, 200, "", "unexpected EOF"},
+		{"to the end", "HTTP/1.0 503 Service Unavailable\r\nServer: x\r\n\r\nbusy\n", false, 100, 503, "busy\n", ""},
+		{"to the end past max_body", "HTTP/1.0 200 OK\r\n\r\n0123456789", false, 4, 200, "0123", ""},
+		{"bare LF", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", false, 100, 200, "ok", ""},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;ext=1\r\n \r\nB\r\nhealthy now\r\n0\r\n\r\n", false, 100, 200, "hello healthy now", ""},
+		{"chunked past max_body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", false, 7, 200, "hello w", ""},
+		{"chunked cut", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", false, 100, 200, "", "unexpected EOF"},
+		{"chunked bad size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", false, 100, 200, "", "any"},
+		{"chunked in 1.0 is not", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false, 100, 200, "2\r\nok\r\n0\r\n\r\n", ""},
+		{"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", true, 100, 200, "", ""},
+		{"204", "HTTP/1.1 204 No Content\r\n\r\n", false, 100, 204, "", ""},
+		{"continue first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false, 100, 200, "ok", ""},
+		{"nothing", "", false, 100, 0, "", "EOF"},
+		{"head cut", "HTTP/1.1 200 OK\r\nContent-Le", false, 100, 0, "", "unexpected EOF"},
+		{"not http", "SSH-2.0-OpenSSH_9.2\r\n\r\n", false, 100, 0, "", `malformed HTTP response "SSH-2.0-OpenSSH_9.2"`},
+		{"bad code", "HTTP/1.1 2x0 OK\r\n\r\n", false, 100, 0, "", `malformed HTTP status code "2x0"`},
+		{"bad version", "HTTP/x 200 OK\r\n\r\n", false, 100, 0, "", `malformed HTTP version "HTTP/x"`},
+		{"bad length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", false, 100, 200, "", `bad Content-Length "-1"`},
+		{"header without colon", "HTTP/1.1 200 OK\r\nbroken\r\n\r\n", false, 100, 200, "", "malformed MIME header line: broken"},
+		{"unknown encoding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", false, 100, 200, "", `unsupported transfer encoding: "gzip"`},
+		{"head too long", "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("x", 70<<10) + "\r\n\r\nok", false, 100, 200, "", "server response headers exceeded 65536 bytes"},
+	} {
+		for _, step := range []int{1, 3, 64, 1 << 20} {
+			code, body, _, err := parseAll(tt.raw, tt.head, tt.maxBody, step)
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("%s (steps of %d): error %v", tt.name, step, err)
+			case tt.err != "" && err == nil:
+				t.Errorf("%s (steps of %d): code %d body %q, want error %q", tt.name, step, code, body, tt.err)
+			case tt.err != "" && tt.err != "any" && err.Error() != tt.err:
+				t.Errorf("%s (steps of %d): error %q, want %q", tt.name, step, err, tt.err)
+			case tt.err == "" && (code != tt.code || body != tt.body):
+				t.Errorf("%s (steps of %d): code %d body %q, want %d %q", tt.name, step, code, body, tt.code, tt.body)
+			}
+		}
+		// What net/http makes of it, where it accepts it (it reads a
+		// head past the limit, and trailers, which the checks do not).
+		if tt.err == "" {
+			code, body, err := readStd(tt.raw, tt.head, tt.maxBody)
+			if err != nil || code != tt.code || body != tt.body {
+				t.Errorf("%s: net/http reads code %d body %q err %v, want %d %q", tt.name, code, body, err, tt.code, tt.body)
+			}
+		}
+	}
+}
+
+// FuzzRespParser: the parser never panics, and never returns more body
+// than max_body, however the bytes arrive.
+func FuzzRespParser(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), 3, 7)
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), 1, 2)
+	f.Fuzz(func(t *testing.T, raw []byte, step, maxBody int) {
+		step = max(1, step%64+1)
+		maxBody = max(1, maxBody%256+1)
+		_, body, _, _ := parseAll(string(raw), false, maxBody, step)
+		if len(body) > maxBody || !bytes.Contains(raw, []byte(body[:min(len(body), 1)])) {
+			t.Errorf("body %q past max_body %d or not from the input", body, maxBody)
+		}
+	})
+}
