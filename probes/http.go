@@ -53,6 +53,8 @@ type httpChecker struct {
 	warn    time.Duration
 	timeout time.Duration
 	now     func() time.Time
+	// okDetail is the last passing check's detail, made once per code.
+	okDetail atomic.Pointer[statusDetail]
 }
 
 // newHTTPChecker builds the checker of kind "http" or "https".
@@ -296,7 +298,18 @@ func (c *httpChecker) verdict(code int, body []byte) (string, bool) {
 		}
 		return detail, false
 	}
-	return "status " + strconv.Itoa(code), true
+	if last := c.okDetail.Load(); last != nil && last.code == code {
+		return last.detail, true
+	}
+	d := &statusDetail{code, "status " + strconv.Itoa(code)}
+	c.okDetail.Store(d)
+	return d.detail, true
+}
+
+// statusDetail is the detail of a check that passed with code.
+type statusDetail struct {
+	code   int
+	detail string
 }
 
 // accepts reports whether code is in one of the accepted ranges.

@@ -87,8 +87,13 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 // deadline: connect, send c's request, read and judge the response, on
 // the engine's goroutine; done gets its result, once.
 func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline time.Time, done func(check.Result)) {
-	p := &connectProbe{addr: addr, start: time.Now(), deadline: deadline, done: done,
-		http: &httpRequest{c: c}}
+	// One allocation for both.
+	hp := &struct {
+		connectProbe
+		req httpRequest
+	}{connectProbe: connectProbe{addr: addr, start: time.Now(), deadline: deadline, done: done}}
+	p := &hp.connectProbe
+	p.http, hp.req.c = &hp.req, c
 	p.http.resp.reset(c.method == "HEAD", int(c.maxBody))
 	if _, err := p.connect(); err != nil {
 		p.end(err)
