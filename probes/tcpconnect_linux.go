@@ -35,6 +35,15 @@ const epollET = 1 << 31
 // check through net.Dialer also costs getsockname, getpeername, a
 // setsockopt, an epoll_ctl, the parking and waking of its goroutine and
 // some thirty allocations.
+//
+// It runs the plain-HTTP checks of the Builder too (startHTTP; see
+// httpengine_linux.go): connect, write the request rendered once, read
+// the response into a bounded buffer and judge it, all on the same
+// goroutine, the socket registered once, edge-triggered, for both
+// directions: socket, connect, epoll_ctl, write, read and close per check
+// (gdnsd's http_status costs as much), where the net/http path cost a
+// net.Conn, a context, a timer and the parking of the check's goroutine
+// at each read.
 type connectEngine struct {
 	mu       sync.Mutex
 	epfd     int // -1 while the goroutine is not running
