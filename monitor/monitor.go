@@ -635,8 +635,9 @@ func (m *Monitor) finishAsync(t *target, r check.Result) {
 	if t.started.After(start) {
 		start = t.started
 	}
+	current := m.running && !t.removed && t.gen == m.gen // m.current, one lock
 	m.mu.Unlock()
-	m.finish(t, start, r, m.current(t))
+	m.finish(t, start, r, current)
 }
 
 // finish ends t's check started at start: it records r when record is
