@@ -230,8 +230,10 @@ type Monitor struct {
 	runCtx  context.Context
 	// gen counts Runs: a check started by an earlier Run is not recorded.
 	gen uint64
-	// queue holds the targets waiting for their next check, by due time.
+	// queue holds the targets waiting for their next check, by due time;
+	// epoch is the origin of its keys.
 	queue timerHeap
+	epoch time.Time
 	// overflow holds events that did not fit the events channel, in order;
 	// while it is not empty, new events go there too.
 	overflow []queuedEvent
@@ -277,6 +279,7 @@ type target struct {
 
 	// Scheduling state, under Monitor.mu.
 	due     time.Time
+	at      int64     // due as nanoseconds since Monitor.epoch
 	started time.Time // when the check in flight started (real clock)
 	// startedDue is when the check in flight was due: the next is due an
 	// interval after it (or after started, when that is later).
@@ -318,6 +321,7 @@ func New(opts Options) *Monitor {
 		evKick:  make(chan struct{}, 1),
 		targets: make(map[Key]*target),
 		jobs:    make(chan syncJob),
+		epoch:   time.Now(),
 	}
 }
 
@@ -450,8 +454,9 @@ func validTarget(tg Target) error {
 // queueLocked queues t for a check at due and wakes the scheduler when t
 // is now the earliest. m.mu must be held.
 func (m *Monitor) queueLocked(t *target, due time.Time) {
-	t.due = due
+	t.due, t.at = due, int64(due.Sub(m.epoch))
 	if t.idx >= 0 {
+		m.queue[t.idx].at = t.at
 		heap.Fix(&m.queue, t.idx)
 	} else {
 		heap.Push(&m.queue, t)
@@ -522,10 +527,10 @@ func (m *Monitor) schedule(ctx context.Context) {
 	var flushers []Flusher
 	for {
 		now := time.Now()
-		horizon := now.Add(coalesce)
+		horizon := int64(now.Add(coalesce).Sub(m.epoch))
 		due = due[:0]
 		m.mu.Lock()
-		for len(m.queue) > 0 && !m.queue[0].due.After(horizon) {
+		for len(m.queue) > 0 && m.queue[0].at <= horizon {
 			t := heap.Pop(&m.queue).(*target)
 			if t.due.After(now.Add(t.coalesce)) {
 				later = append(later, t) // beyond its own window
@@ -557,7 +562,7 @@ func (m *Monitor) schedule(ctx context.Context) {
 		later = later[:0]
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue[0].due.Sub(now)
+			wait = m.queue[0].t.due.Sub(now)
 		}
 		m.mu.Unlock()
 		for _, t := range due {
@@ -885,27 +890,35 @@ func (t *target) status() TargetStatus {
 	}
 }
 
-// timerHeap orders targets by due time (container/heap).
-type timerHeap []*target
+// timerHeap orders targets by due time (container/heap). Each entry holds
+// its target's due time as nanoseconds since the monitor's epoch, so that
+// ordering reads the heap's own array, not every target's memory.
+type timerHeap []heapEntry
+
+// heapEntry is one queued target and its due time (target.at).
+type heapEntry struct {
+	at int64
+	t  *target
+}
 
 func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].t.idx, h[j].t.idx = i, j
 }
 
 func (h *timerHeap) Push(x any) {
 	t := x.(*target)
 	t.idx = len(*h)
-	*h = append(*h, t)
+	*h = append(*h, heapEntry{t.at, t})
 }
 
 func (h *timerHeap) Pop() any {
 	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	t.idx = -1
+	e := old[len(old)-1]
+	old[len(old)-1] = heapEntry{}
+	e.t.idx = -1
 	*h = old[:len(old)-1]
-	return t
+	return e.t
 }
