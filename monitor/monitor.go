@@ -9,12 +9,12 @@
 // of the target's interval) at once, so that thousands of targets cost a
 // few dozen wake-ups a second, not one per check. A check started early
 // does not shorten the interval: the next one is due an interval after the
-// time this one was due. The first check of a target comes after a random delay in [0,
-// interval) so that targets loaded at the same moment spread out, later
-// checks every interval ± up to 2%. A target has at most one check in
-// flight: the next check is scheduled only when the previous one returned,
-// so a check slower than the interval delays the next one instead of
-// overlapping it.
+// time this one was due. The first check of a target comes after a random
+// delay in [0, interval) so that targets loaded at the same moment spread
+// out, later checks every interval ± up to 2%. A target has at most one
+// check in flight: the next check is scheduled only when the previous one
+// returned, so a check slower than the interval delays the next one
+// instead of overlapping it.
 //
 // A checker that also implements AsyncChecker is started without a
 // goroutine or a context: it reports its result through a callback, by the
