@@ -5,14 +5,16 @@
 //
 // One scheduler goroutine keeps every target in a heap ordered by the time
 // of its next check, sleeps on one timer until the earliest, and starts
-// every check due within a small window (Options.Coalesce) at once, so that
-// thousands of targets cost a few hundred wake-ups a second, not one per
-// check. The first check of a target comes after a random delay in [0,
-// interval) so that targets loaded at the same moment spread out, later
-// checks every interval ± up to 2%. A target has at most one check in
-// flight: the next check is scheduled only when the previous one returned,
-// so a check slower than the interval delays the next one instead of
-// overlapping it.
+// every check due within a small window (Options.Coalesce, at most a 50th
+// of the target's interval) at once, so that thousands of targets cost a
+// few dozen wake-ups a second, not one per check. A check started early
+// does not shorten the interval: the next one is due an interval after the
+// time this one was due. The first check of a target comes after a random
+// delay in [0, interval) so that targets loaded at the same moment spread
+// out, later checks every interval ± up to 2%. A target has at most one
+// check in flight: the next check is scheduled only when the previous one
+// returned, so a check slower than the interval delays the next one
+// instead of overlapping it.
 //
 // A checker that also implements AsyncChecker is started without a
 // goroutine or a context: it reports its result through a callback, by the
@@ -21,7 +23,8 @@
 // deadline: a worker, idle ones reused (a goroutine started per check
 // grows its stack anew each time, a cost bench/gslb measured), one more
 // started whenever none is idle, each ending after a minute idle or with
-// Run.
+// Run. A BatchChecker's checks started in one wake-up are held and then
+// flushed together, from the scheduler's goroutine.
 //
 // Timers and check deadlines use the real clock; the times recorded in
 // health facts come from Options.Now.
@@ -35,6 +38,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,8 +51,10 @@ import (
 // delivery.
 const eventBuffer = 256
 
-// DefaultCoalesce is the default Options.Coalesce.
-const DefaultCoalesce = 2 * time.Millisecond
+// DefaultCoalesce is the default Options.Coalesce. Each target's window is
+// also capped at a 50th of its interval (20 ms at 1 s, the size of the
+// ±2% jitter), so short intervals keep their pacing.
+const DefaultCoalesce = 20 * time.Millisecond
 
 // AsyncChecker is a check.Checker that can also start a check without a
 // goroutine of its own; the scheduler uses StartCheck when a target's
@@ -62,6 +68,25 @@ type AsyncChecker interface {
 	// holding a lock that StartCheck takes.
 	StartCheck(deadline time.Time, done func(check.Result))
 }
+
+// BatchChecker is an AsyncChecker whose check can be held back so that
+// the checks the scheduler starts in one wake-up go out together (one
+// system call, no other goroutine woken): the scheduler calls StartHeld
+// for each of them, then Flush once on each distinct Flusher returned.
+type BatchChecker interface {
+	AsyncChecker
+	// StartHeld starts one check as StartCheck does, except that it may
+	// wait until the returned Flusher's Flush is called; nil means it did
+	// not wait. The Flusher must be comparable (a pointer), as checkers
+	// sharing one return the same.
+	StartHeld(deadline time.Time, done func(check.Result)) Flusher
+}
+
+// Flusher sends the checks that BatchChecker.StartHeld held back: Flush
+// sends every check held back so far. It is an alias of the unnamed
+// interface, so that a checker implements BatchChecker without importing
+// monitor.
+type Flusher = interface{ Flush() }
 
 // ErrRunning is returned by Run when the monitor is already running.
 var ErrRunning = errors.New("monitor: already running")
@@ -179,9 +204,9 @@ type Options struct {
 	// Logger receives debug and error logs. Default: discard.
 	Logger *slog.Logger
 	// Coalesce is how early a check may start so that checks due close
-	// together start in one wake-up of the scheduler (and, for an
-	// AsyncChecker, go out in one batch). Default DefaultCoalesce;
-	// negative for none.
+	// together start in one wake-up of the scheduler (and, for a
+	// BatchChecker, go out in one batch); a target's window is at most a
+	// 50th of its interval. Default DefaultCoalesce; negative for none.
 	Coalesce time.Duration
 }
 
@@ -205,8 +230,10 @@ type Monitor struct {
 	runCtx  context.Context
 	// gen counts Runs: a check started by an earlier Run is not recorded.
 	gen uint64
-	// queue holds the targets waiting for their next check, by due time.
+	// queue holds the targets waiting for their next check, by due time;
+	// epoch is the origin of its keys.
 	queue timerHeap
+	epoch time.Time
 	// overflow holds events that did not fit the events channel, in order;
 	// while it is not empty, new events go there too.
 	overflow []queuedEvent
@@ -221,8 +248,8 @@ type Monitor struct {
 // before it ends.
 const workerIdle = time.Minute
 
-// syncJob is one synchronous check for a worker: of t, started at start,
-// with ctx.
+// syncJob is one synchronous check for a worker: of t, with ctx; start is
+// when it was due (or started, when later), the base of the next due time.
 type syncJob struct {
 	ctx   context.Context
 	t     *target
@@ -243,18 +270,25 @@ type target struct {
 	sched   Schedule
 	checker check.Checker
 	async   AsyncChecker // checker, when it is one
-	spec    string
+	batch   BatchChecker // checker, when it is one
+	// coalesce is how early the target's check may start.
+	coalesce time.Duration
+	spec     string
 	// done is the result callback of async checks, made once.
 	done func(check.Result)
 
 	// Scheduling state, under Monitor.mu.
-	due      time.Time
-	idx      int // index in Monitor.queue, -1 when not queued
-	inflight bool
-	started  time.Time // when the check in flight started (real clock)
-	gen      uint64    // the Run that started it
-	cancel   context.CancelFunc
-	removed  bool
+	due     time.Time
+	at      int64     // due as nanoseconds since Monitor.epoch
+	started time.Time // when the check in flight started (real clock)
+	// startedDue is when the check in flight was due: the next is due an
+	// interval after it (or after started, when that is later).
+	startedDue time.Time
+	idx        int // index in Monitor.queue, -1 when not queued
+	inflight   bool
+	gen        uint64 // the Run that started it
+	cancel     context.CancelFunc
+	removed    bool
 	// exited, when set, is closed when the check in flight ends (Update
 	// waits for it); successor is the target that replaces this one and
 	// is queued only once this one's check ended, so that the two never
@@ -287,6 +321,7 @@ func New(opts Options) *Monitor {
 		evKick:  make(chan struct{}, 1),
 		targets: make(map[Key]*target),
 		jobs:    make(chan syncJob),
+		epoch:   time.Now(),
 	}
 }
 
@@ -386,9 +421,19 @@ func (m *Monitor) newTarget(tg Target, now time.Time) *target {
 	}
 	if a, ok := tg.Checker.(AsyncChecker); ok {
 		t.async = a
+		t.batch, _ = a.(BatchChecker)
 		t.done = func(r check.Result) { m.finishAsync(t, r) }
 	}
+	t.coalesce = min(m.coalesce(), tg.Schedule.Interval/50)
 	return t
+}
+
+// coalesce is the scheduler's coalescing window (Options.Coalesce).
+func (m *Monitor) coalesce() time.Duration {
+	if m.opts.Coalesce == 0 {
+		return DefaultCoalesce
+	}
+	return max(m.opts.Coalesce, 0)
 }
 
 // validTarget reports why a target cannot be scheduled.
@@ -409,8 +454,9 @@ func validTarget(tg Target) error {
 // queueLocked queues t for a check at due and wakes the scheduler when t
 // is now the earliest. m.mu must be held.
 func (m *Monitor) queueLocked(t *target, due time.Time) {
-	t.due = due
+	t.due, t.at = due, int64(due.Sub(m.epoch))
 	if t.idx >= 0 {
+		m.queue[t.idx].at = t.at
 		heap.Fix(&m.queue, t.idx)
 	} else {
 		heap.Push(&m.queue, t)
@@ -476,25 +522,30 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) schedule(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	coalesce := m.opts.Coalesce
-	if coalesce == 0 {
-		coalesce = DefaultCoalesce
-	}
-	coalesce = max(coalesce, 0)
-	var due []*target
+	coalesce := m.coalesce()
+	var due, later []*target
+	var flushers []Flusher
 	for {
 		now := time.Now()
-		horizon := now.Add(coalesce)
+		horizon := int64(now.Add(coalesce).Sub(m.epoch))
 		due = due[:0]
 		m.mu.Lock()
-		for len(m.queue) > 0 && !m.queue[0].due.After(horizon) {
+		for len(m.queue) > 0 && m.queue[0].at <= horizon {
 			t := heap.Pop(&m.queue).(*target)
-			t.inflight, t.started, t.gen = true, now, m.gen
+			if t.due.After(now.Add(t.coalesce)) {
+				later = append(later, t) // beyond its own window
+				continue
+			}
+			t.inflight, t.started, t.startedDue, t.gen = true, now, t.due, m.gen
 			if t.async == nil {
 				cctx, cancel := context.WithTimeout(m.runCtx, t.sched.Timeout)
 				t.cancel = cancel
 				m.wg.Add(1)
-				job := syncJob{ctx: cctx, t: t, start: now}
+				base := t.due // the next check is due an interval after
+				if now.After(base) {
+					base = now
+				}
+				job := syncJob{ctx: cctx, t: t, start: base}
 				select {
 				case m.jobs <- job:
 				default:
@@ -504,17 +555,34 @@ func (m *Monitor) schedule(ctx context.Context) {
 			}
 			due = append(due, t)
 		}
+		for _, t := range later {
+			heap.Push(&m.queue, t)
+		}
+		clear(later)
+		later = later[:0]
 		wait := time.Hour
 		if len(m.queue) > 0 {
-			wait = m.queue[0].due.Sub(now)
+			wait = m.queue[0].t.due.Sub(now)
 		}
 		m.mu.Unlock()
 		for _, t := range due {
 			t.mu.Lock()
 			t.probeStart = m.opts.Now()
 			t.mu.Unlock()
-			t.async.StartCheck(now.Add(t.sched.Timeout), t.done)
+			deadline := now.Add(t.sched.Timeout)
+			if t.batch == nil {
+				t.async.StartCheck(deadline, t.done)
+				continue
+			}
+			if f := t.batch.StartHeld(deadline, t.done); f != nil && !slices.Contains(flushers, f) {
+				flushers = append(flushers, f)
+			}
 		}
+		for _, f := range flushers {
+			f.Flush()
+		}
+		clear(flushers)
+		flushers = flushers[:0]
 		clear(due)
 		timer.Reset(wait)
 		select {
@@ -568,9 +636,13 @@ func (m *Monitor) current(t *target) bool {
 // finishAsync is the done callback of t's async checks.
 func (m *Monitor) finishAsync(t *target, r check.Result) {
 	m.mu.Lock()
-	start := t.started
+	start := t.startedDue
+	if t.started.After(start) {
+		start = t.started
+	}
+	current := m.running && !t.removed && t.gen == m.gen // m.current, one lock
 	m.mu.Unlock()
-	m.finish(t, start, r, m.current(t))
+	m.finish(t, start, r, current)
 }
 
 // finish ends t's check started at start: it records r when record is
@@ -818,27 +890,35 @@ func (t *target) status() TargetStatus {
 	}
 }
 
-// timerHeap orders targets by due time (container/heap).
-type timerHeap []*target
+// timerHeap orders targets by due time (container/heap). Each entry holds
+// its target's due time as nanoseconds since the monitor's epoch, so that
+// ordering reads the heap's own array, not every target's memory.
+type timerHeap []heapEntry
+
+// heapEntry is one queued target and its due time (target.at).
+type heapEntry struct {
+	at int64
+	t  *target
+}
 
 func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].t.idx, h[j].t.idx = i, j
 }
 
 func (h *timerHeap) Push(x any) {
 	t := x.(*target)
 	t.idx = len(*h)
-	*h = append(*h, t)
+	*h = append(*h, heapEntry{t.at, t})
 }
 
 func (h *timerHeap) Pop() any {
 	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	t.idx = -1
+	e := old[len(old)-1]
+	old[len(old)-1] = heapEntry{}
+	e.t.idx = -1
 	*h = old[:len(old)-1]
-	return t
+	return e.t
 }

@@ -26,8 +26,11 @@ import (
 const (
 	sendBatch = 64
 	recvBatch = 16
-	// sweepEvery is the granularity of the engine's timeouts.
+	// sweepEvery is the granularity of the engine's timeouts: the sweeper
+	// wakes at the earliest deadline of the probes in flight, but at most
+	// once per sweepEvery, and at least once per sweepIdle.
 	sweepEvery = 5 * time.Millisecond
+	sweepIdle  = 100 * time.Millisecond
 	// engineRcvBuf is the receive buffer asked for each engine socket, so
 	// that a burst of replies waits in the kernel while a reader judges.
 	engineRcvBuf = 4 << 20
@@ -44,26 +47,47 @@ const (
 // previous answer, which is skipped. A TCP check, or one without a
 // DNSProber, runs Check in a goroutine instead.
 func (c *dnsChecker) StartCheck(deadline time.Time, done func(check.Result)) {
+	c.startCheck(deadline, done, false)
+}
+
+// StartHeld starts a check as StartCheck does, but leaves its query queued
+// until the returned engine's Flush (monitor.BatchChecker, whose Flusher is
+// this unnamed interface: probes does not import monitor), so that the
+// checks the scheduler starts together go out in one sendmmsg from its
+// goroutine; nil when nothing waits for a Flush.
+func (c *dnsChecker) StartHeld(deadline time.Time, done func(check.Result)) interface{ Flush() } {
+	if e := c.startCheck(deadline, done, true); e != nil {
+		return e
+	}
+	return nil
+}
+
+// startCheck is StartCheck; with held, the query waits for the returned
+// engine's Flush (nil when none is needed).
+func (c *dnsChecker) startCheck(deadline time.Time, done func(check.Result), held bool) *engine {
 	if c.p == nil || c.network != "udp" {
 		go func() {
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
 			done(c.Check(ctx))
 		}()
-		return
+		return nil
 	}
 	start := time.Now()
 	e, err := c.p.batchEngine(c.target.Addr())
 	if err != nil {
 		done(Result{RTT: time.Since(start), Detail: err.Error()})
-		return
+		return nil
 	}
 	t := c.template()
 	if t.err != nil {
 		done(Result{RTT: time.Since(start), Detail: "bad check: pack query: " + t.err.Error()})
-		return
+		return nil
 	}
-	e.start(c, t, start, deadline, done)
+	if !e.start(c, t, start, deadline, done, held) {
+		return nil
+	}
+	return e
 }
 
 // DroppedReplies is the number of datagrams the batch engine read and
@@ -134,8 +158,9 @@ func (pr *probe) query() *dns.Msg {
 }
 
 // engine sends queries and reads replies on one unconnected UDP socket of
-// one address family, with three goroutines: a sender (sendmmsg), a reader
-// (recvmmsg, and the error queue for ICMP errors) and a sweeper (timeouts).
+// one address family, with three goroutines: a sender (sendmmsg, for the
+// queries not held for a Flush), a reader (recvmmsg, and the error queue
+// for ICMP errors) and a sweeper (timeouts).
 type engine struct {
 	conn  *net.UDPConn
 	write func([]ipv4.Message, int) (int, error)
@@ -144,9 +169,16 @@ type engine struct {
 
 	dropped atomic.Int64
 
-	kick chan struct{}
-	quit chan struct{}
-	wg   sync.WaitGroup
+	kick      chan struct{}
+	sweepKick chan struct{}
+	quit      chan struct{}
+	wg        sync.WaitGroup
+
+	// sendMu serializes the sending of queued queries (the sender's and
+	// Flush's); msgs and spare are theirs.
+	sendMu sync.Mutex
+	msgs   []ipv4.Message
+	spare  []*probe // the send queue's slice handed back last time
 
 	mu      sync.Mutex
 	pending map[netip.AddrPort]*probe
@@ -160,6 +192,9 @@ type engine struct {
 	// free holds the probes done with, for reuse: in the steady state a
 	// probe allocates nothing.
 	free []*probe
+	// nextSweep is when the sweeper wakes next; a probe with an earlier
+	// deadline wakes it.
+	nextSweep time.Time
 }
 
 // newEngine opens the socket of one family and starts the goroutines.
@@ -194,14 +229,19 @@ func newEngine(is6 bool) (*engine, error) {
 		return nil, fmt.Errorf("set recverr: %w", errors.Join(err, serr))
 	}
 	e := &engine{
-		conn:    conn,
-		rc:      rc,
-		is6:     is6,
-		kick:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		pending: make(map[netip.AddrPort]*probe),
-		lastID:  make(map[netip.AddrPort]uint16),
-		addrs:   make(map[netip.AddrPort]*net.UDPAddr),
+		conn:      conn,
+		rc:        rc,
+		is6:       is6,
+		kick:      make(chan struct{}, 1),
+		sweepKick: make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		msgs:      make([]ipv4.Message, sendBatch),
+		pending:   make(map[netip.AddrPort]*probe),
+		lastID:    make(map[netip.AddrPort]uint16),
+		addrs:     make(map[netip.AddrPort]*net.UDPAddr),
+	}
+	for i := range e.msgs {
+		e.msgs[i].Buffers = make([][]byte, 1)
 	}
 	if is6 {
 		pc := ipv6.NewPacketConn(conn)
@@ -223,15 +263,17 @@ func key(a netip.AddrPort) netip.AddrPort {
 }
 
 // start puts a probe of c in flight, its query packed from t with a random
-// ID and label, and queues the query for the sender.
-func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Time, done func(check.Result)) {
+// ID and label, and queues the query: for the sender, or with held for the
+// next Flush. It reports whether the query was queued (false when the
+// engine is closed: done got the result).
+func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Time, done func(check.Result), held bool) bool {
 	k := key(c.target)
 	id, rnd := uint16(rand.Uint32()), rand.Uint64()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		done(Result{RTT: time.Since(start), Detail: "prober closed"})
-		return
+		return false
 	}
 	if last, ok := e.lastID[k]; ok && last == id {
 		id++
@@ -254,11 +296,30 @@ func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Tim
 	pr.next = e.pending[k]
 	e.pending[k] = pr
 	e.sendq = append(e.sendq, pr)
-	e.mu.Unlock()
-	select {
-	case e.kick <- struct{}{}:
-	default:
+	sweep := e.nextSweep.IsZero() || deadline.Before(e.nextSweep)
+	if sweep {
+		e.nextSweep = deadline
 	}
+	e.mu.Unlock()
+	if sweep {
+		select {
+		case e.sweepKick <- struct{}{}:
+		default:
+		}
+	}
+	if !held {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// Flush sends the queued queries now, from the caller's goroutine
+// (monitor.Flusher).
+func (e *engine) Flush() {
+	e.sendQueued()
 }
 
 // takeLocked removes pr from the probes in flight; it reports false when pr was
@@ -316,68 +377,71 @@ func (e *engine) releaseLocked(pr *probe) {
 // sendLoop sends the queued queries in batches until the engine closes.
 func (e *engine) sendLoop() {
 	defer e.wg.Done()
-	msgs := make([]ipv4.Message, sendBatch)
-	for i := range msgs {
-		msgs[i].Buffers = make([][]byte, 1)
-	}
-	var spare []*probe // the slice the sender handed back last time
-	retried := false
 	for {
 		select {
 		case <-e.quit:
 			return
 		case <-e.kick:
 		}
-		e.mu.Lock()
-		batch := e.sendq
-		e.sendq, spare = spare[:0], batch
-		e.mu.Unlock()
-		for len(batch) > 0 {
-			n := min(len(batch), sendBatch)
-			for i, pr := range batch[:n] {
-				msgs[i].Buffers[0] = pr.wire
-				msgs[i].Addr = pr.addr
-			}
-			sent, err := e.write(msgs[:n], 0)
-			if sent < n {
-				// An ICMP error raised while this batch was being sent
-				// (on loopback, within the same sendmmsg) sets the
-				// socket's pending error, which the next datagram's send
-				// takes: sendmmsg then stops and drops it, or returns it
-				// for the first datagram. The reader never sees it, so
-				// the error queue, which names the refusing target, is
-				// read here.
-				e.readErrQueue()
-			}
-			if sent <= 0 && !retried {
-				// The error may be another target's (above): send
-				// the first datagram once more before blaming it.
-				retried = true
-				continue
-			}
-			retried = false
-			if sent <= 0 {
-				// The first datagram failed twice: end its probe, go
-				// on.
-				sent = 1
-				if err == nil {
-					err = errors.New("sendmmsg sent nothing")
-				}
-				pr := batch[0]
-				e.end(pr, Result{RTT: time.Since(pr.start), Detail: describeErr(context.Background(), err, pr.deadline.Sub(pr.start))})
-			}
-			for i := range msgs[:n] {
-				msgs[i].Buffers[0], msgs[i].Addr = nil, nil
-			}
-			e.mu.Lock()
-			for _, pr := range batch[:sent] {
-				pr.queued = false
-				e.releaseLocked(pr)
-			}
-			e.mu.Unlock()
-			clear(batch[:sent])
-			batch = batch[sent:]
+		e.sendQueued()
+	}
+}
+
+// sendQueued sends the queries queued so far in batches of sendBatch.
+func (e *engine) sendQueued() {
+	e.sendMu.Lock()
+	defer e.sendMu.Unlock()
+	msgs := e.msgs
+	e.mu.Lock()
+	batch := e.sendq
+	e.sendq, e.spare = e.spare[:0], batch
+	e.mu.Unlock()
+	retried := false
+	for len(batch) > 0 {
+		n := min(len(batch), sendBatch)
+		for i, pr := range batch[:n] {
+			msgs[i].Buffers[0] = pr.wire
+			msgs[i].Addr = pr.addr
 		}
+		sent, err := e.write(msgs[:n], 0)
+		if sent < n {
+			// An ICMP error raised while this batch was being sent
+			// (on loopback, within the same sendmmsg) sets the
+			// socket's pending error, which the next datagram's send
+			// takes: sendmmsg then stops and drops it, or returns it
+			// for the first datagram. The reader never sees it, so
+			// the error queue, which names the refusing target, is
+			// read here.
+			e.readErrQueue()
+		}
+		if sent <= 0 && !retried {
+			// The error may be another target's (above): send
+			// the first datagram once more before blaming it.
+			retried = true
+			continue
+		}
+		retried = false
+		if sent <= 0 {
+			// The first datagram failed twice: end its probe, go
+			// on.
+			sent = 1
+			if err == nil {
+				err = errors.New("sendmmsg sent nothing")
+			}
+			pr := batch[0]
+			e.end(pr, Result{RTT: time.Since(pr.start), Detail: describeErr(context.Background(), err, pr.deadline.Sub(pr.start))})
+		}
+		for i := range msgs[:n] {
+			msgs[i].Buffers[0], msgs[i].Addr = nil, nil
+		}
+		e.mu.Lock()
+		for _, pr := range batch[:sent] {
+			pr.queued = false
+			e.releaseLocked(pr)
+		}
+		e.mu.Unlock()
+		clear(batch[:sent])
+		batch = batch[sent:]
 	}
 }
 
@@ -641,32 +705,43 @@ func (e *engine) readErrQueue() {
 	}
 }
 
-// sweepLoop ends the probes past their deadline, every sweepEvery, until
-// the engine closes.
+// sweepLoop ends the probes past their deadline until the engine closes.
+// It sleeps until the earliest deadline in flight (at least sweepEvery, at
+// most sweepIdle), woken earlier by a probe that ends sooner: in the steady
+// state a few wake-ups a second, not one per sweepEvery.
 func (e *engine) sweepLoop() {
 	defer e.wg.Done()
-	tick := time.NewTicker(sweepEvery)
-	defer tick.Stop()
+	timer := time.NewTimer(sweepIdle)
+	defer timer.Stop()
 	var expired []*probe
 	for {
 		select {
 		case <-e.quit:
 			return
-		case <-tick.C:
+		case <-timer.C:
+		case <-e.sweepKick:
 		}
 		now := time.Now()
+		next := now.Add(sweepIdle)
 		e.mu.Lock()
 		for _, head := range e.pending {
 			for cur := head; cur != nil; cur = cur.next {
 				if !now.Before(cur.deadline) {
 					expired = append(expired, cur)
+				} else if cur.deadline.Before(next) {
+					next = cur.deadline
 				}
 			}
 		}
 		for _, pr := range expired {
 			e.takeLocked(key(pr.c.target), pr)
 		}
+		if soon := now.Add(sweepEvery); next.Before(soon) {
+			next = soon
+		}
+		e.nextSweep = next
 		e.mu.Unlock()
+		timer.Reset(next.Sub(now))
 		for _, pr := range expired {
 			e.finish(pr, Result{RTT: time.Since(pr.start), Detail: "timeout after " + roundBudget(pr.deadline.Sub(pr.start)).String()})
 		}

@@ -251,3 +251,100 @@ func TestBatchIPv6(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchHeld: checks started with StartHeld wait for the engine's Flush
+// (monitor.BatchChecker), then go out together and are judged as
+// StartCheck's are, a refused target among them included.
+func TestBatchHeld(t *testing.T) {
+	const healthy = 40
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc.Close()
+	var targets []netip.AddrPort
+	for i := range healthy {
+		if i == healthy/2 {
+			targets = append(targets, refused)
+		}
+		targets = append(targets, startServer(t, good, nil).Addr)
+	}
+	p := NewDNSProber()
+	defer p.Close()
+	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Timeout = configs.Duration{Duration: 2 * time.Second} })
+	type outcome struct {
+		target netip.AddrPort
+		res    check.Result
+	}
+	for round := range 3 {
+		ch := make(chan outcome, len(targets))
+		var flusher interface{ Flush() }
+		deadline := time.Now().Add(2 * time.Second)
+		for i, a := range targets {
+			c, err := buildDNSChecker(chk, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.p = p
+			f := c.StartHeld(deadline, func(r check.Result) { ch <- outcome{targets[i], r} })
+			if f == nil || (flusher != nil && f != flusher) {
+				t.Fatalf("round %d: StartHeld returned %v, want the engine (%v)", round, f, flusher)
+			}
+			flusher = f
+		}
+		e := flusher.(*engine)
+		e.mu.Lock()
+		queued := len(e.sendq)
+		e.mu.Unlock()
+		if queued != len(targets) {
+			t.Fatalf("round %d: %d queries queued before Flush, want %d", round, queued, len(targets))
+		}
+		flusher.Flush()
+		for range targets {
+			o := <-ch
+			switch {
+			case o.target == refused && (o.res.OK || o.res.Detail != "connection refused"):
+				t.Errorf("round %d: refused target: got %+v, want %q", round, o.res, "connection refused")
+			case o.target != refused && !o.res.OK:
+				t.Errorf("round %d: healthy target %v: got %+v, want OK", round, o.target, o.res)
+			}
+		}
+	}
+}
+
+// TestBatchSweepEarlierDeadline: the sweeper, asleep until a far deadline,
+// is woken by a probe with a nearer one, which times out on time.
+func TestBatchSweepEarlierDeadline(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0") // reads, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	p := NewDNSProber()
+	defer p.Close()
+	c, err := buildDNSChecker(fixedCheck(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.p = p
+	far := make(chan check.Result, 1)
+	c.StartCheck(time.Now().Add(10*time.Second), func(r check.Result) { far <- r })
+	// The sweeper, woken by the first probe, now sleeps sweepIdle.
+	time.Sleep(5 * time.Millisecond)
+	start := time.Now()
+	near := make(chan check.Result, 1)
+	c.StartCheck(start.Add(20*time.Millisecond), func(r check.Result) { near <- r })
+	select {
+	case r := <-near:
+		if r.OK || !strings.HasPrefix(r.Detail, "timeout after") {
+			t.Errorf("near probe: got %+v, want a timeout", r)
+		}
+		if el := time.Since(start); el > sweepIdle*3/4 {
+			t.Errorf("near probe timed out after %v, want about 20ms", el)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("near probe never ended")
+	}
+}
