@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -218,4 +219,71 @@ func TestWildcardSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUDPCloseBlockedReader checks that Close returns promptly while the
+// socket's reader is blocked in recvmmsg, that the reader returns, and
+// that the port is free again.
+func TestUDPCloseBlockedReader(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:0", "0.0.0.0:0"} {
+		t.Run(listen, func(t *testing.T) {
+			u, err := listenUDP(netip.MustParseAddrPort(listen))
+			if err != nil {
+				t.Skipf("cannot listen on %s: %v", listen, err)
+			}
+			s := &Server{Logger: slog.New(slog.DiscardHandler)}
+			s.Swap(&fake{})
+			stopped := make(chan struct{})
+			go func() {
+				s.serveUDP(u, u.local.Addr().IsUnspecified())
+				close(stopped)
+			}()
+			// One query answered: the reader is in its loop, and
+			// blocks again in recvmmsg once it has replied.
+			to := u.local
+			if to.Addr().IsUnspecified() {
+				to = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), to.Port())
+			}
+			if r := exchange(t, to.String(), "udp", query("www."+zone, dns.TypeA, 1232)); r.Rcode != dns.RcodeSuccess {
+				t.Fatalf("query: %v", r)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- u.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return with the reader blocked")
+			}
+			select {
+			case <-stopped:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the reader did not return after Close")
+			}
+			if err := u.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(u.local))
+			if err != nil {
+				t.Fatalf("udp port still bound after Close: %v", err)
+			}
+			pc.Close()
+		})
+	}
+}
+
+// TestUDPCloseNoReader checks that a socket never read closes at once,
+// and that a reader started after Close returns without reading.
+func TestUDPCloseNoReader(t *testing.T) {
+	u, err := listenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Logger: slog.New(slog.DiscardHandler)}
+	s.serveUDP(u, false) // returns: closed
 }
