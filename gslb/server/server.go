@@ -1,6 +1,6 @@
 // Package server is the GSLB responder on the wire: an authoritative DNS
 // server (UDP and TCP on every listen address: UDP by its own readers,
-// a socket per CPU answering inline, see udp.go; TCP by
+// blocking readers, one per CPU, answering inline, see udp.go; TCP by
 // github.com/miekg/dns's server) that answers from an atomically swapped gslb.Answerer snapshot, with the
 // protocol around it done here: header flags, the question echoed with
 // its case, FORMERR and NOTIMP, EDNS(0) with BADVERS, the Client Subnet
@@ -71,7 +71,7 @@ func (s *Server) Swap(a gslb.Answerer) {
 	s.answerer.Store(&answerer{a})
 }
 
-// Start opens every listen address, UDP (a socket per CPU, see
+// Start opens every listen address, UDP (a reader per CPU, see
 // serveUDP) then TCP on the same port, and serves them; it returns once
 // all serve, or the first error (having closed what it opened).
 func (s *Server) Start() error {

@@ -14,25 +14,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The UDP side of the server is its own: per listen address, one socket
-// per CPU (GOMAXPROCS) bound with SO_REUSEPORT, so that the kernel spreads
-// the queries over them, and one long-lived reader goroutine per socket
-// (serveUDP) that reads a batch of queries into its reused buffers
-// (recvmmsg), answers each inline (reply: the same respond as TCP's
-// ServeDNS) into another reused buffer and writes the batch of replies
-// back (sendmmsg). The sockets are blocking and outside Go's netpoller:
-// a reader waits in recvmmsg in the kernel, as gdnsd's threads do, and no
-// query wakes the netpoller. No goroutine per query, and no allocation
-// per query once its name is known. Sockets bound to a wildcard address
-// receive each query's destination address (IP_PKTINFO,
-// IPV6_RECVPKTINFO) and answer from it.
+// The UDP side of the server is its own: per listen address, one
+// blocking socket (SO_REUSEPORT) read by one long-lived reader goroutine
+// per CPU (GOMAXPROCS, serveUDP), each on its own thread, that reads a
+// batch of queries into its reused buffers (recvmmsg), answers each
+// inline (reply: the same respond as TCP's ServeDNS) into another reused
+// buffer and writes the batch of replies back (sendmmsg). The socket is
+// outside Go's netpoller: the readers wait in recvmmsg in the kernel, as
+// gdnsd's threads do, and no query wakes the netpoller. The kernel wakes
+// one waiting reader per query, so whichever reader is free takes the
+// next one: no reader idles while another has a queue (with a socket per
+// reader, SO_REUSEPORT's hash of the clients' ports may give one reader
+// most of them). No goroutine per query, and no allocation per query
+// once its name is known. Sockets bound to a wildcard address receive
+// each query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and
+// answer from it.
 
 // udpSockets is how many UDP sockets serve one listen address.
-func udpSockets() int { return max(1, runtime.GOMAXPROCS(0)) }
+func udpSockets() int { return 1 }
 
-// udpSocket is one blocking UDP socket of a listen address, read by at
-// most one reader (serveUDP). Close wakes the reader (shutdown(2)) and
-// closes the descriptor once the reader is done with it.
+// udpReaders is how many readers read one UDP socket.
+func udpReaders() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// udpSocket is one blocking UDP socket of a listen address, read by one
+// serveUDP (and its readers). Close wakes the readers (shutdown(2)) and
+// closes the descriptor once they are done with it.
 type udpSocket struct {
 	local netip.AddrPort
 
@@ -40,7 +46,7 @@ type udpSocket struct {
 	fd      int // -1 once closed
 	reading bool
 	closing bool
-	done    chan struct{} // closed when the reader stops
+	done    chan struct{} // closed when the readers stop
 }
 
 // listenUDP opens a blocking UDP socket on ap with SO_REUSEPORT (and, for
@@ -139,7 +145,8 @@ func zoneID(zone string) uint32 {
 // LocalAddr is the address the socket is bound to.
 func (u *udpSocket) LocalAddr() net.Addr { return net.UDPAddrFromAddrPort(u.local) }
 
-// acquire hands the descriptor to the reader: false once closing.
+// acquire hands the descriptor to serveUDP: false once closing, or
+// when it already has it.
 func (u *udpSocket) acquire() (int, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -157,13 +164,13 @@ func (u *udpSocket) closed() bool {
 	return u.closing
 }
 
-// release is the reader's end: the descriptor is closed if Close waits.
+// release is the readers' end: Close, waiting, closes the descriptor.
 func (u *udpSocket) release() {
 	close(u.done)
 }
 
-// Close stops the reader (shutdown(2) wakes it from recvmmsg), waits for
-// it, and closes the socket.
+// Close stops the readers (shutdown(2) wakes them all from recvmmsg),
+// waits for them, and closes the socket.
 func (u *udpSocket) Close() error {
 	u.mu.Lock()
 	if u.closing {

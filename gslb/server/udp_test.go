@@ -151,10 +151,10 @@ func TestReplyAllocs(t *testing.T) {
 	}
 }
 
-// TestUDPSockets checks that every listen address has a UDP socket per
-// CPU, that queries from many ports (spread over them by the kernel) are
-// all answered, and that Shutdown closes them all: the port is free for
-// a plain bind again.
+// TestUDPSockets checks that every listen address has its UDP sockets
+// (one, read by a reader per CPU), that queries from many ports (spread
+// over the readers by the kernel) are all answered, and that Shutdown
+// closes them all: the port is free for a plain bind again.
 func TestUDPSockets(t *testing.T) {
 	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
 	s.Swap(&fake{})
@@ -222,8 +222,8 @@ func TestWildcardSource(t *testing.T) {
 }
 
 // TestUDPCloseBlockedReader checks that Close returns promptly while the
-// socket's reader is blocked in recvmmsg, that the reader returns, and
-// that the port is free again.
+// socket's readers are blocked in recvmmsg, that they return, and that
+// the port is free again.
 func TestUDPCloseBlockedReader(t *testing.T) {
 	for _, listen := range []string{"127.0.0.1:0", "[::1]:0", "0.0.0.0:0"} {
 		t.Run(listen, func(t *testing.T) {
