@@ -135,7 +135,7 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 				continue
 			}
 			resp := s.reply(sc, b.out[k], b.in[i][:b.rh[i].len], src, false)
-			if resp == nil {
+			if len(resp) == 0 {
 				continue
 			}
 			w := &b.wh[k].hdr
