@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -286,4 +287,51 @@ func TestUDPCloseNoReader(t *testing.T) {
 	}
 	s := &Server{Logger: slog.New(slog.DiscardHandler)}
 	s.serveUDP(u, false) // returns: closed
+}
+
+// TestUDPPathAllocs checks that the UDP readers answer a name they have
+// seen without allocating: the whole path, socket to socket (the
+// client's reads and writes allocate nothing either).
+func TestUDPPathAllocs(t *testing.T) {
+	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
+	a := &dns.A{Hdr: dns.RR_Header{Name: "www." + zone, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.IPv4(192, 0, 2, 1)}
+	s.Swap(&fixed{gslb.Response{Answer: []dns.RR{a}}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(s.Addrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wire, err := query("www."+zone, dns.TypeA, 1232).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1232)
+	exchange := func() {
+		if _, err := c.Write(wire); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 * udpReaders() * 10 { // every reader has seen the name
+		exchange()
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		exchange()
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.Mallocs-before.Mallocs) / n; per >= 0.5 {
+		t.Errorf("%.2f allocations per query over UDP, want 0", per)
+	}
 }
