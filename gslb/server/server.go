@@ -1,6 +1,6 @@
 // Package server is the GSLB responder on the wire: an authoritative DNS
 // server (UDP and TCP on every listen address: UDP by its own readers,
-// a socket per CPU answering inline, see udp.go; TCP by
+// blocking readers, one per CPU, answering inline, see udp.go; TCP by
 // github.com/miekg/dns's server) that answers from an atomically swapped gslb.Answerer snapshot, with the
 // protocol around it done here: header flags, the question echoed with
 // its case, FORMERR and NOTIMP, EDNS(0) with BADVERS, the Client Subnet
@@ -50,8 +50,8 @@ type Server struct {
 	answerer atomic.Pointer[answerer]
 
 	mu      sync.Mutex
-	servers []*dns.Server  // TCP
-	udp     []*net.UDPConn // served by serveUDP
+	servers []*dns.Server // TCP
+	udp     []*udpSocket  // served by serveUDP
 	addrs   []netip.AddrPort
 	wg      sync.WaitGroup
 }
@@ -71,7 +71,7 @@ func (s *Server) Swap(a gslb.Answerer) {
 	s.answerer.Store(&answerer{a})
 }
 
-// Start opens every listen address, UDP (a socket per CPU, see
+// Start opens every listen address, UDP (a reader per CPU, see
 // serveUDP) then TCP on the same port, and serves them; it returns once
 // all serve, or the first error (having closed what it opened).
 func (s *Server) Start() error {
@@ -84,7 +84,7 @@ func (s *Server) Start() error {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	var servers []*dns.Server
-	var udp []*net.UDPConn
+	var udp []*udpSocket
 	var addrs []netip.AddrPort
 	closeAll := func() {
 		for _, srv := range servers {
@@ -137,7 +137,7 @@ func (s *Server) Start() error {
 
 // listenBoth opens n UDP sockets on ap (SO_REUSEPORT), then TCP on the
 // port UDP got.
-func listenBoth(ap netip.AddrPort, n int) ([]*net.UDPConn, net.Listener, error) {
+func listenBoth(ap netip.AddrPort, n int) ([]*udpSocket, net.Listener, error) {
 	for try := 0; ; try++ {
 		pc, err := listenUDP(ap)
 		if err != nil {
@@ -152,7 +152,7 @@ func listenBoth(ap netip.AddrPort, n int) ([]*net.UDPConn, net.Listener, error) 
 			}
 			continue // the free UDP port was taken for TCP: pick another
 		}
-		pcs := []*net.UDPConn{pc}
+		pcs := []*udpSocket{pc}
 		for len(pcs) < n {
 			more, err := listenUDP(netip.AddrPortFrom(ap.Addr(), got.Port()))
 			if err != nil {

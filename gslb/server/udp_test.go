@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -150,10 +152,10 @@ func TestReplyAllocs(t *testing.T) {
 	}
 }
 
-// TestUDPSockets checks that every listen address has a UDP socket per
-// CPU, that queries from many ports (spread over them by the kernel) are
-// all answered, and that Shutdown closes them all: the port is free for
-// a plain bind again.
+// TestUDPSockets checks that every listen address has its UDP sockets
+// (one, read by a reader per CPU), that queries from many ports (spread
+// over the readers by the kernel) are all answered, and that Shutdown
+// closes them all: the port is free for a plain bind again.
 func TestUDPSockets(t *testing.T) {
 	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
 	s.Swap(&fake{})
@@ -217,5 +219,119 @@ func TestWildcardSource(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUDPCloseBlockedReader checks that Close returns promptly while the
+// socket's readers are blocked in recvmmsg, that they return, and that
+// the port is free again.
+func TestUDPCloseBlockedReader(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:0", "0.0.0.0:0"} {
+		t.Run(listen, func(t *testing.T) {
+			u, err := listenUDP(netip.MustParseAddrPort(listen))
+			if err != nil {
+				t.Skipf("cannot listen on %s: %v", listen, err)
+			}
+			s := &Server{Logger: slog.New(slog.DiscardHandler)}
+			s.Swap(&fake{})
+			stopped := make(chan struct{})
+			go func() {
+				s.serveUDP(u, u.local.Addr().IsUnspecified())
+				close(stopped)
+			}()
+			// One query answered: the reader is in its loop, and
+			// blocks again in recvmmsg once it has replied.
+			to := u.local
+			if to.Addr().IsUnspecified() {
+				to = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), to.Port())
+			}
+			if r := exchange(t, to.String(), "udp", query("www."+zone, dns.TypeA, 1232)); r.Rcode != dns.RcodeSuccess {
+				t.Fatalf("query: %v", r)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- u.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return with the reader blocked")
+			}
+			select {
+			case <-stopped:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the reader did not return after Close")
+			}
+			if err := u.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(u.local))
+			if err != nil {
+				t.Fatalf("udp port still bound after Close: %v", err)
+			}
+			pc.Close()
+		})
+	}
+}
+
+// TestUDPCloseNoReader checks that a socket never read closes at once,
+// and that a reader started after Close returns without reading.
+func TestUDPCloseNoReader(t *testing.T) {
+	u, err := listenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Logger: slog.New(slog.DiscardHandler)}
+	s.serveUDP(u, false) // returns: closed
+}
+
+// TestUDPPathAllocs checks that the UDP readers answer a name they have
+// seen without allocating: the whole path, socket to socket (the
+// client's reads and writes allocate nothing either).
+func TestUDPPathAllocs(t *testing.T) {
+	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
+	a := &dns.A{Hdr: dns.RR_Header{Name: "www." + zone, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.IPv4(192, 0, 2, 1)}
+	s.Swap(&fixed{gslb.Response{Answer: []dns.RR{a}}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(s.Addrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	wire, err := query("www."+zone, dns.TypeA, 1232).Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1232)
+	exchange := func() {
+		if _, err := c.Write(wire); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 * udpReaders() * 10 { // every reader has seen the name
+		exchange()
+	}
+	const n = 500
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		exchange()
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.Mallocs-before.Mallocs) / n; per >= 0.5 {
+		t.Errorf("%.2f allocations per query over UDP, want 0", per)
 	}
 }
