@@ -47,11 +47,19 @@ type Builders struct {
 }
 
 // DefaultBuilders are the builders a Responder uses when its options set
-// none: the topology map of package gslb/topology and the selection's
-// gslb.NewSnapshot.
+// none: the topology map of package gslb/topology, through a
+// topology.Cache (a reload with the same topology sources reuses the
+// last map), and the selection's gslb.NewSnapshot.
 func DefaultBuilders() Builders {
+	cache := topology.NewCache()
 	return Builders{
-		Locator: func(cfg *configs.Config) (gslb.Locator, error) { return topology.Load(cfg) },
+		Locator: func(cfg *configs.Config) (gslb.Locator, error) {
+			m, _, err := cache.Load(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		},
 		Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
 			return gslb.NewSnapshot(in.Config, in.Pools, in.Locator, in.Serial, gslb.WithIntent(in.Intent)), nil
 		},

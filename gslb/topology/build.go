@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -141,29 +140,27 @@ func (b *Builder) AddList(r io.Reader, name string, labels map[string]string) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if i := slices.Index(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		s := strings.TrimSpace(string(line))
-		if s == "" {
-			continue
-		}
-		p, err := ParsePrefix(s)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
-		}
-		if err := b.AddID(p, id); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
-		}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: after line %d: %w", name, n, err)
+	es, err := parseList(data, name, id)
+	if err != nil {
+		return err
+	}
+	return b.addEntries(es, name)
+}
+
+// addEntries adds the entries of a parsed list (name) in their order.
+func (b *Builder) addEntries(es []entry, name string) error {
+	if len(b.raw)+len(es) > maxEntries {
+		return fmt.Errorf("%s: more than %d prefixes", name, maxEntries)
+	}
+	b.raw = slices.Grow(b.raw, len(es))
+	for _, e := range es {
+		// kidStart holds the order of addition until Build.
+		e.kidStart = uint32(len(b.raw))
+		b.raw = append(b.raw, e)
 	}
 	return nil
 }
