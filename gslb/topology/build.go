@@ -195,6 +195,15 @@ func (b *Builder) Build() *Map {
 		ents = append(ents, e)
 	}
 	ents = slices.Clip(ents)
+	// The lookup table is filled beside the sweep below, which writes
+	// only the fields prefix does not read (labels, kidStart, kidEnd).
+	inserted := make(chan struct{})
+	go func() {
+		defer close(inserted)
+		for i := range ents {
+			m.table.Insert(ents[i].prefix(), uint32(i))
+		}
+	}()
 
 	// Parents by a sweep over the nested order; labels merged down.
 	// The top-level entries of each family have a pseudo parent.
@@ -257,9 +266,7 @@ func (b *Builder) Build() *Map {
 		m.sampleHi = append(m.sampleHi, m.kidHi[i])
 	}
 	m.entries = ents
-	for i := range ents {
-		m.table.Insert(ents[i].prefix(), uint32(i))
-	}
+	<-inserted
 	m.labels = b.sets
 	b.sets, b.ids = nil, nil
 	return m
@@ -285,7 +292,7 @@ func sortEntries(raw []entry) []entry {
 			keys = append(keys, e.hi|uint64(e.bits)<<seqBits|uint64(i))
 		}
 	}
-	slices.Sort(keys)
+	radixSort(keys)
 	out := make([]entry, 0, len(raw))
 	for _, k := range keys {
 		out = append(out, raw[k&(maxEntries-1)])
@@ -294,4 +301,42 @@ func sortEntries(raw []entry) []entry {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.kidStart, y.kidStart))
 	})
 	return append(out, v6...)
+}
+
+// radixSort sorts keys: already sorted, as it is; else least significant
+// 16 bits first, a pass left out where every key has the same digit.
+func radixSort(keys []uint64) {
+	if slices.IsSorted(keys) {
+		return
+	}
+	if len(keys) < 1024 {
+		slices.Sort(keys)
+		return
+	}
+	buf := make([]uint64, len(keys))
+	count := make([]int, 1<<16)
+	src, dst := keys, buf
+	for shift := 0; shift < 64; shift += 16 {
+		clear(count)
+		for _, k := range src {
+			count[k>>shift&0xffff]++
+		}
+		if count[src[0]>>shift&0xffff] == len(src) {
+			continue
+		}
+		at := 0
+		for d, n := range count {
+			count[d] = at
+			at += n
+		}
+		for _, k := range src {
+			d := k >> shift & 0xffff
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }
