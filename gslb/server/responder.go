@@ -182,8 +182,8 @@ func (r *Responder) Run(ctx context.Context) {
 		// A burst of changes (the first probe round of thousands of
 		// members) costs one rebuild per pause as long as the last
 		// rebuild, not one per event: rebuilds take at most half a
-		// core.
-		if pause := min(took, maxPause); pause > time.Millisecond {
+		// core. A reload (asked once, by an operator) is not held back.
+		if pause := min(took, maxPause); pause > time.Millisecond && !slices.ContainsFunc(evs, isReload) {
 			select {
 			case <-time.After(pause):
 			case <-ctx.Done():
@@ -216,6 +216,9 @@ func relevant(evs []control.Event) bool {
 	}
 	return false
 }
+
+// isReload reports whether ev is a reload.
+func isReload(ev control.Event) bool { return ev.Kind == control.EventReload }
 
 // maxPause is the longest Run waits after a change before it rebuilds.
 const maxPause = 100 * time.Millisecond
