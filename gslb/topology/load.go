@@ -209,6 +209,11 @@ func (src *sources) build(c *configs.Config) (*Map, error) {
 	}
 	close(work)
 	wg.Wait()
+	total := 0
+	for _, es := range parsed {
+		total += len(es)
+	}
+	b.raw = slices.Grow(b.raw, total)
 	for i := range t.Files {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("load topology: %w", errs[i])

@@ -18,8 +18,7 @@ const maxLine = 1024 * 1024
 // of data and shares nothing, so lists parse in parallel. An error names
 // the list (name) and the line.
 func parseList(data []byte, name string, id uint32) ([]entry, error) {
-	// A /24 list has a line of 12 to 19 bytes.
-	out := make([]entry, 0, len(data)/16+1)
+	out := make([]entry, 0, bytes.Count(data, []byte{'\n'})+1)
 	n := 0
 	for len(data) > 0 {
 		var line []byte
