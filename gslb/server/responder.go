@@ -269,6 +269,8 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		return nil
 	}
 	loc, serial := r.loc, r.serial
+	began := time.Now()
+	var tookTopology time.Duration
 	if newCfg {
 		if r.store == nil {
 			r.store = NewSerialStore(cfg.Daemon.StateDir, r.o.Now)
@@ -280,6 +282,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		if loc, err = r.o.Build.Locator(cfg); err != nil {
 			return r.failed("cannot build the gslb topology; the last answers stay", err)
 		}
+		tookTopology = time.Since(began)
 		if serial, err = r.store.Next(ConfigHash(cfg)); err != nil {
 			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
 		}
@@ -292,7 +295,8 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.metrics.built(nil)
 	}
 	if serial != r.serial || newCfg {
-		r.log.Info("gslb configuration in force", "serial", serial)
+		r.log.Info("gslb configuration in force", "serial", serial,
+			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds())
 	}
 	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
 	r.built, r.buildErr = r.o.Now(), ""
