@@ -278,12 +278,17 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 				r.log.Warn("gslb serial file unusable; the serial restarts from the clock", "path", r.store.Path(), "err", err)
 			}
 		}
+		// The served data's hash beside the topology: both read cfg only.
+		hash := make(chan string, 1)
+		go func() { hash <- ConfigHash(cfg) }()
 		var err error
-		if loc, err = r.o.Build.Locator(cfg); err != nil {
+		loc, err = r.o.Build.Locator(cfg)
+		sum := <-hash
+		if err != nil {
 			return r.failed("cannot build the gslb topology; the last answers stay", err)
 		}
 		tookTopology = time.Since(began)
-		if serial, err = r.store.Next(ConfigHash(cfg)); err != nil {
+		if serial, err = r.store.Next(sum); err != nil {
 			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
 		}
 	}
