@@ -29,19 +29,23 @@ func Load(path string) (*Config, error) {
 // messages and as Config.Path. On error the Config is nil and the error
 // joins (errors.Join) one Problem per thing wrong, sorted by line.
 func Parse(data []byte, name string) (*Config, error) {
-	p := &problems{file: name}
-	var raw map[string]any
-	if _, err := toml.Decode(string(data), &raw); err != nil {
-		p.syntax(err)
-		return nil, p.err()
-	}
-	p.lines = scanLines(data)
-
+	p := &problems{file: name, data: data}
+	// One parse: the generic document is each primitive's value (decoding
+	// a primitive into an any marks no key decoded).
 	var prims map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &prims)
 	if err != nil {
 		p.syntax(err)
 		return nil, p.err()
+	}
+	raw := make(map[string]any, len(prims))
+	for k, prim := range prims {
+		var v any
+		if err := md.PrimitiveDecode(prim, &v); err != nil {
+			p.syntax(err)
+			return nil, p.err()
+		}
+		raw[k] = v
 	}
 	d := &decoder{p: p, md: &md, cfg: &Config{Path: name}, checks: map[string]bool{}}
 	d.decode(raw, prims)
@@ -61,14 +65,28 @@ func Parse(data []byte, name string) (*Config, error) {
 
 // problems collects Problems of one file.
 type problems struct {
-	file  string
+	file string
+	data []byte
+	// lines is the line index of data, scanned at the first problem: a
+	// sound document needs none.
 	lines lineIndex
 	list  []Problem
+	// known caches fields per struct type for the schema check (tens of
+	// thousands of tables share a few types).
+	known map[reflect.Type]map[string]reflect.Type
 }
 
 // add records a problem at key path key (its line is looked up).
 func (p *problems) add(key, value, msg string) {
-	p.list = append(p.list, Problem{File: p.file, Line: p.lines.lineOf(key), Key: key, Value: value, Msg: msg})
+	p.list = append(p.list, Problem{File: p.file, Line: p.lineOf(key), Key: key, Value: value, Msg: msg})
+}
+
+// lineOf returns the line of key path key (see lineIndex.lineOf).
+func (p *problems) lineOf(key string) int {
+	if p.lines == nil {
+		p.lines = scanLines(p.data)
+	}
+	return p.lines.lineOf(key)
 }
 
 // syntax records a TOML syntax error.

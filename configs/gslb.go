@@ -171,7 +171,7 @@ func (d *decoder) checkListNames(path string, n int, name func(int) string, pres
 			d.p.add(key, s, "bad name (1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit)")
 		default:
 			if j, dup := first[s]; dup {
-				d.p.add(key, s, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey(path, j), d.p.lines.lineOf(indexKey(path, j))))
+				d.p.add(key, s, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey(path, j), d.p.lineOf(indexKey(path, j))))
 			} else {
 				first[s] = i
 			}

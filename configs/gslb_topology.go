@@ -137,7 +137,7 @@ func (d *decoder) validateGSLBTopology() {
 			d.p.add(pk, n.Prefix, why)
 		} else if j, dup := first[p]; dup {
 			o := indexKey(joinKey(base, "net"), j)
-			d.p.add(pk, n.Prefix, fmt.Sprintf("duplicate prefix (also %s, line %d)", o, d.p.lines.lineOf(o)))
+			d.p.add(pk, n.Prefix, fmt.Sprintf("duplicate prefix (also %s, line %d)", o, d.p.lineOf(o)))
 		} else {
 			n.Net = p
 			first[p] = i

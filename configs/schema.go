@@ -42,7 +42,14 @@ func fields(t reflect.Type) map[string]reflect.Type {
 // table can be decoded into t without surprises.
 func (c checker) table(path string, raw map[string]any, t reflect.Type) bool {
 	ok := true
-	known := fields(t)
+	known := c.p.known[t]
+	if known == nil {
+		known = fields(t)
+		if c.p.known == nil {
+			c.p.known = map[reflect.Type]map[string]reflect.Type{}
+		}
+		c.p.known[t] = known
+	}
 	for _, k := range sortedKeys(raw) {
 		kp := joinKey(path, k)
 		ft, found := known[k]

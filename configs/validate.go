@@ -184,7 +184,7 @@ func (d *decoder) checkNames(kind string, n int, name func(int) string, ok []boo
 			continue
 		}
 		if j, dup := first[s]; dup {
-			d.p.add(path, s, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey(kind, j), d.p.lines.lineOf(indexKey(kind, j))))
+			d.p.add(path, s, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey(kind, j), d.p.lineOf(indexKey(kind, j))))
 			continue
 		}
 		first[s] = i
@@ -352,7 +352,7 @@ func (d *decoder) validatePrefetch() {
 			d.p.add(nkey, pt.Name, "bad name (1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit)")
 		default:
 			if j, dup := parts[pt.Name]; dup {
-				d.p.add(nkey, pt.Name, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey("prefetch.partition", j), d.p.lines.lineOf(indexKey("prefetch.partition", j))))
+				d.p.add(nkey, pt.Name, fmt.Sprintf("duplicate name (also %s, line %d)", indexKey("prefetch.partition", j), d.p.lineOf(indexKey("prefetch.partition", j))))
 			} else {
 				parts[pt.Name] = i
 			}
@@ -380,7 +380,7 @@ func (d *decoder) validatePrefetch() {
 		default:
 			dm.Name = strings.ToLower(dns.Fqdn(dm.Name))
 			if j, dup := seen[dm.Name]; dup {
-				d.p.add(nkey, dm.Name, fmt.Sprintf("listed twice (also %s, line %d)", indexKey("prefetch.domain", j), d.p.lines.lineOf(indexKey("prefetch.domain", j))))
+				d.p.add(nkey, dm.Name, fmt.Sprintf("listed twice (also %s, line %d)", indexKey("prefetch.domain", j), d.p.lineOf(indexKey("prefetch.domain", j))))
 			} else {
 				seen[dm.Name] = i
 			}

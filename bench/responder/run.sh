@@ -427,6 +427,7 @@ if [[ -n $r2 && -n $rl ]]; then
 else
 	echo "reload: lbctl reload returned after $(((r1 - r0) / 1000000)) ms; the reload or the new snapshot is not in lbdnsd's log"
 fi
+echo "the responder's rebuild after the reload (lbdnsd's log): $(grep '"msg":"gslb configuration in force"' "$WORK/big/lbdnsd.log" | sed -n 2p | jq -r '"topology and the serial'"'"'s hash \(.topology_ms) ms, with the snapshot \(.build_ms) ms"' 2>/dev/null || echo "not logged")"
 echo "SOA serial $serial0 -> $serial1; dyn5 TTL now $ttl (31 after the reload); peak RSS $hwm"
 echo "dnsperf across the reload ($(field "$out" "Run time (s):") s): $(field "$out" "Queries sent:") sent, $(field "$out" "Queries completed:") completed, $(field "$out" "Queries lost:") lost (goal 0), $(field "$out" "Queries interrupted:") interrupted at the end, $(field "$out" "Queries per second:") qps on average"
 echo "qps per second (dnsperf -S 1; the reload was asked after ${half} s): $(awk '/^[0-9.]+: [0-9.]+$/ { printf "%.0f ", $2 }' "$out")"

@@ -47,11 +47,19 @@ type Builders struct {
 }
 
 // DefaultBuilders are the builders a Responder uses when its options set
-// none: the topology map of package gslb/topology and the selection's
-// gslb.NewSnapshot.
+// none: the topology map of package gslb/topology, through a
+// topology.Cache (a reload with the same topology sources reuses the
+// last map), and the selection's gslb.NewSnapshot.
 func DefaultBuilders() Builders {
+	cache := topology.NewCache()
 	return Builders{
-		Locator: func(cfg *configs.Config) (gslb.Locator, error) { return topology.Load(cfg) },
+		Locator: func(cfg *configs.Config) (gslb.Locator, error) {
+			m, _, err := cache.Load(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		},
 		Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
 			return gslb.NewSnapshot(in.Config, in.Pools, in.Locator, in.Serial, gslb.WithIntent(in.Intent)), nil
 		},
@@ -174,8 +182,8 @@ func (r *Responder) Run(ctx context.Context) {
 		// A burst of changes (the first probe round of thousands of
 		// members) costs one rebuild per pause as long as the last
 		// rebuild, not one per event: rebuilds take at most half a
-		// core.
-		if pause := min(took, maxPause); pause > time.Millisecond {
+		// core. A reload (asked once, by an operator) is not held back.
+		if pause := min(took, maxPause); pause > time.Millisecond && !slices.ContainsFunc(evs, isReload) {
 			select {
 			case <-time.After(pause):
 			case <-ctx.Done():
@@ -208,6 +216,9 @@ func relevant(evs []control.Event) bool {
 	}
 	return false
 }
+
+// isReload reports whether ev is a reload.
+func isReload(ev control.Event) bool { return ev.Kind == control.EventReload }
 
 // maxPause is the longest Run waits after a change before it rebuilds.
 const maxPause = 100 * time.Millisecond
@@ -258,6 +269,8 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		return nil
 	}
 	loc, serial := r.loc, r.serial
+	began := time.Now()
+	var tookTopology time.Duration
 	if newCfg {
 		if r.store == nil {
 			r.store = NewSerialStore(cfg.Daemon.StateDir, r.o.Now)
@@ -265,11 +278,17 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 				r.log.Warn("gslb serial file unusable; the serial restarts from the clock", "path", r.store.Path(), "err", err)
 			}
 		}
+		// The served data's hash beside the topology: both read cfg only.
+		hash := make(chan string, 1)
+		go func() { hash <- ConfigHash(cfg) }()
 		var err error
-		if loc, err = r.o.Build.Locator(cfg); err != nil {
+		loc, err = r.o.Build.Locator(cfg)
+		sum := <-hash
+		if err != nil {
 			return r.failed("cannot build the gslb topology; the last answers stay", err)
 		}
-		if serial, err = r.store.Next(ConfigHash(cfg)); err != nil {
+		tookTopology = time.Since(began)
+		if serial, err = r.store.Next(sum); err != nil {
 			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
 		}
 	}
@@ -281,7 +300,8 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.metrics.built(nil)
 	}
 	if serial != r.serial || newCfg {
-		r.log.Info("gslb configuration in force", "serial", serial)
+		r.log.Info("gslb configuration in force", "serial", serial,
+			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds())
 	}
 	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
 	r.built, r.buildErr = r.o.Now(), ""

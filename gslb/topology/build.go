@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -141,29 +140,27 @@ func (b *Builder) AddList(r io.Reader, name string, labels map[string]string) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if i := slices.Index(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		s := strings.TrimSpace(string(line))
-		if s == "" {
-			continue
-		}
-		p, err := ParsePrefix(s)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
-		}
-		if err := b.AddID(p, id); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, n, err)
-		}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: after line %d: %w", name, n, err)
+	es, err := parseList(data, name, id)
+	if err != nil {
+		return err
+	}
+	return b.addEntries(es, name)
+}
+
+// addEntries adds the entries of a parsed list (name) in their order.
+func (b *Builder) addEntries(es []entry, name string) error {
+	if len(b.raw)+len(es) > maxEntries {
+		return fmt.Errorf("%s: more than %d prefixes", name, maxEntries)
+	}
+	b.raw = slices.Grow(b.raw, len(es))
+	for _, e := range es {
+		// kidStart holds the order of addition until Build.
+		e.kidStart = uint32(len(b.raw))
+		b.raw = append(b.raw, e)
 	}
 	return nil
 }
@@ -198,6 +195,15 @@ func (b *Builder) Build() *Map {
 		ents = append(ents, e)
 	}
 	ents = slices.Clip(ents)
+	// The lookup table is filled beside the sweep below, which writes
+	// only the fields prefix does not read (labels, kidStart, kidEnd).
+	inserted := make(chan struct{})
+	go func() {
+		defer close(inserted)
+		for i := range ents {
+			m.table.Insert(ents[i].prefix(), uint32(i))
+		}
+	}()
 
 	// Parents by a sweep over the nested order; labels merged down.
 	// The top-level entries of each family have a pseudo parent.
@@ -260,9 +266,7 @@ func (b *Builder) Build() *Map {
 		m.sampleHi = append(m.sampleHi, m.kidHi[i])
 	}
 	m.entries = ents
-	for i := range ents {
-		m.table.Insert(ents[i].prefix(), uint32(i))
-	}
+	<-inserted
 	m.labels = b.sets
 	b.sets, b.ids = nil, nil
 	return m
@@ -288,7 +292,7 @@ func sortEntries(raw []entry) []entry {
 			keys = append(keys, e.hi|uint64(e.bits)<<seqBits|uint64(i))
 		}
 	}
-	slices.Sort(keys)
+	radixSort(keys)
 	out := make([]entry, 0, len(raw))
 	for _, k := range keys {
 		out = append(out, raw[k&(maxEntries-1)])
@@ -297,4 +301,42 @@ func sortEntries(raw []entry) []entry {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.kidStart, y.kidStart))
 	})
 	return append(out, v6...)
+}
+
+// radixSort sorts keys: already sorted, as it is; else least significant
+// 16 bits first, a pass left out where every key has the same digit.
+func radixSort(keys []uint64) {
+	if slices.IsSorted(keys) {
+		return
+	}
+	if len(keys) < 1024 {
+		slices.Sort(keys)
+		return
+	}
+	buf := make([]uint64, len(keys))
+	count := make([]int, 1<<16)
+	src, dst := keys, buf
+	for shift := 0; shift < 64; shift += 16 {
+		clear(count)
+		for _, k := range src {
+			count[k>>shift&0xffff]++
+		}
+		if count[src[0]>>shift&0xffff] == len(src) {
+			continue
+		}
+		at := 0
+		for d, n := range count {
+			count[d] = at
+			at += n
+		}
+		for _, k := range src {
+			d := k >> shift & 0xffff
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
 }
