@@ -84,16 +84,14 @@ pool = "r0"
 pool = "gl"
 `
 
-// BenchmarkServerPath is the whole server path of one UDP query, as a
-// UDP reader runs it without the socket (reply, with the reader's
-// reused scratch and buffers): the query's bytes parsed, the reply built
-// by respond from a real snapshot (gslb.NewSnapshot over the topology of
-// package gslb/topology, every member up) and packed into a reused
-// buffer.
-func BenchmarkServerPath(b *testing.B) {
-	cfg, err := configs.Parse([]byte(pathDoc), "bench.toml")
+// snapshotServer is a Server (not started) answering from a real
+// snapshot of the configuration doc (gslb.NewSnapshot over the topology
+// of package gslb/topology), every member of every pool up by check t.
+func snapshotServer(tb testing.TB, doc string) *Server {
+	tb.Helper()
+	cfg, err := configs.Parse([]byte(doc), "bench.toml")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
 	statuses := map[monitor.Key]monitor.TargetStatus{}
@@ -105,10 +103,21 @@ func BenchmarkServerPath(b *testing.B) {
 	}
 	loc, err := topology.Load(cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := &Server{}
 	s.Swap(gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, now), loc, 1))
+	return s
+}
+
+// BenchmarkServerPath is the whole server path of one UDP query, as a
+// UDP reader runs it without the socket (reply, with the reader's
+// reused scratch and buffers): the query's bytes parsed, the reply built
+// by respond from a real snapshot (gslb.NewSnapshot over the topology of
+// package gslb/topology, every member up) and packed into a reused
+// buffer.
+func BenchmarkServerPath(b *testing.B) {
+	s := snapshotServer(b, pathDoc)
 	src := netip.MustParseAddr("127.0.0.1")
 	for _, c := range []struct {
 		name  string

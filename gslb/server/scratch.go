@@ -3,6 +3,8 @@ package server
 import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/gslb"
 )
 
 // scratch is the reused storage of one query at a time: the request
@@ -40,6 +42,15 @@ type scratch struct {
 	// bytes in tail that reply appends to the packed reply.
 	raw  bool
 	tail []byte
+	// size, r, asked, hadECS and echo are what build leaves to finish
+	// (or packReply): the UDP payload the reply may fill, the
+	// snapshot's response (asked: the snapshot was asked), whether req
+	// had a valid Client Subnet option, and whether the reply echoes it.
+	size   int
+	r      gslb.Response
+	asked  bool
+	hadECS bool
+	echo   bool
 
 	// counters caches the metrics' counters by label values.
 	counters counterCache
@@ -56,6 +67,7 @@ func (sc *scratch) resetReply() {
 	sc.resp = dns.Msg{}
 	sc.opt = dns.OPT{}
 	sc.tail = sc.tail[:0]
+	sc.r, sc.asked, sc.hadECS, sc.echo = gslb.Response{}, false, false, false
 }
 
 // setEdns0 gives the reply its OPT record (what dns.Msg.SetEdns0 does,

@@ -40,9 +40,18 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 		}
 	}
 	sc.raw = true
-	if !s.respond(sc, req, src, tcp) {
+	if !s.build(sc, req, src, tcp) {
 		return nil
 	}
+	var subnet *dns.EDNS0_SUBNET
+	if sc.echo {
+		subnet = &sc.subnet
+	}
+	if out, ok := packReply(dst, &sc.resp, subnet, sc.size); ok {
+		s.observe(sc, req)
+		return out
+	}
+	s.finish(sc, req)
 	out, err := sc.resp.PackBuffer(dst)
 	if err != nil {
 		return nil

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"encoding/binary"
+	"net"
+
+	"github.com/miekg/dns"
+)
+
+// packReply writes resp into dst (grown when too small) as miekg/dns's
+// PackBuffer packs it without compression (what it does to a reply that
+// Truncate finds fits: Compress false), with subnet, when not nil,
+// added as the last option of the OPT record. It returns the bytes and
+// ok, or ok false when the reply is longer than size or has a shape
+// this writer does not know (a record type other than A, AAAA, SOA, NS,
+// CNAME, PTR, MX and OPT, an OPT with options of its own or not last, a
+// name miekg/dns would unescape or refuse, an address it would not
+// pack): the caller then truncates and packs resp with miekg/dns, which
+// gives the same bytes for what packReply accepts.
+func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([]byte, bool) {
+	if resp.Rcode < 0 || resp.Rcode > 0xFFF {
+		return nil, false
+	}
+	bits := uint16(resp.Opcode)<<11 | uint16(resp.Rcode&0xF)
+	for _, f := range [...]struct {
+		on  bool
+		bit uint16
+	}{
+		{resp.Response, 1 << 15}, {resp.Authoritative, 1 << 10}, {resp.Truncated, 1 << 9},
+		{resp.RecursionDesired, 1 << 8}, {resp.RecursionAvailable, 1 << 7}, {resp.Zero, 1 << 6},
+		{resp.AuthenticatedData, 1 << 5}, {resp.CheckingDisabled, 1 << 4},
+	} {
+		if f.on {
+			bits |= f.bit
+		}
+	}
+	be := binary.BigEndian
+	b := be.AppendUint16(dst[:0], resp.Id)
+	b = be.AppendUint16(b, bits)
+	b = be.AppendUint16(b, uint16(len(resp.Question)))
+	b = be.AppendUint16(b, uint16(len(resp.Answer)))
+	b = be.AppendUint16(b, uint16(len(resp.Ns)))
+	b = be.AppendUint16(b, uint16(len(resp.Extra)))
+	ok := true
+	for _, q := range resp.Question {
+		if b, ok = appendName(b, q.Name); !ok {
+			return nil, false
+		}
+		b = be.AppendUint16(be.AppendUint16(b, q.Qtype), q.Qclass)
+	}
+	for _, rr := range resp.Answer {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil); !ok {
+			return nil, false
+		}
+	}
+	for _, rr := range resp.Ns {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil); !ok {
+			return nil, false
+		}
+	}
+	opt := false
+	for i, rr := range resp.Extra {
+		if _, ok := rr.(*dns.OPT); ok {
+			if i != len(resp.Extra)-1 {
+				return nil, false // miekg/dns sets the extended rcode of the last
+			}
+			opt = true
+		}
+		if b, ok = appendRR(b, rr, resp.Rcode, subnet); !ok {
+			return nil, false
+		}
+	}
+	if !opt && (resp.Rcode > 0xF || subnet != nil) {
+		return nil, false
+	}
+	if len(b) > size {
+		return nil, false
+	}
+	return b, true
+}
+
+// appendRR appends rr as miekg/dns packs it uncompressed, an OPT record
+// with the extended bits of rcode and subnet (when not nil) as its
+// option; ok false for what packReply leaves to miekg/dns.
+func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET) ([]byte, bool) {
+	if rr == nil {
+		return nil, false
+	}
+	h := rr.Header()
+	if _, isOPT := rr.(*dns.OPT); isOPT != (h.Rrtype == dns.TypeOPT) {
+		return nil, false
+	}
+	ok := true
+	if b, ok = appendName(b, h.Name); !ok {
+		return nil, false
+	}
+	be := binary.BigEndian
+	b = be.AppendUint16(be.AppendUint16(b, h.Rrtype), h.Class)
+	ttl := h.Ttl
+	if h.Rrtype == dns.TypeOPT {
+		ttl = ttl&0x00FFFFFF | uint32(uint16(rcode)>>4)<<24
+	}
+	b = be.AppendUint32(b, ttl)
+	b = append(b, 0, 0) // RDLENGTH, set below
+	rd := len(b)
+	switch rr := rr.(type) {
+	case *dns.A:
+		switch len(rr.A) {
+		case net.IPv4len, net.IPv6len:
+			a := rr.A.To4()
+			if a == nil {
+				return nil, false
+			}
+			b = append(b, a...)
+		case 0:
+		default:
+			return nil, false
+		}
+	case *dns.AAAA:
+		switch len(rr.AAAA) {
+		case net.IPv6len:
+			b = append(b, rr.AAAA...)
+		case 0:
+		default:
+			return nil, false
+		}
+	case *dns.SOA:
+		if b, ok = appendName(b, rr.Ns); !ok {
+			return nil, false
+		}
+		if b, ok = appendName(b, rr.Mbox); !ok {
+			return nil, false
+		}
+		for _, v := range [...]uint32{rr.Serial, rr.Refresh, rr.Retry, rr.Expire, rr.Minttl} {
+			b = be.AppendUint32(b, v)
+		}
+	case *dns.NS:
+		b, ok = appendName(b, rr.Ns)
+	case *dns.CNAME:
+		b, ok = appendName(b, rr.Target)
+	case *dns.PTR:
+		b, ok = appendName(b, rr.Ptr)
+	case *dns.MX:
+		b, ok = appendName(be.AppendUint16(b, rr.Preference), rr.Mx)
+	case *dns.OPT:
+		if len(rr.Option) != 0 {
+			return nil, false
+		}
+		if subnet != nil {
+			b = appendSubnet(b, subnet)
+		}
+	default:
+		return nil, false
+	}
+	if !ok || len(b)-rd > 0xFFFF {
+		return nil, false
+	}
+	be.PutUint16(b[rd-2:], uint16(len(b)-rd))
+	return b, true
+}
+
+// appendName appends the domain name s uncompressed, as miekg/dns packs
+// it; ok false for a name it leaves to miekg/dns: empty, not fully
+// qualified, with an escape, an empty or long label, or long.
+func appendName(b []byte, s string) ([]byte, bool) {
+	n := len(s)
+	if n == 0 || s[n-1] != '.' || n > 254 {
+		return nil, false
+	}
+	if n == 1 {
+		return append(b, 0), true
+	}
+	begin := 0
+	for i := range n {
+		switch s[i] {
+		case '\\':
+			return nil, false
+		case '.':
+			l := i - begin
+			if l == 0 || l > 63 {
+				return nil, false
+			}
+			b = append(append(b, byte(l)), s[begin:i]...)
+			begin = i + 1
+		}
+	}
+	return append(b, 0), true
+}
