@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
+	"strings"
 
 	"github.com/miekg/dns"
 )
@@ -170,19 +172,23 @@ func appendName(b []byte, s string) ([]byte, bool) {
 	if n == 1 {
 		return append(b, 0), true
 	}
-	begin := 0
-	for i := range n {
-		switch s[i] {
-		case '\\':
-			return nil, false
-		case '.':
-			l := i - begin
-			if l == 0 || l > 63 {
-				return nil, false
-			}
-			b = append(append(b, byte(l)), s[begin:i]...)
-			begin = i + 1
-		}
+	if strings.IndexByte(s, '\\') >= 0 {
+		return nil, false
 	}
-	return append(b, 0), true
+	// '.' then the name: each dot becomes the length of the label
+	// after it, the last one the root's 0.
+	start := len(b)
+	b = append(append(b, '.'), s...)
+	w := b[start:]
+	at := 0
+	for at < n {
+		l := bytes.IndexByte(w[at+1:], '.')
+		if l <= 0 || l > 63 {
+			return nil, false
+		}
+		w[at] = byte(l)
+		at += 1 + l
+	}
+	w[at] = 0
+	return b, true
 }

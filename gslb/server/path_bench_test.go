@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
 	"lbdns/gslb"
@@ -123,15 +124,26 @@ func BenchmarkServerPath(b *testing.B) {
 		name  string
 		q     *dns.Msg
 		rcode int
-		n     int // answer records
+		n     int  // answer records
+		m     bool // with metrics
 	}{
-		{"dynamic-A", query("dyn.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
-		{"dynamic-AAAA", query("dyn.bench.test.", dns.TypeAAAA, 1232), dns.RcodeSuccess, 1},
-		{"dynamic-A-ECS", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2},
-		{"static-A", query("www.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
-		{"nxdomain", query("nx.bench.test.", dns.TypeA, 1232), dns.RcodeNameError, 0},
+		{"dynamic-A", query("dyn.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1, false},
+		{"dynamic-AAAA", query("dyn.bench.test.", dns.TypeAAAA, 1232), dns.RcodeSuccess, 1, false},
+		{"dynamic-A-ECS", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2, false},
+		{"static-A", query("www.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1, false},
+		{"nxdomain", query("nx.bench.test.", dns.TypeA, 1232), dns.RcodeNameError, 0, false},
+		{"dynamic-A-ECS-metrics", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			s := s
+			if c.m {
+				s = snapshotServer(b, pathDoc)
+				m, err := NewMetrics(prometheus.NewRegistry())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Metrics = m
+			}
 			wire, err := c.q.Pack()
 			if err != nil {
 				b.Fatal(err)
