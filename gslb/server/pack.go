@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net"
-	"strings"
 
 	"github.com/miekg/dns"
 )
@@ -44,19 +42,20 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([
 	b = be.AppendUint16(b, uint16(len(resp.Ns)))
 	b = be.AppendUint16(b, uint16(len(resp.Extra)))
 	ok := true
+	var nw nameWriter
 	for _, q := range resp.Question {
-		if b, ok = appendName(b, q.Name); !ok {
+		if b, ok = nw.append(b, q.Name); !ok {
 			return nil, false
 		}
 		b = be.AppendUint16(be.AppendUint16(b, q.Qtype), q.Qclass)
 	}
 	for _, rr := range resp.Answer {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, &nw); !ok {
 			return nil, false
 		}
 	}
 	for _, rr := range resp.Ns {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, &nw); !ok {
 			return nil, false
 		}
 	}
@@ -68,7 +67,7 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([
 			}
 			opt = true
 		}
-		if b, ok = appendRR(b, rr, resp.Rcode, subnet); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, subnet, &nw); !ok {
 			return nil, false
 		}
 	}
@@ -84,7 +83,7 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([
 // appendRR appends rr as miekg/dns packs it uncompressed, an OPT record
 // with the extended bits of rcode and subnet (when not nil) as its
 // option; ok false for what packReply leaves to miekg/dns.
-func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET) ([]byte, bool) {
+func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, nw *nameWriter) ([]byte, bool) {
 	if rr == nil {
 		return nil, false
 	}
@@ -93,7 +92,7 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET) ([]byte,
 		return nil, false
 	}
 	ok := true
-	if b, ok = appendName(b, h.Name); !ok {
+	if b, ok = nw.append(b, h.Name); !ok {
 		return nil, false
 	}
 	be := binary.BigEndian
@@ -161,6 +160,27 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET) ([]byte,
 	return b, true
 }
 
+// nameWriter appends names to a message, copying the bytes of the name
+// it appended last when the same name comes again (the question's, as
+// the owner of the records).
+type nameWriter struct {
+	last     string
+	off, end int
+}
+
+// append appends the name s to b as appendName does.
+func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
+	if nw.end > 0 && s == nw.last {
+		return append(b, b[nw.off:nw.end]...), true
+	}
+	off := len(b)
+	b, ok := appendName(b, s)
+	if ok {
+		nw.last, nw.off, nw.end = s, off, len(b)
+	}
+	return b, ok
+}
+
 // appendName appends the domain name s uncompressed, as miekg/dns packs
 // it; ok false for a name it leaves to miekg/dns: empty, not fully
 // qualified, with an escape, an empty or long label, or long.
@@ -172,22 +192,24 @@ func appendName(b []byte, s string) ([]byte, bool) {
 	if n == 1 {
 		return append(b, 0), true
 	}
-	if strings.IndexByte(s, '\\') >= 0 {
-		return nil, false
-	}
 	// '.' then the name: each dot becomes the length of the label
 	// after it, the last one the root's 0.
 	start := len(b)
 	b = append(append(b, '.'), s...)
 	w := b[start:]
 	at := 0
-	for at < n {
-		l := bytes.IndexByte(w[at+1:], '.')
-		if l <= 0 || l > 63 {
+	for i := 1; i <= n; i++ {
+		switch w[i] {
+		case '.':
+			l := i - at - 1
+			if l == 0 || l > 63 {
+				return nil, false
+			}
+			w[at] = byte(l)
+			at = i
+		case '\\':
 			return nil, false
 		}
-		w[at] = byte(l)
-		at += 1 + l
 	}
 	w[at] = 0
 	return b, true

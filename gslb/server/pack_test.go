@@ -134,3 +134,13 @@ func TestPackReplyTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainByte checks plainByte against its definition.
+func TestPlainByte(t *testing.T) {
+	for x := range 256 {
+		want := x > ' ' && x <= '~' && !strings.ContainsRune(`.'@;()"\`, rune(x))
+		if got := plainByte(byte(x)); got != want {
+			t.Errorf("plainByte(%#x) = %v, want %v", x, got, want)
+		}
+	}
+}

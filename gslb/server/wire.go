@@ -169,11 +169,7 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 			return "", "", 0, false
 		}
 		for _, x := range b[off : off+c] {
-			if x <= ' ' || x > '~' {
-				return "", "", 0, false
-			}
-			switch x {
-			case '.', '\'', '@', ';', '(', ')', '"', '\\':
+			if !plainByte(x) {
 				return "", "", 0, false
 			}
 		}
@@ -194,4 +190,14 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 	lower = lowerFQDN(name)
 	sc.names[name] = internedName{name, lower}
 	return name, lower, off, true
+}
+
+// plainByte reports whether miekg/dns presents x in a label as itself:
+// printable ASCII other than . ' @ ; ( ) " and \ (a bit set of each).
+func plainByte(x byte) bool {
+	const lo, hi uint64 = 0xf7ffbc7a00000000, 0x7fffffffeffffffe // bits of 0-63, 64-127
+	if x < 64 {
+		return lo>>x&1 != 0
+	}
+	return x < 128 && hi>>(x-64)&1 != 0
 }
