@@ -10,14 +10,15 @@ import (
 // packReply writes resp into dst (grown when too small) as miekg/dns's
 // PackBuffer packs it without compression (what it does to a reply that
 // Truncate finds fits: Compress false), with subnet, when not nil,
-// added as the last option of the OPT record. It returns the bytes and
+// added as the last option of the OPT record, and the names known to nw
+// copied from it. It returns the bytes and
 // ok, or ok false when the reply is longer than size or has a shape
 // this writer does not know (a record type other than A, AAAA, SOA, NS,
 // CNAME, PTR, MX and OPT, an OPT with options of its own or not last, a
 // name miekg/dns would unescape or refuse, an address it would not
 // pack): the caller then truncates and packs resp with miekg/dns, which
 // gives the same bytes for what packReply accepts.
-func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([]byte, bool) {
+func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int, nw nameWriter) ([]byte, bool) {
 	if resp.Rcode < 0 || resp.Rcode > 0xFFF {
 		return nil, false
 	}
@@ -42,7 +43,6 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int) ([
 	b = be.AppendUint16(b, uint16(len(resp.Ns)))
 	b = be.AppendUint16(b, uint16(len(resp.Extra)))
 	ok := true
-	var nw nameWriter
 	for _, q := range resp.Question {
 		if b, ok = nw.append(b, q.Name); !ok {
 			return nil, false
@@ -160,23 +160,25 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, nw *name
 	return b, true
 }
 
-// nameWriter appends names to a message, copying the bytes of the name
-// it appended last when the same name comes again (the question's, as
-// the owner of the records).
+// nameWriter appends names to a message, copying the wire form of the
+// name it appended last (or was seeded with: the question's name as the
+// query has it) when the same name comes again, as the owner of the
+// records.
 type nameWriter struct {
-	last     string
-	off, end int
+	last string
+	wire []byte
 }
 
 // append appends the name s to b as appendName does.
 func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
-	if nw.end > 0 && s == nw.last {
-		return append(b, b[nw.off:nw.end]...), true
+	if len(nw.wire) > 0 && s == nw.last {
+		return append(b, nw.wire...), true
 	}
 	off := len(b)
 	b, ok := appendName(b, s)
 	if ok {
-		nw.last, nw.off, nw.end = s, off, len(b)
+		// Good even when b grows: the old array keeps these bytes.
+		nw.last, nw.wire = s, b[off:len(b):len(b)]
 	}
 	return b, ok
 }

@@ -30,6 +30,9 @@ type scratch struct {
 	// qlower is the question's name lower-cased when parseQuery parsed
 	// it, else "" (respond lower-cases it).
 	qlower string
+	// qwire is the question's name as the query has it when parseQuery
+	// parsed it (packReply copies it), else nil.
+	qwire []byte
 
 	// resp is the reply; opt, optExtra, extra, subnet and ecs back its
 	// OPT record, additional section and Client Subnet option.

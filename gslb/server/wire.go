@@ -24,7 +24,7 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	}
 	req := &sc.req
 	if !sc.parseQuery(query) {
-		sc.qlower = ""
+		sc.qlower, sc.qwire = "", nil
 		markECS(query)
 		*req = dns.Msg{}
 		if err := req.Unpack(query); err != nil {
@@ -47,7 +47,7 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	if sc.echo {
 		subnet = &sc.subnet
 	}
-	if out, ok := packReply(dst, &sc.resp, subnet, sc.size); ok {
+	if out, ok := packReply(dst, &sc.resp, subnet, sc.size, nameWriter{sc.question[0].Name, sc.qwire}); ok {
 		s.observe(sc, req)
 		return out
 	}
@@ -87,7 +87,7 @@ func (sc *scratch) parseQuery(b []byte) bool {
 	if !ok || off+4 > len(b) {
 		return false
 	}
-	sc.qlower = lower
+	sc.qlower, sc.qwire = lower, b[12:off:off]
 	sc.question[0] = dns.Question{Name: name, Qtype: be.Uint16(b[off:]), Qclass: be.Uint16(b[off+2:])}
 	off += 4
 	bits := be.Uint16(b[2:])
