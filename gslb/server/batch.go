@@ -103,7 +103,8 @@ func (s *Server) serveUDP(u *udpSocket, pktinfo bool) {
 func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	sc := new(scratch)
+	sc := &scratch{counters: counterCache{local: true}}
+	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	for {
 		for i := range udpBatch {

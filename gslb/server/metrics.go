@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,15 @@ type Metrics struct {
 	emergency *prometheus.GaugeVec
 	ttlRaised *prometheus.GaugeVec
 	emAnswers *prometheus.CounterVec
+
+	// mu guards banks: the local counters of the UDP readers, folded
+	// into the exported counters on every collection.
+	mu    sync.Mutex
+	banks map[*bank]struct{}
 }
+
+// bank is the local counters of one UDP reader (see counterCache).
+type bank struct{ all []*cachedCounter }
 
 // NewMetrics creates the responder's series and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -70,12 +79,72 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Answers of GSLB names given with intelligent resolution off (lbctl gslb off), by name.",
 		}, []string{"name"}),
 	}
-	for _, c := range []prometheus.Collector{m.queries, m.ecs, m.truncated, m.serial, m.rebuilds, m.answers, m.resorts, m.emergency, m.ttlRaised, m.emAnswers} {
+	m.banks = make(map[*bank]struct{})
+	for _, c := range []prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// folding is a collector of counters that the readers count locally: it
+// folds their counts in before it collects.
+type folding struct {
+	m *Metrics
+	prometheus.Collector
+}
+
+// Collect folds the readers' counts, then collects.
+func (f folding) Collect(ch chan<- prometheus.Metric) {
+	f.m.fold()
+	f.Collector.Collect(ch)
+}
+
+// fold adds what every reader counted since the last fold to the
+// exported counters.
+func (m *Metrics) fold() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for b := range m.banks {
+		foldBank(b)
+	}
+}
+
+// foldBank is fold for one bank; m.mu held.
+func foldBank(b *bank) {
+	for _, e := range b.all {
+		n := e.n.Load()
+		if d := n - e.folded; d > 0 {
+			e.ctr.Add(float64(d))
+			e.folded = n
+		}
+	}
+}
+
+// addBank makes a bank of local counters, folded from now on.
+func (m *Metrics) addBank() *bank {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := &bank{}
+	m.banks[b] = struct{}{}
+	return b
+}
+
+// addCounter adds e to b.
+func (m *Metrics) addCounter(b *bank, e *cachedCounter) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b.all = append(b.all, e)
+}
+
+// dropBank folds b a last time and forgets it.
+func (m *Metrics) dropBank(b *bank) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	foldBank(b)
+	delete(m.banks, b)
 }
 
 // qtypeLabel is the qtype label of t: its name for the types a GSLB
@@ -100,28 +169,28 @@ func rcodeLabel(rc int) string {
 // observe counts one reply resp to req, answered by r when asked (the
 // snapshot was asked), through the counters of c.
 func (m *Metrics) observe(c *counterCache, req, resp *dns.Msg, r *gslb.Response, asked, ecs bool) {
-	qt := "NONE"
+	qt := noQtype
 	if len(req.Question) == 1 {
-		qt = qtypeLabel(req.Question[0].Qtype)
+		qt = int(req.Question[0].Qtype)
 	}
-	c.counter(m, vecQueries, qt, rcodeLabel(resp.Rcode)).Inc()
+	c.incQuery(m, qt, resp.Rcode)
 	if ecs {
-		m.ecs.Inc()
+		c.inc(m, vecECS, "", "")
 	}
 	if resp.Truncated {
-		m.truncated.Inc()
+		c.inc(m, vecTruncated, "", "")
 	}
 	if !asked {
 		return
 	}
 	if r.Pool != "" {
-		c.counter(m, vecAnswers, r.Policy, r.Pool).Inc()
+		c.inc(m, vecAnswers, r.Policy, r.Pool)
 	}
 	if r.LastResort != "" {
-		c.counter(m, vecResorts, r.Name, r.LastResort).Inc()
+		c.inc(m, vecResorts, r.Name, r.LastResort)
 	}
 	if r.Policy == gslb.PolicyEmergency {
-		c.counter(m, vecEmergency, r.Name, "").Inc()
+		c.inc(m, vecEmergency, r.Name, "")
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/netip"
 	"testing"
 
@@ -100,5 +101,77 @@ func BenchmarkRespond(b *testing.B) {
 				s.Respond(c.q, src, false)
 			}
 		})
+	}
+}
+
+// TestMetricsUDPReaders checks the UDP readers' counting: each counts
+// locally, and every scrape sees every query answered before it (the
+// counts folded on collection), through a reload's new label values, and
+// after Shutdown.
+func TestMetricsUDPReaders(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := "p1"
+	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, Metrics: m}
+	answer := func() {
+		p := pool
+		s.Swap(answerFunc(func(q gslb.Query) gslb.Response {
+			return gslb.Response{Name: q.Name, Policy: "global", Pool: p, Scope: 24,
+				Answer: []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: []byte{192, 0, 2, 1}}}}
+		}))
+	}
+	answer()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = s.Shutdown(context.Background())
+		}
+	})
+	addr := s.Addrs()[0].String()
+	for i := range 20 {
+		exchange(t, addr, "udp", query("www."+zone, dns.TypeA, 0))
+		if got := metricValue(t, reg, "lbdns_gslb_queries_total", "NOERROR"); got != float64(i+1) {
+			t.Fatalf("after %d queries: queries_total{NOERROR} = %v", i+1, got)
+		}
+	}
+	for range 5 {
+		exchange(t, addr, "udp", withECS(query("www."+zone, dns.TypeAAAA, 1232), []byte{0, 1, 24, 0, 192, 0, 2}))
+	}
+	pool = "p2"
+	answer()
+	for range 3 {
+		exchange(t, addr, "udp", query("www."+zone, dns.TypeA, 0))
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			name, label string
+			want        float64
+		}{
+			{"lbdns_gslb_queries_total", "A", 23},
+			{"lbdns_gslb_queries_total", "AAAA", 5},
+			{"lbdns_gslb_answers_total", "p1", 25},
+			{"lbdns_gslb_answers_total", "p2", 3},
+			{"lbdns_gslb_ecs_queries_total", "", 5},
+		} {
+			if got := metricValueAny(t, reg, c.name, c.label); got != c.want {
+				t.Errorf("%s: %s{..%q..} = %v, want %v", when, c.name, c.label, got, c.want)
+			}
+		}
+	}
+	check("serving")
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	check("after shutdown")
+	if len(m.banks) != 0 {
+		t.Errorf("%d banks of local counters left after shutdown", len(m.banks))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
 	"lbdns/gslb"
@@ -84,16 +85,14 @@ pool = "r0"
 pool = "gl"
 `
 
-// BenchmarkServerPath is the whole server path of one UDP query, as a
-// UDP reader runs it without the socket (reply, with the reader's
-// reused scratch and buffers): the query's bytes parsed, the reply built
-// by respond from a real snapshot (gslb.NewSnapshot over the topology of
-// package gslb/topology, every member up) and packed into a reused
-// buffer.
-func BenchmarkServerPath(b *testing.B) {
-	cfg, err := configs.Parse([]byte(pathDoc), "bench.toml")
+// snapshotServer is a Server (not started) answering from a real
+// snapshot of the configuration doc (gslb.NewSnapshot over the topology
+// of package gslb/topology), every member of every pool up by check t.
+func snapshotServer(tb testing.TB, doc string) *Server {
+	tb.Helper()
+	cfg, err := configs.Parse([]byte(doc), "bench.toml")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
 	statuses := map[monitor.Key]monitor.TargetStatus{}
@@ -105,24 +104,46 @@ func BenchmarkServerPath(b *testing.B) {
 	}
 	loc, err := topology.Load(cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := &Server{}
 	s.Swap(gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, now), loc, 1))
+	return s
+}
+
+// BenchmarkServerPath is the whole server path of one UDP query, as a
+// UDP reader runs it without the socket (reply, with the reader's
+// reused scratch and buffers): the query's bytes parsed, the reply built
+// by respond from a real snapshot (gslb.NewSnapshot over the topology of
+// package gslb/topology, every member up) and packed into a reused
+// buffer.
+func BenchmarkServerPath(b *testing.B) {
+	s := snapshotServer(b, pathDoc)
 	src := netip.MustParseAddr("127.0.0.1")
 	for _, c := range []struct {
 		name  string
 		q     *dns.Msg
 		rcode int
-		n     int // answer records
+		n     int  // answer records
+		m     bool // with metrics
 	}{
-		{"dynamic-A", query("dyn.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
-		{"dynamic-AAAA", query("dyn.bench.test.", dns.TypeAAAA, 1232), dns.RcodeSuccess, 1},
-		{"dynamic-A-ECS", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2},
-		{"static-A", query("www.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1},
-		{"nxdomain", query("nx.bench.test.", dns.TypeA, 1232), dns.RcodeNameError, 0},
+		{"dynamic-A", query("dyn.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1, false},
+		{"dynamic-AAAA", query("dyn.bench.test.", dns.TypeAAAA, 1232), dns.RcodeSuccess, 1, false},
+		{"dynamic-A-ECS", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2, false},
+		{"static-A", query("www.bench.test.", dns.TypeA, 1232), dns.RcodeSuccess, 1, false},
+		{"nxdomain", query("nx.bench.test.", dns.TypeA, 1232), dns.RcodeNameError, 0, false},
+		{"dynamic-A-ECS-metrics", withECS(query("dyn.bench.test.", dns.TypeA, 1232), []byte{0, 1, 24, 0, 10, 0, 7}), dns.RcodeSuccess, 2, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			s := s
+			if c.m {
+				s = snapshotServer(b, pathDoc)
+				m, err := NewMetrics(prometheus.NewRegistry())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Metrics = m
+			}
 			wire, err := c.q.Pack()
 			if err != nil {
 				b.Fatal(err)
@@ -138,7 +159,7 @@ func BenchmarkServerPath(b *testing.B) {
 				}
 			}
 			in := make([]byte, len(wire))
-			sc := new(scratch)
+			sc := &scratch{counters: counterCache{local: true}} // as a reader's
 			b.ReportAllocs()
 			var out []byte
 			for b.Loop() {

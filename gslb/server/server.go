@@ -260,8 +260,20 @@ func (s *Server) Respond(req *dns.Msg, src netip.Addr, tcp bool) *dns.Msg {
 // respond builds the reply to req from src in sc.resp (its records and
 // options in sc's reused storage: the reply is good until sc's next use)
 // and reports whether req gets one. Every wire rule of the server is
-// here, for UDP and TCP alike.
+// here, for UDP and TCP alike: build, then finish.
 func (s *Server) respond(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bool {
+	if !s.build(sc, req, src, tcp) {
+		return false
+	}
+	s.finish(sc, req)
+	return true
+}
+
+// build builds the reply to req from src in sc.resp, whole: without the
+// Client Subnet option (sc.echo tells whether sc.subnet is to be added
+// to its OPT record) and not truncated yet (to sc.size), for finish or
+// packReply to complete. It reports whether req gets a reply.
+func (s *Server) build(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bool {
 	if req.Response {
 		return false
 	}
@@ -274,17 +286,23 @@ func (s *Server) respond(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bo
 	}
 	size := dns.MinMsgSize
 	var q *ecs
-	var r gslb.Response
-	asked := false
 	rcode := s.check(sc, req, &size, &q)
 	if rcode < 0 {
-		rcode, r, asked = s.answer(sc, req, src, q)
+		rcode, sc.r, sc.asked = s.answer(sc, req, src, q)
 	}
 	resp.Rcode = rcode
 	if tcp {
 		size = dns.MaxMsgSize
 	}
-	if q != nil && asked {
+	sc.size, sc.hadECS, sc.echo = size, q != nil, q != nil && sc.asked
+	return true
+}
+
+// finish completes the reply build left: the Client Subnet option added,
+// truncation to sc.size, and the metrics counted.
+func (s *Server) finish(sc *scratch, req *dns.Msg) {
+	size := sc.size
+	if sc.echo {
 		// The Client Subnet option echoed: left to reply to append as
 		// bytes (miekg/dns allocates to pack it), unless that would
 		// change truncation (Truncate never fills less than 512).
@@ -296,11 +314,15 @@ func (s *Server) respond(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bo
 			sc.tail = sc.tail[:0]
 		}
 	}
-	resp.Truncate(size)
+	sc.resp.Truncate(size)
+	s.observe(sc, req)
+}
+
+// observe counts the reply in sc to req in the metrics, if any.
+func (s *Server) observe(sc *scratch, req *dns.Msg) {
 	if s.Metrics != nil {
-		s.Metrics.observe(&sc.counters, req, resp, &r, asked, q != nil)
+		s.Metrics.observe(&sc.counters, req, &sc.resp, &sc.r, sc.asked, sc.hadECS)
 	}
-	return true
 }
 
 // check checks req's header, question and EDNS, sets the reply's OPT

@@ -78,6 +78,16 @@ func replySeeds() [][]byte {
 	m = query("www."+zone, dns.TypeA, 1232)
 	m.Extra = append(m.Extra, m.Extra[0])
 	add(m)
+	// The reply shapes packReply writes, and some it leaves to miekg/dns.
+	add(query("www."+zone, dns.TypeAAAA, 1232))
+	add(query("www."+zone, dns.TypeMX, 0))                                   // NODATA
+	add(query("nope."+zone, dns.TypeAAAA, 0))                                // NXDOMAIN
+	add(query(zone, dns.TypeSOA, 4096))                                      // the apex
+	add(query("www."+zone, dns.TypeTXT, 1232))                               // TXT: miekg/dns
+	add(query("big."+zone, dns.TypeA, 4096))                                 // truncated
+	add(query("www."+zone, dns.TypeA, 511))                                  // below 512
+	add(withECS(query("www."+zone, dns.TypeAAAA, 1232), []byte{0, 2, 0, 0})) // SOURCE 0
+	add(withECS(query("nope."+zone, dns.TypeA, 1232), []byte{0, 1, 32, 0, 192, 0, 2, 1}))
 	b, _ := query("www."+zone, dns.TypeA, 0).Pack()
 	out = append(out, append(b, 0, 0))
 	// www, then a question pointing at it.

@@ -24,7 +24,7 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	}
 	req := &sc.req
 	if !sc.parseQuery(query) {
-		sc.qlower = ""
+		sc.qlower, sc.qwire = "", nil
 		markECS(query)
 		*req = dns.Msg{}
 		if err := req.Unpack(query); err != nil {
@@ -40,9 +40,18 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 		}
 	}
 	sc.raw = true
-	if !s.respond(sc, req, src, tcp) {
+	if !s.build(sc, req, src, tcp) {
 		return nil
 	}
+	var subnet *dns.EDNS0_SUBNET
+	if sc.echo {
+		subnet = &sc.subnet
+	}
+	if out, ok := packReply(dst, &sc.resp, subnet, sc.size, nameWriter{sc.question[0].Name, sc.qwire}); ok {
+		s.observe(sc, req)
+		return out
+	}
+	s.finish(sc, req)
 	out, err := sc.resp.PackBuffer(dst)
 	if err != nil {
 		return nil
@@ -78,7 +87,7 @@ func (sc *scratch) parseQuery(b []byte) bool {
 	if !ok || off+4 > len(b) {
 		return false
 	}
-	sc.qlower = lower
+	sc.qlower, sc.qwire = lower, b[12:off:off]
 	sc.question[0] = dns.Question{Name: name, Qtype: be.Uint16(b[off:]), Qclass: be.Uint16(b[off+2:])}
 	off += 4
 	bits := be.Uint16(b[2:])
@@ -160,11 +169,7 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 			return "", "", 0, false
 		}
 		for _, x := range b[off : off+c] {
-			if x <= ' ' || x > '~' {
-				return "", "", 0, false
-			}
-			switch x {
-			case '.', '\'', '@', ';', '(', ')', '"', '\\':
+			if !plainByte(x) {
 				return "", "", 0, false
 			}
 		}
@@ -185,4 +190,14 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 	lower = lowerFQDN(name)
 	sc.names[name] = internedName{name, lower}
 	return name, lower, off, true
+}
+
+// plainByte reports whether miekg/dns presents x in a label as itself:
+// printable ASCII other than . ' @ ; ( ) " and \ (a bit set of each).
+func plainByte(x byte) bool {
+	const lo, hi uint64 = 0xf7ffbc7a00000000, 0x7fffffffeffffffe // bits of 0-63, 64-127
+	if x < 64 {
+		return lo>>x&1 != 0
+	}
+	return x < 128 && hi>>(x-64)&1 != 0
 }
