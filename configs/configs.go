@@ -30,30 +30,16 @@ func Load(path string) (*Config, error) {
 // joins (errors.Join) one Problem per thing wrong, sorted by line.
 func Parse(data []byte, name string) (*Config, error) {
 	p := &problems{file: name, data: data}
-	// One parse: the generic document is each primitive's value (decoding
-	// a primitive into an any marks no key decoded).
-	var prims map[string]toml.Primitive
-	md, err := toml.Decode(string(data), &prims)
-	if err != nil {
+	// One parse, into the generic document; the schema check walks it and
+	// the typed values are assigned from it (an assigner), so every key the
+	// schema does not know is reported by the check.
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
 		p.syntax(err)
 		return nil, p.err()
 	}
-	raw := make(map[string]any, len(prims))
-	for k, prim := range prims {
-		var v any
-		if err := md.PrimitiveDecode(prim, &v); err != nil {
-			p.syntax(err)
-			return nil, p.err()
-		}
-		raw[k] = v
-	}
-	d := &decoder{p: p, md: &md, cfg: &Config{Path: name}, checks: map[string]bool{}}
-	d.decode(raw, prims)
-	if !d.broken && len(p.list) == 0 {
-		for _, k := range md.Undecoded() {
-			p.add(keyString(k), "", "unknown key")
-		}
-	}
+	d := &decoder{p: p, cfg: &Config{Path: name}, checks: map[string]bool{}}
+	d.decode(raw)
 	d.defaults()
 	d.cfg.buildIndex()
 	d.validate()
@@ -115,19 +101,12 @@ func (p *problems) err() error {
 	return errors.Join(errs...)
 }
 
-func keyString(k toml.Key) string {
-	s := ""
-	for _, c := range k {
-		s = joinKey(s, c)
-	}
-	return s
-}
-
 // decoder carries one Parse from the generic decoding to the typed Config.
 type decoder struct {
 	p   *problems
-	md  *toml.MetaData
 	cfg *Config
+	// as stores the checked generic tables into cfg.
+	as assigner
 
 	// broken is set when some table was not decoded because of a problem.
 	broken bool
@@ -154,7 +133,7 @@ type decoder struct {
 
 // decode type-checks the generic document and decodes what is sound into
 // d.cfg.
-func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
+func (d *decoder) decode(raw map[string]any) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil,
 	}
@@ -165,12 +144,12 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 			d.p.add(quoteKey(k), "", "unknown key"+suggest(k, sections))
 		}
 	}
-	d.daemonRaw, d.daemonOK = d.table("daemon", raw, prims, &d.cfg.Daemon)
-	d.ipvsRaw, d.ipvsOK = d.table("ipvs", raw, prims, &d.cfg.IPVS)
-	d.prefetchRaw, d.prefetchOK = d.table("prefetch", raw, prims, &d.cfg.Prefetch)
-	d.cfg.VIPs, d.vipRaw, d.vipOK = decodeArray[VIP](d, "vip", raw, prims)
-	d.cfg.Pools, d.poolRaw, d.poolOK = decodeArray[Pool](d, "pool", raw, prims)
-	d.cfg.Resolvers, d.resRaw, d.resOK = decodeArray[Resolver](d, "resolver", raw, prims)
+	d.daemonRaw, d.daemonOK = d.table("daemon", raw, &d.cfg.Daemon)
+	d.ipvsRaw, d.ipvsOK = d.table("ipvs", raw, &d.cfg.IPVS)
+	d.prefetchRaw, d.prefetchOK = d.table("prefetch", raw, &d.cfg.Prefetch)
+	d.cfg.VIPs, d.vipRaw, d.vipOK = decodeArray[VIP](d, "vip", raw)
+	d.cfg.Pools, d.poolRaw, d.poolOK = decodeArray[Pool](d, "pool", raw)
+	d.cfg.Resolvers, d.resRaw, d.resOK = decodeArray[Resolver](d, "resolver", raw)
 	for i := range d.cfg.VIPs {
 		if !d.vipOK[i] {
 			d.cfg.VIPs[i].Name, _ = d.vipRaw[i]["name"].(string)
@@ -186,13 +165,13 @@ func (d *decoder) decode(raw map[string]any, prims map[string]toml.Primitive) {
 			d.cfg.Resolvers[i].Name, _ = d.resRaw[i]["name"].(string)
 		}
 	}
-	d.decodeChecks(raw, prims)
-	d.decodeGSLB(raw, prims)
+	d.decodeChecks(raw)
+	d.decodeGSLB(raw)
 }
 
 // table decodes the single table key into v; it returns the generic table
 // and whether v was decoded cleanly (an absent table is clean).
-func (d *decoder) table(key string, raw map[string]any, prims map[string]toml.Primitive, v any) (map[string]any, bool) {
+func (d *decoder) table(key string, raw map[string]any, v any) (map[string]any, bool) {
 	rv, present := raw[key]
 	if !present {
 		return map[string]any{}, true
@@ -207,13 +186,13 @@ func (d *decoder) table(key string, raw map[string]any, prims map[string]toml.Pr
 		d.broken = true
 		return m, false
 	}
-	return m, d.primitive(key, prims[key], v)
+	return m, d.assign(key, m, v)
 }
 
-// primitive decodes one primitive; the schema check before makes errors
-// unlikely, but any is reported.
-func (d *decoder) primitive(key string, prim toml.Primitive, v any) bool {
-	if err := d.md.PrimitiveDecode(prim, v); err != nil {
+// assign stores the checked generic value raw into v (a pointer); the
+// schema check before makes errors unlikely, but any is reported.
+func (d *decoder) assign(key string, raw any, v any) bool {
+	if err := d.as.assign(raw, reflect.ValueOf(v).Elem()); err != nil {
 		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
 		d.broken = true
 		return false
@@ -223,7 +202,7 @@ func (d *decoder) primitive(key string, prim toml.Primitive, v any) bool {
 
 // decodeArray decodes the array of tables key into a slice of T, one element
 // per table (elements that fail the schema check stay zero).
-func decodeArray[T any](d *decoder, key string, raw map[string]any, prims map[string]toml.Primitive) ([]T, []map[string]any, []bool) {
+func decodeArray[T any](d *decoder, key string, raw map[string]any) ([]T, []map[string]any, []bool) {
 	rv, present := raw[key]
 	if !present {
 		return nil, nil, nil
@@ -231,12 +210,6 @@ func decodeArray[T any](d *decoder, key string, raw map[string]any, prims map[st
 	ms, ok := tables(rv)
 	if !ok {
 		d.p.add(key, scalarText(rv), fmt.Sprintf("must be an array of tables ([[%s]]), not %s", key, tomlType(rv)))
-		d.broken = true
-		return nil, nil, nil
-	}
-	var elems []toml.Primitive
-	if err := d.md.PrimitiveDecode(prims[key], &elems); err != nil || len(elems) != len(ms) {
-		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
 		d.broken = true
 		return nil, nil, nil
 	}
@@ -248,13 +221,13 @@ func decodeArray[T any](d *decoder, key string, raw map[string]any, prims map[st
 			d.broken = true
 			continue
 		}
-		oks[i] = d.primitive(path, elems[i], &out[i])
+		oks[i] = d.assign(path, m, &out[i])
 	}
 	return out, ms, oks
 }
 
 // decodeChecks decodes the [check.NAME] profiles.
-func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primitive) {
+func (d *decoder) decodeChecks(raw map[string]any) {
 	d.checkRaw = map[string]map[string]any{}
 	rv, present := raw["check"]
 	if !present {
@@ -263,12 +236,6 @@ func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primiti
 	m, ok := rv.(map[string]any)
 	if !ok {
 		d.p.add("check", scalarText(rv), "must be a table of check profiles ([check.NAME]), not "+tomlType(rv))
-		d.broken = true
-		return
-	}
-	var elems map[string]toml.Primitive
-	if err := d.md.PrimitiveDecode(prims["check"], &elems); err != nil {
-		d.p.add("check", "", fmt.Sprintf("decode: %v", err))
 		d.broken = true
 		return
 	}
@@ -289,7 +256,7 @@ func (d *decoder) decodeChecks(raw map[string]any, prims map[string]toml.Primiti
 			d.broken = true
 			continue
 		}
-		d.checks[name] = d.primitive(path, elems[name], c)
+		d.checks[name] = d.assign(path, cm, c)
 		c.Name = name // the decode does not touch it; keep it explicit
 	}
 }

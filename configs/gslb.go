@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
-
-	"github.com/BurntSushi/toml"
 )
 
 // GSLB holds the GSLB members and their monitors ([gslb]): pools of
@@ -100,8 +98,8 @@ func (c *Config) GSLBPool(name string) *GSLBPool {
 }
 
 // decodeGSLB decodes the [gslb] table and applies its defaults.
-func (d *decoder) decodeGSLB(raw map[string]any, prims map[string]toml.Primitive) {
-	d.gslbRaw, d.gslbOK = d.table("gslb", raw, prims, &d.cfg.GSLB)
+func (d *decoder) decodeGSLB(raw map[string]any) {
+	d.gslbRaw, d.gslbOK = d.table("gslb", raw, &d.cfg.GSLB)
 	if !d.gslbOK {
 		return
 	}

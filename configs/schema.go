@@ -51,8 +51,11 @@ func (c checker) table(path string, raw map[string]any, t reflect.Type) bool {
 		c.p.known[t] = known
 	}
 	for _, k := range sortedKeys(raw) {
-		kp := joinKey(path, k)
 		ft, found := known[k]
+		if found && scalarOK(raw[k], ft) {
+			continue // the common case, without building the key path
+		}
+		kp := joinKey(path, k)
 		if !found {
 			c.p.add(kp, "", "unknown key"+suggest(k, known))
 			for name := range known {
@@ -131,7 +134,7 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 		}
 		ok := true
 		for i, e := range arr {
-			if !c.value(indexKey(path, i), e, t.Elem()) {
+			if !scalarOK(e, t.Elem()) && !c.value(indexKey(path, i), e, t.Elem()) {
 				ok = false
 			}
 		}
@@ -143,6 +146,34 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 		return true
 	}
 	c.p.add(path, scalarText(v), fmt.Sprintf("must be %s %s, not %s", article(want), want, tomlType(v)))
+	return false
+}
+
+// scalarOK reports whether v is a sound string, integer, boolean or
+// duration of Go type t: what value accepts without a word. False leaves
+// the check (and its messages) to value.
+func scalarOK(v any, t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[Duration]():
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		_, err := time.ParseDuration(s)
+		return err == nil
+	case t.Kind() == reflect.String:
+		_, ok := v.(string)
+		return ok
+	case t.Kind() == reflect.Int:
+		_, ok := v.(int64)
+		return ok
+	case t.Kind() == reflect.Bool:
+		_, ok := v.(bool)
+		return ok
+	}
 	return false
 }
 

@@ -550,12 +550,11 @@ func (d *Daemon) handleResync(ctx context.Context) {
 
 func (d *Daemon) handleReload(ctx context.Context) error {
 	cfg, err := configs.Load(d.opts.ConfigPath)
-	if err != nil {
-		d.journal.ReloadRejected(d.opts.ConfigPath, err)
-		d.noteReload(err)
-		return err
+	var targets []monitor.Target
+	if err == nil {
+		d.gslb.Prepare(cfg) // the responder's topology, beside the targets and their reconcile
+		targets, err = d.targets(cfg)
 	}
-	targets, err := d.targets(cfg)
 	if err != nil {
 		d.journal.ReloadRejected(d.opts.ConfigPath, err)
 		d.noteReload(err)

@@ -125,6 +125,11 @@ type Responder struct {
 	intent intent.State // the intent the snapshot was built under
 	snap   gslb.Answerer
 
+	// prep is the last Prepare's build, until an Update takes it (under
+	// prepMu: Prepare does not wait for an Update holding mu).
+	prepMu sync.Mutex
+	prep   *prepared
+
 	built     time.Time    // when snap was built
 	buildErr  string       // why the last build failed ("" when it worked)
 	listenErr string       // why the listeners could not be opened
@@ -278,12 +283,13 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 				r.log.Warn("gslb serial file unusable; the serial restarts from the clock", "path", r.store.Path(), "err", err)
 			}
 		}
-		// The served data's hash beside the topology: both read cfg only.
-		hash := make(chan string, 1)
-		go func() { hash <- ConfigHash(cfg) }()
+		var sum string
 		var err error
-		loc, err = r.o.Build.Locator(cfg)
-		sum := <-hash
+		if p := r.takePrepared(cfg); p != nil {
+			loc, sum, err = p.loc, p.sum, p.err
+		} else {
+			loc, sum, err = r.topology(cfg)
+		}
 		if err != nil {
 			return r.failed("cannot build the gslb topology; the last answers stay", err)
 		}
@@ -319,6 +325,71 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		return r.listen(cfg)
 	}
 	return nil
+}
+
+// prepared is the topology and the served data's hash of a configuration,
+// built by Prepare ahead of its Update.
+type prepared struct {
+	cfg  *configs.Config
+	done chan struct{} // closed when loc, sum and err are set
+	loc  gslb.Locator
+	sum  string
+	err  error
+}
+
+// Prepare starts building, in the background, what Update needs of the
+// new configuration cfg before the members' states: its topology and
+// the hash of its served data. The daemon calls it as soon as a reload
+// has parsed cfg, so that the build runs beside the monitor's reconcile
+// of cfg's targets; the Update of cfg then takes it instead of building
+// it. A cfg that is never given to Update (a reload rejected after the
+// parse) costs that build only. Builds run one at a time.
+func (r *Responder) Prepare(cfg *configs.Config) {
+	if len(cfg.GSLB.Server.ListenAddrs) == 0 {
+		return // off: Update builds nothing
+	}
+	p := &prepared{cfg: cfg, done: make(chan struct{})}
+	r.prepMu.Lock()
+	last := r.prep
+	r.prep = p
+	r.prepMu.Unlock()
+	go func() {
+		defer close(p.done)
+		if last != nil {
+			<-last.done // Build.Locator need not be safe for concurrent use
+		}
+		p.loc, p.sum, p.err = r.topology(cfg)
+	}()
+}
+
+// takePrepared waits for the build Prepare started, if any (Build.Locator
+// runs once at a time), and returns it when it is of cfg.
+func (r *Responder) takePrepared(cfg *configs.Config) *prepared {
+	r.prepMu.Lock()
+	p := r.prep
+	r.prepMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	if p.cfg != cfg {
+		return nil
+	}
+	r.prepMu.Lock()
+	if r.prep == p {
+		r.prep = nil
+	}
+	r.prepMu.Unlock()
+	return p
+}
+
+// topology builds cfg's topology and, beside it, the hash of its served
+// data (both read cfg only).
+func (r *Responder) topology(cfg *configs.Config) (gslb.Locator, string, error) {
+	hash := make(chan string, 1)
+	go func() { hash <- ConfigHash(cfg) }()
+	loc, err := r.o.Build.Locator(cfg)
+	return loc, <-hash, err
 }
 
 // failed logs and counts a build that failed, and returns err.

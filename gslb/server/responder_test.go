@@ -228,3 +228,70 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, label string) flo
 	}
 	return 0
 }
+
+// TestResponderPrepare: the topology and hash that Prepare built are the
+// ones the Update of that configuration uses (the Locator runs once, not
+// again in Update); an Update of another configuration builds its own;
+// a failed prepared topology fails that Update and keeps the last
+// answers.
+func TestResponderPrepare(t *testing.T) {
+	dir := t.TempDir()
+	var builds int
+	var mu sync.Mutex
+	clock := time.Unix(1_800_000_000, 0)
+	build := tagBuilders(&builds, &mu)
+	var located []*configs.Config
+	fail := map[*configs.Config]bool{}
+	build.Locator = func(cfg *configs.Config) (gslb.Locator, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		located = append(located, cfg)
+		if fail[cfg] {
+			return nil, fmt.Errorf("bad topology")
+		}
+		return DefaultBuilders().Locator(cfg)
+	}
+	r := NewResponder(ResponderOptions{Now: func() time.Time { return clock }, Build: build})
+	defer r.Stop(context.Background())
+
+	cfg := gslbConfig(t, dir, false, "m1")
+	r.Prepare(cfg)
+	if err := r.Update(cfg, gslb.Evaluate(cfg, nil, clock)); err != nil {
+		t.Fatal(err)
+	}
+	addr := r.Addrs()[0].String()
+	if got := tag(t, addr); got != "1800000000 m1=unknown" {
+		t.Errorf("prepared snapshot %q", got)
+	}
+	if len(located) != 1 || located[0] != cfg {
+		t.Errorf("Locator ran for %d configurations, want once for cfg", len(located))
+	}
+
+	// Prepared for cfg2, updated to cfg3: cfg3 is built by Update.
+	cfg2 := gslbConfig(t, dir, false, "m1", "m2")
+	cfg3 := gslbConfig(t, dir, false, "m1", "m2", "m3")
+	r.Prepare(cfg2)
+	if err := r.Update(cfg3, gslb.Evaluate(cfg3, nil, clock)); err != nil {
+		t.Fatal(err)
+	}
+	if got := tag(t, addr); got != "1800000001 m1=unknown,m2=unknown,m3=unknown" {
+		t.Errorf("cfg3 snapshot %q", got)
+	}
+	if len(located) != 3 || located[1] != cfg2 || located[2] != cfg3 {
+		t.Errorf("Locator ran %d times, want 3 (cfg, cfg2 prepared, cfg3 in Update)", len(located))
+	}
+
+	// A prepared topology that failed: the Update fails, the answers stay.
+	cfg4 := gslbConfig(t, dir, false, "m4")
+	fail[cfg4] = true
+	r.Prepare(cfg4)
+	if err := r.Update(cfg4, gslb.Evaluate(cfg4, nil, clock)); err == nil || !strings.Contains(err.Error(), "bad topology") {
+		t.Errorf("Update of a failed prepared topology: %v", err)
+	}
+	if got := tag(t, addr); got != "1800000001 m1=unknown,m2=unknown,m3=unknown" {
+		t.Errorf("after the failed topology: %q", got)
+	}
+	if len(located) != 4 {
+		t.Errorf("Locator ran %d times, want 4 (cfg4 prepared only)", len(located))
+	}
+}

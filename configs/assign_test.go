@@ -1,0 +1,58 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+)
+
+// TestAssignMatchesTOMLDecode checks that the assigner stores every
+// example and test document that the schema check accepts exactly as
+// BurntSushi/toml's typed decode does.
+func TestAssignMatchesTOMLDecode(t *testing.T) {
+	files, err := filepath.Glob("*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob("testdata/*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw map[string]any
+		if _, err := toml.Decode(string(data), &raw); err != nil {
+			continue
+		}
+		p := &problems{file: f, data: data}
+		if !(checker{p}).table("", raw, reflect.TypeFor[Config]()) || len(p.list) > 0 {
+			continue
+		}
+		var want Config
+		if _, err := toml.Decode(string(data), &want); err != nil {
+			t.Errorf("%s: toml: %v", f, err)
+			continue
+		}
+		var got Config
+		var a assigner
+		if err := a.assign(raw, reflect.ValueOf(&got).Elem()); err != nil {
+			t.Errorf("%s: assign: %v", f, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: assigned\n%+v\nwant (toml)\n%+v", f, got, want)
+		}
+		compared++
+	}
+	if compared < 4 {
+		t.Fatalf("compared %d documents, want at least the 4 examples", compared)
+	}
+	t.Logf("%d documents compared", compared)
+}
