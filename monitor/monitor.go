@@ -565,9 +565,13 @@ func (m *Monitor) schedule(ctx context.Context) {
 			wait = m.queue[0].t.due.Sub(now)
 		}
 		m.mu.Unlock()
+		var probeStart time.Time // one clock reading for the checks of a wake-up
+		if len(due) > 0 {
+			probeStart = m.opts.Now()
+		}
 		for _, t := range due {
 			t.mu.Lock()
-			t.probeStart = m.opts.Now()
+			t.probeStart = probeStart
 			t.mu.Unlock()
 			deadline := now.Add(t.sched.Timeout)
 			if t.batch == nil {

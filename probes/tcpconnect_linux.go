@@ -45,9 +45,12 @@ const epollET = 1 << 31
 // net.Conn, a context, a timer and the parking of the check's goroutine
 // at each read.
 type connectEngine struct {
-	mu       sync.Mutex
-	epfd     int // -1 while the goroutine is not running
-	inflight map[int32]*connectProbe
+	mu   sync.Mutex
+	epfd int // -1 while the goroutine is not running
+	// inflight holds the checks in flight by socket number (nil where
+	// none is): the numbers are small and reused at once, so a slice
+	// costs less than a map, and nothing per check.
+	inflight []*connectProbe
 	byDue    connectHeap
 }
 
@@ -65,7 +68,7 @@ type connectProbe struct {
 
 // newConnectEngine returns an engine with nothing in flight.
 func newConnectEngine() *connectEngine {
-	return &connectEngine{epfd: -1, inflight: make(map[int32]*connectProbe)}
+	return &connectEngine{epfd: -1}
 }
 
 // async reports whether addr can be checked by the engine: IPv4, or IPv6
@@ -158,12 +161,14 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 		e.epfd = epfd
 		go e.loop(epfd)
 	}
+	if n := int(p.fd) + 1; n > len(e.inflight) {
+		e.inflight = append(e.inflight, make([]*connectProbe, n-len(e.inflight))...)
+	}
 	e.inflight[p.fd] = p
 	heap.Push(&e.byDue, p)
 	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
 	if err := syscall.EpollCtl(e.epfd, syscall.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
-		delete(e.inflight, p.fd)
-		heap.Remove(&e.byDue, p.idx)
+		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	return nil
@@ -201,7 +206,10 @@ func (e *connectEngine) loop(epfd int) {
 		ended, ready, fin = ended[:0], ready[:0], fin[:0]
 		e.mu.Lock()
 		for _, ev := range events[:n] {
-			p := e.inflight[ev.Fd]
+			var p *connectProbe
+			if int(ev.Fd) < len(e.inflight) {
+				p = e.inflight[ev.Fd]
+			}
 			switch {
 			case p == nil:
 			case p.http != nil: // stays in flight until its I/O ends it
@@ -217,7 +225,7 @@ func (e *connectEngine) loop(epfd int) {
 			p.expired = true
 			ended = append(ended, p)
 		}
-		if len(e.inflight) > 0 || len(ended) > 0 || len(ready) > 0 {
+		if len(e.byDue) > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
 			idleSince = now
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
@@ -280,7 +288,7 @@ func (e *connectEngine) loop(epfd int) {
 
 // removeLocked takes p out of flight; e.mu is held.
 func (e *connectEngine) removeLocked(p *connectProbe) {
-	delete(e.inflight, p.fd)
+	e.inflight[p.fd] = nil
 	heap.Remove(&e.byDue, p.idx)
 }
 
