@@ -63,6 +63,7 @@ type connectProbe struct {
 	done     func(check.Result)
 	idx      int          // in connectEngine.byDue
 	expired  bool         // its deadline passed (the engine's goroutine)
+	events   uint32       // what epoll reported for a connect-only check
 	http     *httpRequest // an http check; nil: connect only
 }
 
@@ -216,6 +217,7 @@ func (e *connectEngine) loop(epfd int) {
 				ready = append(ready, httpReady{p, ev.Events})
 			default:
 				e.removeLocked(p)
+				p.events = ev.Events
 				ended = append(ended, p)
 			}
 		}
@@ -269,13 +271,13 @@ func (e *connectEngine) loop(epfd int) {
 				p.timedOut()
 				continue
 			}
+			// Writable with no error or hang-up is connected: only a
+			// failed connect needs SO_ERROR read.
 			var err error
 			if p.expired {
 				err = os.ErrDeadlineExceeded
-			} else if soErr, gerr := syscall.GetsockoptInt(int(p.fd), syscall.SOL_SOCKET, syscall.SO_ERROR); gerr != nil {
-				err = os.NewSyscallError("getsockopt", gerr)
-			} else if soErr != 0 {
-				err = os.NewSyscallError("connect", syscall.Errno(soErr))
+			} else if p.events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+				err = connectErr(int(p.fd))
 			}
 			syscall.Close(int(p.fd)) // also out of the epoll set
 			p.end(err)
@@ -284,6 +286,17 @@ func (e *connectEngine) loop(epfd int) {
 			ready[i] = httpReady{}
 		}
 	}
+}
+
+// connectErr returns the error of fd's connect, nil when it has none.
+func connectErr(fd int) error {
+	switch soErr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); {
+	case err != nil:
+		return os.NewSyscallError("getsockopt", err)
+	case soErr != 0:
+		return os.NewSyscallError("connect", syscall.Errno(soErr))
+	}
+	return nil
 }
 
 // removeLocked takes p out of flight; e.mu is held.
