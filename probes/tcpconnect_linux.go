@@ -86,11 +86,11 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 	case err != nil:
 		p.end(err)
 	case connected: // at once, as loopback may
-		syscall.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(nil)
 	default:
 		if err := e.add(p, syscall.EPOLLOUT); err != nil {
-			syscall.Close(int(p.fd))
+			rawClose(int(p.fd))
 			p.end(err)
 		}
 	}
@@ -115,7 +115,7 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	// Edge-triggered, for both directions at once: the connection made
 	// (or made already: epoll reports it at once), then the response.
 	if err := e.add(p, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|epollET); err != nil {
-		syscall.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(err)
 	}
 }
@@ -124,27 +124,20 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 // p.addr; connected reports a connection made at once. On an error the
 // socket is closed.
 func (p *connectProbe) connect() (connected bool, err error) {
-	ip := p.addr.Addr().Unmap()
-	var (
-		sa     syscall.Sockaddr
-		family = syscall.AF_INET
-	)
-	if ip.Is4() {
-		sa = &syscall.SockaddrInet4{Port: int(p.addr.Port()), Addr: ip.As4()}
-	} else {
+	family := syscall.AF_INET
+	if !p.addr.Addr().Unmap().Is4() {
 		family = syscall.AF_INET6
-		sa = &syscall.SockaddrInet6{Port: int(p.addr.Port()), Addr: ip.As16()}
 	}
-	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	fd, err := rawSocket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
 	if err != nil {
 		return false, os.NewSyscallError("socket", err)
 	}
 	p.fd = int32(fd)
-	switch err := syscall.Connect(fd, sa); {
+	switch err := rawConnect(fd, p.addr); {
 	case err == nil:
 		return true, nil
 	case !errors.Is(err, syscall.EINPROGRESS):
-		syscall.Close(fd)
+		rawClose(fd)
 		return false, os.NewSyscallError("connect", err)
 	}
 	return false, nil
@@ -168,7 +161,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	e.inflight[p.fd] = p
 	heap.Push(&e.byDue, p)
 	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
-	if err := syscall.EpollCtl(e.epfd, syscall.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
+	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
 		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -254,7 +247,7 @@ func (e *connectEngine) loop(epfd int) {
 			}
 			e.mu.Unlock()
 			for i, p := range fin {
-				syscall.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.done(p.http.res)
 				fin[i] = nil
@@ -266,7 +259,7 @@ func (e *connectEngine) loop(epfd int) {
 				if p.http.finished {
 					continue // ended by its I/O above
 				}
-				syscall.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.timedOut()
 				continue
@@ -279,7 +272,7 @@ func (e *connectEngine) loop(epfd int) {
 			} else if p.events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
 				err = connectErr(int(p.fd))
 			}
-			syscall.Close(int(p.fd)) // also out of the epoll set
+			rawClose(int(p.fd)) // also out of the epoll set
 			p.end(err)
 		}
 		for i := range ready {
@@ -290,7 +283,7 @@ func (e *connectEngine) loop(epfd int) {
 
 // connectErr returns the error of fd's connect, nil when it has none.
 func connectErr(fd int) error {
-	switch soErr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); {
+	switch soErr, err := rawSoError(fd); {
 	case err != nil:
 		return os.NewSyscallError("getsockopt", err)
 	case soErr != 0:
