@@ -178,6 +178,7 @@ func (e *connectEngine) loop(epfd int) {
 		fin   []*connectProbe // http checks finished by that I/O
 		bufs  bufferPool      // read buffers of the http checks
 	)
+	w := newEpollWaiter(epfd)
 	idleSince := time.Now()
 	for {
 		// At most connectTick, so that a check started meanwhile with an
@@ -188,14 +189,9 @@ func (e *connectEngine) loop(epfd int) {
 			wait = min(wait, time.Until(e.byDue[0].deadline))
 		}
 		e.mu.Unlock()
-		// Rounded up: a wait of 0 ms would spin until the deadline. A
-		// deadline passed already still polls, without waiting, so that
-		// a connection that was made by then counts.
-		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
-		n, err := syscall.EpollWait(epfd, events, ms)
-		if err != nil {
-			n = 0 // EINTR; nothing else is expected
-		}
+		// A deadline passed already still polls, without waiting, so
+		// that a connection that was made by then counts.
+		n := w.wait(events, wait)
 		now := time.Now()
 		ended, ready, fin = ended[:0], ready[:0], fin[:0]
 		e.mu.Lock()
@@ -225,7 +221,7 @@ func (e *connectEngine) loop(epfd int) {
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
 			e.mu.Unlock()
-			syscall.Close(epfd)
+			w.close()
 			return
 		}
 		e.mu.Unlock()
