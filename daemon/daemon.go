@@ -527,7 +527,7 @@ func (d *Daemon) handleEvent(ctx context.Context, ev monitor.Event) {
 // exists to notice facts going stale or probes turning slow, and when no
 // target's fact changed there is nothing to recompute or apply.
 func (d *Daemon) handleTick(ctx context.Context) {
-	if d.planner.Current(d.rules, resolvers.Facts(d.mon, d.now())) {
+	if d.planner.Current(d.rules, resolvers.Facts(d.mon.OfKind(resolvers.MonitorKind), d.now())) {
 		return
 	}
 	d.reconcile(ctx, false)
@@ -577,7 +577,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 // facts snapshots every target's fact at now.
 func (d *Daemon) facts(now time.Time) map[resolvers.TargetKey]resolvers.Fact {
 	out := make(map[resolvers.TargetKey]resolvers.Fact, len(d.cfg.Resolvers))
-	maps.Insert(out, resolvers.Facts(d.mon, now))
+	maps.Insert(out, resolvers.Facts(d.mon.OfKind(resolvers.MonitorKind), now))
 	return out
 }
 

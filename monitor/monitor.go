@@ -565,9 +565,13 @@ func (m *Monitor) schedule(ctx context.Context) {
 			wait = m.queue[0].t.due.Sub(now)
 		}
 		m.mu.Unlock()
+		var probeStart time.Time // one clock reading for the checks of a wake-up
+		if len(due) > 0 {
+			probeStart = m.opts.Now()
+		}
 		for _, t := range due {
 			t.mu.Lock()
-			t.probeStart = m.opts.Now()
+			t.probeStart = probeStart
 			t.mu.Unlock()
 			deadline := now.Add(t.sched.Timeout)
 			if t.batch == nil {
@@ -863,10 +867,43 @@ func (m *Monitor) Status() map[Key]TargetStatus {
 // often (the daemon, once a second) allocates nothing per target. fn runs
 // without the monitor's lock held.
 func (m *Monitor) Each(fn func(TargetStatus)) {
+	m.each("", fn)
+}
+
+// EachKind is Each for the targets whose Key.Kind is kind only: the
+// others' statuses are not even copied, so that a caller that reads one
+// kind often (the daemon's tick reads the resolver targets once a second)
+// pays nothing for thousands of targets of another kind (GSLB members).
+func (m *Monitor) EachKind(kind string, fn func(TargetStatus)) {
+	if kind == "" {
+		return
+	}
+	m.each(kind, fn)
+}
+
+// OfKind returns a view of m's targets of kind only, for a reader of
+// Each (resolvers.Facts): its Each is m.EachKind(kind, ...).
+func (m *Monitor) OfKind(kind string) KindView { return KindView{m: m, kind: kind} }
+
+// KindView is the targets of one kind of a Monitor (Monitor.OfKind).
+type KindView struct {
+	m    *Monitor
+	kind string
+}
+
+// Each calls fn with the status of every current target of v's kind, as
+// Monitor.EachKind does.
+func (v KindView) Each(fn func(TargetStatus)) { v.m.EachKind(v.kind, fn) }
+
+// each is Each over the targets of kind, or of every kind when kind is
+// empty.
+func (m *Monitor) each(kind string, fn func(TargetStatus)) {
 	m.mu.Lock()
 	ts := make([]*target, 0, len(m.targets))
 	for _, t := range m.targets {
-		ts = append(ts, t)
+		if kind == "" || t.key.Kind == kind {
+			ts = append(ts, t)
+		}
 	}
 	m.mu.Unlock()
 	for _, t := range ts {

@@ -679,3 +679,34 @@ func TestFastIntervalWhileTransitioning(t *testing.T) {
 		}
 	})
 }
+
+// TestEachKind: Each reads every target, EachKind (and OfKind's Each) only
+// those of its kind (and none for the empty kind).
+func TestEachKind(t *testing.T) {
+	other := newTarget("b", addr(2), sched(1, 1), nop)
+	other.Key.Kind = "other"
+	m := New(Options{})
+	m.Update([]Target{newTarget("a", addr(1), sched(1, 1), nop), other, newTarget("c", addr(3), sched(1, 1), nop)})
+	read := func(each func(func(TargetStatus))) []string {
+		var got []string
+		each(func(s TargetStatus) { got = append(got, s.Key.Kind+"/"+s.Key.Member) })
+		slices.Sort(got)
+		return got
+	}
+	for _, tc := range []struct {
+		name string
+		each func(func(TargetStatus))
+		want []string
+	}{
+		{"Each", m.Each, []string{"other/b", "test/a", "test/c"}},
+		{"EachKind test", func(fn func(TargetStatus)) { m.EachKind("test", fn) }, []string{"test/a", "test/c"}},
+		{"EachKind other", func(fn func(TargetStatus)) { m.EachKind("other", fn) }, []string{"other/b"}},
+		{"EachKind none", func(fn func(TargetStatus)) { m.EachKind("none", fn) }, nil},
+		{"EachKind empty", func(fn func(TargetStatus)) { m.EachKind("", fn) }, nil},
+		{"OfKind test", m.OfKind("test").Each, []string{"test/a", "test/c"}},
+	} {
+		if got := read(tc.each); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: read %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 	fd := int(p.fd)
 	if !r.connected {
 		if events&syscall.EPOLLERR != 0 {
-			if soErr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); err != nil {
+			if soErr, err := rawSoError(fd); err != nil {
 				return p.finish(os.NewSyscallError("getsockopt", err), true)
 			} else if soErr != 0 {
 				return p.finish(os.NewSyscallError("connect", syscall.Errno(soErr)), true)
@@ -87,7 +87,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 		r.connected = true
 	}
 	for req := r.c.wire; r.sent < len(req); {
-		n, err := syscall.Write(fd, req[r.sent:])
+		n, err := rawWrite(fd, req[r.sent:])
 		switch {
 		case errors.Is(err, syscall.EAGAIN):
 			return false
@@ -115,7 +115,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 			r.buf = grown
 		}
 		space := cap(r.buf) - len(r.buf)
-		n, err := syscall.Read(fd, r.buf[len(r.buf):cap(r.buf)])
+		n, err := rawRead(fd, r.buf[len(r.buf):cap(r.buf)])
 		switch {
 		case errors.Is(err, syscall.EAGAIN):
 			return false

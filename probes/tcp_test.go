@@ -291,3 +291,46 @@ func TestTCPStartCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPStartCheckIPv6: the engine connects to IPv6 addresses too (its
+// own sockaddr for AF_INET6), and says what Check says of a refused one.
+func TestTCPStartCheckIPv6(t *testing.T) {
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	up := netip.MustParseAddrPort(l.Addr().String())
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	l2, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := netip.MustParseAddrPort(l2.Addr().String())
+	l2.Close()
+	t.Cleanup(func() { l.Close() })
+	b := NewBuilder(Deps{})
+	for _, tt := range []struct {
+		target netip.AddrPort
+		ok     bool
+		detail string
+	}{
+		{up, true, "connected"},
+		{down, false, "connection refused"},
+	} {
+		c, err := b.Build(tcpCheck(configs.TCPCheck{}), tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := startCheck(t, c, 2*time.Second); r.OK != tt.ok || !strings.Contains(r.Detail, tt.detail) {
+			t.Errorf("%v: StartCheck = ok %v %q, want ok %v %q", tt.target, r.OK, r.Detail, tt.ok, tt.detail)
+		}
+	}
+}

@@ -45,9 +45,12 @@ const epollET = 1 << 31
 // net.Conn, a context, a timer and the parking of the check's goroutine
 // at each read.
 type connectEngine struct {
-	mu       sync.Mutex
-	epfd     int // -1 while the goroutine is not running
-	inflight map[int32]*connectProbe
+	mu   sync.Mutex
+	epfd int // -1 while the goroutine is not running
+	// inflight holds the checks in flight by socket number (nil where
+	// none is): the numbers are small and reused at once, so a slice
+	// costs less than a map, and nothing per check.
+	inflight []*connectProbe
 	byDue    connectHeap
 }
 
@@ -60,12 +63,13 @@ type connectProbe struct {
 	done     func(check.Result)
 	idx      int          // in connectEngine.byDue
 	expired  bool         // its deadline passed (the engine's goroutine)
+	events   uint32       // what epoll reported for a connect-only check
 	http     *httpRequest // an http check; nil: connect only
 }
 
 // newConnectEngine returns an engine with nothing in flight.
 func newConnectEngine() *connectEngine {
-	return &connectEngine{epfd: -1, inflight: make(map[int32]*connectProbe)}
+	return &connectEngine{epfd: -1}
 }
 
 // async reports whether addr can be checked by the engine: IPv4, or IPv6
@@ -82,11 +86,11 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 	case err != nil:
 		p.end(err)
 	case connected: // at once, as loopback may
-		syscall.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(nil)
 	default:
 		if err := e.add(p, syscall.EPOLLOUT); err != nil {
-			syscall.Close(int(p.fd))
+			rawClose(int(p.fd))
 			p.end(err)
 		}
 	}
@@ -111,7 +115,7 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	// Edge-triggered, for both directions at once: the connection made
 	// (or made already: epoll reports it at once), then the response.
 	if err := e.add(p, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|epollET); err != nil {
-		syscall.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(err)
 	}
 }
@@ -120,27 +124,20 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 // p.addr; connected reports a connection made at once. On an error the
 // socket is closed.
 func (p *connectProbe) connect() (connected bool, err error) {
-	ip := p.addr.Addr().Unmap()
-	var (
-		sa     syscall.Sockaddr
-		family = syscall.AF_INET
-	)
-	if ip.Is4() {
-		sa = &syscall.SockaddrInet4{Port: int(p.addr.Port()), Addr: ip.As4()}
-	} else {
+	family := syscall.AF_INET
+	if !p.addr.Addr().Unmap().Is4() {
 		family = syscall.AF_INET6
-		sa = &syscall.SockaddrInet6{Port: int(p.addr.Port()), Addr: ip.As16()}
 	}
-	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	fd, err := rawSocket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
 	if err != nil {
 		return false, os.NewSyscallError("socket", err)
 	}
 	p.fd = int32(fd)
-	switch err := syscall.Connect(fd, sa); {
+	switch err := rawConnect(fd, p.addr); {
 	case err == nil:
 		return true, nil
 	case !errors.Is(err, syscall.EINPROGRESS):
-		syscall.Close(fd)
+		rawClose(fd)
 		return false, os.NewSyscallError("connect", err)
 	}
 	return false, nil
@@ -158,12 +155,14 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 		e.epfd = epfd
 		go e.loop(epfd)
 	}
+	if n := int(p.fd) + 1; n > len(e.inflight) {
+		e.inflight = append(e.inflight, make([]*connectProbe, n-len(e.inflight))...)
+	}
 	e.inflight[p.fd] = p
 	heap.Push(&e.byDue, p)
 	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
-	if err := syscall.EpollCtl(e.epfd, syscall.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
-		delete(e.inflight, p.fd)
-		heap.Remove(&e.byDue, p.idx)
+	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
+		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
 	return nil
@@ -179,6 +178,7 @@ func (e *connectEngine) loop(epfd int) {
 		fin   []*connectProbe // http checks finished by that I/O
 		bufs  bufferPool      // read buffers of the http checks
 	)
+	w := newEpollWaiter(epfd)
 	idleSince := time.Now()
 	for {
 		// At most connectTick, so that a check started meanwhile with an
@@ -189,25 +189,24 @@ func (e *connectEngine) loop(epfd int) {
 			wait = min(wait, time.Until(e.byDue[0].deadline))
 		}
 		e.mu.Unlock()
-		// Rounded up: a wait of 0 ms would spin until the deadline. A
-		// deadline passed already still polls, without waiting, so that
-		// a connection that was made by then counts.
-		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
-		n, err := syscall.EpollWait(epfd, events, ms)
-		if err != nil {
-			n = 0 // EINTR; nothing else is expected
-		}
+		// A deadline passed already still polls, without waiting, so
+		// that a connection that was made by then counts.
+		n := w.wait(events, wait)
 		now := time.Now()
 		ended, ready, fin = ended[:0], ready[:0], fin[:0]
 		e.mu.Lock()
 		for _, ev := range events[:n] {
-			p := e.inflight[ev.Fd]
+			var p *connectProbe
+			if int(ev.Fd) < len(e.inflight) {
+				p = e.inflight[ev.Fd]
+			}
 			switch {
 			case p == nil:
 			case p.http != nil: // stays in flight until its I/O ends it
 				ready = append(ready, httpReady{p, ev.Events})
 			default:
 				e.removeLocked(p)
+				p.events = ev.Events
 				ended = append(ended, p)
 			}
 		}
@@ -217,12 +216,12 @@ func (e *connectEngine) loop(epfd int) {
 			p.expired = true
 			ended = append(ended, p)
 		}
-		if len(e.inflight) > 0 || len(ended) > 0 || len(ready) > 0 {
+		if len(e.byDue) > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
 			idleSince = now
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
 			e.mu.Unlock()
-			syscall.Close(epfd)
+			w.close()
 			return
 		}
 		e.mu.Unlock()
@@ -244,7 +243,7 @@ func (e *connectEngine) loop(epfd int) {
 			}
 			e.mu.Unlock()
 			for i, p := range fin {
-				syscall.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.done(p.http.res)
 				fin[i] = nil
@@ -256,20 +255,20 @@ func (e *connectEngine) loop(epfd int) {
 				if p.http.finished {
 					continue // ended by its I/O above
 				}
-				syscall.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.timedOut()
 				continue
 			}
+			// Writable with no error or hang-up is connected: only a
+			// failed connect needs SO_ERROR read.
 			var err error
 			if p.expired {
 				err = os.ErrDeadlineExceeded
-			} else if soErr, gerr := syscall.GetsockoptInt(int(p.fd), syscall.SOL_SOCKET, syscall.SO_ERROR); gerr != nil {
-				err = os.NewSyscallError("getsockopt", gerr)
-			} else if soErr != 0 {
-				err = os.NewSyscallError("connect", syscall.Errno(soErr))
+			} else if p.events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+				err = connectErr(int(p.fd))
 			}
-			syscall.Close(int(p.fd)) // also out of the epoll set
+			rawClose(int(p.fd)) // also out of the epoll set
 			p.end(err)
 		}
 		for i := range ready {
@@ -278,9 +277,20 @@ func (e *connectEngine) loop(epfd int) {
 	}
 }
 
+// connectErr returns the error of fd's connect, nil when it has none.
+func connectErr(fd int) error {
+	switch soErr, err := rawSoError(fd); {
+	case err != nil:
+		return os.NewSyscallError("getsockopt", err)
+	case soErr != 0:
+		return os.NewSyscallError("connect", syscall.Errno(soErr))
+	}
+	return nil
+}
+
 // removeLocked takes p out of flight; e.mu is held.
 func (e *connectEngine) removeLocked(p *connectProbe) {
-	delete(e.inflight, p.fd)
+	e.inflight[p.fd] = nil
 	heap.Remove(&e.byDue, p.idx)
 }
 
