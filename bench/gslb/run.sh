@@ -294,6 +294,17 @@ END {
 	for (k in n) printf "%-14s mean of %d runs: CPU %.1f%% of one core, %.0f checks/s, %.1f us CPU per check, peak RSS %.1f MB\n", k, n[k], cpu[k] / n[k], cps[k] / n[k], us[k] / n[k], hwm[k]
 	if (!n["gdnsd"] || us["gdnsd"] <= 0) exit
 	g = us["gdnsd"] / n["gdnsd"]
-	for (k in n) if (k != "gdnsd") printf "ratio %s/gdnsd of CPU per check: %.2f (goal <= 1.0: %s)\n", k, us[k] / n[k] / g, (us[k] / n[k] / g <= 1.0 ? "MEETS goal" : "MISSES goal")
+	for (k in n) if (k != "gdnsd") {
+		# lbdnsd-th monitors what gdnsd monitors: the goal is about that ratio.
+		# lbdnsd-all adds ICMP checks, which gdnsd has no monitor for.
+		verdict = (us[k] / n[k] / g <= 1.0 ? "MEETS goal" : "MISSES goal")
+		if (k == "lbdnsd-all" && n["lbdnsd-th"]) verdict = "not like for like: it adds the ICMP checks gdnsd does not run"
+		printf "ratio %s/gdnsd of CPU per check: %.2f (goal <= 1.0: %s)\n", k, us[k] / n[k] / g, verdict
+	}
+	if (n["lbdnsd-all"] && n["lbdnsd-th"]) {
+		icps = cps["lbdnsd-all"] / n["lbdnsd-all"] - cps["lbdnsd-th"] / n["lbdnsd-th"]
+		icpu = cpu["lbdnsd-all"] / n["lbdnsd-all"] - cpu["lbdnsd-th"] / n["lbdnsd-th"]
+		if (icps > 0) printf "icmp           lbdnsd-all minus lbdnsd-th: %.0f checks/s, %.1f%% of one core, %.1f us CPU per check\n", icps, icpu, icpu * 10000 / icps
+	}
 }' "$WORK/results" | sort
 echo "(lbdnsd-all's checks include its ICMP checks, one per $ICMP_ECHOES echoes counted by the kernel's InEchos, which counts any echo request in $([[ -n ${LBDNS_BENCH_NETNS:-} ]] && echo "this run's own network namespace" || echo "this network namespace: other programs' pings too"))"
