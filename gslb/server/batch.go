@@ -114,7 +114,7 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 				h.SetControllen(len(b.oob[i]))
 			}
 		}
-		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rh[0])), udpBatch, unix.MSG_WAITFORONE, 0, 0)
+		n, errno := recvBatch(fd, b)
 		if errno != 0 {
 			if u.closed() {
 				return
@@ -124,7 +124,6 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 			}
 			continue
 		}
-		n := int(r)
 		k := 0
 		for i := range n {
 			src, ok := b.sender(i)
@@ -156,7 +155,11 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 			k++
 		}
 		for sent := 0; sent < k; {
-			r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.wh[sent])), uintptr(k-sent), 0, 0, 0)
+			// Without telling the scheduler (RawSyscall6): a
+			// nonblocking send (MSG_DONTWAIT) does not wait, so the
+			// reader keeps its P; a full socket buffer (EAGAIN)
+			// drops the reply, as any other failed send.
+			r, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.wh[sent])), uintptr(k-sent), unix.MSG_DONTWAIT, 0, 0)
 			n := int(r)
 			if errno != 0 || n == 0 {
 				if errno == unix.EINTR {
@@ -174,6 +177,20 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 			sent += n
 		}
 	}
+}
+
+// recvBatch reads up to udpBatch queries from fd into b: what is queued
+// first without telling the scheduler (RawSyscall6, MSG_DONTWAIT: the
+// reader keeps its P and its thread stays out of the runtime's syscall
+// paths while queries keep coming), and only when none is queued
+// (EAGAIN) waiting in the kernel for the next one (Syscall6, blocking:
+// the scheduler may hand the reader's P to another thread meanwhile).
+func recvBatch(fd int, b *batch) (int, unix.Errno) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rh[0])), udpBatch, unix.MSG_WAITFORONE|unix.MSG_DONTWAIT, 0, 0)
+	if errno == unix.EAGAIN {
+		r, _, errno = unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rh[0])), udpBatch, unix.MSG_WAITFORONE, 0, 0)
+	}
+	return int(r), errno
 }
 
 // senderString is the address a reply k is sent to, for logs.
