@@ -21,11 +21,7 @@ import (
 // inline (reply: the same respond as TCP's ServeDNS) into another reused
 // buffer and writes the batch of replies back (sendmmsg). The socket is
 // outside Go's netpoller: the readers wait in recvmmsg in the kernel, as
-// gdnsd's threads do, and no query wakes the netpoller; while queries
-// are queued, the readers take them and send the replies without telling
-// the scheduler (nonblocking calls through RawSyscall6), so that a busy
-// reader keeps its P and the runtime's sysmon has less to take back
-// (recvBatch, sendBatch). The kernel wakes
+// gdnsd's threads do, and no query wakes the netpoller. The kernel wakes
 // one waiting reader per query, so whichever reader is free takes the
 // next one: no reader idles while another has a queue (with a socket per
 // reader, SO_REUSEPORT's hash of the clients' ports may give one reader
