@@ -170,19 +170,7 @@ func TestBatchClose(t *testing.T) {
 // "connection refused" (not a timeout) and no healthy probe may be blamed.
 func TestBatchConnectionRefusedUnderLoad(t *testing.T) {
 	const healthy, rounds = 60, 10
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := pc.LocalAddr().(*net.UDPAddr).AddrPort()
-	pc.Close()
-	var targets []netip.AddrPort
-	for i := range healthy {
-		if i == healthy/2 {
-			targets = append(targets, refused)
-		}
-		targets = append(targets, startServer(t, good, nil).Addr)
-	}
+	refused, targets := refusedAmong(t, healthy)
 	p := NewDNSProber()
 	defer p.Close()
 	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Timeout = configs.Duration{Duration: 2 * time.Second} })
@@ -257,19 +245,7 @@ func TestBatchIPv6(t *testing.T) {
 // StartCheck's are, a refused target among them included.
 func TestBatchHeld(t *testing.T) {
 	const healthy = 40
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := pc.LocalAddr().(*net.UDPAddr).AddrPort()
-	pc.Close()
-	var targets []netip.AddrPort
-	for i := range healthy {
-		if i == healthy/2 {
-			targets = append(targets, refused)
-		}
-		targets = append(targets, startServer(t, good, nil).Addr)
-	}
+	refused, targets := refusedAmong(t, healthy)
 	p := NewDNSProber()
 	defer p.Close()
 	chk := withCheck(fixedCheck(), func(c *configs.Check) { c.Timeout = configs.Duration{Duration: 2 * time.Second} })
@@ -347,4 +323,23 @@ func TestBatchSweepEarlierDeadline(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("near probe never ended")
 	}
+}
+
+// refusedAmong starts healthy good servers and returns their addresses
+// with, in the middle, refused: a loopback UDP port nothing listens on.
+func refusedAmong(t *testing.T, healthy int) (refused netip.AddrPort, targets []netip.AddrPort) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc.Close()
+	for i := range healthy {
+		if i == healthy/2 {
+			targets = append(targets, refused)
+		}
+		targets = append(targets, startServer(t, good, nil).Addr)
+	}
+	return refused, targets
 }

@@ -133,16 +133,7 @@ func TestHTTPStartCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 200
-	ch := make(chan Result, n)
-	for range n {
-		c.(asyncChecker).StartCheck(time.Now().Add(5*time.Second), func(r check.Result) { ch <- r })
-	}
-	for range n {
-		if r := <-ch; !r.OK {
-			t.Errorf("one of %d at once: %q", n, r.Detail)
-		}
-	}
+	startMany(t, c, 200)
 }
 
 // BenchmarkHTTPStartCheck measures one http check through the engine

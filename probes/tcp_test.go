@@ -280,16 +280,7 @@ func TestTCPStartCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 200
-	ch := make(chan Result, n)
-	for range n {
-		c.(asyncChecker).StartCheck(time.Now().Add(5*time.Second), func(r check.Result) { ch <- r })
-	}
-	for range n {
-		if r := <-ch; !r.OK {
-			t.Errorf("one of %d at once: %q", n, r.Detail)
-		}
-	}
+	startMany(t, c, 200)
 }
 
 // TestTCPStartCheckIPv6: the engine connects to IPv6 addresses too (its
@@ -331,6 +322,21 @@ func TestTCPStartCheckIPv6(t *testing.T) {
 		}
 		if r := startCheck(t, c, 2*time.Second); r.OK != tt.ok || !strings.Contains(r.Detail, tt.detail) {
 			t.Errorf("%v: StartCheck = ok %v %q, want ok %v %q", tt.target, r.OK, r.Detail, tt.ok, tt.detail)
+		}
+	}
+}
+
+// startMany starts n checks of c at once through its engine and fails the
+// test for every one that does not pass.
+func startMany(t *testing.T, c check.Checker, n int) {
+	t.Helper()
+	ch := make(chan Result, n)
+	for range n {
+		c.(asyncChecker).StartCheck(time.Now().Add(5*time.Second), func(r check.Result) { ch <- r })
+	}
+	for range n {
+		if r := <-ch; !r.OK {
+			t.Errorf("one of %d at once: %q", n, r.Detail)
 		}
 	}
 }
