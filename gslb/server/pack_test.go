@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"net/netip"
 	"slices"
 	"strings"
@@ -79,20 +78,7 @@ func FuzzReplySnapshot(f *testing.F) {
 	}
 	s := snapshotServer(f, packDoc())
 	s.Swap(sorted{s.answerer.Load().Answerer})
-	src := netip.MustParseAddr("10.1.2.3")
-	sc := new(scratch)
-	buf := make([]byte, 512)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, tcp := range []bool{false, true} {
-			want := miekgReply(s, b, src, tcp)
-			got := s.reply(sc, buf, slices.Clone(b), src, tcp)
-			if !bytes.Equal(got, want) {
-				var g, w dns.Msg
-				_, _ = g.Unpack(got), w.Unpack(want)
-				t.Fatalf("tcp %v: reply\n%x\n%v\nwant\n%x\n%v", tcp, got, &g, want, &w)
-			}
-		}
-	})
+	fuzzSameAsMiekg(f, s, netip.MustParseAddr("10.1.2.3"))
 }
 
 // sorted answers as its Answerer with the answer records sorted: the
