@@ -60,30 +60,60 @@ type BuildChecker func(chk *configs.Check, addr netip.AddrPort) (check.Checker, 
 // checker built once by build. A target whose checker cannot be built is
 // left out and named in the error; the others are returned all the same.
 func Targets(cfg *configs.Config, build BuildChecker) ([]monitor.Target, error) {
-	var out []monitor.Target
+	n := 0
+	for i := range cfg.GSLB.Pools {
+		p := &cfg.GSLB.Pools[i]
+		for j := range p.Members {
+			n += len(p.MemberMonitors(&p.Members[j]))
+		}
+	}
+	out := make([]monitor.Target, 0, n)
 	var errs []error
+	// A profile's identity and schedule are worked out once per reload,
+	// not once per member: 50,000 members of one monitor are one
+	// ProbeIdentity (a JSON encoding).
+	profiles := make(map[string]profile)
 	for i := range cfg.GSLB.Pools {
 		p := &cfg.GSLB.Pools[i]
 		for j := range p.Members {
 			m := &p.Members[j]
 			for _, name := range p.MemberMonitors(m) {
-				chk := cfg.Checks[name]
-				if chk == nil {
+				pr, ok := profiles[name]
+				if !ok {
+					pr = newProfile(cfg.Checks[name])
+					profiles[name] = pr
+				}
+				if pr.chk == nil {
 					continue
 				}
-				addr := ProbeAddrPort(chk, m.ProbeAddr)
-				c, err := build(chk, addr)
+				addr := ProbeAddrPort(pr.chk, m.ProbeAddr)
+				c, err := build(pr.chk, addr)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("gslb pool %s, member %s, monitor %s: %w", p.Name, m.Name, name, err))
 					continue
 				}
 				out = append(out, monitor.Target{Key: MonitorKey(p.Name, m.Name, name), Addr: addr, Checker: c,
-					Spec: chk.ProbeIdentity(), Schedule: monitor.Schedule{Interval: chk.Interval.Duration,
-						FastInterval: chk.FastInterval.Duration, Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}})
+					Spec: pr.spec, Schedule: pr.sched})
 			}
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// profile is what every target of one check profile shares.
+type profile struct {
+	chk   *configs.Check // nil: no such profile
+	spec  string
+	sched monitor.Schedule
+}
+
+// newProfile returns the shared part of the targets of chk (nil: none).
+func newProfile(chk *configs.Check) profile {
+	if chk == nil {
+		return profile{}
+	}
+	return profile{chk: chk, spec: chk.ProbeIdentity(), sched: monitor.Schedule{Interval: chk.Interval.Duration,
+		FastInterval: chk.FastInterval.Duration, Timeout: chk.Timeout.Duration, Rise: chk.Rise, Fall: chk.Fall}}
 }
 
 // PoolState is the evaluated health of one GSLB pool.
