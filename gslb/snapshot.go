@@ -2,6 +2,7 @@ package gslb
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -199,6 +200,34 @@ func (noLocator) Locate(netip.Addr) Location { return Location{} }
 
 // Serial is the SOA serial of every zone of the snapshot.
 func (s *Snapshot) Serial() uint32 { return s.serial }
+
+// WithSerial returns a snapshot that answers as s does but with serial
+// in every zone's SOA: s itself when that is its serial already, else a
+// copy that shares s's names, pools and records but the zones' SOAs (a
+// few allocations per zone, against a whole build). The responder builds
+// a reload's snapshot before the reload is applied, when its serial is
+// not known yet.
+func (s *Snapshot) WithSerial(serial uint32) *Snapshot {
+	if serial == s.serial {
+		return s
+	}
+	c := *s
+	c.serial = serial
+	c.zones = make(map[string]*zone, len(s.zones))
+	c.nodes = maps.Clone(s.nodes)
+	for apex, z := range s.zones {
+		soa := *z.soa[0].(*dns.SOA)
+		soa.Serial = serial
+		neg := *z.neg[0].(*dns.SOA)
+		neg.Serial = serial
+		c.zones[apex] = &zone{apex: z.apex, soa: []dns.RR{&soa}, neg: []dns.RR{&neg}}
+		n := *s.nodes[apex] // every zone has its apex node (its SOA)
+		n.rrsets = maps.Clone(n.rrsets)
+		n.rrsets[dns.TypeSOA] = []dns.RR{&soa}
+		c.nodes[apex] = &n
+	}
+	return &c
+}
 
 // Zones returns the apexes of the zones served, sorted.
 func (s *Snapshot) Zones() []string {

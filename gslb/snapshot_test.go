@@ -769,3 +769,51 @@ func TestTraceOnlyWhenAsked(t *testing.T) {
 		t.Errorf("ecs off trace %+v", tr)
 	}
 }
+
+// TestWithSerial: a snapshot moved to another serial answers every
+// question as a snapshot built with that serial does (the SOA in answers
+// and in authority included), and the snapshot it came from still
+// answers its own serial.
+func TestWithSerial(t *testing.T) {
+	cfg := parse(t, snapDoc())
+	st := states(cfg, map[string]health.State{"dead/*": health.Down})
+	s := NewSnapshot(cfg, st, testLocator, 42)
+	if s.WithSerial(42) != s {
+		t.Error("WithSerial of the snapshot's own serial is a copy")
+	}
+	moved, want := s.WithSerial(7), NewSnapshot(cfg, st, testLocator, 7)
+	text := func(r Response) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "rcode %d;", r.Rcode)
+		for _, rr := range slices.Concat(r.Answer, r.Authority) {
+			b.WriteString(" " + rr.String())
+		}
+		return b.String()
+	}
+	for _, q := range []struct {
+		qname string
+		qtype uint16
+	}{
+		{"g.example.com.", dns.TypeSOA}, {"g.example.com.", dns.TypeNS}, {"g.example.com.", dns.TypeMX},
+		{"g.example.com.", dns.TypeA}, {"other.example.net.", dns.TypeSOA}, {"nx.other.example.net.", dns.TypeA},
+		{"nx.g.example.com.", dns.TypeA}, {"www.g.example.com.", dns.TypeA}, {"www.g.example.com.", dns.TypeAAAA},
+		{"rr.g.example.com.", dns.TypeA}, {"rr.g.example.com.", dns.TypeA}, {"dead.g.example.com.", dns.TypeA},
+		{"sub.g.example.com.", dns.TypeA}, {"whoami.g.example.com.", dns.TypeA}, {"example.org.", dns.TypeA},
+	} {
+		got, exp := text(ask(moved, q.qname, q.qtype, "")), text(ask(want, q.qname, q.qtype, ""))
+		if got != exp {
+			t.Errorf("%s %s: %s, want %s", q.qname, dns.TypeToString[q.qtype], got, exp)
+		}
+	}
+	if moved.Serial() != 7 || !slices.Equal(moved.Zones(), s.Zones()) {
+		t.Errorf("moved: serial %d zones %v", moved.Serial(), moved.Zones())
+	}
+	for _, q := range []string{"g.example.com.", "nx.g.example.com."} {
+		r := ask(s, q, dns.TypeSOA, "")
+		for _, rr := range slices.Concat(r.Answer, r.Authority) {
+			if soa, ok := rr.(*dns.SOA); ok && soa.Serial != 42 {
+				t.Errorf("%s: the original snapshot answers serial %d, want 42", q, soa.Serial)
+			}
+		}
+	}
+}

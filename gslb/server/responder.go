@@ -42,7 +42,8 @@ type Builders struct {
 	// configuration changes (start, reload), never per member change.
 	Locator func(cfg *configs.Config) (gslb.Locator, error)
 	// Snapshot builds the answer snapshot; it is called when the
-	// configuration or a member's state changes.
+	// configuration or a member's state changes, and by Prepare (beside
+	// an Update: it must be safe for concurrent use).
 	Snapshot func(in SnapshotInput) (gslb.Answerer, error)
 }
 
@@ -276,6 +277,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	loc, serial := r.loc, r.serial
 	began := time.Now()
 	var tookTopology time.Duration
+	var ready *gslb.Snapshot // built by Prepare from the same states, under the same intent
 	if newCfg {
 		if r.store == nil {
 			r.store = NewSerialStore(cfg.Daemon.StateDir, r.o.Now)
@@ -287,6 +289,9 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		var err error
 		if p := r.takePrepared(cfg); p != nil {
 			loc, sum, err = p.loc, p.sum, p.err
+			if p.snap != nil && samePools(pools, p.pools) && sameIntent(want, p.intent) {
+				ready = p.snap
+			}
 		} else {
 			loc, sum, err = r.topology(cfg)
 		}
@@ -298,16 +303,21 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
 		}
 	}
-	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: cfg, Pools: pools, Locator: loc, Serial: serial, Intent: want})
-	if err != nil {
-		return r.failed("cannot build the gslb answer snapshot; the last answers stay", err)
+	var snap gslb.Answerer
+	if ready != nil {
+		snap = ready.WithSerial(serial)
+	} else {
+		var err error
+		if snap, err = r.o.Build.Snapshot(SnapshotInput{Config: cfg, Pools: pools, Locator: loc, Serial: serial, Intent: want}); err != nil {
+			return r.failed("cannot build the gslb answer snapshot; the last answers stay", err)
+		}
 	}
 	if r.metrics != nil {
 		r.metrics.built(nil)
 	}
 	if serial != r.serial || newCfg {
 		r.log.Info("gslb configuration in force", "serial", serial,
-			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds())
+			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds(), "prepared", ready != nil)
 	}
 	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
 	r.built, r.buildErr = r.o.Now(), ""
@@ -328,22 +338,31 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 }
 
 // prepared is the topology and the served data's hash of a configuration,
-// built by Prepare ahead of its Update.
+// built by Prepare ahead of its Update, and its answer snapshot as the
+// members' states and the intent were then.
 type prepared struct {
 	cfg  *configs.Config
-	done chan struct{} // closed when loc, sum and err are set
+	done chan struct{} // closed when the fields below are set
 	loc  gslb.Locator
 	sum  string
 	err  error
+	// snap (nil: none) was built from pools under intent, with serial 0.
+	snap   *gslb.Snapshot
+	pools  []gslb.PoolState
+	intent intent.State
 }
 
 // Prepare starts building, in the background, what Update needs of the
-// new configuration cfg before the members' states: its topology and
-// the hash of its served data. The daemon calls it as soon as a reload
-// has parsed cfg, so that the build runs beside the monitor's reconcile
-// of cfg's targets; the Update of cfg then takes it instead of building
-// it. A cfg that is never given to Update (a reload rejected after the
-// parse) costs that build only. Builds run one at a time.
+// new configuration cfg: its topology, the hash of its served data and,
+// from the members' states and the intent as they are now, its answer
+// snapshot. The daemon calls it as soon as a reload has parsed cfg, so
+// that the build runs beside the monitor's reconcile of cfg's targets;
+// the Update of cfg then takes it instead of building it (the snapshot
+// only when the states it is given and the intent are still those it was
+// built from: a reload that keeps a member's monitors keeps its state;
+// else Update builds the snapshot again). A cfg that is never given to
+// Update (a reload rejected after the parse) costs that build only.
+// Builds run one at a time.
 func (r *Responder) Prepare(cfg *configs.Config) {
 	if len(cfg.GSLB.Server.ListenAddrs) == 0 {
 		return // off: Update builds nothing
@@ -359,7 +378,29 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 			<-last.done // Build.Locator need not be safe for concurrent use
 		}
 		p.loc, p.sum, p.err = r.topology(cfg)
+		if p.err == nil {
+			r.speculate(p)
+		}
 	}()
+}
+
+// speculate builds p's snapshot from the members' states and the intent
+// as they are now. Only a *gslb.Snapshot is kept: Update gives it its
+// serial with WithSerial.
+func (r *Responder) speculate(p *prepared) {
+	var st map[monitor.Key]monitor.TargetStatus
+	if r.o.Statuses != nil {
+		st = r.o.Statuses()
+	}
+	var want intent.State
+	if r.o.Intent != nil {
+		want = r.o.Intent()
+	}
+	pools := gslb.Evaluate(p.cfg, st, r.o.Now())
+	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: p.cfg, Pools: pools, Locator: p.loc, Intent: want})
+	if s, ok := snap.(*gslb.Snapshot); ok && err == nil {
+		p.snap, p.pools, p.intent = s, pools, want
+	}
 }
 
 // takePrepared waits for the build Prepare started, if any (Build.Locator

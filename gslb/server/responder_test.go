@@ -15,6 +15,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/intent"
 	"lbdns/internal/poll"
 	"lbdns/monitor"
 )
@@ -293,5 +294,135 @@ func TestResponderPrepare(t *testing.T) {
 	}
 	if len(located) != 4 {
 		t.Errorf("Locator ran %d times, want 4 (cfg4 prepared only)", len(located))
+	}
+}
+
+// TestResponderPrepareSnapshot: the snapshot Prepare built from the
+// members' states and the intent of its time is the one the Update of
+// that configuration serves, with the serial Update gives it; when the
+// states Update is given are not those, or the intent changed in
+// between, Update builds the snapshot again from its own.
+func TestResponderPrepareSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Unix(1_800_000_000, 0)
+	load := func(ttl int) *configs.Config {
+		doc := fmt.Sprintf(`[daemon]
+state_dir = %q
+
+[check.c.dns]
+qname = "example.com"
+
+[gslb.server]
+listen = ["127.0.0.1:0"]
+
+[[gslb.pool]]
+name = "p"
+monitors = ["c"]
+
+[[gslb.pool.member]]
+name = "m1"
+address = "192.0.2.1"
+
+[[gslb.zone]]
+name = %q
+ns = ["ns1.example.test."]
+
+[[gslb.name]]
+name = "www.example.test"
+ttl = %d
+last_resort = "servfail"
+
+[[gslb.name.policy]]
+pool = "p"
+`, dir, zone, ttl)
+		cfg, err := configs.Parse([]byte(doc), "t.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	var mu sync.Mutex
+	var builds int
+	statuses := upStatus(health.Up) // what Prepare sees
+	var said intent.State
+	r := NewResponder(ResponderOptions{Now: func() time.Time { return clock },
+		Statuses: func() map[monitor.Key]monitor.TargetStatus { mu.Lock(); defer mu.Unlock(); return statuses },
+		Intent:   func() intent.State { mu.Lock(); defer mu.Unlock(); return said },
+		Build: Builders{Snapshot: func(in SnapshotInput) (gslb.Answerer, error) {
+			mu.Lock()
+			builds++
+			mu.Unlock()
+			return DefaultBuilders().Snapshot(in)
+		}}})
+	defer r.Stop(context.Background())
+	// www answers rcode and TTL "rcode/ttl" and the SOA serial.
+	www := func(addr string) (string, uint32) {
+		m := exchange(t, addr, "udp", query("www."+zone, dns.TypeA, 0))
+		got := dns.RcodeToString[m.Rcode]
+		if len(m.Answer) == 1 {
+			got += fmt.Sprintf("/%d", m.Answer[0].Header().Ttl)
+		}
+		soa := exchange(t, addr, "udp", query(zone, dns.TypeSOA, 0))
+		if len(soa.Answer) != 1 {
+			t.Fatalf("SOA: %v", soa)
+		}
+		return got, soa.Answer[0].(*dns.SOA).Serial
+	}
+
+	cfg := load(30)
+	r.Prepare(cfg)
+	if err := r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Up), clock)); err != nil {
+		t.Fatal(err)
+	}
+	addr := r.Addrs()[0].String()
+	if got, serial := www(addr); got != "NOERROR/30" || serial != 1_800_000_000 || builds != 1 {
+		t.Errorf("prepared: www %s serial %d after %d builds, want NOERROR/30, 1800000000, 1 build", got, serial, builds)
+	}
+
+	// The member went down after Prepare read the states.
+	cfg = load(31)
+	r.Prepare(cfg)
+	if err := r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Down), clock)); err != nil {
+		t.Fatal(err)
+	}
+	if got, serial := www(addr); got != "SERVFAIL" || serial != 1_800_000_001 || builds != 3 {
+		t.Errorf("states changed: www %s serial %d after %d builds, want SERVFAIL, 1800000001, 3 builds", got, serial, builds)
+	}
+
+	// The same states, but a TTL raise said after Prepare read the intent.
+	mu.Lock()
+	statuses = upStatus(health.Down)
+	mu.Unlock()
+	cfg = load(32)
+	r.Prepare(cfg)
+	r.prepMu.Lock()
+	p := r.prep
+	r.prepMu.Unlock()
+	<-p.done // built from the intent without the raise
+	mu.Lock()
+	said = intent.State{TTLRaises: []intent.TTLRaise{{Zone: zone, Seconds: 600}}}
+	mu.Unlock()
+	if err := r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Down), clock)); err != nil {
+		t.Fatal(err)
+	}
+	if got, serial := www(addr); got != "SERVFAIL" || serial != 1_800_000_002 || builds != 5 {
+		t.Errorf("intent changed: www %s serial %d after %d builds, want SERVFAIL, 1800000002, 5 builds", got, serial, builds)
+	}
+	soa := exchange(t, addr, "udp", query("nx."+zone, dns.TypeA, 0))
+	if len(soa.Ns) != 1 || soa.Ns[0].(*dns.SOA).Serial != 1_800_000_002 {
+		t.Errorf("NXDOMAIN authority %v, want the SOA of serial 1800000002", soa.Ns)
+	}
+
+	// States and intent as Prepare saw them: its snapshot, raised TTL.
+	mu.Lock()
+	statuses = upStatus(health.Up)
+	mu.Unlock()
+	cfg = load(33)
+	r.Prepare(cfg)
+	if err := r.Update(cfg, gslb.Evaluate(cfg, upStatus(health.Up), clock)); err != nil {
+		t.Fatal(err)
+	}
+	if got, serial := www(addr); got != "NOERROR/600" || serial != 1_800_000_003 || builds != 6 {
+		t.Errorf("prepared under the raise: www %s serial %d after %d builds, want NOERROR/600, 1800000003, 6 builds", got, serial, builds)
 	}
 }
