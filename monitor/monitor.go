@@ -40,6 +40,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lbdns/check"
@@ -219,6 +220,10 @@ type Monitor struct {
 
 	randMu sync.Mutex
 
+	// changes counts the changes of the targets' health states (see
+	// Changes).
+	changes atomic.Uint64
+
 	// wake tells the scheduler that the earliest due time changed;
 	// evKick tells Run that events wait in overflow.
 	wake   chan struct{}
@@ -339,9 +344,12 @@ func New(opts Options) *Monitor {
 // checker, or a non-positive interval or timeout are logged and skipped.
 // Update is safe to call at any time, also from OnEvent.
 func (m *Monitor) Update(targets []Target) {
-	want := make(map[Key]Target, len(targets))
-	for _, tg := range targets {
-		if err := validTarget(tg); err != nil {
+	// want holds the index in targets of each key's target: an index, not
+	// a copy, keeps the map small (a reload gives 50,000 targets).
+	want := make(map[Key]int, len(targets))
+	for i := range targets {
+		tg := &targets[i]
+		if err := validTarget(*tg); err != nil {
 			m.log.Error("monitor: skipping target", "target", tg.Key.String(), "err", err)
 			continue
 		}
@@ -349,25 +357,32 @@ func (m *Monitor) Update(targets []Target) {
 			m.log.Error("monitor: skipping duplicate target", "target", tg.Key.String())
 			continue
 		}
-		want[tg.Key] = tg
+		want[tg.Key] = i
 	}
 
 	var stopped []chan struct{}
-	replaced := make(map[Key]*target)
-	carried := make(map[Key]*target)
+	var replaced, carried map[Key]*target
+	changed := false
 	m.mu.Lock()
 	for key, old := range m.targets {
-		tg, ok := want[key]
-		sameFacts := ok && old.addr == tg.Addr && old.spec == tg.Spec
-		if sameFacts && old.sched == tg.Schedule {
+		i, ok := want[key]
+		sameFacts := ok && old.addr == targets[i].Addr && old.spec == targets[i].Spec
+		if sameFacts && old.sched == targets[i].Schedule {
 			continue
 		}
+		changed = true
 		if sameFacts {
+			if carried == nil {
+				carried = make(map[Key]*target)
+			}
 			carried[key] = old // only the schedule changed: keep the facts
 		}
 		old.removed = true
 		m.unqueueLocked(old)
 		if old.inflight {
+			if replaced == nil {
+				replaced = make(map[Key]*target)
+			}
 			replaced[key] = old
 			if old.cancel != nil {
 				old.cancel()
@@ -383,10 +398,12 @@ func (m *Monitor) Update(targets []Target) {
 		}
 	}
 	now := m.opts.Now()
-	for key, tg := range want {
+	for key, i := range want {
 		if _, ok := m.targets[key]; ok {
 			continue
 		}
+		changed = true
+		tg := targets[i]
 		t := m.newTarget(tg, now)
 		if old := carried[key]; old != nil {
 			old.mu.Lock()
@@ -401,12 +418,22 @@ func (m *Monitor) Update(targets []Target) {
 			m.queueLocked(t, time.Now().Add(m.firstDelay(t.sched.Interval)))
 		}
 	}
+	if changed {
+		m.changes.Add(1) // after the new targets are visible (see Changes)
+	}
 	m.mu.Unlock()
 
 	for _, done := range stopped {
 		<-done
 	}
 }
+
+// Changes counts the changes of the targets' health states: every state
+// transition, and every Update that added, replaced or removed a target.
+// It moves after the change can be seen, so that a reader who read
+// Changes, then Status, then Changes again with the same count read
+// every target's current state.
+func (m *Monitor) Changes() uint64 { return m.changes.Load() }
 
 // newTarget returns the state of tg, not queued.
 func (m *Monitor) newTarget(tg Target, now time.Time) *target {
@@ -813,6 +840,7 @@ func (m *Monitor) handleResult(_ context.Context, t *target, r check.Result) (tr
 	if !changed {
 		return transitioning
 	}
+	m.changes.Add(1) // after the new state is visible (see Changes)
 	m.queueEvent(queuedEvent{t: t, ev: Event{Key: t.key, Addr: t.addr, Transition: tr, Result: r}})
 	return transitioning
 }

@@ -710,3 +710,48 @@ func TestEachKind(t *testing.T) {
 		}
 	}
 }
+
+// TestChanges: the count moves on every state transition and on every
+// Update that adds, replaces or removes a target, and stays on a result
+// that changes no state and on an Update that keeps every target.
+func TestChanges(t *testing.T) {
+	m := New(Options{})
+	ctx := context.Background()
+	last := m.Changes()
+	step := func(name string, moves bool, do func()) {
+		t.Helper()
+		do()
+		if got := m.Changes() != last; got != moves {
+			t.Errorf("%s: count moved = %v, want %v", name, got, moves)
+		}
+		last = m.Changes()
+	}
+	two := func() []Target {
+		return []Target{newTarget("a", addr(1), sched(1, 2), nop), newTarget("b", addr(2), sched(1, 2), nop)}
+	}
+	step("targets added", true, func() { m.Update(two()) })
+	step("the same targets again", false, func() { m.Update(two()) })
+	step("unknown to up", true, func() { m.handleResult(ctx, m.targets[key("a")], check.Result{OK: true}) })
+	step("up, a success", false, func() { m.handleResult(ctx, m.targets[key("a")], check.Result{OK: true}) })
+	step("up, one failure below fall", false, func() { m.handleResult(ctx, m.targets[key("a")], check.Result{}) })
+	step("up to down", true, func() { m.handleResult(ctx, m.targets[key("a")], check.Result{}) })
+	step("a spec changed", true, func() {
+		tgs := two()
+		tgs[1].Spec = "other"
+		m.Update(tgs)
+	})
+	step("a schedule changed", true, func() {
+		tgs := two()
+		tgs[1].Spec = "other"
+		tgs[1].Schedule.Interval = time.Second
+		m.Update(tgs)
+	})
+	step("a target removed", true, func() { m.Update(two()[:1]) })
+	step("an invalid and a duplicate target skipped", false, func() {
+		tgs := append(two()[:1], newTarget("a", addr(3), sched(1, 2), nop), Target{Key: key("c")})
+		m.Update(tgs)
+	})
+	if st := m.Status(); len(st) != 1 || st[key("a")].Addr != addr(1) {
+		t.Errorf("status %v, want a at %v only", st, addr(1))
+	}
+}
