@@ -246,7 +246,7 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Intent: d.intentNow, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.gslb = server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Changes: d.mon.Changes, Intent: d.intentNow, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },

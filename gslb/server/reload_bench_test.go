@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
+	"lbdns/monitor"
 )
 
 // writeBigReload writes the configuration of bench/responder/run.sh's
@@ -118,6 +120,34 @@ func BenchmarkBigReload(b *testing.B) {
 			if _, err := gslb.Targets(cfg, stub); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// The monitor holds the members' targets; a reload that keeps them
+	// gives it the same targets again (new checkers), and the responder
+	// reads every status to evaluate the members.
+	mon := monitor.New(monitor.Options{})
+	probe := check.Func(func(context.Context) check.Result { return check.Result{OK: true} })
+	real := func(*configs.Check, netip.AddrPort) (check.Checker, error) { return probe, nil }
+	tgs, err := gslb.Targets(cfg, real)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mon.Update(tgs)
+	b.Run("monitor-update", func(b *testing.B) {
+		for b.Loop() {
+			tgs, _ := gslb.Targets(cfg, real)
+			mon.Update(tgs)
+		}
+	})
+	b.Run("statuses", func(b *testing.B) {
+		for b.Loop() {
+			mon.Status()
+		}
+	})
+	b.Run("evaluate-statuses", func(b *testing.B) {
+		st := mon.Status()
+		for b.Loop() {
+			gslb.Evaluate(cfg, st, now)
 		}
 	})
 	b.Run("topology", func(b *testing.B) {

@@ -89,6 +89,12 @@ type ResponderOptions struct {
 	// Statuses returns the monitor's statuses, from which the GSLB
 	// members' states are evaluated. Required.
 	Statuses func() map[monitor.Key]monitor.TargetStatus
+	// Changes, when set, counts the changes of the monitor's states
+	// (monitor.Monitor.Changes): when it has not moved since Prepare
+	// read the statuses, the Update of a reload takes Prepare's members'
+	// states instead of reading and evaluating them again. Nil: Update
+	// always reads them.
+	Changes func() uint64
 	// Intent returns the operator intent in force (read on every
 	// update). Nil: none.
 	Intent func() intent.State
@@ -239,6 +245,10 @@ func (r *Responder) Refresh() { r.refresh() }
 func (r *Responder) refresh() time.Duration {
 	began := time.Now()
 	cfg := r.o.Config()
+	if pools := r.preparedPools(cfg); pools != nil {
+		_ = r.Update(cfg, pools) // logged by Update
+		return time.Since(began)
+	}
 	var st map[monitor.Key]monitor.TargetStatus
 	if r.o.Statuses != nil {
 		st = r.o.Statuses()
@@ -346,10 +356,13 @@ type prepared struct {
 	loc  gslb.Locator
 	sum  string
 	err  error
-	// snap (nil: none) was built from pools under intent, with serial 0.
-	snap   *gslb.Snapshot
-	pools  []gslb.PoolState
-	intent intent.State
+	// snap (nil: none) was built from pools under intent, with serial 0;
+	// pools were evaluated from the statuses read when the monitor's
+	// Changes was changes.
+	snap    *gslb.Snapshot
+	pools   []gslb.PoolState
+	intent  intent.State
+	changes uint64
 }
 
 // Prepare starts building, in the background, what Update needs of the
@@ -388,6 +401,10 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 // as they are now. Only a *gslb.Snapshot is kept: Update gives it its
 // serial with WithSerial.
 func (r *Responder) speculate(p *prepared) {
+	var changes uint64
+	if r.o.Changes != nil {
+		changes = r.o.Changes() // before the statuses (see monitor.Monitor.Changes)
+	}
 	var st map[monitor.Key]monitor.TargetStatus
 	if r.o.Statuses != nil {
 		st = r.o.Statuses()
@@ -399,8 +416,29 @@ func (r *Responder) speculate(p *prepared) {
 	pools := gslb.Evaluate(p.cfg, st, r.o.Now())
 	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: p.cfg, Pools: pools, Locator: p.loc, Intent: want})
 	if s, ok := snap.(*gslb.Snapshot); ok && err == nil {
-		p.snap, p.pools, p.intent = s, pools, want
+		p.snap, p.pools, p.intent, p.changes = s, pools, want, changes
 	}
+}
+
+// preparedPools returns the members' states Prepare evaluated for cfg
+// when the monitor's states have not changed since (nil when they may
+// have, or when no snapshot of cfg was prepared). It waits for Prepare's
+// build.
+func (r *Responder) preparedPools(cfg *configs.Config) []gslb.PoolState {
+	if r.o.Changes == nil {
+		return nil
+	}
+	r.prepMu.Lock()
+	p := r.prep
+	r.prepMu.Unlock()
+	if p == nil || p.cfg != cfg {
+		return nil
+	}
+	<-p.done
+	if p.snap == nil || r.o.Changes() != p.changes {
+		return nil
+	}
+	return p.pools
 }
 
 // takePrepared waits for the build Prepare started, if any (Build.Locator

@@ -305,42 +305,7 @@ func TestResponderPrepare(t *testing.T) {
 func TestResponderPrepareSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	clock := time.Unix(1_800_000_000, 0)
-	load := func(ttl int) *configs.Config {
-		doc := fmt.Sprintf(`[daemon]
-state_dir = %q
-
-[check.c.dns]
-qname = "example.com"
-
-[gslb.server]
-listen = ["127.0.0.1:0"]
-
-[[gslb.pool]]
-name = "p"
-monitors = ["c"]
-
-[[gslb.pool.member]]
-name = "m1"
-address = "192.0.2.1"
-
-[[gslb.zone]]
-name = %q
-ns = ["ns1.example.test."]
-
-[[gslb.name]]
-name = "www.example.test"
-ttl = %d
-last_resort = "servfail"
-
-[[gslb.name.policy]]
-pool = "p"
-`, dir, zone, ttl)
-		cfg, err := configs.Parse([]byte(doc), "t.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
+	load := func(ttl int) *configs.Config { return wwwConfig(t, dir, ttl) }
 	var mu sync.Mutex
 	var builds int
 	statuses := upStatus(health.Up) // what Prepare sees
@@ -424,5 +389,109 @@ pool = "p"
 	}
 	if got, serial := www(addr); got != "NOERROR/600" || serial != 1_800_000_003 || builds != 6 {
 		t.Errorf("prepared under the raise: www %s serial %d after %d builds, want NOERROR/600, 1800000003, 6 builds", got, serial, builds)
+	}
+}
+
+// wwwConfig is a configuration of one zone whose name www answers with
+// TTL ttl from pool p (member m1, monitor c), SERVFAIL without a member
+// up, its state in dir.
+func wwwConfig(t *testing.T, dir string, ttl int) *configs.Config {
+	t.Helper()
+	doc := fmt.Sprintf(`[daemon]
+state_dir = %q
+
+[check.c.dns]
+qname = "example.com"
+
+[gslb.server]
+listen = ["127.0.0.1:0"]
+
+[[gslb.pool]]
+name = "p"
+monitors = ["c"]
+
+[[gslb.pool.member]]
+name = "m1"
+address = "192.0.2.1"
+
+[[gslb.zone]]
+name = %q
+ns = ["ns1.example.test."]
+
+[[gslb.name]]
+name = "www.example.test"
+ttl = %d
+last_resort = "servfail"
+
+[[gslb.name.policy]]
+pool = "p"
+`, dir, zone, ttl)
+	cfg, err := configs.Parse([]byte(doc), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestResponderRefreshPrepared: a refresh of the configuration Prepare
+// built takes Prepare's members' states when the monitor's states have
+// not changed since (it reads no status), and reads and evaluates them
+// again when they have.
+func TestResponderRefreshPrepared(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	var changes uint64
+	var reads int
+	cfg := wwwConfig(t, dir, 30)
+	statuses := upStatus(health.Up)
+	r := NewResponder(ResponderOptions{Now: func() time.Time { return clock },
+		Config: func() *configs.Config { mu.Lock(); defer mu.Unlock(); return cfg },
+		Statuses: func() map[monitor.Key]monitor.TargetStatus {
+			mu.Lock()
+			defer mu.Unlock()
+			reads++
+			return statuses
+		},
+		Changes: func() uint64 { mu.Lock(); defer mu.Unlock(); return changes },
+	})
+	defer r.Stop(context.Background())
+	r.Refresh()
+	addr := r.Addrs()[0].String()
+	www := func() string {
+		m := exchange(t, addr, "udp", query("www."+zone, dns.TypeA, 0))
+		if len(m.Answer) == 1 {
+			return fmt.Sprintf("%s/%d", dns.RcodeToString[m.Rcode], m.Answer[0].Header().Ttl)
+		}
+		return dns.RcodeToString[m.Rcode]
+	}
+	if got := www(); got != "NOERROR/30" || reads != 1 {
+		t.Fatalf("first: www %s after %d reads", got, reads)
+	}
+
+	// Nothing changed since Prepare: one read, Prepare's.
+	next := wwwConfig(t, dir, 31)
+	r.Prepare(next)
+	mu.Lock()
+	cfg = next
+	mu.Unlock()
+	r.Refresh()
+	if got := www(); got != "NOERROR/31" || reads != 2 {
+		t.Errorf("unchanged states: www %s after %d reads, want NOERROR/31 after 2", got, reads)
+	}
+
+	// The member went down after Prepare read the states: read again.
+	next = wwwConfig(t, dir, 32)
+	r.Prepare(next)
+	r.prepMu.Lock()
+	p := r.prep
+	r.prepMu.Unlock()
+	<-p.done
+	mu.Lock()
+	cfg, statuses, changes = next, upStatus(health.Down), changes+1
+	mu.Unlock()
+	r.Refresh()
+	if got := www(); got != "SERVFAIL" || reads != 4 {
+		t.Errorf("changed states: www %s after %d reads, want SERVFAIL after 4", got, reads)
 	}
 }
