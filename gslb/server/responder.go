@@ -137,6 +137,12 @@ type Responder struct {
 	prepMu sync.Mutex
 	prep   *prepared
 
+	// read is the last statuses read while the monitor's Changes was
+	// readAt (under readMu; never modified: Evaluate only reads it).
+	readMu sync.Mutex
+	read   map[monitor.Key]monitor.TargetStatus
+	readAt uint64
+
 	built     time.Time    // when snap was built
 	buildErr  string       // why the last build failed ("" when it worked)
 	listenErr string       // why the listeners could not be opened
@@ -249,11 +255,7 @@ func (r *Responder) refresh() time.Duration {
 		_ = r.Update(cfg, pools) // logged by Update
 		return time.Since(began)
 	}
-	var st map[monitor.Key]monitor.TargetStatus
-	if r.o.Statuses != nil {
-		st = r.o.Statuses()
-	}
-	_ = r.Update(cfg, gslb.Evaluate(cfg, st, r.o.Now())) // logged by Update
+	_ = r.Update(cfg, gslb.Evaluate(cfg, r.statuses(), r.o.Now())) // logged by Update
 	return time.Since(began)
 }
 
@@ -358,7 +360,8 @@ type prepared struct {
 	err  error
 	// snap (nil: none) was built from pools under intent, with serial 0;
 	// pools were evaluated from the statuses read when the monitor's
-	// Changes was changes.
+	// Changes was changes (pools, intent and changes are set also when
+	// snap is not).
 	snap    *gslb.Snapshot
 	pools   []gslb.PoolState
 	intent  intent.State
@@ -390,34 +393,65 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 		if last != nil {
 			<-last.done // Build.Locator need not be safe for concurrent use
 		}
-		p.loc, p.sum, p.err = r.topology(cfg)
+		// The hash, the members' states and the topology, side by side;
+		// then the snapshot.
+		var wg sync.WaitGroup
+		wg.Go(func() { p.sum = ConfigHash(cfg) })
+		wg.Go(func() { r.evaluate(p) })
+		p.loc, p.err = r.o.Build.Locator(cfg)
+		wg.Wait()
 		if p.err == nil {
 			r.speculate(p)
 		}
 	}()
 }
 
+// evaluate evaluates the members of p's configuration from the monitor's
+// states as they are now, under the intent in force.
+func (r *Responder) evaluate(p *prepared) {
+	if r.o.Changes != nil {
+		p.changes = r.o.Changes() // before the statuses (see monitor.Monitor.Changes)
+	}
+	st := r.statuses()
+	if r.o.Intent != nil {
+		p.intent = r.o.Intent()
+	}
+	p.pools = gslb.Evaluate(p.cfg, st, r.o.Now())
+}
+
 // speculate builds p's snapshot from the members' states and the intent
-// as they are now. Only a *gslb.Snapshot is kept: Update gives it its
+// evaluate took. Only a *gslb.Snapshot is kept: Update gives it its
 // serial with WithSerial.
 func (r *Responder) speculate(p *prepared) {
-	var changes uint64
-	if r.o.Changes != nil {
-		changes = r.o.Changes() // before the statuses (see monitor.Monitor.Changes)
-	}
-	var st map[monitor.Key]monitor.TargetStatus
-	if r.o.Statuses != nil {
-		st = r.o.Statuses()
-	}
-	var want intent.State
-	if r.o.Intent != nil {
-		want = r.o.Intent()
-	}
-	pools := gslb.Evaluate(p.cfg, st, r.o.Now())
-	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: p.cfg, Pools: pools, Locator: p.loc, Intent: want})
+	snap, err := r.o.Build.Snapshot(SnapshotInput{Config: p.cfg, Pools: p.pools, Locator: p.loc, Intent: p.intent})
 	if s, ok := snap.(*gslb.Snapshot); ok && err == nil {
-		p.snap, p.pools, p.intent, p.changes = s, pools, want, changes
+		p.snap = s
 	}
+}
+
+// statuses returns the monitor's statuses: those read last when the
+// monitor's Changes has not moved since (the states are the same; the
+// last results may be older, and only the states make the answers), else
+// read now. Reading 50,000 statuses costs ~80 ms.
+func (r *Responder) statuses() map[monitor.Key]monitor.TargetStatus {
+	if r.o.Statuses == nil {
+		return nil
+	}
+	if r.o.Changes == nil {
+		return r.o.Statuses()
+	}
+	at := r.o.Changes() // before the statuses (see monitor.Monitor.Changes)
+	r.readMu.Lock()
+	st, ok := r.read, r.read != nil && r.readAt == at
+	r.readMu.Unlock()
+	if ok {
+		return st
+	}
+	st = r.o.Statuses()
+	r.readMu.Lock()
+	r.read, r.readAt = st, at
+	r.readMu.Unlock()
+	return st
 }
 
 // preparedPools returns the members' states Prepare evaluated for cfg

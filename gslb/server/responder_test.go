@@ -435,8 +435,9 @@ pool = "p"
 
 // TestResponderRefreshPrepared: a refresh of the configuration Prepare
 // built takes Prepare's members' states when the monitor's states have
-// not changed since (it reads no status), and reads and evaluates them
-// again when they have.
+// not changed since, and evaluates them again when they have; statuses
+// are read again only when the monitor's states changed since the last
+// read.
 func TestResponderRefreshPrepared(t *testing.T) {
 	dir := t.TempDir()
 	clock := time.Unix(1_800_000_000, 0)
@@ -469,15 +470,15 @@ func TestResponderRefreshPrepared(t *testing.T) {
 		t.Fatalf("first: www %s after %d reads", got, reads)
 	}
 
-	// Nothing changed since Prepare: one read, Prepare's.
+	// Nothing changed since the first read: no read at all.
 	next := wwwConfig(t, dir, 31)
 	r.Prepare(next)
 	mu.Lock()
 	cfg = next
 	mu.Unlock()
 	r.Refresh()
-	if got := www(); got != "NOERROR/31" || reads != 2 {
-		t.Errorf("unchanged states: www %s after %d reads, want NOERROR/31 after 2", got, reads)
+	if got := www(); got != "NOERROR/31" || reads != 1 {
+		t.Errorf("unchanged states: www %s after %d reads, want NOERROR/31 after 1", got, reads)
 	}
 
 	// The member went down after Prepare read the states: read again.
@@ -491,7 +492,21 @@ func TestResponderRefreshPrepared(t *testing.T) {
 	cfg, statuses, changes = next, upStatus(health.Down), changes+1
 	mu.Unlock()
 	r.Refresh()
-	if got := www(); got != "SERVFAIL" || reads != 4 {
-		t.Errorf("changed states: www %s after %d reads, want SERVFAIL after 4", got, reads)
+	if got := www(); got != "SERVFAIL" || reads != 2 {
+		t.Errorf("changed states: www %s after %d reads, want SERVFAIL after 2", got, reads)
+	}
+	mu.Lock()
+	statuses = upStatus(health.Up) // a change the monitor did not count: not read
+	mu.Unlock()
+	r.Refresh()
+	if got := www(); got != "SERVFAIL" || reads != 2 {
+		t.Errorf("no change counted: www %s after %d reads, want SERVFAIL after 2", got, reads)
+	}
+	mu.Lock()
+	changes++
+	mu.Unlock()
+	r.Refresh()
+	if got := www(); got != "NOERROR/32" || reads != 3 {
+		t.Errorf("a change counted: www %s after %d reads, want NOERROR/32 after 3", got, reads)
 	}
 }
