@@ -184,14 +184,23 @@ type MonitorState struct {
 // monitor status.
 func Evaluate(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) []PoolState {
 	out := make([]PoolState, 0, len(cfg.GSLB.Pools))
+	reasons := map[reasonKey]string{} // the reasons without a monitor named, made once
 	for i := range cfg.GSLB.Pools {
 		p := &cfg.GSLB.Pools[i]
 		ps := PoolState{Name: p.Name, Combine: p.Combine, Total: len(p.Members), Members: make([]MemberState, 0, len(p.Members))}
 		if p.Combine == configs.CombineAtLeast {
 			ps.AtLeast = p.AtLeast
 		}
+		// One array for the monitors of the pool's members, each member
+		// a capped slice of it.
+		n := 0
 		for j := range p.Members {
-			ms := evaluateMember(cfg, p, &p.Members[j], statuses, now)
+			n += len(p.MemberMonitors(&p.Members[j]))
+		}
+		mons := make([]MonitorState, 0, n)
+		for j := range p.Members {
+			var ms MemberState
+			ms, mons = evaluateMember(cfg, p, &p.Members[j], statuses, now, mons, reasons)
 			if ms.State == health.Up {
 				ps.Up++
 			}
@@ -202,11 +211,22 @@ func Evaluate(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus
 	return out
 }
 
-// evaluateMember combines the monitors of member m of pool p.
-func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMember, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) MemberState {
+// reasonKey is what a reason without a monitor down or unknown says.
+type reasonKey struct {
+	up, total, need int
+	combine         string
+}
+
+// evaluateMember combines the monitors of member m of pool p. Its
+// Monitors are appended to mons (returned), capped; reasons holds the
+// reasons already made that name no monitor.
+func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMember, statuses map[monitor.Key]monitor.TargetStatus, now time.Time,
+	mons []MonitorState, reasons map[reasonKey]string) (MemberState, []MonitorState) {
 	ms := MemberState{Name: m.Name, Addr: m.Addr, ProbeAddr: m.ProbeAddr, Weight: m.Weight, Priority: m.Priority}
 	names := p.MemberMonitors(m)
-	var upSince, downSince []time.Time
+	var upBuf, downBuf [4]time.Time
+	upSince, downSince := upBuf[:0], downBuf[:0]
+	first := len(mons)
 	var down, unknown []string
 	latest := time.Time{}
 	for _, name := range names {
@@ -243,7 +263,10 @@ func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMem
 		if mon.Known && mon.Since.After(latest) {
 			latest = mon.Since
 		}
-		ms.Monitors = append(ms.Monitors, mon)
+		mons = append(mons, mon)
+	}
+	if len(mons) > first {
+		ms.Monitors = mons[first:len(mons):len(mons)]
 	}
 
 	need := len(names)
@@ -262,8 +285,16 @@ func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMem
 	if ms.Since.IsZero() {
 		ms.Since = now
 	}
-	ms.Reason = reason(len(upSince), len(names), need, p.Combine, down, unknown)
-	return ms
+	if len(down) == 0 && len(unknown) == 0 {
+		k := reasonKey{len(upSince), len(names), need, p.Combine}
+		if ms.Reason = reasons[k]; ms.Reason == "" {
+			ms.Reason = reason(k.up, k.total, k.need, k.combine, nil, nil)
+			reasons[k] = ms.Reason
+		}
+	} else {
+		ms.Reason = reason(len(upSince), len(names), need, p.Combine, down, unknown)
+	}
+	return ms, mons
 }
 
 // nth returns the n-th earliest of times (1-based): the moment the n-th
@@ -271,6 +302,9 @@ func evaluateMember(cfg *configs.Config, p *configs.GSLBPool, m *configs.GSLBMem
 func nth(times []time.Time, n int) time.Time {
 	if n < 1 || n > len(times) {
 		return time.Time{}
+	}
+	if len(times) == 1 {
+		return times[0] // one monitor: the common case, without a copy
 	}
 	s := slices.Clone(times)
 	slices.SortFunc(s, func(a, b time.Time) int { return a.Compare(b) })

@@ -16,6 +16,7 @@ import (
 	"lbdns/configs"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
+	"lbdns/health"
 	"lbdns/monitor"
 )
 
@@ -166,8 +167,12 @@ func BenchmarkBigReload(b *testing.B) {
 			mon.Status()
 		}
 	})
-	cpuRun(b, "evaluate-statuses", func(b *testing.B) {
+	cpuRun(b, "evaluate-up", func(b *testing.B) {
 		st := mon.Status()
+		for k, ts := range st {
+			ts.Health.State = health.Up // as on the bench's reload
+			st[k] = ts
+		}
 		for b.Loop() {
 			gslb.Evaluate(cfg, st, now)
 		}
