@@ -76,7 +76,20 @@ func newFamPool(p *configs.GSLBPool, counter *atomic.Uint64, members []member) *
 	if fp.max < 1 {
 		fp.max = configs.DefaultMaxRecords
 	}
+	// Slices made at their size: a reload builds 20,000 pools' worth.
+	nUp := 0
+	for _, m := range members {
+		if m.state == health.Up {
+			nUp++
+		}
+	}
 	var upRRs []dns.RR
+	if len(members) > 0 {
+		fp.all = make([]dns.RR, 0, len(members))
+	}
+	if nUp > 0 {
+		fp.up, upRRs = make([]member, 0, nUp), make([]dns.RR, 0, nUp)
+	}
 	for i, m := range members {
 		fp.all = append(fp.all, m.rr)
 		switch m.state {

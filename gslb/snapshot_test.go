@@ -817,3 +817,34 @@ func TestWithSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestRRArena: the arena's records are those addrRR makes, for IPv4,
+// IPv6 and IPv4-mapped IPv6 addresses, across many arrays, and a record
+// handed out earlier is not changed by those made after it.
+func TestRRArena(t *testing.T) {
+	var ar rrArena
+	var got, want []dns.RR
+	for i := range 3 * arenaChunk {
+		var a netip.Addr
+		switch i % 3 {
+		case 0:
+			a = netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		case 1:
+			a = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)})
+		default:
+			a = netip.AddrFrom16(netip.AddrFrom4([4]byte{192, 0, byte(i >> 8), byte(i)}).As16())
+		}
+		owner := fmt.Sprintf("n%d.example.", i)
+		got = append(got, ar.rr(owner, a, uint32(i)))
+		want = append(want, addrRR(owner, a, uint32(i)))
+	}
+	for i := range got {
+		if got[i].String() != want[i].String() {
+			t.Fatalf("record %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	a := got[0].(*dns.A)
+	if cap(a.A) != len(a.A) {
+		t.Errorf("address bytes not capped: len %d cap %d", len(a.A), cap(a.A))
+	}
+}
