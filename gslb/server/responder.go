@@ -393,16 +393,18 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 		if last != nil {
 			<-last.done // Build.Locator need not be safe for concurrent use
 		}
-		// The hash, the members' states and the topology, side by side;
-		// then the snapshot.
+		// The hash beside the members' states and the topology, and
+		// beside the snapshot built from them.
+		hash := make(chan string, 1)
+		go func() { hash <- ConfigHash(cfg) }()
 		var wg sync.WaitGroup
-		wg.Go(func() { p.sum = ConfigHash(cfg) })
 		wg.Go(func() { r.evaluate(p) })
 		p.loc, p.err = r.o.Build.Locator(cfg)
 		wg.Wait()
 		if p.err == nil {
 			r.speculate(p)
 		}
+		p.sum = <-hash
 	}()
 }
 
