@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -134,14 +136,32 @@ type NameEmergency struct {
 // by configs.Load) with the members' states pools (from Evaluate; a
 // member missing from it is unknown), locating clients with loc (nil: no
 // location, only global policies match) and answering serial in every
-// zone's SOA.
+// zone's SOA. The names of a big configuration are built by as many
+// goroutines as GOMAXPROCS, each a share of them.
 func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uint32, opts ...Option) *Snapshot {
+	parts := 1
+	if len(cfg.GSLB.Names) >= parallelNames {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	return newSnapshot(cfg, pools, loc, serial, parts, opts...)
+}
+
+// parallelNames is the number of names from which NewSnapshot builds them
+// in parallel.
+const parallelNames = 1000
+
+// newSnapshot is NewSnapshot with the names built by parts goroutines.
+func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uint32, parts int, opts ...Option) *Snapshot {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	g := &cfg.GSLB
-	s := &Snapshot{serial: serial, loc: loc, max: g.MaxRecords, zones: map[string]*zone{}, nodes: map[string]*node{}}
+	owners := len(g.Names) + 1
+	for i := range g.Zones {
+		owners += 1 + len(g.Zones[i].Records)
+	}
+	s := &Snapshot{serial: serial, loc: loc, max: g.MaxRecords, zones: map[string]*zone{}, nodes: make(map[string]*node, owners)}
 	if s.max < 1 {
 		s.max = configs.DefaultMaxRecords
 	}
@@ -160,9 +180,23 @@ func NewSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 		counters[g.Pools[i].Name] = new(atomic.Uint64)
 	}
 	ranks := g.PolicyRanks()
-	var rrs rrArena
-	for i := range g.Names {
-		n := newName(cfg, &g.Names[i], states, counters, ranks, s.zoneOf, o.intent, &rrs)
+	// The names, each share by a goroutine (newName reads what is built
+	// above, and only that); then, in configuration order, into the
+	// snapshot.
+	names := make([]*name, len(g.Names))
+	parts = max(1, min(parts, len(names)))
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := k*len(names)/parts, (k+1)*len(names)/parts
+		wg.Go(func() {
+			var rrs rrArena
+			for i := lo; i < hi; i++ {
+				names[i] = newName(cfg, &g.Names[i], states, counters, ranks, s.zoneOf, o.intent, &rrs)
+			}
+		})
+	}
+	wg.Wait()
+	for _, n := range names {
 		if n == nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
+	"lbdns/intent"
 )
 
 // snapDoc is the configuration of most tests.
@@ -846,5 +847,45 @@ func TestRRArena(t *testing.T) {
 	a := got[0].(*dns.A)
 	if cap(a.A) != len(a.A) {
 		t.Errorf("address bytes not capped: len %d cap %d", len(a.A), cap(a.A))
+	}
+}
+
+// TestSnapshotParts: names built by several goroutines make the snapshot
+// one goroutine makes: the same answers, and the names on their last
+// resort and under intent in configuration order.
+func TestSnapshotParts(t *testing.T) {
+	cfg := parse(t, snapDoc())
+	st := states(cfg, map[string]health.State{"dead/*": health.Down, "prio/p1": health.Down})
+	raise := WithIntent(intent.State{TTLRaises: []intent.TTLRaise{{Zone: "g.example.com.", Seconds: 900}}})
+	text := func(r Response) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "rcode %d;", r.Rcode)
+		for _, rr := range slices.Concat(r.Answer, r.Authority) {
+			b.WriteString(" " + rr.String())
+		}
+		return b.String()
+	}
+	for _, parts := range []int{2, 3, len(cfg.GSLB.Names), len(cfg.GSLB.Names) + 5} {
+		// Fresh both: answers move the pools' rotation counters.
+		one, many := newSnapshot(cfg, st, testLocator, 42, 1, raise), newSnapshot(cfg, st, testLocator, 42, parts, raise)
+		if !slices.Equal(one.Degraded(), many.Degraded()) || !slices.Equal(one.Emergencies(), many.Emergencies()) {
+			t.Errorf("%d parts: degraded %v emergencies %v, want %v and %v", parts, many.Degraded(), many.Emergencies(), one.Degraded(), one.Emergencies())
+		}
+		if len(one.Emergencies()) < 2 {
+			t.Fatalf("emergencies %v: the test wants several", one.Emergencies())
+		}
+		for i := range cfg.GSLB.Names {
+			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+				q := dns.CanonicalName(cfg.GSLB.Names[i].Name)
+				if q == "random.g.example.com." {
+					continue // its pick is random
+				}
+				for _, ecs := range []string{"", "198.51.100.0/24"} {
+					if got, want := text(ask(many, q, qt, ecs)), text(ask(one, q, qt, ecs)); got != want {
+						t.Errorf("%d parts: %s %s (ECS %q): %s, want %s", parts, q, dns.TypeToString[qt], ecs, got, want)
+					}
+				}
+			}
+		}
 	}
 }
