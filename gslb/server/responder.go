@@ -90,10 +90,11 @@ type ResponderOptions struct {
 	// members' states are evaluated. Required.
 	Statuses func() map[monitor.Key]monitor.TargetStatus
 	// Changes, when set, counts the changes of the monitor's states
-	// (monitor.Monitor.Changes): when it has not moved since Prepare
-	// read the statuses, the Update of a reload takes Prepare's members'
-	// states instead of reading and evaluating them again. Nil: Update
-	// always reads them.
+	// (monitor.Monitor.Changes): the responder reads Statuses again only
+	// when it moved since the last read, and when it has not moved since
+	// Prepare read them, the Update of a reload takes Prepare's members'
+	// states instead of evaluating them again. Nil: every update reads
+	// and evaluates them.
 	Changes func() uint64
 	// Intent returns the operator intent in force (read on every
 	// update). Nil: none.
