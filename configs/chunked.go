@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -122,8 +123,15 @@ func decodeAll(chunks []*chunk, workers int) {
 	wg.Wait()
 }
 
-// decode decodes the chunk alone and records its shape.
+// decode decodes the chunk alone and records its shape. A panic of the
+// decoder becomes the chunk's error: the serial decode then meets it in
+// the caller's goroutine, as it did before chunks.
 func (c *chunk) decode() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.err = fmt.Errorf("decode chunk: panic: %v", r)
+		}
+	}()
 	c.md, c.err = toml.Decode(c.text, &c.m)
 	if c.err != nil {
 		return
