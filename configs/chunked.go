@@ -136,35 +136,63 @@ func (c *chunk) decode() {
 	if c.err != nil {
 		return
 	}
+	// The walk visits every table (about one per ten keys): a trie of
+	// key parts keeps it free of allocations; its few nodes are listed
+	// after.
+	root := &shapeNode{}
+	root.walk(c.m)
 	c.shape = map[string]toml.Key{}
-	var walk func(path toml.Key, v any)
-	walk = func(path toml.Key, v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			s := path.String()
-			if _, ok := c.shape[s]; !ok {
-				c.shape[s] = append(toml.Key(nil), path...)
-			}
-			for k, sub := range v {
-				switch sub.(type) {
-				case map[string]any, []map[string]any, []any:
-					walk(append(path, k), sub)
+	root.list(nil, c.shape)
+}
+
+// shapeNode is a node of the trie of key paths that hold tables.
+type shapeNode struct {
+	table    bool
+	children map[string]*shapeNode
+}
+
+// walk records v, found at the node's path, and what it holds.
+func (n *shapeNode) walk(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		n.table = true
+		for k, sub := range v {
+			switch sub.(type) {
+			case map[string]any, []map[string]any, []any:
+				c := n.children[k]
+				if c == nil {
+					if n.children == nil {
+						n.children = map[string]*shapeNode{}
+					}
+					c = &shapeNode{}
+					n.children[k] = c
 				}
+				c.walk(sub)
 			}
-		case []map[string]any:
-			for _, e := range v {
-				walk(path, e)
-			}
-		case []any:
-			for _, e := range v {
-				switch e.(type) {
-				case map[string]any, []any:
-					walk(path, e)
-				}
+		}
+	case []map[string]any:
+		for _, e := range v {
+			n.walk(e)
+		}
+	case []any:
+		for _, e := range v {
+			switch e.(type) {
+			case map[string]any, []any:
+				n.walk(e)
 			}
 		}
 	}
-	walk(make(toml.Key, 0, 8), c.m)
+}
+
+// list adds the paths of the trie's tables to out, by toml.Key string.
+func (n *shapeNode) list(path toml.Key, out map[string]toml.Key) {
+	if n.table {
+		k := append(toml.Key(nil), path...)
+		out[k.String()] = k
+	}
+	for name, c := range n.children {
+		c.list(append(path[:len(path):len(path)], name), out)
+	}
 }
 
 // index fills the chunk's header path sets.
