@@ -287,9 +287,9 @@ func TestPlanChunks(t *testing.T) {
 // the same paths as tables, arrays of tables, dotted keys, inline tables
 // and static arrays.
 func randomDoc(r *rand.Rand) string {
-	paths := []string{"n", "m", "n.p", "n.x", "g", "g.t", "g.n", "x", "a.b", "a"}
-	keys := []string{"x", "y", "x.b", "x.c", "t", "t.a", "n", "p"}
-	values := []string{"1", "[1]", "{a = 1}", "[{a = 1}]", "\"s\"", "\"\"\"\n[[n]]\n\"\"\"", "[\n[1],\n]", "{}", "[]"}
+	paths := []string{"n", "m", "n.p", "n.x", "g", "g.t", "g.n", "x", "a.b", "a", "g.t.b", "n.x.b"}
+	keys := []string{"x", "y", "x.b", "x.c", "t", "t.a", "n", "p", "\"x\"", "x.b.c", "b"}
+	values := []string{"1", "[1]", "{a = 1}", "[{a = 1}]", "\"s\"", "\"\"\"\n[[n]]\n\"\"\"", "[\n[1],\n]", "{}", "[]", "{b.c = 1}", "[[{a = [1]}]]"}
 	var b strings.Builder
 	for range 1 + r.IntN(12) {
 		switch r.IntN(5) {
