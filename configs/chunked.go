@@ -358,6 +358,13 @@ func planChunks(doc string, size int) []*chunk {
 		}
 	}
 	splits := splitSet(arrays)
+	// Every cut must follow a line end (see "Why the merge is exact"),
+	// whatever the scanner thought.
+	for _, h := range headers {
+		if h.off > 0 && doc[h.off-1] != '\n' && !(h.off == 3 && strings.HasPrefix(doc, bom)) {
+			return nil
+		}
+	}
 	var chunks []*chunk
 	start, first := 0, 0
 	for i, h := range headers {
@@ -369,6 +376,9 @@ func planChunks(doc string, size int) []*chunk {
 	}
 	return append(chunks, &chunk{text: doc[start:], headers: headers[first:]})
 }
+
+// bom is the UTF-8 byte order mark.
+const bom = "\xef\xbb\xbf"
 
 // header is a header line found by scanHeaders.
 type header struct {
@@ -389,7 +399,7 @@ func scanHeaders(doc string) (headers []header, ok bool) {
 	depth := 0
 	lineStart := true
 	i := 0
-	if strings.HasPrefix(doc, "\xef\xbb\xbf") { // UTF-8 BOM, skipped by the parser
+	if strings.HasPrefix(doc, bom) { // skipped by the parser
 		i = 3
 	}
 	for i < n {
@@ -415,7 +425,7 @@ func scanHeaders(doc string) (headers []header, ok bool) {
 		switch c := doc[i]; c {
 		case '\n':
 			i++
-			lineStart = true
+			lineStart = depth == 0
 		case '#':
 			for i < n && doc[i] != '\n' {
 				i++

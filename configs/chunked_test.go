@@ -156,6 +156,8 @@ name = "b"
 	{name: "sub-array of an earlier chunk's element", doc: "[[a]]\nx = 1\n[[b]]\ny = 2\n[[a]]\nx = 3\n[[b.c]]\n[[b]]\n"},
 	{name: "static array then array of tables", bad: true, doc: "[[a]]\n[g]\nb = []\n[[a]]\n[[g.b]]\n"},
 	{name: "NUL byte", bad: true, doc: "[[n]]\nx = 1\n[[n]]\n\x00\n"},
+	{name: "header after an array closed mid-line", bad: true, doc: "0=[\n0][[1]]"},
+	{name: "array closed, then a header line", split: true, doc: "[[n]]\nx = [\n1]\n[[n]]\n"},
 	{name: "BOM", split: true, doc: "\xef\xbb\xbf[[n]]\nx = 1\n[[n]]\n"},
 }
 
@@ -277,6 +279,9 @@ func TestPlanChunks(t *testing.T) {
 	}
 	if n := len(planChunks(doc, 27)); n != 2 {
 		t.Fatalf("%d chunks of at least 27 bytes, want 2", n)
+	}
+	if h, ok := scanHeaders("a = [\n1][[n]]\n[[m]]\n"); !ok || len(h) != 1 || h[0].path != "m" || h[0].off != 14 {
+		t.Fatalf("headers %+v, %v; want only [[m]] at 14", h, ok)
 	}
 	if c := planChunks("[[n]]\n[ n ]\n[[n]]\n", 1); c != nil {
 		t.Fatalf("cut a document with a spaced header: %d chunks", len(c))
