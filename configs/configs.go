@@ -33,8 +33,8 @@ func Parse(data []byte, name string) (*Config, error) {
 	// One parse, into the generic document; the schema check walks it and
 	// the typed values are assigned from it (an assigner), so every key the
 	// schema does not know is reported by the check.
-	var raw map[string]any
-	if _, err := toml.Decode(string(data), &raw); err != nil {
+	raw, err := decodeTOML(data)
+	if err != nil {
 		p.syntax(err)
 		return nil, p.err()
 	}
