@@ -48,15 +48,34 @@ func (r ring) take(c uint64, k int) []dns.RR {
 	return r.rrs[i : i+k : i+k]
 }
 
+// rotor is a pool's position in its rotation: a counter shared by every
+// caller, and its slot in a caller's own counters (Query.Rotation).
+type rotor struct {
+	shared *atomic.Uint64
+	slot   int
+}
+
+// next returns the next position and moves on: in the caller's own
+// counters when it has them (no memory shared with other callers), else
+// in the shared counter.
+func (r rotor) next(own []uint64) uint64 {
+	if r.slot < len(own) {
+		v := own[r.slot]
+		own[r.slot] = v + 1
+		return v
+	}
+	return r.shared.Add(1) - 1
+}
+
 // famPool is one pool of a name for one address family: its members,
 // those up, and what the pool's algorithm needs precomputed.
 type famPool struct {
 	name      string
 	algorithm string
 	max       int
-	// counter rotates rr, wrr, all and priority; shared by every name
+	// rot rotates rr, wrr, all and priority; shared by every name
 	// answering from the pool (the snapshot's only mutable state).
-	counter *atomic.Uint64
+	rot     rotor
 	members []member // every member of the family, configuration order
 	all     []dns.RR // their records
 	isUp    []bool   // by members index
@@ -70,8 +89,8 @@ type famPool struct {
 }
 
 // newFamPool precomputes the pool's selection over members.
-func newFamPool(p *configs.GSLBPool, counter *atomic.Uint64, members []member) *famPool {
-	fp := &famPool{name: p.Name, algorithm: p.Algorithm, max: p.MaxRecords, counter: counter, members: members,
+func newFamPool(p *configs.GSLBPool, rot rotor, members []member) *famPool {
+	fp := &famPool{name: p.Name, algorithm: p.Algorithm, max: p.MaxRecords, rot: rot, members: members,
 		isUp: make([]bool, len(members))}
 	if fp.max < 1 {
 		fp.max = configs.DefaultMaxRecords
@@ -175,22 +194,22 @@ func gcd(a, b int) int {
 
 // pick returns the records the pool answers for a client with hash key
 // (nil when no member is up) and whether the choice depends on the key.
-func (fp *famPool) pick(key uint64) ([]dns.RR, bool) {
+func (fp *famPool) pick(key uint64, own []uint64) ([]dns.RR, bool) {
 	n := len(fp.up)
 	if n == 0 {
 		return nil, false
 	}
 	switch fp.algorithm {
 	case configs.AlgorithmWRR:
-		i := int((fp.counter.Add(1) - 1) % uint64(len(fp.sched)))
+		i := int((fp.rot.next(own)) % uint64(len(fp.sched)))
 		return fp.sched[i : i+1 : i+1], false
 	case configs.AlgorithmRandom:
 		i := rand.IntN(n)
 		return fp.upRing.rrs[i : i+1 : i+1], false
 	case configs.AlgorithmPriority:
-		return fp.prio.take((fp.counter.Add(1) - 1), fp.max), false
+		return fp.prio.take((fp.rot.next(own)), fp.max), false
 	case configs.AlgorithmAll:
-		return fp.upRing.take((fp.counter.Add(1) - 1), fp.max), false
+		return fp.upRing.take((fp.rot.next(own)), fp.max), false
 	case configs.AlgorithmHash:
 		// The client's member of all of them while it is up; else one
 		// of those up, by the same key.
@@ -204,7 +223,7 @@ func (fp *famPool) pick(key uint64) ([]dns.RR, bool) {
 		j := rendezvous(fp.up, key)
 		return fp.upRing.rrs[j : j+1 : j+1], true
 	default: // rr
-		return fp.upRing.take((fp.counter.Add(1) - 1), 1), false
+		return fp.upRing.take((fp.rot.next(own)), 1), false
 	}
 }
 

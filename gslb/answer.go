@@ -50,6 +50,12 @@ type Query struct {
 	ECS netip.Prefix
 	// Explain asks for Response.Trace.
 	Explain bool
+	// Rotation, when it holds Snapshot.Rotations() counters, rotates
+	// the answers of rr, wrr, all and priority pools in place of the
+	// snapshot's shared counters (one per pool): a caller answering
+	// from one goroutine at a time (a UDP reader) passes its own, so
+	// concurrent callers write no shared memory. nil: the shared ones.
+	Rotation []uint64
 }
 
 // Response is the responder's answer to a Query, before it is put on the

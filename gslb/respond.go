@@ -13,7 +13,15 @@ import (
 // response are shared by every answer of the snapshot: callers must not
 // modify them (copy one to change it).
 func (s *Snapshot) Answer(q Query) Response {
-	z := s.zoneOf(q.Name)
+	n := s.nodes[q.Name]
+	var z *zone
+	if n != nil {
+		if n.zone > 0 {
+			z = s.zoneAt[n.zone-1]
+		}
+	} else {
+		z = s.zoneOf(q.Name)
+	}
 	if z == nil {
 		r := Response{Rcode: dns.RcodeRefused}
 		if q.Explain {
@@ -21,7 +29,6 @@ func (s *Snapshot) Answer(q Query) Response {
 		}
 		return r
 	}
-	n := s.nodes[q.Name]
 	switch {
 	case n == nil:
 		return s.static(q, z, Response{Rcode: dns.RcodeNameError, Authority: z.neg})
@@ -122,15 +129,29 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	// location, and the answer holds for every client (scope 0).
 	var loc Location
 	if (n.located || tr != nil) && !(ecs && bits == 0) {
-		loc = s.loc.Locate(client)
+		if !ecs && tr == nil && s.labels != nil {
+			loc.Labels = s.labels.Labels(client)
+		} else {
+			loc = s.loc.Locate(client)
+		}
 		if tr != nil {
 			tr.Location = loc
 		}
 	}
 	located := false // a policy with a match was consulted
+	policies := n.policies
+	if tr == nil && len(loc.Labels) == 0 {
+		// Only policies without a match can answer a client without
+		// labels: start at the first (the trace lists them all).
+		policies, located = policies[n.unlocated:], n.locatedBefore
+	}
+	own := q.Rotation
+	if len(own) != s.rotations {
+		own = nil
+	}
 	keyed := false
 	var key uint64
-	for _, p := range n.policies {
+	for _, p := range policies {
 		var pt *PolicyTrace
 		if tr != nil {
 			tr.Policies = append(tr.Policies, PolicyTrace{Match: maps.Clone(p.match)})
@@ -149,7 +170,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			if !keyed && (fp.algorithm == configs.AlgorithmHash || fp.algorithm == configs.AlgorithmRendezvous) {
 				key, keyed = addrKey(client, bits), true
 			}
-			rrs, dependsOnKey := fp.pick(key)
+			rrs, dependsOnKey := fp.pick(key, own)
 			if pt != nil {
 				pt.Pools = append(pt.Pools, poolTrace(fp, rrs))
 			}

@@ -34,16 +34,21 @@ const (
 type Snapshot struct {
 	serial uint32
 	loc    Locator
-	max    int
-	zones  map[string]*zone
-	nodes  map[string]*node
-	status []NameStatus
-	off    []NameEmergency
+	labels labeler // loc, when it can tell labels alone
+	// rotations is the number of pool rotation counters (Rotations).
+	rotations int
+	max       int
+	zones     map[string]*zone
+	zoneAt    []*zone // the zones by zone.idx
+	nodes     map[string]*node
+	status    []NameStatus
+	off       []NameEmergency
 }
 
 // zone is one served zone.
 type zone struct {
 	apex string
+	idx  int      // its index in Snapshot.zoneAt
 	soa  []dns.RR // the SOA, as answered
 	neg  []dns.RR // the SOA for negative answers (TTL min(minimum, TTL))
 }
@@ -54,6 +59,10 @@ type node struct {
 	rrsets map[uint16][]dns.RR
 	dyn    *name
 	whoami bool
+	// zone is the index in Snapshot.zoneAt, plus one, of the most
+	// specific zone holding the node's name (zoneOf; 0: none): a
+	// question for a known name takes one map lookup.
+	zone int
 }
 
 // name is one dynamic name, precomputed for answering.
@@ -64,7 +73,14 @@ type name struct {
 	located    bool // some policy matches on the location
 	lastResort string
 	policies   []*policy // most specific first
-	fam        [2]nameFam
+	// unlocated is the index in policies of the first policy without a
+	// match (len(policies) when none): where an answer for a client
+	// without location labels starts, since no policy with a match can
+	// match it; locatedBefore says whether a policy with a match comes
+	// before it (the answer then depends on the location).
+	unlocated     int
+	locatedBefore bool
+	fam           [2]nameFam
 	// off is set when an emergency switch is in force for the name: it
 	// answers fam's emergency set, with no policy or topology work.
 	off bool
@@ -168,6 +184,7 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 	if s.loc == nil {
 		s.loc = noLocator{}
 	}
+	s.labels, _ = s.loc.(labeler)
 	for i := range g.Zones {
 		s.addZone(&g.Zones[i])
 	}
@@ -175,10 +192,11 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 	for i := range pools {
 		states[pools[i].Name] = &pools[i]
 	}
-	counters := map[string]*atomic.Uint64{}
+	counters := map[string]rotor{}
 	for i := range g.Pools {
-		counters[g.Pools[i].Name] = new(atomic.Uint64)
+		counters[g.Pools[i].Name] = rotor{new(atomic.Uint64), i}
 	}
+	s.rotations = len(g.Pools)
 	ranks := g.PolicyRanks()
 	// The names, each share by a goroutine (newName reads what is built
 	// above, and only that); then, in configuration order, into the
@@ -225,7 +243,23 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 			}
 		}
 	}
+	for owner, n := range s.nodes {
+		if z := s.zoneOf(owner); z != nil {
+			n.zone = z.idx + 1
+		}
+	}
 	return s
+}
+
+// Rotations is the number of rotation counters a Query.Rotation must
+// have to be used: one per pool.
+func (s *Snapshot) Rotations() int { return s.rotations }
+
+// labeler is a Locator that also tells an address's labels alone
+// (Locate's Labels), without the work of their scope: an answer without
+// ECS carries no scope.
+type labeler interface {
+	Labels(addr netip.Addr) map[string]string
 }
 
 // noLocator locates nothing.
@@ -249,13 +283,15 @@ func (s *Snapshot) WithSerial(serial uint32) *Snapshot {
 	c := *s
 	c.serial = serial
 	c.zones = make(map[string]*zone, len(s.zones))
+	c.zoneAt = make([]*zone, len(s.zoneAt))
 	c.nodes = maps.Clone(s.nodes)
 	for apex, z := range s.zones {
 		soa := *z.soa[0].(*dns.SOA)
 		soa.Serial = serial
 		neg := *z.neg[0].(*dns.SOA)
 		neg.Serial = serial
-		c.zones[apex] = &zone{apex: z.apex, soa: []dns.RR{&soa}, neg: []dns.RR{&neg}}
+		c.zones[apex] = &zone{apex: z.apex, idx: z.idx, soa: []dns.RR{&soa}, neg: []dns.RR{&neg}}
+		c.zoneAt[z.idx] = c.zones[apex]
 		n := *s.nodes[apex] // every zone has its apex node (its SOA)
 		n.rrsets = maps.Clone(n.rrsets)
 		n.rrsets[dns.TypeSOA] = []dns.RR{&soa}
@@ -314,7 +350,9 @@ func (s *Snapshot) addZone(z *configs.GSLBZone) {
 		Serial: s.serial, Refresh: uint32(z.Refresh), Retry: uint32(z.Retry), Expire: uint32(z.Expire), Minttl: uint32(z.Minimum)}
 	neg := *soa
 	neg.Hdr.Ttl = min(uint32(z.Minimum), ttl)
-	s.zones[apex] = &zone{apex: apex, soa: []dns.RR{soa}, neg: []dns.RR{&neg}}
+	zn := &zone{apex: apex, idx: len(s.zoneAt), soa: []dns.RR{soa}, neg: []dns.RR{&neg}}
+	s.zones[apex] = zn
+	s.zoneAt = append(s.zoneAt, zn)
 	s.addRR(soa)
 	for _, ns := range z.NS {
 		s.addRR(&dns.NS{Hdr: hdr(apex, dns.TypeNS, ttl), Ns: dns.CanonicalName(ns)})
@@ -452,7 +490,7 @@ func famOf(a netip.Addr) int {
 
 // newName precomputes name n under the operator intent st (zoneOf finds
 // its zone; rrs makes its members' records).
-func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]*atomic.Uint64, ranks map[string]int,
+func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]rotor, ranks map[string]int,
 	zoneOf func(string) *zone, st intent.State, rrs *rrArena) *name {
 	fqdn := n.FQDN
 	if fqdn == "" {
@@ -536,6 +574,14 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 	slices.SortStableFunc(nm.policies, func(a, b *policy) int {
 		return cmp.Compare(rank(ranks, a.match), rank(ranks, b.match))
 	})
+	nm.unlocated = len(nm.policies)
+	for i, p := range nm.policies {
+		if len(p.match) == 0 {
+			nm.unlocated = i
+			break
+		}
+		nm.locatedBefore = true
+	}
 	var static [2][]dns.RR
 	addrs := n.StaticAddrs
 	if addrs == nil {

@@ -245,6 +245,51 @@ func TestRoundRobin(t *testing.T) {
 	}
 }
 
+// TestOwnRotation checks Query.Rotation: a caller's own counters rotate
+// rr for that caller alone (each caller sees every member in turn) and
+// leave the shared counter where it was; counters of the wrong length
+// are not used.
+func TestOwnRotation(t *testing.T) {
+	s := snap(t, nil)
+	if s.Rotations() < 1 {
+		t.Fatalf("Rotations() = %d", s.Rotations())
+	}
+	seq := func(own []uint64, n int) []string {
+		var got []string
+		for range n {
+			q := Query{Name: "rr.g.example.com.", Type: dns.TypeA, Source: src("192.0.2.200"), Rotation: own}
+			got = append(got, addrs(s.Answer(q))...)
+		}
+		return got
+	}
+	shared := seq(nil, 1) // the shared counter moves one on
+	a, b := make([]uint64, s.Rotations()), make([]uint64, s.Rotations())
+	ga := seq(a, 3)
+	gb := seq(b, 3)
+	if !slices.Equal(ga, gb) || len(slices.Compact(slices.Sorted(slices.Values(ga)))) != 3 {
+		t.Errorf("own rotations %v and %v: want each to see the three members in the same turn", ga, gb)
+	}
+	var sum uint64
+	for _, v := range a {
+		sum += v
+	}
+	if ga[0] != shared[0] || sum != 3 {
+		t.Errorf("own rotation %v (counters %v): want it to start at its own 0 (%s, as the shared one did) and count 3", ga, a, shared[0])
+	}
+	// The shared counter did not move while the callers used their own:
+	// its next answer is the one after shared[0].
+	next := seq(nil, 3)
+	if want := seq(nil, 3); !slices.Equal(next, want) || next[2] != shared[0] {
+		t.Errorf("shared rotation after own ones: %v then %v, want it to go on from %v", next, want, shared)
+	}
+	// Counters of another length fall back to the shared ones (which move).
+	short := make([]uint64, s.Rotations()-1)
+	seq(short, 2)
+	if slices.ContainsFunc(short, func(v uint64) bool { return v != 0 }) {
+		t.Errorf("short counters were written: %v", short)
+	}
+}
+
 func TestWeightedRoundRobin(t *testing.T) {
 	s := snap(t, nil)
 	var seq []string

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,10 @@ import (
 // UDP reader owns one for its life, so its queries allocate (almost)
 // nothing; Respond takes a fresh one per call.
 type scratch struct {
+	// reader is set for a UDP reader's scratch: rot are its own
+	// rotation counters (gslb.Query.Rotation), kept across queries.
+	reader bool
+	rot    []uint64
 	// req is the request, when parsed by parseQuery or unpacked into.
 	req dns.Msg
 	// question, reqOpt, reqExtra, reqOpts and reqECS back req's
@@ -105,18 +110,42 @@ type counterCache struct {
 	local bool
 	all   map[counterKey]*cachedCounter
 	bank  *bank // the local counters, known to m
-	last  [vecCount]lastCounter
-	lastQ struct {
-		qtype int
-		rcode int
-		c     *cachedCounter
-	}
+	// hot and hotQ are direct-mapped caches in front of all: a counter
+	// is found there by the identity of its label values (the same
+	// bytes: a snapshot's policy, pool and name strings, the constant
+	// labels) or its query type and rcode, without hashing strings.
+	hot  [hotSize]hotCounter
+	hotQ [hotSize]hotQuery
 }
 
-// lastCounter is the counter of label values a and b last counted.
-type lastCounter struct {
+// hotSize is the number of entries of each direct-mapped counter cache.
+const hotSize = 64
+
+// hotCounter is an entry of counterCache.hot: the counter of vec with
+// label values a and b.
+type hotCounter struct {
+	vec  uint8
 	a, b string
 	c    *cachedCounter
+}
+
+// hotQuery is an entry of counterCache.hotQ: the counter of queries of
+// qtype answered rcode.
+type hotQuery struct {
+	qtype, rcode int
+	c            *cachedCounter
+}
+
+// same reports whether a and b are the same bytes (so equal strings).
+func same(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
+}
+
+// hotIndex is the slot of hot for vec with label values a and b.
+func hotIndex(vec uint8, a, b string) int {
+	h := uint64(uintptr(unsafe.Pointer(unsafe.StringData(a))))*0x9e3779b97f4a7c15 ^
+		uint64(uintptr(unsafe.Pointer(unsafe.StringData(b))))*0xbf58476d1ce4e5b9 ^ uint64(vec)
+	return int((h ^ h>>29) % hotSize)
 }
 
 // cachedCounter is one exported counter, and for a local cache its count
@@ -147,22 +176,26 @@ const (
 // inc counts one in the counter of vec with label values a (and b, when
 // the vector has two labels).
 func (c *counterCache) inc(m *Metrics, vec uint8, a, b string) {
-	l := &c.last[vec]
-	if c.m != m || l.c == nil || l.a != a || l.b != b {
-		*l = lastCounter{a, b, c.counter(m, vec, a, b)}
+	h := &c.hot[hotIndex(vec, a, b)]
+	if c.m != m || h.c == nil || h.vec != vec || !same(h.a, a) || !same(h.b, b) {
+		e := c.counter(m, vec, a, b)
+		h = &c.hot[hotIndex(vec, a, b)] // counter may have reset the cache
+		*h = hotCounter{vec, a, b, e}
 	}
-	c.add(l.c)
+	c.add(h.c)
 }
 
 // incQuery counts one query of type qtype answered rcode.
 func (c *counterCache) incQuery(m *Metrics, qtype, rcode int) {
-	l := &c.lastQ
+	i := uint(qtype*31+rcode) % hotSize
+	l := &c.hotQ[i]
 	if c.m != m || l.c == nil || l.qtype != qtype || l.rcode != rcode {
 		qt := "NONE"
 		if qtype != noQtype {
 			qt = qtypeLabel(uint16(qtype))
 		}
 		e := c.counter(m, vecQueries, qt, rcodeLabel(rcode))
+		l = &c.hotQ[i] // counter may have reset the cache
 		l.qtype, l.rcode, l.c = qtype, rcode, e
 	}
 	c.add(l.c)
@@ -215,7 +248,7 @@ func (c *counterCache) counter(m *Metrics, vec uint8, a, b string) *cachedCounte
 func (c *counterCache) reset(m *Metrics) {
 	c.release()
 	c.m, c.all = m, make(map[counterKey]*cachedCounter)
-	c.last, c.lastQ.c = [vecCount]lastCounter{}, nil
+	c.hot, c.hotQ = [hotSize]hotCounter{}, [hotSize]hotQuery{}
 	if c.local {
 		c.bank = m.addBank()
 	}

@@ -56,8 +56,12 @@ type Server struct {
 	wg      sync.WaitGroup
 }
 
-// answerer boxes an Answerer for atomic.Pointer.
-type answerer struct{ gslb.Answerer }
+// answerer boxes an Answerer for atomic.Pointer, with the number of its
+// rotation counters (gslb.Query.Rotation; 0 when it has none).
+type answerer struct {
+	gslb.Answerer
+	rotations int
+}
 
 // Swap makes a the snapshot that answers from now on. A query being
 // answered keeps the snapshot it started with: every reply comes whole
@@ -68,7 +72,11 @@ func (s *Server) Swap(a gslb.Answerer) {
 		s.answerer.Store(nil)
 		return
 	}
-	s.answerer.Store(&answerer{a})
+	box := &answerer{Answerer: a}
+	if r, ok := a.(interface{ Rotations() int }); ok {
+		box.rotations = r.Rotations()
+	}
+	s.answerer.Store(box)
 }
 
 // Start opens every listen address, UDP (a reader per CPU, see
@@ -409,6 +417,13 @@ func (s *Server) answer(sc *scratch, req *dns.Msg, src netip.Addr, q *ecs) (rcod
 	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src}
 	if q != nil {
 		query.ECS = q.prefix
+	}
+	if n := box.rotations; sc.reader && n > 0 {
+		// A reader's own rotation: no counter shared with the others.
+		if len(sc.rot) < n {
+			sc.rot = make([]uint64, n)
+		}
+		query.Rotation = sc.rot[:n]
 	}
 	r = box.Answer(query)
 	resp := &sc.resp

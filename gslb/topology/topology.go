@@ -104,6 +104,22 @@ func (m *Map) Locate(addr netip.Addr) gslb.Location {
 	return loc
 }
 
+// Labels returns the labels of addr: Locate(addr).Labels, without the
+// work of its scope (an answer that carries no ECS scope needs none).
+func (m *Map) Labels(addr netip.Addr) map[string]string {
+	addr = addr.Unmap()
+	if addr.Zone() != "" {
+		addr = addr.WithZone("")
+	}
+	if !addr.IsValid() {
+		return nil
+	}
+	if i, ok := m.table.Lookup(addr); ok {
+		return m.labels[m.entries[i].labels]
+	}
+	return nil
+}
+
 // LocatePrefix locates an ECS source prefix: Locate of its address, or,
 // for a SOURCE PREFIX-LENGTH of 0 (the client asked for no tailoring),
 // no location with scope 0.

@@ -183,6 +183,9 @@ func TestScopeRandom(t *testing.T) {
 				}
 			}
 			checkScope(t, ps, a, got)
+			if l := m.Labels(a); !maps.Equal(l, got.Labels) {
+				t.Fatalf("round %d: Labels(%s) = %v, want Locate's %v", round, a, l, got.Labels)
+			}
 		}
 	}
 }
@@ -293,6 +296,9 @@ func TestLocateNoAlloc(t *testing.T) {
 		addr := netip.MustParseAddr(a)
 		if n := testing.AllocsPerRun(100, func() { m.Locate(addr) }); n != 0 {
 			t.Errorf("Locate(%s): %v allocs, want 0", a, n)
+		}
+		if l := m.Labels(addr); !maps.Equal(l, m.Locate(addr).Labels) {
+			t.Errorf("Labels(%s) = %v, want Locate's %v", a, l, m.Locate(addr).Labels)
 		}
 	}
 }
