@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -231,6 +232,10 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	targets map[Key]*target
+	// byKind indexes targets by Key.Kind, for EachKind: a reader of one
+	// kind (the daemon's resolver facts, at every reconcile) walks its
+	// own targets, not every GSLB member's.
+	byKind  map[string]map[*target]struct{}
 	running bool
 	runCtx  context.Context
 	// gen counts Runs: a check started by an earlier Run is not recorded.
@@ -325,6 +330,7 @@ func New(opts Options) *Monitor {
 		wake:    make(chan struct{}, 1),
 		evKick:  make(chan struct{}, 1),
 		targets: make(map[Key]*target),
+		byKind:  make(map[string]map[*target]struct{}),
 		jobs:    make(chan syncJob),
 		epoch:   time.Now(),
 	}
@@ -391,6 +397,7 @@ func (m *Monitor) Update(targets []Target) {
 			}
 		}
 		delete(m.targets, key)
+		delete(m.byKind[key.Kind], old)
 		if ok {
 			m.log.Debug("monitor: target changed, restarting", "target", key.String())
 		} else {
@@ -412,6 +419,10 @@ func (m *Monitor) Update(targets []Target) {
 			old.mu.Unlock()
 		}
 		m.targets[key] = t
+		if m.byKind[key.Kind] == nil {
+			m.byKind[key.Kind] = make(map[*target]struct{})
+		}
+		m.byKind[key.Kind][t] = struct{}{}
 		if old := replaced[key]; old != nil {
 			old.successor = t // queued when old's check ends
 		} else if m.running {
@@ -927,11 +938,11 @@ func (v KindView) Each(fn func(TargetStatus)) { v.m.EachKind(v.kind, fn) }
 // empty.
 func (m *Monitor) each(kind string, fn func(TargetStatus)) {
 	m.mu.Lock()
-	ts := make([]*target, 0, len(m.targets))
-	for _, t := range m.targets {
-		if kind == "" || t.key.Kind == kind {
-			ts = append(ts, t)
-		}
+	var ts []*target
+	if kind == "" {
+		ts = slices.AppendSeq(make([]*target, 0, len(m.targets)), maps.Values(m.targets))
+	} else {
+		ts = slices.AppendSeq(make([]*target, 0, len(m.byKind[kind])), maps.Keys(m.byKind[kind]))
 	}
 	m.mu.Unlock()
 	for _, t := range ts {

@@ -709,6 +709,15 @@ func TestEachKind(t *testing.T) {
 			t.Errorf("%s: read %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// An Update that removes a kind's last target and replaces another
+	// (a new schedule) leaves no stale or doubled target in the kinds.
+	m.Update([]Target{newTarget("a", addr(1), sched(2, 1), nop), newTarget("c", addr(3), sched(1, 1), nop)})
+	if got := read(func(fn func(TargetStatus)) { m.EachKind("other", fn) }); got != nil {
+		t.Errorf("EachKind other after its removal: %v, want none", got)
+	}
+	if got, want := read(func(fn func(TargetStatus)) { m.EachKind("test", fn) }), []string{"test/a", "test/c"}; !slices.Equal(got, want) {
+		t.Errorf("EachKind test after the update: %v, want %v", got, want)
+	}
 }
 
 // TestChanges: the count moves on every state transition and on every
