@@ -764,3 +764,25 @@ func TestChanges(t *testing.T) {
 		t.Errorf("status %v, want a at %v only", st, addr(1))
 	}
 }
+
+// BenchmarkEachKindFew reads the 100 targets of one kind among 50,000 of
+// another (the daemon's resolver facts beside a big GSLB configuration).
+func BenchmarkEachKindFew(b *testing.B) {
+	var ts []Target
+	for i := range 50_100 {
+		tg := newTarget(fmt.Sprint(i), netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 53), sched(1, 1), nop)
+		if i >= 100 {
+			tg.Key.Kind = "other"
+		}
+		ts = append(ts, tg)
+	}
+	m := New(Options{})
+	m.Update(ts)
+	for b.Loop() {
+		n := 0
+		m.EachKind("test", func(TargetStatus) { n++ })
+		if n != 100 {
+			b.Fatalf("%d targets of kind test, want 100", n)
+		}
+	}
+}
