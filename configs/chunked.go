@@ -455,43 +455,28 @@ func skipValueString(doc string, i int) int {
 	n := len(doc)
 	q := doc[i]
 	escapes := q == '"'
-	if i+2 < n && doc[i+1] == q && doc[i+2] == q {
+	multi := i+2 < n && doc[i+1] == q && doc[i+2] == q
+	if multi {
 		i += 3
-		for i < n {
-			switch doc[i] {
-			case '\\':
-				if escapes {
-					i += 2
-					continue
-				}
-				i++
-			case q:
-				r := 0
-				for i < n && doc[i] == q {
-					i++
-					r++
-				}
-				if r >= 3 {
-					return i
-				}
-			default:
-				i++
-			}
-		}
-		return n
+	} else {
+		i++
 	}
-	i++
 	for i < n {
-		switch doc[i] {
-		case '\\':
-			if escapes {
-				i += 2
-				continue
-			}
-			i++
-		case q:
+		switch c := doc[i]; {
+		case c == '\\' && escapes:
+			i += 2
+		case c == q && !multi:
 			return i + 1
-		case '\n':
+		case c == q:
+			r := 0
+			for i < n && doc[i] == q {
+				i++
+				r++
+			}
+			if r >= 3 {
+				return i
+			}
+		case c == '\n' && !multi:
 			return i
 		default:
 			i++
