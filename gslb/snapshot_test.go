@@ -828,14 +828,6 @@ func TestWithSerial(t *testing.T) {
 		t.Error("WithSerial of the snapshot's own serial is a copy")
 	}
 	moved, want := s.WithSerial(7), NewSnapshot(cfg, st, testLocator, 7)
-	text := func(r Response) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "rcode %d;", r.Rcode)
-		for _, rr := range slices.Concat(r.Answer, r.Authority) {
-			b.WriteString(" " + rr.String())
-		}
-		return b.String()
-	}
 	for _, q := range []struct {
 		qname string
 		qtype uint16
@@ -846,7 +838,7 @@ func TestWithSerial(t *testing.T) {
 		{"rr.g.example.com.", dns.TypeA}, {"rr.g.example.com.", dns.TypeA}, {"dead.g.example.com.", dns.TypeA},
 		{"sub.g.example.com.", dns.TypeA}, {"whoami.g.example.com.", dns.TypeA}, {"example.org.", dns.TypeA},
 	} {
-		got, exp := text(ask(moved, q.qname, q.qtype, "")), text(ask(want, q.qname, q.qtype, ""))
+		got, exp := respText(ask(moved, q.qname, q.qtype, "")), respText(ask(want, q.qname, q.qtype, ""))
 		if got != exp {
 			t.Errorf("%s %s: %s, want %s", q.qname, dns.TypeToString[q.qtype], got, exp)
 		}
@@ -902,14 +894,6 @@ func TestSnapshotParts(t *testing.T) {
 	cfg := parse(t, snapDoc())
 	st := states(cfg, map[string]health.State{"dead/*": health.Down, "prio/p1": health.Down})
 	raise := WithIntent(intent.State{TTLRaises: []intent.TTLRaise{{Zone: "g.example.com.", Seconds: 900}}})
-	text := func(r Response) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "rcode %d;", r.Rcode)
-		for _, rr := range slices.Concat(r.Answer, r.Authority) {
-			b.WriteString(" " + rr.String())
-		}
-		return b.String()
-	}
 	for _, parts := range []int{2, 3, len(cfg.GSLB.Names), len(cfg.GSLB.Names) + 5} {
 		// Fresh both: answers move the pools' rotation counters.
 		one, many := newSnapshot(cfg, st, testLocator, 42, 1, raise), newSnapshot(cfg, st, testLocator, 42, parts, raise)
@@ -926,11 +910,21 @@ func TestSnapshotParts(t *testing.T) {
 					continue // its pick is random
 				}
 				for _, ecs := range []string{"", "198.51.100.0/24"} {
-					if got, want := text(ask(many, q, qt, ecs)), text(ask(one, q, qt, ecs)); got != want {
+					if got, want := respText(ask(many, q, qt, ecs)), respText(ask(one, q, qt, ecs)); got != want {
 						t.Errorf("%d parts: %s %s (ECS %q): %s, want %s", parts, q, dns.TypeToString[qt], ecs, got, want)
 					}
 				}
 			}
 		}
 	}
+}
+
+// respText is r's rcode and its answer and authority records, as text.
+func respText(r Response) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rcode %d;", r.Rcode)
+	for _, rr := range slices.Concat(r.Answer, r.Authority) {
+		b.WriteString(" " + rr.String())
+	}
+	return b.String()
 }
