@@ -28,32 +28,29 @@ func sameValue(a, b any) bool {
 		}
 		return true
 	case []map[string]any:
-		b, ok := b.([]map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !sameValue(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
+		return sameSlice(a, b)
 	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !sameValue(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
+		return sameSlice(a, b)
 	case float64:
 		b, ok := b.(float64)
 		return ok && (a == b || math.IsNaN(a) && math.IsNaN(b))
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameSlice reports whether b is a []T of a's length whose elements are
+// sameValue as a's.
+func sameSlice[T any](a []T, b any) bool {
+	bs, ok := b.([]T)
+	if !ok || len(a) != len(bs) {
+		return false
+	}
+	for i := range a {
+		if !sameValue(a[i], bs[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkChunked decodes doc serially and cut at every possible header, and
