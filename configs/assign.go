@@ -138,7 +138,8 @@ func (a *assigner) fields(t reflect.Type) map[string][]int {
 }
 
 // addFields adds the keys of struct type t, whose index path is prefix,
-// to m; as fields does, an outer field wins over an embedded one.
+// to m (the schema check's fields too): an outer field wins over an
+// embedded one, as in Go.
 func addFields(m map[string][]int, t reflect.Type, prefix []int) {
 	var embedded []int
 	for i := 0; i < t.NumField(); i++ {

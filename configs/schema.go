@@ -2,7 +2,6 @@ package configs
 
 import (
 	"fmt"
-	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -17,23 +16,14 @@ type checker struct {
 	p *problems
 }
 
-// fields returns the TOML key names of a struct type.
+// fields returns the TOML key names of a struct type and their types
+// (the keys addFields finds).
 func fields(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			maps.Copy(m, fields(f.Type)) // embedded: its keys are the table's
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		m[name] = f.Type
+	idx := map[string][]int{}
+	addFields(idx, t, nil)
+	m := make(map[string]reflect.Type, len(idx))
+	for name, path := range idx {
+		m[name] = t.FieldByIndex(path).Type
 	}
 	return m
 }
