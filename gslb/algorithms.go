@@ -201,15 +201,15 @@ func (fp *famPool) pick(key uint64, own []uint64) ([]dns.RR, bool) {
 	}
 	switch fp.algorithm {
 	case configs.AlgorithmWRR:
-		i := int((fp.rot.next(own)) % uint64(len(fp.sched)))
+		i := int(fp.rot.next(own) % uint64(len(fp.sched)))
 		return fp.sched[i : i+1 : i+1], false
 	case configs.AlgorithmRandom:
 		i := rand.IntN(n)
 		return fp.upRing.rrs[i : i+1 : i+1], false
 	case configs.AlgorithmPriority:
-		return fp.prio.take((fp.rot.next(own)), fp.max), false
+		return fp.prio.take(fp.rot.next(own), fp.max), false
 	case configs.AlgorithmAll:
-		return fp.upRing.take((fp.rot.next(own)), fp.max), false
+		return fp.upRing.take(fp.rot.next(own), fp.max), false
 	case configs.AlgorithmHash:
 		// The client's member of all of them while it is up; else one
 		// of those up, by the same key.
@@ -223,7 +223,7 @@ func (fp *famPool) pick(key uint64, own []uint64) ([]dns.RR, bool) {
 		j := rendezvous(fp.up, key)
 		return fp.upRing.rrs[j : j+1 : j+1], true
 	default: // rr
-		return fp.upRing.take((fp.rot.next(own)), 1), false
+		return fp.upRing.take(fp.rot.next(own), 1), false
 	}
 }
 

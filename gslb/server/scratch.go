@@ -179,7 +179,6 @@ func (c *counterCache) inc(m *Metrics, vec uint8, a, b string) {
 	h := &c.hot[hotIndex(vec, a, b)]
 	if c.m != m || h.c == nil || h.vec != vec || !same(h.a, a) || !same(h.b, b) {
 		e := c.counter(m, vec, a, b)
-		h = &c.hot[hotIndex(vec, a, b)] // counter may have reset the cache
 		*h = hotCounter{vec, a, b, e}
 	}
 	c.add(h.c)
@@ -195,7 +194,6 @@ func (c *counterCache) incQuery(m *Metrics, qtype, rcode int) {
 			qt = qtypeLabel(uint16(qtype))
 		}
 		e := c.counter(m, vecQueries, qt, rcodeLabel(rcode))
-		l = &c.hotQ[i] // counter may have reset the cache
 		l.qtype, l.rcode, l.c = qtype, rcode, e
 	}
 	c.add(l.c)
