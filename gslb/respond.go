@@ -23,7 +23,7 @@ func (s *Snapshot) Answer(q Query) Response {
 		z = s.zoneOf(q.Name)
 	}
 	if z == nil {
-		r := Response{Rcode: dns.RcodeRefused}
+		r := Response{Rcode: dns.RcodeRefused, Reuse: Reuse{OK: !q.Explain}}
 		if q.Explain {
 			r.Trace = &Trace{Client: q.Source, ClientFrom: "source"}
 		}
@@ -58,8 +58,10 @@ func (s *Snapshot) zoneOf(qname string) *zone {
 	return s.zones["."]
 }
 
-// static finishes a response from zone data: scope 0, and the trace.
+// static finishes a response from zone data: scope 0, and the trace (or
+// the response reusable as it is).
 func (s *Snapshot) static(q Query, z *zone, r Response) Response {
+	r.Reuse.OK = !q.Explain
 	if q.Explain {
 		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer)}
 		if len(r.Answer) > 0 {
@@ -91,6 +93,8 @@ func (s *Snapshot) whoami(q Query, z *zone) Response {
 	}
 	if q.Explain {
 		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer), Scope: r.Scope}
+	} else {
+		r.Reuse = Reuse{OK: true, Source: true}
 	}
 	return r
 }
@@ -109,7 +113,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	}
 	if !nf.any {
 		// No member of the family: NODATA.
-		r := Response{Authority: z.neg, Trace: tr}
+		r := Response{Authority: z.neg, Trace: tr, Reuse: Reuse{OK: tr == nil}}
 		if tr != nil {
 			tr.TTL = z.neg[0].Header().Ttl
 		}
@@ -178,6 +182,11 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 				continue
 			}
 			r := Response{Answer: rrs, Name: n.fqdn, Policy: p.label, Pool: fp.name}
+			if tr == nil {
+				r.Reuse = fp.reuse(own)
+				// Located or hashed by the source address.
+				r.Reuse.Source = !ecs && (n.located || dependsOnKey)
+			}
 			if ecs {
 				if located {
 					r.Scope = loc.Scope

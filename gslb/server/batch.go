@@ -103,7 +103,7 @@ func (s *Server) serveUDP(u *udpSocket, pktinfo bool) {
 func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	sc := &scratch{reader: true, counters: counterCache{local: true}}
+	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache()}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	for {

@@ -116,7 +116,8 @@ func snapshotServer(tb testing.TB, doc string) *Server {
 // reused scratch and buffers): the query's bytes parsed, the reply built
 // by respond from a real snapshot (gslb.NewSnapshot over the topology of
 // package gslb/topology, every member up) and packed into a reused
-// buffer.
+// buffer: "built" without the reader's reply cache, "cached" with it
+// (every query after the first few taken from it).
 func BenchmarkServerPath(b *testing.B) {
 	s := snapshotServer(b, pathDoc)
 	src := netip.MustParseAddr("127.0.0.1")
@@ -158,17 +159,25 @@ func BenchmarkServerPath(b *testing.B) {
 					b.Fatalf("reply %v, want rcode %d with %d answers", r, c.rcode, c.n)
 				}
 			}
-			in := make([]byte, len(wire))
-			sc := &scratch{counters: counterCache{local: true}} // as a reader's
-			b.ReportAllocs()
-			var out []byte
-			for b.Loop() {
-				copy(in, wire) // the read buffer
-				if out = s.reply(sc, buf, in, src, false); out == nil {
-					b.Fatal("no reply")
+			for _, cached := range []bool{false, true} {
+				sub := "built"
+				sc := &scratch{reader: true, counters: counterCache{local: true}} // as a reader's
+				if cached {
+					sub, sc.cache = "cached", newReplyCache()
 				}
+				b.Run(sub, func(b *testing.B) {
+					in := make([]byte, len(wire))
+					b.ReportAllocs()
+					var out []byte
+					for b.Loop() {
+						copy(in, wire) // the read buffer
+						if out = s.reply(sc, buf, in, src, false); out == nil {
+							b.Fatal("no reply")
+						}
+					}
+					check(out)
+				})
 			}
-			check(out)
 		})
 	}
 }

@@ -14,8 +14,34 @@ import (
 // else marked (markECS) and unpacked by miekg/dns as its server would;
 // what cannot be unpacked is answered FORMERR as miekg/dns's server
 // answers it, a message shorter than a header or a response not at all.
-// query may be changed (markECS).
+// query may be changed (markECS). A UDP reader's reply comes from its
+// reply cache (sc.cache) when the cache holds it: the same bytes, built
+// before from the same snapshot (see replyCache).
 func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {
+	c := sc.cache
+	if c == nil || tcp || len(query) < 12 {
+		return s.fresh(sc, dst, query, src, tcp)
+	}
+	box := s.answerer.Load()
+	if out, ok := c.get(sc, box, dst, query, src); ok {
+		return out
+	}
+	// Built, then kept if its answer comes again: the counters it
+	// counts are recorded, and it is kept only when they were all
+	// counted in one generation of the counter cache and the query took
+	// the fast parse (so build ran, and sc.r is this query's).
+	gen := sc.counters.gen
+	sc.counters.rec, sc.counters.recording = sc.counters.rec[:0], true
+	out := s.fresh(sc, dst, query, src, false)
+	sc.counters.recording = false
+	if len(out) > 0 && sc.qlower != "" && sc.counters.gen == gen {
+		c.put(sc, box, query, out, src)
+	}
+	return out
+}
+
+// fresh is reply without the reply cache: the reply built anew.
+func (s *Server) fresh(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {
 	if len(query) < 12 {
 		return nil // miekg/dns: the client is let hang
 	}
