@@ -30,18 +30,21 @@ import (
 //     counted again; an entry is dropped once those counters are (the
 //     counter cache's generation).
 //
-// It is direct-mapped: each key has one slot, and a new key takes the
-// slot over. So its memory is bounded (replyCacheSlots entries of a few
-// hundred bytes, each buffer reused), a flood of distinct names only
-// churns it, and a slot costs no allocation once its buffers are big
-// enough.
+// It is direct-mapped: each key has one slot. A new key takes over a
+// slot in use only when it missed it twice in a row (the slot's last
+// miss is remembered), so a question asked once (a random name, an ECS
+// prefix seen once) does not push out one asked again and again. Its
+// memory is bounded (replyCacheSlots entries of a few hundred bytes,
+// each buffer reused), a flood of distinct names only churns the
+// remembered misses, and a slot costs no allocation once its buffers
+// are big enough.
 type replyCache struct {
 	seed  maphash.Seed
 	slots []cacheSlot
 }
 
 // replyCacheSlots is the number of slots of a reader's reply cache.
-const replyCacheSlots = 1024
+const replyCacheSlots = 4096
 
 // maxPeriod bounds the rotation period of an answer kept: a pool that
 // turns over more positions (a long weighted schedule) is not cached.
@@ -53,6 +56,9 @@ type cacheSlot struct {
 	gen uint64    // the counter cache's generation they counted in
 	key []byte    // the query but its ID
 	src netip.Addr // the sender; invalid: any
+	// missed is the hash of the last other key that missed the slot
+	// while it was in use (see put).
+	missed uint64
 	// rotor and period are the answer's gslb.Reuse: the reader's own
 	// counter it turns with (index plus one; 0: none), and how often it
 	// repeats. variants holds the reply at each position (one without
@@ -77,12 +83,13 @@ func newReplyCache() *replyCache {
 // find returns the slots where query (whole, at least a header) from
 // src may be kept: one for a reply that holds for any sender, one for a
 // reply to src alone.
-func (c *replyCache) find(query []byte, src netip.Addr) (anySrc, fromSrc *cacheSlot) {
-	h := maphash.Bytes(c.seed, query[2:])
+// The keys' hashes are returned too.
+func (c *replyCache) find(query []byte, src netip.Addr) (anySrc, fromSrc *cacheSlot, h, hs uint64) {
+	h = maphash.Bytes(c.seed, query[2:])
 	a := src.As16()
-	hs := mix(h ^ binary.LittleEndian.Uint64(a[:8]) ^ mix(binary.LittleEndian.Uint64(a[8:])))
+	hs = mix(h ^ binary.LittleEndian.Uint64(a[:8]) ^ mix(binary.LittleEndian.Uint64(a[8:])))
 	n := uint64(len(c.slots))
-	return &c.slots[h%n], &c.slots[hs%n]
+	return &c.slots[h%n], &c.slots[hs%n], h, hs
 }
 
 // mix is the splitmix64 finalizer.
@@ -120,7 +127,7 @@ func (sl *cacheSlot) variant(sc *scratch) *cachedReply {
 // reply: the reply with the query's ID, its counters counted and the
 // rotation counter moved on.
 func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src netip.Addr) ([]byte, bool) {
-	anySrc, fromSrc := c.find(query, src)
+	anySrc, fromSrc, _, _ := c.find(query, src)
 	sl := anySrc
 	if !sl.holds(sc, box, query, netip.Addr{}) {
 		if sl = fromSrc; !sl.holds(sc, box, query, src) {
@@ -158,12 +165,17 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 		// The answer took the position just before the counter's.
 		v = int((sc.rot[reuse.Rotor-1] - 1) % uint64(reuse.Period))
 	}
-	anySrc, sl := c.find(query, src)
+	anySrc, sl, h, hs := c.find(query, src)
 	if !reuse.Source {
-		sl, src = anySrc, netip.Addr{}
+		sl, src, hs = anySrc, netip.Addr{}, h
 	}
 	if !sl.holds(sc, box, query, src) || sl.rotor != reuse.Rotor || sl.period != reuse.Period {
-		// Another question, snapshot or sender: the slot is taken over.
+		// Another question, snapshot or sender. A slot in use is
+		// taken over by a key that missed it last too.
+		if sl.box == box && sl.gen == sc.counters.gen && sl.missed != hs {
+			sl.missed = hs
+			return
+		}
 		sl.box, sl.gen, sl.src = box, sc.counters.gen, src
 		sl.key = append(sl.key[:0], query[2:]...)
 		sl.rotor, sl.period = reuse.Rotor, reuse.Period

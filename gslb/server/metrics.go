@@ -25,6 +25,7 @@ type Metrics struct {
 	emergency *prometheus.GaugeVec
 	ttlRaised *prometheus.GaugeVec
 	emAnswers *prometheus.CounterVec
+	cached    *prometheus.CounterVec
 
 	// mu guards banks: the local counters of the UDP readers, folded
 	// into the exported counters on every collection.
@@ -78,10 +79,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lbdns", Name: "gslb_emergency_answers_total",
 			Help: "Answers of GSLB names given with intelligent resolution off (lbctl gslb off), by name.",
 		}, []string{"name"}),
+		cached: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_reply_cache_total",
+			Help: "UDP queries of the GSLB responder by what their UDP reader's reply cache did: hit (the reply built before for the same question from the same snapshot, served again), miss (built).",
+		}, []string{"result"}),
 	}
 	m.banks = make(map[*bank]struct{})
 	for _, c := range []prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
-		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}} {
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}

@@ -179,6 +179,7 @@ const (
 	vecEmergency
 	vecECS
 	vecTruncated
+	vecCache
 	vecCount
 )
 
@@ -244,6 +245,8 @@ func (c *counterCache) counter(m *Metrics, vec uint8, a, b string) *cachedCounte
 		e.ctr = m.emAnswers.WithLabelValues(a)
 	case vecECS:
 		e.ctr = m.ecs
+	case vecCache:
+		e.ctr = m.cached.WithLabelValues(a)
 	default:
 		e.ctr = m.truncated
 	}

@@ -23,7 +23,11 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 		return s.fresh(sc, dst, query, src, tcp)
 	}
 	box := s.answerer.Load()
+	m := s.Metrics
 	if out, ok := c.get(sc, box, dst, query, src); ok {
+		if m != nil {
+			sc.counters.inc(m, vecCache, cacheHit, "")
+		}
 		return out
 	}
 	// Built, then kept if its answer comes again: the counters it
@@ -37,8 +41,17 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	if len(out) > 0 && sc.qlower != "" && sc.counters.gen == gen {
 		c.put(sc, box, query, out, src)
 	}
+	if m != nil && len(out) > 0 {
+		sc.counters.inc(m, vecCache, cacheMiss, "")
+	}
 	return out
 }
+
+// The result label values of lbdns_gslb_reply_cache_total.
+const (
+	cacheHit  = "hit"
+	cacheMiss = "miss"
+)
 
 // fresh is reply without the reply cache: the reply built anew.
 func (s *Server) fresh(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {

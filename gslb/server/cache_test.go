@@ -1,0 +1,215 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"lbdns/configs"
+	"lbdns/gslb"
+	"lbdns/gslb/topology"
+	"lbdns/health"
+	"lbdns/monitor"
+)
+
+// cacheDoc is packDoc with a name per pool algorithm (rr, wrr, hash by
+// source and by ECS, rendezvous, priority, random) and a name whose
+// pool is down (its last resort answers).
+func cacheDoc() string {
+	var b strings.Builder
+	b.WriteString(packDoc())
+	for i, alg := range []string{"rr", "wrr", "hash", "rendezvous", "priority", "random", "all"} {
+		fmt.Fprintf(&b, "\n[[gslb.pool]]\nname = %q\nmonitors = [\"t\"]\nalgorithm = %q\n", alg, alg)
+		for j := range 3 {
+			fmt.Fprintf(&b, "[[gslb.pool.member]]\nname = \"m%d\"\naddress = \"127.20.%d.%d\"\nweight = %d\npriority = %d\n", j, i, j+1, j+1, j/2)
+		}
+		fmt.Fprintf(&b, "[[gslb.pool.member]]\nname = \"v6\"\naddress = \"fd00::20:%d\"\n", i)
+		fmt.Fprintf(&b, "\n[[gslb.name]]\nname = \"%s.bench.test\"\n[[gslb.name.policy]]\nmatch = { region = \"r1\" }\npool = \"gl\"\n[[gslb.name.policy]]\npool = %q\n", alg, alg)
+		fmt.Fprintf(&b, "\n[[gslb.name]]\nname = \"%s-ecs.bench.test\"\necs = true\n[[gslb.name.policy]]\npool = %q\n", alg, alg)
+	}
+	b.WriteString(`
+[[gslb.pool]]
+name = "down"
+monitors = ["t"]
+[[gslb.pool.member]]
+name = "d"
+address = "127.30.0.1"
+
+[[gslb.name]]
+name = "down.bench.test"
+[[gslb.name.policy]]
+pool = "down"
+`)
+	return b.String()
+}
+
+// cacheSnapshot is the snapshot of cfg with every member up but those
+// of pools in down, and of members "POOL/MEMBER" in down.
+func cacheSnapshot(t *testing.T, cfg *configs.Config, down ...string) *gslb.Snapshot {
+	t.Helper()
+	statuses := map[monitor.Key]monitor.TargetStatus{}
+	for _, p := range cfg.GSLB.Pools {
+		for _, m := range p.Members {
+			st := health.Up
+			for _, d := range down {
+				if d == p.Name || d == p.Name+"/"+m.Name {
+					st = health.Down
+				}
+			}
+			k := gslb.MonitorKey(p.Name, m.Name, "t")
+			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: st}}
+		}
+	}
+	loc, err := topology.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, time.Unix(1_800_000_000, 0)), loc, 1)
+}
+
+// cacheQueries are n queries of every shape of cacheDoc's snapshot but
+// the random pick's: names of every kind asked A, AAAA and other
+// types, in random case, with and without EDNS, with ECS from a few
+// prefixes, each with a random ID and from one of a few sources.
+func cacheQueries(rng *rand.Rand, n int) (wires [][]byte, srcs []netip.Addr) {
+	names := []string{"dyn", "www", "v6", "alias", "txt", "nx", "whoami", "", "down", "example.com."}
+	for _, alg := range []string{"rr", "wrr", "hash", "rendezvous", "priority", "all"} {
+		names = append(names, alg, alg+"-ecs")
+	}
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeMX, dns.TypeSOA}
+	ecss := [][]byte{nil, {0, 1, 24, 0, 10, 0, 7}, {0, 1, 24, 0, 10, 1, 9}, {0, 1, 16, 0, 10, 1}, {0, 2, 48, 0, 0x20, 1, 0xd, 0xb8, 0, 1}, {0, 1, 0, 0}}
+	sources := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("10.0.9.9"), netip.MustParseAddr("fd00::53")}
+	for range n {
+		name := names[rng.IntN(len(names))]
+		switch {
+		case name == "":
+			name = "bench.test."
+		case !strings.HasSuffix(name, "."):
+			name += ".bench.test."
+		}
+		if rng.IntN(4) == 0 {
+			name = strings.ToUpper(name[:1]) + name[1:]
+		}
+		m := query(name, types[rng.IntN(len(types))], []uint16{0, 512, 1232, 4096}[rng.IntN(4)])
+		m.Id = uint16(rng.Uint32())
+		if e := ecss[rng.IntN(len(ecss))]; e != nil {
+			withECS(m, e)
+		}
+		w, err := m.Pack()
+		if err != nil {
+			panic(err)
+		}
+		wires = append(wires, w)
+		srcs = append(srcs, sources[rng.IntN(len(sources))])
+	}
+	return wires, srcs
+}
+
+// TestReplyCacheSame holds the reply cache to its word: a UDP reader
+// with the cache sends the very bytes a reader without it sends, query
+// after query (rotations, hashes, locations by source and by ECS, last
+// resorts, whoami, truncation), across snapshot swaps, and counts the
+// same metrics, while most of its replies come from the cache.
+func TestReplyCacheSame(t *testing.T) {
+	cfg, err := configs.Parse([]byte(cacheDoc()), "cache.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each server its own snapshots: the shared counters of the
+	// answers never reused (last resorts) turn for it alone.
+	var snaps [2][]*gslb.Snapshot
+	for k := range snaps {
+		snaps[k] = []*gslb.Snapshot{cacheSnapshot(t, cfg), cacheSnapshot(t, cfg, "rr/m1", "all/m0", "r0"), cacheSnapshot(t, cfg, "gl", "hash/m2", "wrr/m0")}
+	}
+	regs := [2]*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	var srvs [2]*Server
+	var scs [2]*scratch
+	for i := range srvs {
+		m, err := NewMetrics(regs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvs[i] = &Server{Metrics: m}
+		scs[i] = &scratch{reader: true, counters: counterCache{local: true}}
+	}
+	scs[1].cache = newReplyCache()
+	rng := rand.New(rand.NewPCG(7, 9))
+	// 6,000 queries drawn from 400 (most asked many times).
+	set, setSrcs := cacheQueries(rng, 400)
+	var wires [][]byte
+	var srcs []netip.Addr
+	for range 6000 {
+		i := rng.IntN(len(set))
+		wires, srcs = append(wires, set[i]), append(srcs, setSrcs[i])
+	}
+	bufs := [2][]byte{make([]byte, dns.MaxMsgSize), make([]byte, dns.MaxMsgSize)}
+	for i, w := range wires {
+		if i%2000 == 0 {
+			for k, s := range srvs {
+				s.Swap(snaps[k][i/2000])
+			}
+		}
+		var outs [2][]byte
+		for k := range srvs {
+			in := bytes.Clone(w) // reply may change it
+			in[0], in[1] = byte(i), byte(i>>8) // a new ID
+			outs[k] = bytes.Clone(srvs[k].reply(scs[k], bufs[k], in, srcs[i], false))
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			var a, b dns.Msg
+			_, _ = a.Unpack(outs[0]), b.Unpack(outs[1])
+			var q dns.Msg
+			_ = q.Unpack(w)
+			t.Fatalf("query %d %v from %s: cached reply\n%v\nwant\n%v", i, q.Question, srcs[i], &b, &a)
+		}
+	}
+	if fmt.Sprint(scs[0].rot) != fmt.Sprint(scs[1].rot) {
+		t.Errorf("rotation counters %v with the cache, %v without", scs[1].rot, scs[0].rot)
+	}
+	// Every series but the cache's counted the same.
+	got := [2]map[string]float64{}
+	for k, reg := range regs {
+		got[k] = counters(t, reg)
+	}
+	hits, misses := got[1]["lbdns_gslb_reply_cache_total{result=hit}"], got[1]["lbdns_gslb_reply_cache_total{result=miss}"]
+	delete(got[1], "lbdns_gslb_reply_cache_total{result=hit}")
+	delete(got[1], "lbdns_gslb_reply_cache_total{result=miss}")
+	if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+		t.Errorf("metrics with the cache:\n%v\nwithout:\n%v", got[1], got[0])
+	}
+	if hits+misses != float64(len(wires)) || hits < 0.5*float64(len(wires)) {
+		t.Errorf("cache: %v hits, %v misses of %d queries: want every query counted, most hits", hits, misses, len(wires))
+	}
+	t.Logf("%v hits, %v misses", hits, misses)
+}
+
+// counters are the counter values of reg by series.
+func counters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var l []string
+			for _, lp := range m.GetLabel() {
+				l = append(l, lp.GetName()+"="+lp.GetValue())
+			}
+			out[mf.GetName()+"{"+strings.Join(l, ",")+"}"] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
