@@ -52,9 +52,9 @@ const maxPeriod = 16
 
 // cacheSlot is one question's replies.
 type cacheSlot struct {
-	box *answerer // the snapshot they came from
-	gen uint64    // the counter cache's generation they counted in
-	key []byte    // the query but its ID
+	box *answerer  // the snapshot they came from
+	gen uint64     // the counter cache's generation they counted in
+	key []byte     // the query but its ID
 	src netip.Addr // the sender; invalid: any
 	// missed is the hash of the last other key that missed the slot
 	// while it was in use (see put).

@@ -159,7 +159,7 @@ func TestReplyCacheSame(t *testing.T) {
 		}
 		var outs [2][]byte
 		for k := range srvs {
-			in := bytes.Clone(w) // reply may change it
+			in := bytes.Clone(w)               // reply may change it
 			in[0], in[1] = byte(i), byte(i>>8) // a new ID
 			outs[k] = bytes.Clone(srvs[k].reply(scs[k], bufs[k], in, srcs[i], false))
 		}
