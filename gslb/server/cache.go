@@ -5,17 +5,25 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
+
+	"github.com/miekg/dns"
 )
 
 // replyCache is a UDP reader's cache of the replies it built, so that a
 // question asked again is answered by copying its reply, without parsing
 // it or asking the snapshot. It is exact, never stale: an entry is the
-// reply the reader's path would build again, byte for byte but the ID,
-// and it counts the same metrics. That holds because
+// reply the reader's path would build again, byte for byte but the ID
+// (and the echoed Client Subnet address), and it counts the same
+// metrics. That holds because
 //
 //   - the key is the whole query but its ID (flags, question as asked,
 //     EDNS and its options), and the sender's address when the answer
 //     depends on it (gslb.Reuse.Source);
+//   - a query with a Client Subnet option matches on its ADDRESS masked
+//     to the reply's SCOPE PREFIX-LENGTH only: the answer holds for every
+//     client of that prefix (RFC 7871 section 7.2.1; the scope of a
+//     hashed answer is the whole source prefix), and the reply echoes
+//     the query's own ADDRESS, copied in;
 //   - an entry is served only from the snapshot that built it (the same
 //     box: every Swap, every reload, every member state change and every
 //     operator switch makes a new one), to the server that built it;
@@ -41,6 +49,11 @@ import (
 type replyCache struct {
 	seed  maphash.Seed
 	slots []cacheSlot
+	// scopes holds, by the hash of a query with a Client Subnet option
+	// (its ADDRESS left out), the SCOPE PREFIX-LENGTH of the last reply
+	// kept for it, plus one (0: none): what to mask the next one's
+	// ADDRESS to before looking it up. A wrong one only misses.
+	scopes []uint8
 }
 
 // replyCacheSlots is the number of slots of a reader's reply cache.
@@ -54,8 +67,12 @@ const maxPeriod = 16
 type cacheSlot struct {
 	box *answerer  // the snapshot they came from
 	gen uint64     // the counter cache's generation they counted in
-	key []byte     // the query but its ID
+	key []byte     // the query but its ID, the ECS ADDRESS zeroed
 	src netip.Addr // the sender; invalid: any
+	// scope and prefix are, for a query with ECS, the reply's scope
+	// (at most the source prefix length) and the ADDRESS masked to it.
+	scope  int
+	prefix [16]byte
 	// missed is the hash of the last other key that missed the slot
 	// while it was in use (see put).
 	missed uint64
@@ -77,19 +94,109 @@ type cachedReply struct {
 
 // newReplyCache returns an empty cache.
 func newReplyCache() *replyCache {
-	return &replyCache{seed: maphash.MakeSeed(), slots: make([]cacheSlot, replyCacheSlots)}
+	return &replyCache{seed: maphash.MakeSeed(), slots: make([]cacheSlot, replyCacheSlots), scopes: make([]uint8, replyCacheSlots)}
 }
 
-// find returns the slots where query (whole, at least a header) from
-// src may be kept: one for a reply that holds for any sender, one for a
-// reply to src alone.
-// The keys' hashes are returned too.
-func (c *replyCache) find(query []byte, src netip.Addr) (anySrc, fromSrc *cacheSlot, h, hs uint64) {
-	h = maphash.Bytes(c.seed, query[2:])
+// cacheQuery is a query as the cache sees it: the query, where the
+// ADDRESS of its Client Subnet option is (addr, n octets; n is 0 and
+// addr -1 without one) and its SOURCE PREFIX-LENGTH.
+type cacheQuery struct {
+	b       []byte
+	addr, n int
+	source  int
+}
+
+// newCacheQuery finds the Client Subnet option of query (at least a
+// header). ok is false when the query cannot come from the cache: an
+// ECS option whose ADDRESS has bits set beyond its SOURCE (FORMERR) or
+// that could not be found in a query of the common shape (one question,
+// an OPT record last).
+func newCacheQuery(query []byte) (q cacheQuery, ok bool) {
+	q = cacheQuery{b: query, addr: -1}
+	be := binary.BigEndian
+	if be.Uint16(query[10:]) == 0 {
+		return q, true
+	}
+	if be.Uint16(query[4:]) != 1 || be.Uint16(query[6:]) != 0 || be.Uint16(query[8:]) != 0 || be.Uint16(query[10:]) != 1 {
+		return q, true // no OPT record where one looks: the key is all of it
+	}
+	off := skipName(query, 12)
+	if off < 0 || off+4+11 > len(query) {
+		return q, true
+	}
+	off += 4
+	if query[off] != 0 || be.Uint16(query[off+1:]) != dns.TypeOPT || off+11+int(be.Uint16(query[off+9:])) != len(query) {
+		return q, true
+	}
+	for o := off + 11; o+4 <= len(query); {
+		code, n := be.Uint16(query[o:]), int(be.Uint16(query[o+2:]))
+		if o+4+n > len(query) {
+			return q, true
+		}
+		if code == dns.EDNS0SUBNET {
+			if q.addr >= 0 || n < 4 {
+				return q, false // two options, or a short one: FORMERR
+			}
+			q.addr, q.n, q.source = o+8, n-4, int(query[o+6])
+			if q.n != (q.source+7)/8 || q.n > 16 {
+				return q, false
+			}
+			if q.n > 0 && q.source%8 != 0 && query[q.addr+q.n-1]&(0xff>>(q.source%8)) != 0 {
+				return q, false // bits beyond SOURCE
+			}
+		}
+		o += 4 + n
+	}
+	return q, true
+}
+
+// masked is the query's ADDRESS masked to bits.
+func (q *cacheQuery) masked(bits int) (p [16]byte) {
+	copy(p[:], q.b[q.addr:q.addr+q.n])
+	for i := range p {
+		switch {
+		case bits >= 8*(i+1):
+		case bits <= 8*i:
+			p[i] = 0
+		default:
+			p[i] &= ^byte(0xff >> (bits - 8*i))
+		}
+	}
+	return p
+}
+
+// hash is the hash of the query but its ID and ADDRESS.
+func (c *replyCache) hash(q *cacheQuery) uint64 {
+	if q.addr < 0 {
+		return maphash.Bytes(c.seed, q.b[2:])
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	_, _ = h.Write(q.b[2:q.addr])
+	_, _ = h.Write(q.b[q.addr+q.n:])
+	return h.Sum64()
+}
+
+// find returns the slots where q from src may be kept: one for a reply
+// that holds for any sender, one for a reply to src alone, with the
+// keys' hashes; for a query with ECS, under the scope last kept for it
+// (scope; -1 when none, and no slot).
+func (c *replyCache) find(q *cacheQuery, src netip.Addr) (anySrc, fromSrc *cacheSlot, h, hs uint64, scope int) {
+	h = c.hash(q)
+	n := uint64(len(c.slots))
+	scope = -1
+	if q.addr >= 0 {
+		s := c.scopes[h%n]
+		if s == 0 {
+			return nil, nil, h, 0, -1
+		}
+		scope = int(s) - 1
+		p := q.masked(scope)
+		h = mix(h ^ mix(binary.LittleEndian.Uint64(p[:8])^uint64(scope)) ^ binary.LittleEndian.Uint64(p[8:]))
+	}
 	a := src.As16()
 	hs = mix(h ^ binary.LittleEndian.Uint64(a[:8]) ^ mix(binary.LittleEndian.Uint64(a[8:])))
-	n := uint64(len(c.slots))
-	return &c.slots[h%n], &c.slots[hs%n], h, hs
+	return &c.slots[h%n], &c.slots[hs%n], h, hs, scope
 }
 
 // mix is the splitmix64 finalizer.
@@ -101,10 +208,18 @@ func mix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// holds reports whether sl keeps replies to query from src (an invalid
-// src: from any sender) built by box, counting in sc's counters.
-func (sl *cacheSlot) holds(sc *scratch, box *answerer, query []byte, src netip.Addr) bool {
-	return sl.box == box && sl.gen == sc.counters.gen && sl.src == src && bytes.Equal(sl.key, query[2:])
+// holds reports whether sl keeps replies to q from src (an invalid src:
+// from any sender) built by box, counting in sc's counters, for a
+// query with ECS under scope.
+func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.Addr, scope int) bool {
+	if sl.box != box || sl.gen != sc.counters.gen || sl.src != src || len(sl.key) != len(q.b)-2 {
+		return false
+	}
+	if q.addr < 0 {
+		return bytes.Equal(sl.key, q.b[2:])
+	}
+	a := q.addr - 2
+	return sl.scope == scope && sl.prefix == q.masked(scope) && bytes.Equal(sl.key[:a], q.b[2:q.addr]) && bytes.Equal(sl.key[a+q.n:], q.b[q.addr+q.n:])
 }
 
 // variant returns the reply sl keeps for the reader's rotation counters
@@ -124,13 +239,20 @@ func (sl *cacheSlot) variant(sc *scratch) *cachedReply {
 }
 
 // get answers query from src out of the cache into dst, if it holds its
-// reply: the reply with the query's ID, its counters counted and the
-// rotation counter moved on.
+// reply: the reply with the query's ID (and ECS ADDRESS), its counters
+// counted and the rotation counter moved on.
 func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src netip.Addr) ([]byte, bool) {
-	anySrc, fromSrc, _, _ := c.find(query, src)
+	q, ok := newCacheQuery(query)
+	if !ok {
+		return nil, false
+	}
+	anySrc, fromSrc, _, _, scope := c.find(&q, src)
+	if anySrc == nil {
+		return nil, false
+	}
 	sl := anySrc
-	if !sl.holds(sc, box, query, netip.Addr{}) {
-		if sl = fromSrc; !sl.holds(sc, box, query, src) {
+	if !sl.holds(sc, box, &q, netip.Addr{}, scope) {
+		if sl = fromSrc; !sl.holds(sc, box, &q, src, scope) {
 			return nil, false
 		}
 	}
@@ -140,6 +262,9 @@ func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src neti
 	}
 	out := append(dst[:0], r.reply...)
 	out[0], out[1] = query[0], query[1]
+	if q.n > 0 {
+		copy(out[len(out)-q.n:], query[q.addr:q.addr+q.n])
+	}
 	if sl.rotor > 0 {
 		sc.rot[sl.rotor-1]++
 	}
@@ -157,6 +282,10 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 	if !sc.asked || !reuse.OK || len(reply) < 12 {
 		return
 	}
+	q, ok := newCacheQuery(query)
+	if !ok {
+		return
+	}
 	v := 0
 	if reuse.Rotor > 0 {
 		if reuse.Period < 1 || reuse.Period > maxPeriod || reuse.Rotor > len(sc.rot) {
@@ -165,11 +294,22 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 		// The answer took the position just before the counter's.
 		v = int((sc.rot[reuse.Rotor-1] - 1) % uint64(reuse.Period))
 	}
-	anySrc, sl, h, hs := c.find(query, src)
+	if q.addr >= 0 {
+		// The reply echoes the option last: its SCOPE, then the
+		// query's ADDRESS.
+		o := len(reply) - q.n - 8 // the option's code
+		if !sc.echo || o < 12 || !bytes.Equal(reply[o:o+2], []byte{0, 8}) || int(binary.BigEndian.Uint16(reply[o+2:])) != q.n+4 ||
+			!bytes.Equal(reply[o+4:o+7], query[q.addr-4:q.addr-1]) || !bytes.Equal(reply[o+8:], query[q.addr:q.addr+q.n]) {
+			return
+		}
+		scope := min(int(reply[len(reply)-q.n-1]), q.source)
+		c.scopes[c.hash(&q)%uint64(len(c.scopes))] = uint8(scope + 1)
+	}
+	anySrc, sl, h, hs, scope := c.find(&q, src)
 	if !reuse.Source {
 		sl, src, hs = anySrc, netip.Addr{}, h
 	}
-	if !sl.holds(sc, box, query, src) || sl.rotor != reuse.Rotor || sl.period != reuse.Period {
+	if !sl.holds(sc, box, &q, src, scope) || sl.rotor != reuse.Rotor || sl.period != reuse.Period {
 		// Another question, snapshot or sender. A slot in use is
 		// taken over by a key that missed it last too.
 		if sl.box == box && sl.gen == sc.counters.gen && sl.missed != hs {
@@ -178,6 +318,11 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 		}
 		sl.box, sl.gen, sl.src = box, sc.counters.gen, src
 		sl.key = append(sl.key[:0], query[2:]...)
+		sl.scope, sl.prefix = scope, [16]byte{}
+		if q.addr >= 0 {
+			clear(sl.key[q.addr-2 : q.addr-2+q.n])
+			sl.prefix = q.masked(scope)
+		}
 		sl.rotor, sl.period = reuse.Rotor, reuse.Period
 		n := max(1, reuse.Period)
 		if cap(sl.variants) < n {
