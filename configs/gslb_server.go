@@ -17,6 +17,10 @@ type GSLBServer struct {
 	// over UDP, 512..4096. Default 1232 (no IP fragmentation on common
 	// paths, DNS flag day 2020).
 	UDPSize int `toml:"udp_size"`
+	// UDPReaders is how many threads read each listen address's UDP
+	// socket, 0..1024; 0 (the default): one per CPU the Go runtime runs
+	// on (GOMAXPROCS) but one, at least one.
+	UDPReaders int `toml:"udp_readers"`
 
 	// ListenAddrs are Listen parsed (set by Load).
 	ListenAddrs []netip.AddrPort `toml:"-"`
@@ -27,6 +31,7 @@ const (
 	DefaultGSLBUDPSize = 1232
 	MinGSLBUDPSize     = 512
 	MaxGSLBUDPSize     = 4096
+	MaxGSLBUDPReaders  = 1024
 )
 
 // validateGSLBServer applies the defaults of [gslb.server] and checks it.
@@ -39,6 +44,9 @@ func (d *decoder) validateGSLBServer() {
 	base := "gslb.server"
 	if s.UDPSize < MinGSLBUDPSize || s.UDPSize > MaxGSLBUDPSize {
 		d.p.add(joinKey(base, "udp_size"), strconv.Itoa(s.UDPSize), fmt.Sprintf("must be between %d and %d", MinGSLBUDPSize, MaxGSLBUDPSize))
+	}
+	if s.UDPReaders < 0 || s.UDPReaders > MaxGSLBUDPReaders {
+		d.p.add(joinKey(base, "udp_readers"), strconv.Itoa(s.UDPReaders), fmt.Sprintf("must be between 0 (one per CPU but one) and %d", MaxGSLBUDPReaders))
 	}
 	s.ListenAddrs = nil
 	first := map[netip.AddrPort]int{}

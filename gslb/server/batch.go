@@ -96,7 +96,7 @@ func (s *Server) serveUDP(u *udpSocket, pktinfo bool) {
 	}
 	defer u.release()
 	var wg sync.WaitGroup
-	for range udpReaders() - 1 {
+	for range udpReaders(s.UDPReaders) - 1 {
 		wg.Go(func() { s.readUDP(u, fd, pktinfo) })
 	}
 	s.readUDP(u, fd, pktinfo)
@@ -115,6 +115,7 @@ func (s *Server) serveUDP(u *udpSocket, pktinfo bool) {
 func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	u.readers.Add(1)
 	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache()}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)

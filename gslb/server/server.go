@@ -40,6 +40,10 @@ type Server struct {
 	// UDPSize is the EDNS payload size advertised, and the most a UDP
 	// reply fills when the client's is larger. Default DefaultUDPSize.
 	UDPSize int
+	// UDPReaders is how many readers (threads) read each listen
+	// address's UDP socket. Default (0): GOMAXPROCS but one, at least
+	// one (see udpReaders).
+	UDPReaders int
 	// Logger receives the server's logs. Default: discard.
 	Logger *slog.Logger
 	// Metrics, when set, counts queries and replies.

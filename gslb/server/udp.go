@@ -9,14 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // The UDP side of the server is its own: per listen address, one
-// blocking socket (SO_REUSEPORT) read by one long-lived reader goroutine
-// per CPU (GOMAXPROCS, serveUDP), each on its own thread, that reads a
+// blocking socket (SO_REUSEPORT) read by long-lived reader goroutines
+// (by default one per CPU but one: udpReaders; serveUDP), each on its
+// own thread, that reads a
 // batch of queries into its reused buffers (recvmmsg), answers each
 // inline (reply: the same respond as TCP's ServeDNS) into another reused
 // buffer and writes the batch of replies back (sendmmsg). The socket is
@@ -26,21 +28,38 @@ import (
 // next one: no reader idles while another has a queue (with a socket per
 // reader, SO_REUSEPORT's hash of the clients' ports may give one reader
 // most of them). No goroutine per query, and no allocation per query
-// once its name is known. Sockets bound to a wildcard address receive
+// once its name is known; and a question asked again is answered from
+// its reader's reply cache (replyCache). Sockets bound to a wildcard address receive
 // each query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and
 // answer from it.
 
 // udpSockets is how many UDP sockets serve one listen address.
 func udpSockets() int { return 1 }
 
-// udpReaders is how many readers read one UDP socket.
-func udpReaders() int { return max(1, runtime.GOMAXPROCS(0)) }
+// udpReaders is how many readers read one UDP socket: n, or by default
+// one per P of the Go runtime (GOMAXPROCS) but one, at least one. The P
+// left over keeps the runtime from finding every P parked in recvmmsg:
+// then its monitor thread hands the readers' Ps off every 20 us and
+// wakes for it, and each reader takes a P back as its call returns.
+// On the 2-CPU benchmark host, one reader with a P to spare answered at
+// 3.2-4.1 us of CPU per query where two readers (with or without a spare
+// P) took 4.8-6.5 us, and one reader without one 3.4-4.9 us
+// (bench/README.md).
+func udpReaders(n int) int {
+	if n > 0 {
+		return n
+	}
+	return max(1, runtime.GOMAXPROCS(0)-1)
+}
 
 // udpSocket is one blocking UDP socket of a listen address, read by one
 // serveUDP (and its readers). Close wakes the readers (shutdown(2)) and
 // closes the descriptor once they are done with it.
 type udpSocket struct {
 	local netip.AddrPort
+
+	// readers counts the readers started on the socket.
+	readers atomic.Int32
 
 	mu      sync.Mutex
 	fd      int // -1 once closed

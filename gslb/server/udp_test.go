@@ -154,7 +154,10 @@ func TestReplyAllocs(t *testing.T) {
 // over the readers by the kernel) are all answered, and that Shutdown
 // closes them all: the port is free for a plain bind again.
 func TestUDPSockets(t *testing.T) {
-	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}}
+	if got, want := udpReaders(0), max(1, runtime.GOMAXPROCS(0)-1); got != want {
+		t.Errorf("udpReaders(0) = %d, want %d (GOMAXPROCS but one, at least one)", got, want)
+	}
+	s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, UDPReaders: 3}
 	s.Swap(&fake{})
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -171,6 +174,18 @@ func TestUDPSockets(t *testing.T) {
 		if r := exchange(t, addr.String(), "udp", m); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
 			t.Fatalf("query %d: %v", i, r)
 		}
+	}
+	// The readers asked for started (each counts itself before its
+	// first read; 32 answers came from them).
+	s.mu.Lock()
+	u := s.udp[0]
+	s.mu.Unlock()
+	readers := u.readers.Load()
+	for deadline := time.Now().Add(2 * time.Second); readers < 3 && time.Now().Before(deadline); readers = u.readers.Load() {
+		runtime.Gosched()
+	}
+	if readers != 3 {
+		t.Errorf("%d readers started, want UDPReaders 3", readers)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -318,7 +333,7 @@ func TestUDPPathAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range 2 * udpReaders() * 10 { // every reader has seen the name
+	for range 2 * udpReaders(0) * 10 { // every reader has seen the name
 		exchange()
 	}
 	const n = 500
