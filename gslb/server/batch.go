@@ -116,7 +116,7 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	u.readers.Add(1)
-	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache()}
+	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	for {

@@ -179,7 +179,7 @@ func sameReplies(t *testing.T, wires [][]byte, srcs []netip.Addr) float64 {
 		srvs[i] = &Server{Metrics: m}
 		scs[i] = &scratch{reader: true, counters: counterCache{local: true}}
 	}
-	scs[1].cache = newReplyCache()
+	scs[1].cache = newReplyCache(replyCacheSlots(1))
 	bufs := [2][]byte{make([]byte, dns.MaxMsgSize), make([]byte, dns.MaxMsgSize)}
 	third := (len(wires) + 2) / 3
 	for i, w := range wires {
@@ -289,7 +289,7 @@ func FuzzReplyCache(f *testing.F) {
 		srvs[k].Swap(cacheSnapshot(f, cfg, "down", "all/m0"))
 		scs[k] = &scratch{reader: true, counters: counterCache{local: true}}
 	}
-	scs[1].cache = newReplyCache()
+	scs[1].cache = newReplyCache(replyCacheSlots(1))
 	src := netip.MustParseAddr("10.1.2.3")
 	bufs := [2][]byte{make([]byte, dns.MaxMsgSize), make([]byte, dns.MaxMsgSize)}
 	f.Fuzz(func(t *testing.T, b []byte) {

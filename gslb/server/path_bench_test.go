@@ -163,7 +163,7 @@ func BenchmarkServerPath(b *testing.B) {
 				sub := "built"
 				sc := &scratch{reader: true, counters: counterCache{local: true}} // as a reader's
 				if cached {
-					sub, sc.cache = "cached", newReplyCache()
+					sub, sc.cache = "cached", newReplyCache(replyCacheSlots(1))
 				}
 				b.Run(sub, func(b *testing.B) {
 					in := make([]byte, len(wire))
