@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
+	"weak"
 
 	"github.com/miekg/dns"
 )
@@ -72,10 +73,10 @@ const maxPeriod = 16
 
 // cacheSlot is one question's replies.
 type cacheSlot struct {
-	box *answerer  // the snapshot they came from
-	gen uint64     // the counter cache's generation they counted in
-	key []byte     // the query but its ID, the ECS ADDRESS zeroed
-	src netip.Addr // the sender; invalid: any
+	box weak.Pointer[answerer] // the snapshot they came from (its id)
+	gen uint64                 // the counter cache's generation they counted in
+	key []byte                 // the query but its ID, the ECS ADDRESS zeroed
+	src netip.Addr             // the sender; invalid: any
 	// scope and prefix are, for a query with ECS, the reply's scope
 	// (at most the source prefix length) and the ADDRESS masked to it.
 	scope  int
@@ -219,7 +220,7 @@ func mix(x uint64) uint64 {
 // from any sender) built by box, counting in sc's counters, for a
 // query with ECS under scope.
 func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.Addr, scope int) bool {
-	if sl.box != box || sl.gen != sc.counters.gen || sl.src != src || len(sl.key) != len(q.b)-2 {
+	if sl.box != box.id || sl.gen != sc.counters.gen || sl.src != src || len(sl.key) != len(q.b)-2 {
 		return false
 	}
 	if q.addr < 0 {
@@ -319,11 +320,11 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 	if !sl.holds(sc, box, &q, src, scope) || sl.rotor != reuse.Rotor || sl.period != reuse.Period {
 		// Another question, snapshot or sender. A slot in use is
 		// taken over by a key that missed it last too.
-		if sl.box == box && sl.gen == sc.counters.gen && sl.missed != hs {
+		if sl.box == box.id && sl.gen == sc.counters.gen && sl.missed != hs {
 			sl.missed = hs
 			return
 		}
-		sl.box, sl.gen, sl.src = box, sc.counters.gen, src
+		sl.box, sl.gen, sl.src = box.id, sc.counters.gen, src
 		sl.key = append(sl.key[:0], query[2:]...)
 		sl.scope, sl.prefix = scope, [16]byte{}
 		if q.addr >= 0 {

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -307,4 +310,38 @@ func FuzzReplyCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReplyCacheLetsGo checks that a reader's reply cache does not keep
+// a snapshot swapped out alive: its entries hold a weak pointer to it.
+func TestReplyCacheLetsGo(t *testing.T) {
+	cfg, err := configs.Parse([]byte(cacheDoc()), "cache.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{}
+	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache(replyCacheSlots(1))}
+	buf := make([]byte, dns.MaxMsgSize)
+	wires, srcs := cacheQueries(rand.New(rand.NewPCG(5, 6)), 200)
+	old := func() weak.Pointer[gslb.Snapshot] {
+		snap := cacheSnapshot(t, cfg, "down")
+		s.Swap(snap)
+		for range 2 {
+			for i, w := range wires {
+				s.reply(sc, buf, bytes.Clone(w), srcs[i], false)
+			}
+		}
+		return weak.Make(snap)
+	}()
+	if held := slices.ContainsFunc(sc.cache.slots, func(sl cacheSlot) bool { return len(sl.key) > 0 }); !held {
+		t.Fatal("nothing cached")
+	}
+	s.Swap(cacheSnapshot(t, cfg, "down"))
+	for range 3 {
+		runtime.GC()
+	}
+	if old.Value() != nil {
+		t.Error("the snapshot swapped out is still reachable (through the reply cache)")
+	}
+	runtime.KeepAlive(sc)
 }

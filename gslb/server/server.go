@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/miekg/dns"
 
@@ -65,6 +66,9 @@ type Server struct {
 type answerer struct {
 	gslb.Answerer
 	rotations int
+	// id is a weak pointer to the box: what the readers' reply caches
+	// keep, so that a snapshot swapped out is freed whatever they hold.
+	id weak.Pointer[answerer]
 }
 
 // Swap makes a the snapshot that answers from now on. A query being
@@ -77,6 +81,7 @@ func (s *Server) Swap(a gslb.Answerer) {
 		return
 	}
 	box := &answerer{Answerer: a}
+	box.id = weak.Make(box)
 	if r, ok := a.(interface{ Rotations() int }); ok {
 		box.rotations = r.Rotations()
 	}

@@ -19,10 +19,10 @@ import (
 // before from the same snapshot (see replyCache).
 func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {
 	c := sc.cache
-	if c == nil || tcp || len(query) < 12 {
+	box := s.answerer.Load()
+	if c == nil || box == nil || tcp || len(query) < 12 {
 		return s.fresh(sc, dst, query, src, tcp)
 	}
-	box := s.answerer.Load()
 	m := s.Metrics
 	if out, ok := c.get(sc, box, dst, query, src); ok {
 		if m != nil {
