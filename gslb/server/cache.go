@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"net/netip"
+	"slices"
 	"weak"
 
 	"github.com/miekg/dns"
@@ -71,12 +72,32 @@ func replyCacheSlots(readers int) int {
 // turns over more positions (a long weighted schedule) is not cached.
 const maxPeriod = 16
 
-// cacheSlot is one question's replies.
+// maxCounters bounds the metrics' counters a kept reply counts (a
+// reply counts at most 4 today: queries, ECS, truncated, answers).
+const maxCounters = 6
+
+// cacheSlot is one question's replies. What a hit reads is laid out to
+// touch few cache lines: the slot's first fields, then one block (data)
+// with the key and the replies side by side.
 type cacheSlot struct {
 	box weak.Pointer[answerer] // the snapshot they came from (its id)
 	gen uint64                 // the counter cache's generation they counted in
-	key []byte                 // the query but its ID, the ECS ADDRESS zeroed
 	src netip.Addr             // the sender; invalid: any
+	// data holds the key (klen octets: the query but its ID, the ECS
+	// ADDRESS zeroed), then the reply at each position of the rotation
+	// (period of them; one without rotor), stride octets apart: its
+	// length (2 octets), then its bytes (ID zero). Bit v of set says
+	// the reply at position v is kept.
+	data         []byte
+	klen, stride int
+	set          uint32
+	// rotor and period are the answer's gslb.Reuse: the reader's own
+	// counter it turns with (index plus one; 0: none), and how often it
+	// repeats.
+	rotor, period int
+	// ctrs are the counters every reply of the slot counts.
+	nctr int
+	ctrs [maxCounters]*cachedCounter
 	// scope and prefix are, for a query with ECS, the reply's scope
 	// (at most the source prefix length) and the ADDRESS masked to it.
 	scope  int
@@ -84,20 +105,6 @@ type cacheSlot struct {
 	// missed is the hash of the last other key that missed the slot
 	// while it was in use (see put).
 	missed uint64
-	// rotor and period are the answer's gslb.Reuse: the reader's own
-	// counter it turns with (index plus one; 0: none), and how often it
-	// repeats. variants holds the reply at each position (one without
-	// rotor).
-	rotor, period int
-	variants      []cachedReply
-}
-
-// cachedReply is one reply kept: its bytes (ID zero), the counters it
-// counted, and whether it is set.
-type cachedReply struct {
-	set      bool
-	reply    []byte
-	counters []*cachedCounter
 }
 
 // newReplyCache returns an empty cache of n slots.
@@ -220,19 +227,20 @@ func mix(x uint64) uint64 {
 // from any sender) built by box, counting in sc's counters, for a
 // query with ECS under scope.
 func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.Addr, scope int) bool {
-	if sl.box != box.id || sl.gen != sc.counters.gen || sl.src != src || len(sl.key) != len(q.b)-2 {
+	if sl.box != box.id || sl.gen != sc.counters.gen || sl.src != src || sl.klen != len(q.b)-2 {
 		return false
 	}
+	key := sl.data[:sl.klen]
 	if q.addr < 0 {
-		return bytes.Equal(sl.key, q.b[2:])
+		return bytes.Equal(key, q.b[2:])
 	}
 	a := q.addr - 2
-	return sl.scope == scope && sl.prefix == q.masked(scope) && bytes.Equal(sl.key[:a], q.b[2:q.addr]) && bytes.Equal(sl.key[a+q.n:], q.b[q.addr+q.n:])
+	return sl.scope == scope && sl.prefix == q.masked(scope) && bytes.Equal(key[:a], q.b[2:q.addr]) && bytes.Equal(key[a+q.n:], q.b[q.addr+q.n:])
 }
 
 // variant returns the reply sl keeps for the reader's rotation counters
 // now (sc.rot), or nil.
-func (sl *cacheSlot) variant(sc *scratch) *cachedReply {
+func (sl *cacheSlot) variant(sc *scratch) []byte {
 	v := 0
 	if sl.rotor > 0 {
 		if sl.rotor > len(sc.rot) {
@@ -240,10 +248,12 @@ func (sl *cacheSlot) variant(sc *scratch) *cachedReply {
 		}
 		v = int(sc.rot[sl.rotor-1] % uint64(sl.period))
 	}
-	if v < len(sl.variants) && sl.variants[v].set {
-		return &sl.variants[v]
+	if sl.set&(1<<v) == 0 {
+		return nil
 	}
-	return nil
+	o := sl.klen + v*sl.stride
+	n := int(binary.BigEndian.Uint16(sl.data[o:]))
+	return sl.data[o+2 : o+2+n]
 }
 
 // get answers query from src out of the cache into dst, if it holds its
@@ -268,7 +278,7 @@ func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src neti
 	if r == nil {
 		return nil, false
 	}
-	out := append(dst[:0], r.reply...)
+	out := append(dst[:0], r...)
 	out[0], out[1] = query[0], query[1]
 	if q.n > 0 {
 		copy(out[len(out)-q.n:], query[q.addr:q.addr+q.n])
@@ -276,7 +286,7 @@ func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src neti
 	if sl.rotor > 0 {
 		sc.rot[sl.rotor-1]++
 	}
-	for _, e := range r.counters {
+	for _, e := range sl.ctrs[:sl.nctr] {
 		sc.counters.add(e)
 	}
 	return out, true
@@ -313,37 +323,44 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 		scope := min(int(reply[len(reply)-q.n-1]), q.source)
 		c.scopes[c.hash(&q)%uint64(len(c.scopes))] = uint8(scope + 1)
 	}
+	rec := sc.counters.rec
+	if len(rec) > maxCounters || len(reply) > 0xffff {
+		return
+	}
 	anySrc, sl, h, hs, scope := c.find(&q, src)
 	if !reuse.Source {
 		sl, src, hs = anySrc, netip.Addr{}, h
 	}
-	if !sl.holds(sc, box, &q, src, scope) || sl.rotor != reuse.Rotor || sl.period != reuse.Period {
-		// Another question, snapshot or sender. A slot in use is
+	if !sl.holds(sc, box, &q, src, scope) || sl.rotor != reuse.Rotor || sl.period != reuse.Period ||
+		!slices.Equal(sl.ctrs[:sl.nctr], rec) || len(reply)+2 > sl.stride {
+		// Another question, snapshot or sender (or, rarely, a reply
+		// of another length or with other counters). A slot in use is
 		// taken over by a key that missed it last too.
 		if sl.box == box.id && sl.gen == sc.counters.gen && sl.missed != hs {
 			sl.missed = hs
 			return
 		}
 		sl.box, sl.gen, sl.src = box.id, sc.counters.gen, src
-		sl.key = append(sl.key[:0], query[2:]...)
+		sl.rotor, sl.period = reuse.Rotor, reuse.Period
+		sl.klen, sl.stride = len(query)-2, len(reply)+2
+		need := sl.klen + max(1, reuse.Period)*sl.stride
+		if cap(sl.data) < need {
+			sl.data = make([]byte, need)
+		}
+		sl.data = sl.data[:need]
+		copy(sl.data, query[2:])
 		sl.scope, sl.prefix = scope, [16]byte{}
 		if q.addr >= 0 {
-			clear(sl.key[q.addr-2 : q.addr-2+q.n])
+			clear(sl.data[q.addr-2 : q.addr-2+q.n])
 			sl.prefix = q.masked(scope)
 		}
-		sl.rotor, sl.period = reuse.Rotor, reuse.Period
-		n := max(1, reuse.Period)
-		if cap(sl.variants) < n {
-			sl.variants = make([]cachedReply, n)
-		}
-		sl.variants = sl.variants[:n]
-		for i := range sl.variants {
-			sl.variants[i].set = false
-		}
+		sl.set = 0
+		sl.nctr = copy(sl.ctrs[:], rec)
 	}
-	r := &sl.variants[v]
-	r.set = true
-	r.reply = append(r.reply[:0], reply...)
-	r.reply[0], r.reply[1] = 0, 0
-	r.counters = append(r.counters[:0], sc.counters.rec...)
+	o := sl.klen + v*sl.stride
+	binary.BigEndian.PutUint16(sl.data[o:], uint16(len(reply)))
+	r := sl.data[o+2 : o+2+len(reply)]
+	copy(r, reply)
+	r[0], r[1] = 0, 0
+	sl.set |= 1 << v
 }

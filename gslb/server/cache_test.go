@@ -333,7 +333,7 @@ func TestReplyCacheLetsGo(t *testing.T) {
 		}
 		return weak.Make(snap)
 	}()
-	if held := slices.ContainsFunc(sc.cache.slots, func(sl cacheSlot) bool { return len(sl.key) > 0 }); !held {
+	if held := slices.ContainsFunc(sc.cache.slots, func(sl cacheSlot) bool { return sl.klen > 0 }); !held {
 		t.Fatal("nothing cached")
 	}
 	s.Swap(cacheSnapshot(t, cfg, "down"))
