@@ -28,7 +28,9 @@ import (
 //     the query's own ADDRESS, copied in;
 //   - an entry is served only from the snapshot that built it (the same
 //     box: every Swap, every reload, every member state change and every
-//     operator switch makes a new one), to the server that built it;
+//     operator switch makes a new one), to the server that built it; it
+//     holds the box by a weak pointer, so a snapshot swapped out is freed
+//     whatever the cache still keeps;
 //   - only answers the snapshot says come again are kept
 //     (gslb.Response.Reuse): never a random pick, an emergency set or a
 //     last resort, which turn with counters shared by every reader;
