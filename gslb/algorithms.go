@@ -11,6 +11,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
+	"lbdns/internal/splitmix"
 )
 
 // member is one member of a pool, of one address family, as a name
@@ -217,7 +218,7 @@ func (fp *famPool) pick(key uint64, own []uint64) ([]dns.RR, bool) {
 		if fp.isUp[i] {
 			return fp.all[i : i+1 : i+1], true
 		}
-		j := int(mix(key^0x9e3779b97f4a7c15) % uint64(n))
+		j := int(splitmix.Mix(key^0x9e3779b97f4a7c15) % uint64(n))
 		return fp.upRing.rrs[j : j+1 : j+1], true
 	case configs.AlgorithmRendezvous:
 		j := rendezvous(fp.up, key)
@@ -258,23 +259,13 @@ func (fp *famPool) reuse(own []uint64) Reuse {
 func rendezvous(ms []member, key uint64) int {
 	best, bestScore := 0, math.Inf(-1)
 	for i := range ms {
-		u := (float64(mix(key^ms[i].key)>>11) + 0.5) / (1 << 53)
+		u := (float64(splitmix.Mix(key^ms[i].key)>>11) + 0.5) / (1 << 53)
 		score := float64(ms[i].weight) / -math.Log(u)
 		if score > bestScore {
 			best, bestScore = i, score
 		}
 	}
 	return best
-}
-
-// mix is the splitmix64 finalizer: a well-spread 64-bit hash of x.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // addrKey is the hash key of a client: its address and prefix length.
@@ -284,7 +275,7 @@ func addrKey(a netip.Addr, bits int) uint64 {
 	for _, c := range b {
 		h = (h ^ uint64(c)) * 1099511628211
 	}
-	return mix(h ^ uint64(bits))
+	return splitmix.Mix(h ^ uint64(bits))
 }
 
 // stringKey is the FNV-1a hash of s, mixed.
@@ -293,5 +284,5 @@ func stringKey(s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(s[i])) * 1099511628211
 	}
-	return mix(h)
+	return splitmix.Mix(h)
 }

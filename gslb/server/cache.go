@@ -9,6 +9,8 @@ import (
 	"weak"
 
 	"github.com/miekg/dns"
+
+	"lbdns/internal/splitmix"
 )
 
 // replyCache is a UDP reader's cache of the replies it built, so that a
@@ -121,6 +123,13 @@ type cacheQuery struct {
 	b       []byte
 	addr, n int
 	source  int
+	// hash is the hash of the query but its ID and ADDRESS (set by
+	// replyCache.query).
+	hash uint64
+	// scope and prefix are, with ECS, the scope last kept for the query
+	// and its ADDRESS masked to it (set by replyCache.find).
+	scope  int
+	prefix [16]byte
 }
 
 // newCacheQuery finds the Client Subnet option of query (at least a
@@ -182,53 +191,51 @@ func (q *cacheQuery) masked(bits int) (p [16]byte) {
 	return p
 }
 
-// hash is the hash of the query but its ID and ADDRESS.
-func (c *replyCache) hash(q *cacheQuery) uint64 {
+// query returns query as the cache sees it (newCacheQuery), with its
+// hash.
+func (c *replyCache) query(query []byte) (cacheQuery, bool) {
+	q, ok := newCacheQuery(query)
+	if !ok {
+		return q, false
+	}
 	if q.addr < 0 {
-		return maphash.Bytes(c.seed, q.b[2:])
+		q.hash = maphash.Bytes(c.seed, q.b[2:])
+		return q, true
 	}
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	_, _ = h.Write(q.b[2:q.addr])
 	_, _ = h.Write(q.b[q.addr+q.n:])
-	return h.Sum64()
+	q.hash = h.Sum64()
+	return q, true
 }
 
 // find returns the slots where q from src may be kept: one for a reply
 // that holds for any sender, one for a reply to src alone, with the
-// keys' hashes; for a query with ECS, under the scope last kept for it
-// (scope; -1 when none, and no slot).
-func (c *replyCache) find(q *cacheQuery, src netip.Addr) (anySrc, fromSrc *cacheSlot, h, hs uint64, scope int) {
-	h = c.hash(q)
+// keys' hashes; ok is false for a query with ECS whose scope is not
+// known yet (nothing is kept for it). For a query with ECS it sets
+// q.scope and q.prefix.
+func (c *replyCache) find(q *cacheQuery, src netip.Addr) (anySrc, fromSrc *cacheSlot, h, hs uint64, ok bool) {
 	n := uint64(len(c.slots))
-	scope = -1
+	h = q.hash
 	if q.addr >= 0 {
 		s := c.scopes[h%n]
 		if s == 0 {
-			return nil, nil, h, 0, -1
+			return nil, nil, 0, 0, false
 		}
-		scope = int(s) - 1
-		p := q.masked(scope)
-		h = mix(h ^ mix(binary.LittleEndian.Uint64(p[:8])^uint64(scope)) ^ binary.LittleEndian.Uint64(p[8:]))
+		q.scope = int(s) - 1
+		q.prefix = q.masked(q.scope)
+		h = splitmix.Mix(h ^ splitmix.Mix(binary.LittleEndian.Uint64(q.prefix[:8])^uint64(q.scope)) ^ binary.LittleEndian.Uint64(q.prefix[8:]))
 	}
 	a := src.As16()
-	hs = mix(h ^ binary.LittleEndian.Uint64(a[:8]) ^ mix(binary.LittleEndian.Uint64(a[8:])))
-	return &c.slots[h%n], &c.slots[hs%n], h, hs, scope
-}
-
-// mix is the splitmix64 finalizer.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	hs = splitmix.Mix(h ^ binary.LittleEndian.Uint64(a[:8]) ^ splitmix.Mix(binary.LittleEndian.Uint64(a[8:])))
+	return &c.slots[h%n], &c.slots[hs%n], h, hs, true
 }
 
 // holds reports whether sl keeps replies to q from src (an invalid src:
 // from any sender) built by box, counting in sc's counters, for a
-// query with ECS under scope.
-func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.Addr, scope int) bool {
+// query with ECS under q's scope.
+func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.Addr) bool {
 	if sl.box != box.id || sl.gen != sc.counters.gen || sl.src != src || sl.klen != len(q.b)-2 {
 		return false
 	}
@@ -237,7 +244,7 @@ func (sl *cacheSlot) holds(sc *scratch, box *answerer, q *cacheQuery, src netip.
 		return bytes.Equal(key, q.b[2:])
 	}
 	a := q.addr - 2
-	return sl.scope == scope && sl.prefix == q.masked(scope) && bytes.Equal(key[:a], q.b[2:q.addr]) && bytes.Equal(key[a+q.n:], q.b[q.addr+q.n:])
+	return sl.scope == q.scope && sl.prefix == q.prefix && bytes.Equal(key[:a], q.b[2:q.addr]) && bytes.Equal(key[a+q.n:], q.b[q.addr+q.n:])
 }
 
 // variant returns the reply sl keeps for the reader's rotation counters
@@ -258,21 +265,17 @@ func (sl *cacheSlot) variant(sc *scratch) []byte {
 	return sl.data[o+2 : o+2+n]
 }
 
-// get answers query from src out of the cache into dst, if it holds its
+// get answers q from src out of the cache into dst, if it holds its
 // reply: the reply with the query's ID (and ECS ADDRESS), its counters
 // counted and the rotation counter moved on.
-func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src netip.Addr) ([]byte, bool) {
-	q, ok := newCacheQuery(query)
+func (c *replyCache) get(sc *scratch, box *answerer, dst []byte, q *cacheQuery, src netip.Addr) ([]byte, bool) {
+	anySrc, fromSrc, _, _, ok := c.find(q, src)
 	if !ok {
 		return nil, false
 	}
-	anySrc, fromSrc, _, _, scope := c.find(&q, src)
-	if anySrc == nil {
-		return nil, false
-	}
 	sl := anySrc
-	if !sl.holds(sc, box, &q, netip.Addr{}, scope) {
-		if sl = fromSrc; !sl.holds(sc, box, &q, src, scope) {
+	if !sl.holds(sc, box, q, netip.Addr{}) {
+		if sl = fromSrc; !sl.holds(sc, box, q, src) {
 			return nil, false
 		}
 	}
@@ -281,9 +284,9 @@ func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src neti
 		return nil, false
 	}
 	out := append(dst[:0], r...)
-	out[0], out[1] = query[0], query[1]
+	out[0], out[1] = q.b[0], q.b[1]
 	if q.n > 0 {
-		copy(out[len(out)-q.n:], query[q.addr:q.addr+q.n])
+		copy(out[len(out)-q.n:], q.b[q.addr:q.addr+q.n])
 	}
 	if sl.rotor > 0 {
 		sc.rot[sl.rotor-1]++
@@ -294,18 +297,15 @@ func (c *replyCache) get(sc *scratch, box *answerer, dst, query []byte, src neti
 	return out, true
 }
 
-// put keeps reply, just built for query from src by box, with the
-// counters it counted (sc.counters' record), when the snapshot's
-// response (sc.r) says it comes again.
-func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src netip.Addr) {
+// put keeps reply, just built for q from src by box, with the counters
+// it counted (sc.counters' record), when the snapshot's response (sc.r)
+// says it comes again.
+func (c *replyCache) put(sc *scratch, box *answerer, q *cacheQuery, reply []byte, src netip.Addr) {
 	reuse := sc.r.Reuse
 	if !sc.asked || !reuse.OK || len(reply) < 12 {
 		return
 	}
-	q, ok := newCacheQuery(query)
-	if !ok {
-		return
-	}
+	query := q.b
 	v := 0
 	if reuse.Rotor > 0 {
 		if reuse.Period < 1 || reuse.Period > maxPeriod || reuse.Rotor > len(sc.rot) {
@@ -323,17 +323,17 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 			return
 		}
 		scope := min(int(reply[len(reply)-q.n-1]), q.source)
-		c.scopes[c.hash(&q)%uint64(len(c.scopes))] = uint8(scope + 1)
+		c.scopes[q.hash%uint64(len(c.scopes))] = uint8(scope + 1)
 	}
 	rec := sc.counters.rec
 	if len(rec) > maxCounters || len(reply) > 0xffff {
 		return
 	}
-	anySrc, sl, h, hs, scope := c.find(&q, src)
+	anySrc, sl, h, hs, _ := c.find(q, src) // the scope is known: just set
 	if !reuse.Source {
 		sl, src, hs = anySrc, netip.Addr{}, h
 	}
-	if !sl.holds(sc, box, &q, src, scope) || sl.rotor != reuse.Rotor || sl.period != reuse.Period ||
+	if !sl.holds(sc, box, q, src) || sl.rotor != reuse.Rotor || sl.period != reuse.Period ||
 		!slices.Equal(sl.ctrs[:sl.nctr], rec) || len(reply)+2 > sl.stride {
 		// Another question, snapshot or sender (or, rarely, a reply
 		// of another length or with other counters). A slot in use is
@@ -351,10 +351,9 @@ func (c *replyCache) put(sc *scratch, box *answerer, query, reply []byte, src ne
 		}
 		sl.data = sl.data[:need]
 		copy(sl.data, query[2:])
-		sl.scope, sl.prefix = scope, [16]byte{}
+		sl.scope, sl.prefix = q.scope, q.prefix
 		if q.addr >= 0 {
 			clear(sl.data[q.addr-2 : q.addr-2+q.n])
-			sl.prefix = q.masked(scope)
 		}
 		sl.set = 0
 		sl.nctr = copy(sl.ctrs[:], rec)

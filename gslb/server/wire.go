@@ -24,11 +24,14 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 		return s.fresh(sc, dst, query, src, tcp)
 	}
 	m := s.Metrics
-	if out, ok := c.get(sc, box, dst, query, src); ok {
-		if m != nil {
-			sc.counters.inc(m, vecCache, cacheHit, "")
+	q, cacheable := c.query(query) // not: a FORMERR
+	if cacheable {
+		if out, ok := c.get(sc, box, dst, &q, src); ok {
+			if m != nil {
+				sc.counters.inc(m, vecCache, cacheHit, "")
+			}
+			return out
 		}
-		return out
 	}
 	// Built, then kept if its answer comes again: the counters it
 	// counts are recorded, and it is kept only when they were all
@@ -38,8 +41,8 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	sc.counters.rec, sc.counters.recording = sc.counters.rec[:0], true
 	out := s.fresh(sc, dst, query, src, false)
 	sc.counters.recording = false
-	if len(out) > 0 && sc.qlower != "" && sc.counters.gen == gen {
-		c.put(sc, box, query, out, src)
+	if cacheable && len(out) > 0 && sc.qlower != "" && sc.counters.gen == gen {
+		c.put(sc, box, &q, out, src)
 	}
 	if m != nil && len(out) > 0 {
 		sc.counters.inc(m, vecCache, cacheMiss, "")
