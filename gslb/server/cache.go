@@ -133,10 +133,10 @@ type cacheQuery struct {
 }
 
 // newCacheQuery finds the Client Subnet option of query (at least a
-// header). ok is false when the query cannot come from the cache: an
-// ECS option whose ADDRESS has bits set beyond its SOURCE (FORMERR) or
-// that could not be found in a query of the common shape (one question,
-// an OPT record last).
+// header). ok is false when the query cannot come from the cache: it
+// has two ECS options, or one parseECS rejects (the server answers
+// FORMERR). An option not found because the query is not of the common
+// shape (one question, an OPT record last) leaves it in the key.
 func newCacheQuery(query []byte) (q cacheQuery, ok bool) {
 	q = cacheQuery{b: query, addr: -1}
 	be := binary.BigEndian
@@ -160,16 +160,10 @@ func newCacheQuery(query []byte) (q cacheQuery, ok bool) {
 			return q, true
 		}
 		if code == dns.EDNS0SUBNET {
-			if q.addr >= 0 || n < 4 {
-				return q, false // two options, or a short one: FORMERR
+			if _, valid := parseECS(query[o+4 : o+4+n]); !valid || q.addr >= 0 {
+				return q, false // FORMERR: the server's own check, or two options
 			}
 			q.addr, q.n, q.source = o+8, n-4, int(query[o+6])
-			if q.n != (q.source+7)/8 || q.n > 16 {
-				return q, false
-			}
-			if q.n > 0 && q.source%8 != 0 && query[q.addr+q.n-1]&(0xff>>(q.source%8)) != 0 {
-				return q, false // bits beyond SOURCE
-			}
 		}
 		o += 4 + n
 	}
