@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"lbdns/control"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
 	"lbdns/report"
@@ -116,15 +117,23 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 		return overrideResult{err: report.IntentError(err)}
 	}
 	if res.Changed {
-		if err := d.store.Save(ctx, next); err != nil {
+		rev, err := d.store.Save(ctx, next, d.rev)
+		if err != nil {
 			var ds *atomicfile.DirSyncError
-			if !errors.As(err, &ds) {
+			var ce *intent.ConflictError
+			switch {
+			case errors.As(err, &ce):
+				// Another writer of the store won: take its revision, so
+				// that a retry is decided on it.
+				d.handleWatch(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual})
+				return overrideResult{err: control.Errorf(http.StatusConflict, "%s", err.Error())}
+			case !errors.As(err, &ds):
 				return overrideResult{err: fmt.Errorf("cannot persist the %s, nothing changed: %w", what, err)}
 			}
 			// The new state is in place; only its durability is in doubt.
 			d.log.Warn(what+" saved but the state directory could not be synced", "err", err)
 		}
-		d.setOverrides(next)
+		d.setOverrides(next, rev)
 		if g != nil {
 			d.gslb.Refresh()
 			d.journal.GSLB(*g, call.by, res)
@@ -147,17 +156,16 @@ func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, erro
 	return intent.Apply(d.intent, intent.Request{Action: r.Action, Resolver: r.Resolver, Pool: r.Pool, VIP: r.VIP, Reason: r.Reason, By: call.by, At: d.now()}, intentView{d})
 }
 
-// setOverrides makes st the operator intent in force (loop only).
-func (d *Daemon) setOverrides(st intent.State) {
-	d.intent = st
+// setOverrides makes st, at store revision rev, the operator intent in
+// force, and publishes it (loop only).
+func (d *Daemon) setOverrides(st intent.State, rev intent.Revision) {
+	d.intent, d.rev = st, rev
 	d.rules = resolvers.RulesFrom(st.Overrides)
-	d.mu.Lock()
-	d.said = st
-	d.mu.Unlock()
+	d.hub.Intent.Publish(hub.Intent{State: st, Revision: uint64(rev)})
 }
 
 // intentNow returns the operator intent in force (never modified in place).
-func (d *Daemon) intentNow() intent.State { d.mu.Lock(); defer d.mu.Unlock(); return d.said }
+func (d *Daemon) intentNow() intent.State { i, _ := d.hub.Intent.Load(); return i.State }
 
 // reloadForControl is the control servers' reload: it validates and applies the
 // configuration file; an invalid one is a 422 with every problem.

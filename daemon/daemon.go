@@ -29,6 +29,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/gslb/server"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
@@ -115,10 +116,15 @@ type Daemon struct {
 
 	pf *prefetch.Service // cache refresh
 
-	// intent is what operators said, in force, and rules its overrides'
-	// pool-policy form (loop-owned; said is the copy under mu); store
-	// persists it; responder answers GSLB names under it.
+	// hub holds the state the parts share (hub.Hub says who publishes
+	// and who waits on what).
+	hub *hub.Hub
+	// intent is what operators said, in force, at store revision rev,
+	// and rules its overrides' pool-policy form (loop-owned; the hub has
+	// the copy others read); store persists it; responder answers GSLB
+	// names under it.
 	intent     intent.State
+	rev        intent.Revision
 	rules      []resolvers.Rule
 	store      intent.Store
 	overrideCh chan overrideCall
@@ -137,10 +143,7 @@ type Daemon struct {
 	// (statusLn nil when turned off); Run serves them.
 	ctlLn, statusLn net.Listener
 
-	mu            sync.Mutex // guards the copies below, read by other goroutines
-	plan          resolvers.Plan
-	view          *configs.Config
-	said          intent.State
+	mu            sync.Mutex // guards the reload outcome below, read by other goroutines
 	lastReload    time.Time
 	lastReloadErr string
 }
@@ -203,6 +206,7 @@ func New(opts Options) (*Daemon, error) {
 		pf:         prefetch.NewService(prefetch.ServiceOptions{Now: opts.Now, Logger: opts.Logger}),
 	}
 	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
+	d.hub = hub.New(func() hub.Facts { return d.mon.Status() })
 	m, err := report.NewMetrics(opts.Registry, d.reportInput)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: metrics: %w", err)
@@ -238,16 +242,17 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d.setOverrides(st)
+	d.setOverrides(st.State, st.Revision)
 	d.rec = vip.NewReconciler(d.client, d.owned.Has)
 	d.mon = monitor.New(monitor.Options{
 		Now:      opts.Now,
 		OnEvent:  d.onEvent,
 		OnResult: func(k monitor.Key, r check.Result) { d.metrics.ObserveProbe(k.Check, r) },
+		OnChange: func() { d.hub.Facts.Touch() },
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Config: d.Config, Statuses: d.mon.Status, Changes: d.mon.Changes, Intent: d.intentNow, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -351,10 +356,8 @@ func (d *Daemon) applySettings(cfg *configs.Config) {
 func (d *Daemon) install(cfg *configs.Config, targets []monitor.Target, reload bool) {
 	d.cfg = cfg
 	d.planner.Configure(cfg, d.now(), reload)
-	d.mu.Lock()
-	d.view = cfg
-	d.mu.Unlock()
 	d.mon.Update(targets)
+	d.hub.Config.Publish(cfg) // after the targets: the responder reads them with it
 	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
 		d.owned.Add(k)
@@ -413,6 +416,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	identDone := make(chan error, 1)
 	go func() { identDone <- d.ident.Run(mctx) }()
 	d.pf.Start(mctx, d.cfg)
+	feedDone := make(chan struct{})
+	go func() { defer close(feedDone); d.feedPrefetch(mctx) }()
 	servers := d.serve(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -431,6 +436,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-monDone
 			<-identDone
 			servers.Wait()
+			<-feedDone
 			d.pf.Stop()
 			if err := d.closeProbe(); err != nil {
 				d.log.Warn("close dns prober", "err", err)
@@ -486,17 +492,18 @@ func (d *Daemon) Reload(ctx context.Context) error {
 
 // Plan returns the latest pool verdicts and desired table.
 func (d *Daemon) Plan() resolvers.Plan {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.plan
+	p, _ := d.hub.Plan.Load()
+	return p
 }
 
 // Config returns the running configuration.
 func (d *Daemon) Config() *configs.Config {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.view
+	c, _ := d.hub.Config.Load()
+	return c
 }
+
+// Hub returns the state the daemon's parts share.
+func (d *Daemon) Hub() *hub.Hub { return d.hub }
 
 // Monitor returns the health monitor, for status.
 func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
@@ -537,10 +544,13 @@ func (d *Daemon) handleTick(ctx context.Context) {
 
 // handleWatch makes st, the operator intent as changed elsewhere (another
 // host sharing the store), the intent in force, and applies it.
-func (d *Daemon) handleWatch(ctx context.Context, st intent.State) {
-	d.setOverrides(st)
-	d.journal.IntentChanged(st)
-	d.journal.IntentOrphans(d.cfg, st)
+func (d *Daemon) handleWatch(ctx context.Context, st intent.Stored) {
+	if st.Revision <= d.rev {
+		return // this loop's own Save, or one it already took
+	}
+	d.setOverrides(st.State, st.Revision)
+	d.journal.IntentChanged(st.State)
+	d.journal.IntentOrphans(d.cfg, st.State)
 	d.gslb.Refresh()
 	d.reconcile(ctx, false)
 }
@@ -591,11 +601,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 	step := d.planner.Plan(d.facts(now), d.rules, now)
 	plan := step.Plan
 	d.plans++
-
-	d.mu.Lock()
-	d.plan = plan
-	d.mu.Unlock()
-	d.pf.SetHealthy(plan.HealthyResolvers())
+	d.hub.Plan.Publish(plan)
 	if !step.Apply {
 		return
 	}

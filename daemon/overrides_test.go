@@ -248,40 +248,49 @@ func TestReloadKeepsStateDir(t *testing.T) {
 }
 
 // memStore is an intent.Store in memory whose Save fails on demand and
-// whose Watch delivers what is sent on changes (changes made elsewhere).
+// whose Watch delivers what is sent on changes (changes made elsewhere):
+// a change sent there becomes the stored state at the next revision.
 type memStore struct {
 	mu      sync.Mutex
 	st      intent.State
+	rev     intent.Revision
 	fail    error
 	saves   int
 	changes chan intent.State
 }
 
-func (s *memStore) Load(context.Context) (intent.State, error) {
+func (s *memStore) Load(context.Context) (intent.Stored, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.Clone(), nil
+	return intent.Stored{State: s.st.Clone(), Revision: s.rev}, nil
 }
 
-func (s *memStore) Save(_ context.Context, st intent.State) error {
+func (s *memStore) Save(_ context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return s.fail
+		return 0, s.fail
 	}
-	s.st, s.saves = st.Clone(), s.saves+1
-	return nil
+	if expected != s.rev {
+		return 0, &intent.ConflictError{Expected: expected, Actual: s.rev, Current: s.st.Clone()}
+	}
+	s.st, s.rev, s.saves = st.Clone(), s.rev+1, s.saves+1
+	return s.rev, nil
 }
 
-func (s *memStore) Watch(ctx context.Context) <-chan intent.State {
-	ch := make(chan intent.State)
+func (s *memStore) Watch(ctx context.Context) <-chan intent.Stored {
+	ch := make(chan intent.Stored)
 	go func() {
 		defer close(ch)
 		for {
 			select {
 			case st := <-s.changes:
+				s.mu.Lock()
+				s.st, s.rev = st.Clone(), s.rev+1
+				stored := intent.Stored{State: st, Revision: s.rev}
+				s.mu.Unlock()
 				select {
-				case ch <- st:
+				case ch <- stored:
 				case <-ctx.Done():
 					return
 				}

@@ -22,10 +22,10 @@ type blockingStore struct {
 	unblock chan struct{}
 }
 
-func (s *blockingStore) Save(ctx context.Context, st intent.State) error {
+func (s *blockingStore) Save(ctx context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	close(s.blocked)
 	<-s.unblock
-	return s.memStore.Save(ctx, st)
+	return s.memStore.Save(ctx, st, expected)
 }
 
 // nextOf waits (real time, up to timeout) for a message starting with

@@ -16,12 +16,12 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 }
 
 // reportInput gathers what the status and the metrics are built from:
-// copies taken under d.mu, the monitor's facts, the applied table and its
+// the hub's configuration, plan and intent, the monitor's facts, the applied table and its
 // kernel statistics, the prefetcher's entries.
 func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	now := d.now()
+	cfg, plan, said := d.Config(), d.Plan(), d.intentNow()
 	d.mu.Lock()
-	cfg, plan, said := d.view, d.plan, d.said
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
 	mon := d.mon.Status()

@@ -70,7 +70,7 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 			t.Fatalf("tick with stale facts: plans %d, healthy %d; want 2, 0", d.plans, healthy())
 		}
 		if !d.Plan().Pools[0].FailOpen {
-			t.Fatalf("every member stale: pool not failing open: %+v", d.plan.Pools[0])
+			t.Fatalf("every member stale: pool not failing open: %+v", d.Plan().Pools[0])
 		}
 		// The pool turned to failing open, which the next plan reads (Memory):
 		// one more plan, then the plan is settled.
@@ -85,13 +85,13 @@ func TestTickSkipsUnchangedPlan(t *testing.T) {
 			t.Fatalf("tick with facts still stale computed a plan (plans = %d, want 3)", d.plans)
 		}
 		// An override change makes the settled plan not current.
-		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}})
+		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}}, d.rev)
 		d.handleTick(ctx)
 		if d.plans != 4 {
 			t.Fatalf("tick after an override change: plans = %d, want 4", d.plans)
 		}
 		// Setting the same overrides again changes nothing.
-		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}})
+		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain}}}, d.rev)
 		clk.add(100 * time.Millisecond)
 		d.handleTick(ctx)
 		d.handleTick(ctx)
@@ -167,7 +167,7 @@ func TestTickRepairsDirtyCache(t *testing.T) {
 		}
 		// The operator disables a (handleOverride's loop path): deleting a
 		// finds it gone, a surprise that marks the cache dirty, no error.
-		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: control.ActionDisable}}})
+		d.setOverrides(intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: control.ActionDisable}}}, d.rev)
 		d.reconcile(ctx, false)
 		if !d.rec.Dirty() {
 			t.Fatal("cache not dirty after the surprise")

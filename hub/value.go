@@ -84,4 +84,3 @@ func (x *Value[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
 		return zero, after, ctx.Err()
 	}
 }
-

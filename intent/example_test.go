@@ -26,7 +26,8 @@ func ExampleApply() {
 	defer os.RemoveAll(dir)
 	store := intent.NewFileStore(dir, intent.FileOptions{})
 	ctx := context.Background()
-	cur, _ := store.Load(ctx)
+	stored, _ := store.Load(ctx)
+	cur := stored.State
 
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	next, res, err := intent.Apply(cur, intent.Request{Action: intent.ActionDrain, Resolver: "bind-1", Pool: "main", Reason: "disk full", By: "uid 0", At: at}, view{cfg})
@@ -34,7 +35,7 @@ func ExampleApply() {
 		fmt.Println("refused:", err)
 		return
 	}
-	if err := store.Save(ctx, next); err != nil {
+	if _, err := store.Save(ctx, next, stored.Revision); err != nil {
 		fmt.Println("not saved, nothing changed:", err)
 		return
 	}

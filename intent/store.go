@@ -12,26 +12,73 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"lbdns/internal/atomicfile"
 )
 
+// Revision numbers the versions of the stored intent: every Save makes
+// the next one; 0 is a store that was never written (or a file written
+// before revisions were kept).
+type Revision uint64
+
+// Stored is one revision of the stored intent.
+type Stored struct {
+	State    State
+	Revision Revision
+}
+
 // Store keeps the State in force where it survives a restart. Nothing in
-// it assumes a file: a store shared by a fleet of LB hosts implements the
-// same three methods.
+// it assumes a file: a store shared by a fleet of LB hosts (etcd)
+// implements the same three methods, with its own revisions.
 type Store interface {
-	// Load returns the stored state; a store that holds nothing yet
-	// returns the zero State. An error means the stored intent cannot be
-	// used: the caller must not start as if there were none.
-	Load(ctx context.Context) (State, error)
-	// Save replaces the stored state with st. When it returns an error,
-	// the change is not in force, unless errors.As finds a
-	// *atomicfile.DirSyncError in it: the new state is then stored, only
-	// its durability across a power loss is in doubt.
-	Save(ctx context.Context, st State) error
-	// Watch delivers the state each time it is changed by someone other
-	// than this process's Save (another host of the fleet). The channel
-	// is closed when ctx is done.
-	Watch(ctx context.Context) <-chan State
+	// Load returns the stored state and its revision; a store that
+	// holds nothing yet returns the zero State at revision 0. An error
+	// means the stored intent cannot be used: the caller must not start
+	// as if there were none.
+	Load(ctx context.Context) (Stored, error)
+	// Save replaces the stored state with st if the stored revision is
+	// still expected, and returns the new revision. When the store holds
+	// another revision it changes nothing and returns a *ConflictError.
+	// When it returns any other error, the change is not in force,
+	// unless errors.As finds a *atomicfile.DirSyncError in it: the new
+	// state is then stored (at the returned revision), only its
+	// durability across a power loss is in doubt.
+	Save(ctx context.Context, st State, expected Revision) (Revision, error)
+	// Watch delivers every revision saved after the call, in order,
+	// by this process or by another writer sharing the store. The
+	// channel is closed when ctx is done.
+	Watch(ctx context.Context) <-chan Stored
+}
+
+// ConflictError is Save's error when the store was written meanwhile:
+// the request was decided on a revision that is no longer the stored
+// one. Nothing was changed; load again and retry.
+type ConflictError struct {
+	// Expected is the revision the write was decided on; Actual the
+	// stored one, whose state is Current.
+	Expected, Actual Revision
+	Current          State
+}
+
+// Error says in one line what changed meanwhile and what to do.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("the operator intent changed meanwhile (revision %d, now %d: %s); nothing was changed: check it and retry",
+		e.Expected, e.Actual, e.Current.Summary())
+}
+
+// Summary says in a few words what st holds: "2 overrides, 1
+// emergency switch, 0 TTL raises".
+func (st State) Summary() string {
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	return plural(len(st.Overrides), "override", "overrides") + ", " +
+		plural(len(st.Emergencies), "emergency switch", "emergency switches") + ", " +
+		plural(len(st.TTLRaises), "TTL raise", "TTL raises")
 }
 
 // FileName is the name of the FileStore's file in its directory.
@@ -42,9 +89,11 @@ const FileName = "overrides.json"
 // bytes and this version.
 const FileVersion = 1
 
-// document is the file: the version, then the State's fields.
+// document is the file: the version, the revision (absent before the
+// first Save that kept one), then the State's fields.
 type document struct {
-	Version int `json:"version"`
+	Version  int      `json:"version"`
+	Revision Revision `json:"revision,omitempty"`
 	State
 }
 
@@ -52,37 +101,43 @@ type document struct {
 // value or another version are errors) and checks every entry: an entry
 // the daemon would have to guess about is an error, never skipped.
 func Parse(b []byte) (State, error) {
+	st, _, err := parseDocument(b)
+	return st, err
+}
+
+// parseDocument is Parse that also returns the document's revision.
+func parseDocument(b []byte) (State, Revision, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var doc document
 	if err := dec.Decode(&doc); err != nil {
-		return State{}, fmt.Errorf("parse: %w", err)
+		return State{}, 0, fmt.Errorf("parse: %w", err)
 	}
 	if dec.More() {
-		return State{}, errors.New("parse: data after the JSON object")
+		return State{}, 0, errors.New("parse: data after the JSON object")
 	}
 	if doc.Version != FileVersion {
-		return State{}, fmt.Errorf("version %d is not %d (a file written by another lbdnsd version?)", doc.Version, FileVersion)
+		return State{}, 0, fmt.Errorf("version %d is not %d (a file written by another lbdnsd version?)", doc.Version, FileVersion)
 	}
 	for i, o := range doc.Overrides {
 		switch {
 		case o.Resolver == "":
-			return State{}, fmt.Errorf("overrides[%d]: resolver missing", i)
+			return State{}, 0, fmt.Errorf("overrides[%d]: resolver missing", i)
 		case o.Action != ActionDrain && o.Action != ActionDisable:
-			return State{}, fmt.Errorf("overrides[%d]: action %q is not drain or disable", i, o.Action)
+			return State{}, 0, fmt.Errorf("overrides[%d]: action %q is not drain or disable", i, o.Action)
 		case o.Pool != "" && o.VIP != "":
-			return State{}, fmt.Errorf("overrides[%d]: both pool and vip are set", i)
+			return State{}, 0, fmt.Errorf("overrides[%d]: both pool and vip are set", i)
 		}
 		for _, p := range doc.Overrides[:i] {
 			if p.SameScope(o) {
-				return State{}, fmt.Errorf("overrides[%d]: a second override of %s %s", i, o.Resolver, o.ScopeText())
+				return State{}, 0, fmt.Errorf("overrides[%d]: a second override of %s %s", i, o.Resolver, o.ScopeText())
 			}
 		}
 	}
 	if err := parseGSLB(doc.State); err != nil {
-		return State{}, err
+		return State{}, 0, err
 	}
-	return doc.State, nil
+	return doc.State, doc.Revision, nil
 }
 
 // parseGSLB checks the emergency switches and TTL raises of a stored
@@ -129,11 +184,14 @@ func parseGSLB(st State) error {
 
 // Marshal encodes st as Parse reads it: indented by two spaces, ending in
 // a newline, with an empty list written as [].
-func Marshal(st State) ([]byte, error) {
+func Marshal(st State) ([]byte, error) { return marshalDocument(st, 0) }
+
+// marshalDocument is Marshal with the revision rev (left out when 0).
+func marshalDocument(st State, rev Revision) ([]byte, error) {
 	if st.Overrides == nil {
 		st.Overrides = []Override{}
 	}
-	b, err := json.MarshalIndent(document{Version: FileVersion, State: st}, "", "  ")
+	b, err := json.MarshalIndent(document{Version: FileVersion, Revision: rev, State: st}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
@@ -171,12 +229,20 @@ type FileOptions struct {
 }
 
 // FileStore is the Store of one LB host: a JSON file in a directory
-// (FileName), replaced atomically on every Save. Nobody else writes the
-// file while lbdnsd runs, so its Watch never delivers.
+// (FileName), replaced atomically on every Save. The file carries its
+// revision; Save checks it under an advisory lock (FileName + ".lock",
+// flock), so that a second writer of the same file (another process, an
+// operator's tool) is detected as a conflict, never overwritten. Watch
+// delivers the revisions this store saves.
 type FileStore struct {
 	path string
 	opts FileOptions
 	mu   sync.Mutex // serialises Load and Save
+
+	// saved are the revisions saved by this store, in order, for Watch;
+	// changed is closed and replaced on every Save (both under mu).
+	saved   []Stored
+	changed chan struct{}
 }
 
 var _ Store = (*FileStore)(nil)
@@ -187,69 +253,141 @@ func NewFileStore(dir string, opts FileOptions) *FileStore {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &FileStore{path: filepath.Join(dir, FileName), opts: opts}
+	return &FileStore{path: filepath.Join(dir, FileName), opts: opts, changed: make(chan struct{})}
 }
 
 // Path returns the file's path.
 func (s *FileStore) Path() string { return s.path }
 
-// Load reads the file. A missing file is the zero State. A file that
-// cannot be read or parsed is a *StateFileError, or, with DiscardBad, is
-// renamed to PATH.bad-TIME and the zero State returned.
-func (s *FileStore) Load(ctx context.Context) (State, error) {
+// Load reads the file. A missing file is the zero State at revision 0,
+// as is a file written before revisions were kept (its state loads
+// unchanged). A file that cannot be read or parsed is a
+// *StateFileError, or, with DiscardBad, is renamed to PATH.bad-TIME and
+// the zero State returned.
+func (s *FileStore) Load(ctx context.Context) (Stored, error) {
 	if err := ctx.Err(); err != nil {
-		return State{}, err
+		return Stored{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return State{}, nil
-	}
-	var st State
+	st, rev, err := s.read()
 	if err == nil {
-		st, err = Parse(b)
-	}
-	if err == nil {
-		return st, nil
+		return Stored{State: st, Revision: rev}, nil
 	}
 	if !s.opts.DiscardBad {
-		return State{}, &StateFileError{Path: s.path, Err: err}
+		return Stored{}, &StateFileError{Path: s.path, Err: err}
 	}
 	kept := s.path + ".bad-" + s.opts.Now().UTC().Format("20060102T150405Z")
 	if rerr := os.Rename(s.path, kept); rerr != nil {
-		return State{}, &StateFileError{Path: s.path, Err: fmt.Errorf("%w; moving it aside failed too: %w", err, rerr)}
+		return Stored{}, &StateFileError{Path: s.path, Err: fmt.Errorf("%w; moving it aside failed too: %w", err, rerr)}
 	}
 	if s.opts.OnDiscard != nil {
 		s.opts.OnDiscard(kept, err)
 	}
-	return State{}, nil
+	return Stored{}, nil
+}
+
+// read reads and parses the file (a missing one is the zero State at
+// revision 0).
+func (s *FileStore) read() (State, Revision, error) {
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{}, 0, nil
+	}
+	if err != nil {
+		return State{}, 0, err
+	}
+	return parseDocument(b)
 }
 
 // Save replaces the file with st atomically (temporary file, fsync,
-// rename, fsync of the directory). A failed directory sync after the
-// rename is returned wrapping the *atomicfile.DirSyncError: the file is
-// replaced.
-func (s *FileStore) Save(ctx context.Context, st State) error {
+// rename, fsync of the directory) at the next revision, when the file is
+// at revision expected; else it returns a *ConflictError and changes
+// nothing. A file that cannot be read or parsed is a *StateFileError: it
+// is not replaced. A failed directory sync after the rename is returned
+// wrapping the *atomicfile.DirSyncError: the file is replaced.
+func (s *FileStore) Save(ctx context.Context, st State, expected Revision) (Revision, error) {
 	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b, err := Marshal(st)
-	if err != nil {
-		return err
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := atomicfile.Write(s.path, b); err != nil {
-		return fmt.Errorf("save %s: %w", s.path, err)
+	unlock, err := lockFile(s.path + ".lock")
+	if err != nil {
+		return 0, fmt.Errorf("save %s: %w", s.path, err)
 	}
-	return nil
+	defer unlock()
+	cur, rev, err := s.read()
+	if err != nil {
+		return 0, &StateFileError{Path: s.path, Err: err}
+	}
+	if rev != expected {
+		return 0, &ConflictError{Expected: expected, Actual: rev, Current: cur}
+	}
+	next := rev + 1
+	b, err := marshalDocument(st, next)
+	if err != nil {
+		return 0, err
+	}
+	werr := atomicfile.Write(s.path, b)
+	var ds *atomicfile.DirSyncError
+	if werr != nil && !errors.As(werr, &ds) {
+		return 0, fmt.Errorf("save %s: %w", s.path, werr)
+	}
+	s.saved = append(s.saved, Stored{State: st.Clone(), Revision: next})
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if werr != nil {
+		return next, fmt.Errorf("save %s: %w", s.path, werr)
+	}
+	return next, nil
 }
 
-// Watch returns a channel that never delivers (nobody else writes the
-// file) and is closed when ctx is done.
-func (s *FileStore) Watch(ctx context.Context) <-chan State {
-	ch := make(chan State)
-	context.AfterFunc(ctx, func() { close(ch) })
+// Watch delivers, in order, every revision this store saves after the
+// call; the channel is closed when ctx is done. A reader that is slow
+// gets every revision all the same, later.
+func (s *FileStore) Watch(ctx context.Context) <-chan Stored {
+	ch := make(chan Stored)
+	s.mu.Lock()
+	from := len(s.saved)
+	s.mu.Unlock()
+	go func() {
+		defer close(ch)
+		for {
+			s.mu.Lock()
+			pending, changed := s.saved[from:], s.changed
+			s.mu.Unlock()
+			for _, st := range pending {
+				select {
+				case ch <- st:
+					from++
+				case <-ctx.Done():
+					return
+				}
+			}
+			if len(pending) > 0 {
+				continue
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	return ch
+}
+
+// lockFile takes an exclusive advisory lock (flock) on path, creating it,
+// and returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
 }

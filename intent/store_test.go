@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,9 +61,13 @@ func TestGoldenV1(t *testing.T) {
 			}
 			s := NewFileStore(dir, FileOptions{})
 			ctx := context.Background()
-			st, err := s.Load(ctx)
+			stored, err := s.Load(ctx)
 			if err != nil {
 				t.Fatal(err)
+			}
+			st := stored.State
+			if stored.Revision != 0 {
+				t.Errorf("a file written before revisions loads at revision %d, want 0", stored.Revision)
 			}
 			if len(st.Overrides) != len(want) {
 				t.Fatalf("loaded %+v, want %+v", st.Overrides, want)
@@ -77,11 +82,13 @@ func TestGoldenV1(t *testing.T) {
 					t.Errorf("overrides[%d] = %+v, want %+v", i, got, want[i])
 				}
 			}
-			if err := s.Save(ctx, st); err != nil {
-				t.Fatal(err)
+			if rev, err := s.Save(ctx, st, 0); err != nil || rev != 1 {
+				t.Fatalf("Save at revision 0 = %d, %v; want revision 1", rev, err)
 			}
-			if b, _ := os.ReadFile(s.Path()); !bytes.Equal(b, golden) {
-				t.Errorf("saved back:\n%s\nwant (testdata/%s):\n%s", b, file, golden)
+			// Saved back, the file is the same with its revision.
+			withRev := bytes.Replace(golden, []byte("\"version\": 1,\n"), []byte("\"version\": 1,\n  \"revision\": 1,\n"), 1)
+			if b, _ := os.ReadFile(s.Path()); !bytes.Equal(b, withRev) {
+				t.Errorf("saved back:\n%s\nwant (testdata/%s with its revision):\n%s", b, file, withRev)
 			}
 			if b, _ := Marshal(State{Overrides: want}); !bytes.Equal(b, golden) {
 				t.Errorf("Marshal:\n%s\nwant:\n%s", b, golden)
@@ -93,7 +100,7 @@ func TestGoldenV1(t *testing.T) {
 func TestFileStoreMissingFile(t *testing.T) {
 	s := NewFileStore(t.TempDir(), FileOptions{})
 	st, err := s.Load(context.Background())
-	if err != nil || st.Overrides != nil {
+	if err != nil || st.State.Overrides != nil || st.Revision != 0 {
 		t.Fatalf("missing file: %+v %v", st, err)
 	}
 }
@@ -125,7 +132,7 @@ func TestFileStoreBadFile(t *testing.T) {
 	s := NewFileStore(dir, FileOptions{DiscardBad: true, Now: func() time.Time { return now },
 		OnDiscard: func(c string, err error) { kept, cause = c, err }})
 	st, err := s.Load(ctx)
-	if err != nil || st.Overrides != nil {
+	if err != nil || st.State.Overrides != nil {
 		t.Fatalf("discard: %+v %v", st, err)
 	}
 	if want := path + ".bad-20261129T100000Z"; kept != want || cause == nil {
@@ -154,8 +161,8 @@ func TestSaveFailsChangesNothing(t *testing.T) {
 	if err != nil || !res.Changed {
 		t.Fatalf("Apply: %+v %v", res, err)
 	}
-	err = s.Save(ctx, next)
-	if err == nil || !strings.Contains(err.Error(), "save "+s.Path()) {
+	_, err = s.Save(ctx, next, 0)
+	if err == nil || !strings.Contains(err.Error(), s.Path()) {
 		t.Fatalf("Save onto a directory: %v", err)
 	}
 	if len(cur.Overrides) != 1 || cur.Overrides[0].Action != ActionDrain {
@@ -164,8 +171,10 @@ func TestSaveFailsChangesNothing(t *testing.T) {
 	if fi, err := os.Stat(s.Path()); err != nil || !fi.IsDir() {
 		t.Fatalf("the directory in place of the file was replaced: %v", err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("files left behind: %v", entries)
+	for _, e := range must(os.ReadDir(dir)) {
+		if n := e.Name(); n != FileName && n != FileName+".lock" {
+			t.Errorf("file left behind: %s", n)
+		}
 	}
 	// Load refuses it as well: it is not a state file.
 	var sfe *StateFileError
@@ -179,7 +188,7 @@ func TestSaveHonoursContext(t *testing.T) {
 	s := NewFileStore(dir, FileOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.Save(ctx, State{}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Save(ctx, State{}, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Save with a done context: %v", err)
 	}
 	if _, err := os.Stat(s.Path()); !os.IsNotExist(err) {
@@ -187,18 +196,63 @@ func TestSaveHonoursContext(t *testing.T) {
 	}
 }
 
+// TestFileStoreWatch: Watch delivers every revision saved after it was
+// called, in order, also to a reader that reads late, and closes when
+// its context is done.
 func TestFileStoreWatch(t *testing.T) {
 	s := NewFileStore(t.TempDir(), FileOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := s.Watch(ctx)
 	select {
 	case st := <-ch:
-		t.Fatalf("Watch delivered %+v", st)
+		t.Fatalf("Watch delivered %+v before any Save", st)
 	default:
+	}
+	var rev Revision
+	for i := range 5 {
+		var err error
+		if rev, err = s.Save(ctx, State{Overrides: []Override{{Resolver: fmt.Sprint("r", i), Action: ActionDrain}}}, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		st := <-ch
+		if st.Revision != Revision(i+1) || st.State.Overrides[0].Resolver != fmt.Sprint("r", i) {
+			t.Fatalf("delivery %d: %+v", i, st)
+		}
 	}
 	cancel()
 	if _, ok := <-ch; ok {
 		t.Fatal("Watch delivered after its context was done")
+	}
+}
+
+// TestFileStoreConflict: two stores of one file (two writers) that loaded
+// the same revision: the second Save is refused with a *ConflictError
+// naming both revisions, and the file keeps the first writer's state.
+func TestFileStoreConflict(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	a, b := NewFileStore(dir, FileOptions{}), NewFileStore(dir, FileOptions{})
+	la, _ := a.Load(ctx)
+	lb, _ := b.Load(ctx)
+	if _, err := a.Save(ctx, State{Overrides: []Override{{Resolver: "bind-1", Action: ActionDrain}}}, la.Revision); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Save(ctx, State{Overrides: []Override{{Resolver: "knot-1", Action: ActionDisable}}}, lb.Revision)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Expected != 0 || ce.Actual != 1 || len(ce.Current.Overrides) != 1 {
+		t.Fatalf("stale Save: %v, want a ConflictError from revision 0 to 1", err)
+	}
+	if want := "the operator intent changed meanwhile (revision 0, now 1: 1 override, 0 emergency switches, 0 TTL raises); nothing was changed: check it and retry"; err.Error() != want {
+		t.Errorf("message:\n%s\nwant:\n%s", err, want)
+	}
+	got, err := b.Load(ctx)
+	if err != nil || got.Revision != 1 || got.State.Overrides[0].Resolver != "bind-1" {
+		t.Fatalf("after the refused write: %+v %v", got, err)
+	}
+	if _, err := b.Save(ctx, State{}, got.Revision); err != nil {
+		t.Errorf("Save on the revision loaded again: %v", err)
 	}
 }
 
@@ -210,11 +264,18 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, next); err != nil {
+	if _, err := s.Save(ctx, next, 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Load(ctx)
-	if err != nil || len(got.Overrides) != 1 || got.Overrides[0] != next.Overrides[0] {
+	if err != nil || got.Revision != 1 || len(got.State.Overrides) != 1 || got.State.Overrides[0] != next.Overrides[0] {
 		t.Fatalf("Load = %+v %v, want %+v", got, err, next)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

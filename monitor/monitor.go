@@ -203,6 +203,11 @@ type Options struct {
 	// metrics), from the target's goroutine; it must be safe for
 	// concurrent use.
 	OnResult func(key Key, r check.Result)
+	// OnChange, when set, is called after every move of Changes (a state
+	// transition, an Update that changed the targets), once the change
+	// can be read: a versioned view of the statuses (hub.Lazy's Touch)
+	// hangs here. It must not block and must be safe for concurrent use.
+	OnChange func()
 	// Logger receives debug and error logs. Default: discard.
 	Logger *slog.Logger
 	// Coalesce is how early a check may start so that checks due close
@@ -433,6 +438,9 @@ func (m *Monitor) Update(targets []Target) {
 		m.changes.Add(1) // after the new targets are visible (see Changes)
 	}
 	m.mu.Unlock()
+	if changed && m.opts.OnChange != nil {
+		m.opts.OnChange()
+	}
 
 	for _, done := range stopped {
 		<-done
@@ -852,6 +860,9 @@ func (m *Monitor) handleResult(_ context.Context, t *target, r check.Result) (tr
 		return transitioning
 	}
 	m.changes.Add(1) // after the new state is visible (see Changes)
+	if m.opts.OnChange != nil {
+		m.opts.OnChange()
+	}
 	m.queueEvent(queuedEvent{t: t, ev: Event{Key: t.key, Addr: t.addr, Transition: tr, Result: r}})
 	return transitioning
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
-	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/poll"
 	"lbdns/monitor"
@@ -97,20 +97,19 @@ func TestResponderEmergency(t *testing.T) {
 	setState("m1", health.Up)
 	setState("m2", health.Down)
 	reg := prometheus.NewRegistry()
-	log := control.NewEventLog(100, nil)
+	h := hub.New(func() hub.Facts {
+		mu.Lock()
+		defer mu.Unlock()
+		out := hub.Facts{}
+		for k, v := range statuses {
+			out[k] = v
+		}
+		return out
+	})
+	h.Config.Publish(cfg)
 	r := NewResponder(ResponderOptions{
-		Config: func() *configs.Config { return cfg },
-		Statuses: func() map[monitor.Key]monitor.TargetStatus {
-			mu.Lock()
-			defer mu.Unlock()
-			out := map[monitor.Key]monitor.TargetStatus{}
-			for k, v := range statuses {
-				out[k] = v
-			}
-			return out
-		},
+		Hub:        h,
 		Intent:     func() intent.State { mu.Lock(); defer mu.Unlock(); return st.Clone() },
-		Events:     log,
 		Registerer: reg,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,17 +140,17 @@ func TestResponderEmergency(t *testing.T) {
 	}
 	// A member dying while off changes nothing.
 	setState("m1", health.Down)
-	log.Append(control.Event{Kind: control.EventState, Subject: gslb.MonitorKey("p", "m1", "c").String()})
+	h.Facts.Touch()
 	time.Sleep(50 * time.Millisecond)
 	if a, _, _ := answerOf(t, addr); !slices.Equal(a, []string{"198.51.100.9"}) {
 		t.Errorf("off, m1 down: %v", a)
 	}
-	// Back on through the event log (Run): dynamic again (m1 down, m2
+	// Back on through a new intent version (Run): dynamic again (m1 down, m2
 	// down: fail-open to both).
 	mu.Lock()
 	st = intent.State{}
 	mu.Unlock()
-	log.Append(control.Event{Kind: control.EventGSLB, Subject: "www.g.test."})
+	h.Intent.Publish(hub.Intent{Revision: 2})
 	poll.Until(t, 5*time.Second, "dynamic answers again", func() (bool, string) {
 		a, ttl, _ := answerOf(t, addr)
 		return slices.Equal(a, []string{"192.0.2.1", "192.0.2.2"}) && ttl == 30, fmt.Sprint(a, ttl)

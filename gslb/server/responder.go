@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/monitor"
 )
@@ -83,25 +83,31 @@ type Emergent interface {
 
 // ResponderOptions configure a Responder.
 type ResponderOptions struct {
+	// Hub, when set, is where Run waits for new versions of the
+	// configuration, the facts and the operator intent, and where the
+	// responder publishes the GSLB pools' states it answers from
+	// (Hub.GSLB) and its own state (Hub.Responder). Config, Statuses,
+	// Changes and Intent, when nil, read it. Nil: Run builds once.
+	Hub *hub.Hub
 	// Config returns the running configuration (read at start and on
-	// every event that may have changed it). Required.
+	// every change). Required unless Hub is set.
 	Config func() *configs.Config
 	// Statuses returns the monitor's statuses, from which the GSLB
-	// members' states are evaluated. Required.
+	// members' states are evaluated. Required unless Hub is set.
 	Statuses func() map[monitor.Key]monitor.TargetStatus
 	// Changes, when set, counts the changes of the monitor's states
-	// (monitor.Monitor.Changes): the responder reads Statuses again only
-	// when it moved since the last read, and when it has not moved since
-	// Prepare read them, the Update of a reload takes Prepare's members'
-	// states instead of evaluating them again. Nil: every update reads
-	// and evaluates them.
+	// (monitor.Monitor.Changes, or the version of Hub.Facts): the
+	// responder reads Statuses again only when it moved since the last
+	// read, and when it has not moved since Prepare read them, the Update
+	// of a reload takes Prepare's members' states instead of evaluating
+	// them again. Nil: every update reads and evaluates them.
 	Changes func() uint64
 	// Intent returns the operator intent in force (read on every
 	// update). Nil: none.
 	Intent func() intent.State
-	// Events is the daemon's event log: a reload, a state change of a
-	// GSLB monitor, or a GSLB intent event (control.EventGSLB) makes Run
-	// rebuild the snapshot. Nil: Run builds once.
+	// Events is the journal where the responder says when a name starts
+	// or stops answering by its last resort. It only appends to it:
+	// nothing is decided from the journal. Nil: not said there.
 	Events *control.EventLog
 	// Registerer receives the responder's metrics. Nil: none.
 	Registerer prometheus.Registerer
@@ -159,6 +165,20 @@ func NewResponder(o ResponderOptions) *Responder {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if h := o.Hub; h != nil {
+		if o.Config == nil {
+			o.Config = func() *configs.Config { c, _ := h.Config.Load(); return c }
+		}
+		if o.Statuses == nil {
+			o.Statuses = func() map[monitor.Key]monitor.TargetStatus { f, _ := h.Facts.Load(); return f }
+			if o.Changes == nil {
+				o.Changes = h.Facts.Version
+			}
+		}
+		if o.Intent == nil {
+			o.Intent = func() intent.State { i, _ := h.Intent.Load(); return i.State }
+		}
+	}
 	def := DefaultBuilders()
 	if o.Build.Locator == nil {
 		o.Build.Locator = def.Locator
@@ -178,37 +198,44 @@ func NewResponder(o ResponderOptions) *Responder {
 }
 
 // Run builds the first snapshot from the running configuration, serves
-// it, and rebuilds it on every reload and GSLB member state change of the
-// event log until ctx is done; then it stops the listeners. Problems are
-// logged: a snapshot that cannot be built leaves the last one in place,
-// a listener that cannot be opened leaves the responder off until a
-// reload changes [gslb.server].
+// it, and, with a Hub, rebuilds it whenever a new version of the
+// configuration, the facts or the intent is published, until ctx is done;
+// then it stops the listeners. Problems are logged: a snapshot that
+// cannot be built leaves the last one in place, a listener that cannot be
+// opened leaves the responder off until a reload changes [gslb.server].
 func (r *Responder) Run(ctx context.Context) {
-	var after uint64
-	if r.o.Events != nil {
-		after = r.o.Events.Last() // before the first build: no change is missed
+	h := r.o.Hub
+	var seen versions
+	if h != nil {
+		seen = versionsOf(h) // before the first build: no change is missed
 	}
 	took := r.refresh()
-	for r.o.Events != nil {
-		if r.o.Events.Wait(ctx, after) != nil {
-			break
+	ended := time.Now()
+	for h != nil {
+		select {
+		case <-ctx.Done():
+		case <-h.Config.Changed(seen.config):
+		case <-h.Facts.Changed(seen.facts):
+		case <-h.Intent.Changed(seen.intent):
 		}
-		var evs []control.Event
-		evs, after = r.o.Events.Since(after)
-		if !relevant(evs) {
-			continue
+		if ctx.Err() != nil {
+			break
 		}
 		// A burst of changes (the first probe round of thousands of
 		// members) costs one rebuild per pause as long as the last
-		// rebuild, not one per event: rebuilds take at most half a
-		// core. A reload (asked once, by an operator) is not held back.
-		if pause := min(took, maxPause); pause > time.Millisecond && !slices.ContainsFunc(evs, isReload) {
+		// rebuild, not one per change: rebuilds take at most half a
+		// core. A change after a quiet spell is built at once, and a new
+		// configuration (a reload, asked once, by an operator) is not
+		// held back.
+		if pause := time.Until(ended.Add(min(took, maxPause))); pause > time.Millisecond && h.Config.Version() == seen.config {
 			select {
 			case <-time.After(pause):
 			case <-ctx.Done():
 			}
 		}
+		seen = versionsOf(h) // before the build: what changes during it wakes the next round
 		took = r.refresh()
+		ended = time.Now()
 	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -216,28 +243,19 @@ func (r *Responder) Run(ctx context.Context) {
 	r.Stop(sctx)
 }
 
+// versions are the versions of the hub's values a build read.
+type versions struct{ config, facts, intent uint64 }
+
+// versionsOf returns the versions of h's values the responder builds from.
+func versionsOf(h *hub.Hub) versions {
+	return versions{config: h.Config.Version(), facts: h.Facts.Version(), intent: h.Intent.Version()}
+}
+
 // Start runs Run(ctx) in a goroutine of wg: wg is done once the
 // responder has stopped.
 func (r *Responder) Start(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Go(func() { r.Run(ctx) })
 }
-
-// relevant reports whether evs may change the answers: a reload, a GSLB
-// intent change, or a GSLB monitor's state change.
-func relevant(evs []control.Event) bool {
-	for _, ev := range evs {
-		switch {
-		case ev.Kind == control.EventReload,
-			ev.Kind == control.EventGSLB,
-			ev.Kind == control.EventState && strings.HasPrefix(ev.Subject, gslb.MonitorKind+":"):
-			return true
-		}
-	}
-	return false
-}
-
-// isReload reports whether ev is a reload.
-func isReload(ev control.Event) bool { return ev.Kind == control.EventReload }
 
 // maxPause is the longest Run waits after a change before it rebuilds.
 const maxPause = 100 * time.Millisecond
@@ -271,6 +289,7 @@ func (r *Responder) refresh() time.Duration {
 func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publishLocked()
 	newCfg := cfg != r.cfg
 	if len(cfg.GSLB.Server.ListenAddrs) == 0 { // off: nothing to build, serve or persist
 		if newCfg && r.srv != nil {
@@ -564,6 +583,7 @@ func (r *Responder) Stop(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopLocked(ctx)
+	r.publishLocked()
 }
 
 func (r *Responder) stopLocked(ctx context.Context) {

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
-	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/poll"
 	"lbdns/monitor"
@@ -144,22 +144,18 @@ func TestResponderUpdate(t *testing.T) {
 	}
 }
 
-// TestResponderRun: Run builds from the running configuration, rebuilds
-// on a GSLB state event and on a reload event, ignores other events, and
-// closes its listeners when ctx ends.
+// TestResponderRun: Run builds from the hub's configuration, rebuilds on
+// a new version of the facts and of the configuration, and closes its
+// listeners when ctx ends; it publishes its state and the pools' states
+// to the hub.
 func TestResponderRun(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var builds int
-	cfg := gslbConfig(t, dir, false, "m1")
 	statuses := upStatus(health.Unknown)
-	log := control.NewEventLog(100, nil)
-	r := NewResponder(ResponderOptions{
-		Config:   func() *configs.Config { mu.Lock(); defer mu.Unlock(); return cfg },
-		Statuses: func() map[monitor.Key]monitor.TargetStatus { mu.Lock(); defer mu.Unlock(); return statuses },
-		Events:   log,
-		Build:    tagBuilders(&builds, &mu),
-	})
+	h := hub.New(func() hub.Facts { mu.Lock(); defer mu.Unlock(); return statuses })
+	h.Config.Publish(gslbConfig(t, dir, false, "m1"))
+	r := NewResponder(ResponderOptions{Hub: h, Build: tagBuilders(&builds, &mu)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -171,26 +167,24 @@ func TestResponderRun(t *testing.T) {
 	if got := tag(t, addr); got != fmt.Sprint(serial, " m1=unknown") {
 		t.Fatalf("first snapshot %q", got)
 	}
+	if st, _ := h.Responder.Load(); !st.On || len(st.Listeners) != 1 || !st.Listeners[0].Serving || st.Serial != serial {
+		t.Errorf("the hub's responder state: %+v", st)
+	}
 
 	mu.Lock()
 	statuses = upStatus(health.Up)
 	mu.Unlock()
-	log.Append(control.Event{Kind: control.EventPool, Subject: "main"}) // not ours: no rebuild
-	log.Append(control.Event{Kind: control.EventState, Subject: "resolver:a/c"})
-	time.Sleep(50 * time.Millisecond) // give an unwanted rebuild its chance
-	if got := tag(t, addr); got != fmt.Sprint(serial, " m1=unknown") {
-		t.Errorf("rebuilt on an event of no GSLB member: %q", got)
-	}
-	log.Append(control.Event{Kind: control.EventState, Subject: gslb.MonitorKey("p", "m1", "c").String()})
+	h.Facts.Touch()
 	poll.Until(t, 5*time.Second, "m1 up in the answers", func() (bool, string) {
 		got := tag(t, addr)
 		return got == fmt.Sprint(serial, " m1=up"), got
 	})
+	poll.Until(t, 5*time.Second, "m1 up in the hub's GSLB plan", poll.True(func() bool {
+		p, _ := h.GSLB.Load()
+		return len(p.Pools) == 1 && len(p.Pools[0].Members) == 1 && p.Pools[0].Members[0].State == health.Up
+	}))
 
-	mu.Lock()
-	cfg = gslbConfig(t, dir, false, "m1", "m2")
-	mu.Unlock()
-	log.Append(control.Event{Kind: control.EventReload, Subject: "t.toml"})
+	h.Config.Publish(gslbConfig(t, dir, false, "m1", "m2"))
 	poll.Until(t, 5*time.Second, "the reload in the answers", func() (bool, string) {
 		addrs := r.Addrs()
 		if len(addrs) != 1 {
@@ -204,6 +198,9 @@ func TestResponderRun(t *testing.T) {
 	<-done
 	if r.Addrs() != nil {
 		t.Errorf("still listening after Run returned: %v", r.Addrs())
+	}
+	if st, _ := h.Responder.Load(); len(st.Listeners) != 1 || st.Listeners[0].Serving {
+		t.Errorf("the hub's responder state after the stop: %+v", st)
 	}
 }
 
