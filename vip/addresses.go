@@ -22,14 +22,6 @@ type AddressReport struct {
 	Gone []HostAddress
 }
 
-// EnsureAddresses puts the address of every VIP that names an interface on
-// that interface (EnsureAddress), and returns the VIPs whose address it
-// added. The error joins one error per VIP it could not serve, each naming
-// the VIP and the interface; the other VIPs are served all the same.
-func EnsureAddresses(vips []configs.VIP) (added []configs.VIP, err error) {
-	return ensureAddresses(vips, EnsureAddress)
-}
-
 // SyncAddresses brings the interfaces to what vips ask for, within owned:
 // it puts the address of every VIP that names an interface on that
 // interface (EnsureAddress) and adds to owned the ones it added, then
