@@ -108,6 +108,7 @@ type Daemon struct {
 	// Loop-owned state.
 	cfg   *configs.Config
 	owned *vip.OwnedSet
+	addrs *vipAddresses // the VIP addresses the daemon added (addresses.go)
 	// planner runs the pool policy over time: warm-up, fail-open memory,
 	// verdict events, and whether a tick has anything to do.
 	planner *resolvers.Planner
@@ -637,21 +638,6 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		if err := d.dryRunFile.Update(d.rec.Table(), len(ops) > 0); err != nil {
 			d.log.Warn("cannot write dry-run table; will retry", "path", d.dryRunFile.Path(), "err", err)
 		}
-	}
-}
-
-// ensureAddresses puts the VIP addresses on their interfaces (not in
-// dry-run, nor with a test's client).
-func (d *Daemon) ensureAddresses() {
-	if d.dryRun || d.opts.Client != nil {
-		return
-	}
-	added, err := vip.EnsureAddresses(d.cfg.VIPs)
-	for _, v := range added {
-		d.log.Info("VIP address added", "vip", v.Name, "addr", v.Addr.String(), "interface", v.Interface)
-	}
-	if err != nil {
-		d.log.Error("cannot put VIP addresses on their interfaces", "err", err)
 	}
 }
 

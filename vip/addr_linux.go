@@ -45,15 +45,19 @@ func EnsureAddress(ifname string, p netip.Prefix) (added bool, err error) {
 }
 
 // RemoveAddress takes the host address of p off interface ifname if it is
-// there, and reports whether it removed it.
+// there, and reports whether it removed it. An interface that does not
+// exist holds no address: that is no error.
 func RemoveAddress(ifname string, p netip.Prefix) (removed bool, err error) {
 	addr, err := hostAddr(p)
 	if err != nil {
 		return false, err
 	}
-	ifi, err := net.InterfaceByName(ifname)
+	index, ok, err := lookupInterface(ifname)
 	if err != nil {
 		return false, fmt.Errorf("vip: address %s on %s: %w", addr, ifname, err)
+	}
+	if !ok {
+		return false, nil
 	}
 	conn, err := rtnetlink.Dial(nil)
 	if err != nil {
@@ -65,7 +69,7 @@ func RemoveAddress(ifname string, p netip.Prefix) (removed bool, err error) {
 		return false, fmt.Errorf("vip: list addresses: %w", err)
 	}
 	for _, m := range msgs {
-		if m.Index != uint32(ifi.Index) || !sameAddr(m, addr) {
+		if m.Index != index || !sameAddr(m, addr) {
 			continue
 		}
 		err := conn.Address.Delete(&m)
@@ -78,6 +82,21 @@ func RemoveAddress(ifname string, p netip.Prefix) (removed bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// lookupInterface returns the index of interface ifname; ok is false when
+// the host has no such interface.
+func lookupInterface(ifname string) (index uint32, ok bool, err error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 0, false, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifi := range ifs {
+		if ifi.Name == ifname {
+			return uint32(ifi.Index), true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // hasAddress reports whether interface index holds addr.

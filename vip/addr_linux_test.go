@@ -66,6 +66,10 @@ func TestEnsureAddressInNetns(t *testing.T) {
 		if _, err := EnsureAddress("no-such-if0", netip.MustParsePrefix("192.0.2.1/32")); err == nil {
 			t.Error("missing interface accepted")
 		}
+		// An interface that is gone holds no address: nothing to remove.
+		if removed, err := RemoveAddress("no-such-if0", netip.MustParsePrefix("192.0.2.1/32")); err != nil || removed {
+			t.Errorf("RemoveAddress on a missing interface = %v, %v; want false, nil", removed, err)
+		}
 		if _, err := EnsureAddress("lo", netip.MustParsePrefix("192.0.2.0/24")); err == nil {
 			t.Error("non-host prefix accepted")
 		}
