@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"lbdns/configs"
+	"lbdns/gslb"
+	"lbdns/health"
+	"lbdns/monitor"
+)
+
+// regionsConfig is a zone gslb.test served on 127.0.0.1:0 by one UDP
+// reader (one reply cache), with a map of IPv4 and IPv6 regions:
+// 10.2.0.0/16 a, 10.1.0.0/16 b, 192.0.2.0/24 c, 2001:db8:1::/48 d,
+// 127.0.0.0/8 lo. Names (ECS on but ind-src):
+//
+//   - geo: region a, b, c, d, lo each its pool (one member each), the
+//     others pool g;
+//   - hash: every client by a hash of its subnet over pool h (3 members);
+//   - lr: region a pool pa, region b pool down (no member up), no global
+//     policy: region b and the unlocated get its last resort (fail-open);
+//   - ind: every client pool g (the answer depends on no client).
+func regionsConfig(t *testing.T) *configs.Config {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "[daemon]\nstate_dir = %q\n\n[check.c.dns]\nqname = \"example.com\"\n", t.TempDir())
+	b.WriteString(`
+[gslb]
+policy_order = ["region", "global"]
+
+[gslb.server]
+listen = ["127.0.0.1:0"]
+udp_readers = 1
+
+[[gslb.zone]]
+name = "gslb.test"
+ns = ["ns1.gslb.test."]
+
+[[gslb.zone.record]]
+name = "static"
+type = "A"
+value = "192.0.2.80"
+`)
+	pools := map[string][]string{"pa": {"198.51.100.1"}, "pb": {"198.51.100.2"}, "pc": {"198.51.100.3"}, "pd": {"198.51.100.4"},
+		"plo": {"198.51.100.5"}, "g": {"198.51.100.9"}, "h": {"203.0.113.1", "203.0.113.2", "203.0.113.3"}, "down": {"203.0.113.66"}}
+	for _, p := range slices.Sorted(func(yield func(string) bool) {
+		for k := range pools {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		alg := "rr"
+		if p == "h" {
+			alg = "hash"
+		}
+		fmt.Fprintf(&b, "\n[[gslb.pool]]\nname = %q\nmonitors = [\"c\"]\nalgorithm = %q\n", p, alg)
+		for i, a := range pools[p] {
+			fmt.Fprintf(&b, "[[gslb.pool.member]]\nname = \"m%d\"\naddress = %q\n", i, a)
+		}
+	}
+	policy := func(region, pool string) {
+		if region == "" {
+			fmt.Fprintf(&b, "[[gslb.name.policy]]\npool = %q\n", pool)
+			return
+		}
+		fmt.Fprintf(&b, "[[gslb.name.policy]]\nmatch = { region = %q }\npool = %q\n", region, pool)
+	}
+	b.WriteString("\n[[gslb.name]]\nname = \"geo.gslb.test\"\necs = true\n")
+	for _, r := range []string{"a", "b", "c", "d"} {
+		policy(r, "p"+r)
+	}
+	policy("lo", "plo")
+	policy("", "g")
+	b.WriteString("\n[[gslb.name]]\nname = \"hash.gslb.test\"\necs = true\n")
+	policy("", "h")
+	b.WriteString("\n[[gslb.name]]\nname = \"lr.gslb.test\"\necs = true\n")
+	policy("a", "pa")
+	policy("b", "down")
+	b.WriteString("\n[[gslb.name]]\nname = \"ind.gslb.test\"\necs = true\n")
+	policy("", "g")
+	for _, n := range []struct{ prefix, region string }{
+		{"10.2.0.0/16", "a"}, {"10.1.0.0/16", "b"}, {"192.0.2.0/24", "c"}, {"2001:db8:1::/48", "d"}, {"127.0.0.0/8", "lo"},
+	} {
+		fmt.Fprintf(&b, "\n[[gslb.topology.net]]\nprefix = %q\nlabels = { region = %q }\n", n.prefix, n.region)
+	}
+	cfg, err := configs.Parse([]byte(b.String()), "regions.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// startRegions starts a Responder serving regionsConfig with every
+// member up but those of pool down, and returns it with its address.
+func startRegions(t *testing.T) (*Responder, string) {
+	t.Helper()
+	clock := time.Unix(1_800_000_000, 0)
+	r := NewResponder(ResponderOptions{Now: func() time.Time { return clock }})
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	cfg := regionsConfig(t)
+	statuses := map[monitor.Key]monitor.TargetStatus{}
+	for _, p := range cfg.GSLB.Pools {
+		for _, m := range p.Members {
+			st := health.Up
+			if p.Name == "down" {
+				st = health.Down
+			}
+			k := gslb.MonitorKey(p.Name, m.Name, "c")
+			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: st}}
+		}
+	}
+	if err := r.Update(cfg, gslb.Evaluate(cfg, statuses, clock)); err != nil {
+		t.Fatal(err)
+	}
+	return r, r.Addrs()[0].String()
+}
+
+// rawQuery is a query of ID 7 whose question is the name's wire form
+// followed by tail (its type and class, or less).
+func rawQuery(name string, tail ...byte) []byte {
+	b := []byte{0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}
+	for _, l := range dns.SplitDomainName(name) {
+		b = append(append(b, byte(len(l))), l...)
+	}
+	return append(append(b, 0), tail...)
+}
+
+// TestCutShortQuestion: a question that stops after its name, or after
+// its type, or one octet into its class, is FORMERR with no question
+// (never one of class 0 the client did not send), over UDP (the
+// readers) and TCP (miekg/dns); the same with its class is answered.
+func TestCutShortQuestion(t *testing.T) {
+	_, addr := startRegions(t)
+	for _, c := range []struct {
+		name  string
+		tail  []byte
+		rcode int
+	}{
+		{"name only", nil, dns.RcodeFormatError},
+		{"name and type", []byte{0, 1}, dns.RcodeFormatError},
+		{"one octet of class", []byte{0, 1, 0}, dns.RcodeFormatError},
+		{"whole", []byte{0, 1, 0, 1}, dns.RcodeSuccess},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			t.Run(c.name+"/"+network, func(t *testing.T) {
+				b := rawQuery("static.gslb.test.", c.tail...)
+				conn, err := net.DialTimeout(network, addr, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				if network == "tcp" {
+					b = append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)
+				}
+				if _, err := conn.Write(b); err != nil {
+					t.Fatal(err)
+				}
+				buf := make([]byte, 4096)
+				n, err := conn.Read(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := buf[:n]
+				if network == "tcp" {
+					if n < 2 || int(binary.BigEndian.Uint16(out)) != n-2 {
+						t.Fatalf("tcp reply %x", out)
+					}
+					out = out[2:]
+				}
+				var m dns.Msg
+				if err := m.Unpack(out); err != nil {
+					t.Fatalf("reply %x: %v", out, err)
+				}
+				qd := binary.BigEndian.Uint16(out[4:])
+				if m.Id != 7 || !m.Response || m.Rcode != c.rcode {
+					t.Fatalf("reply %v, want %s", &m, dns.RcodeToString[c.rcode])
+				}
+				if c.rcode == dns.RcodeFormatError && (qd != 0 || len(m.Question) != 0 || len(m.Answer) != 0) {
+					t.Errorf("FORMERR with question %v (QDCOUNT %d) answer %v, want none", m.Question, qd, m.Answer)
+				}
+				if c.rcode == dns.RcodeSuccess && (qd != 1 || m.Question[0].Qclass != dns.ClassINET || len(m.Answer) != 1) {
+					t.Errorf("whole question: %v", &m)
+				}
+			})
+		}
+	}
+}
