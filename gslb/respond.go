@@ -32,6 +32,8 @@ func (s *Snapshot) Answer(q Query) Response {
 	switch {
 	case n == nil:
 		return s.static(q, z, Response{Rcode: dns.RcodeNameError, Authority: z.neg})
+	case q.Type == dns.TypeANY:
+		return s.anyType(q, z, n)
 	case n.whoami:
 		return s.whoami(q, z)
 	case n.dyn != nil && n.dyn.off && (q.Type == dns.TypeA || q.Type == dns.TypeAAAA):
@@ -46,6 +48,51 @@ func (s *Snapshot) Answer(q Query) Response {
 		return s.static(q, z, Response{Answer: rrs})
 	}
 	return s.static(q, z, Response{Authority: z.neg})
+}
+
+// hinfoCPU is the CPU of the synthesized HINFO record that answers a
+// question of type ANY (RFC 8482 section 4.2); its OS is empty.
+const hinfoCPU = "RFC8482"
+
+// anyType answers a question of type ANY for the name of node n as RFC
+// 8482 section 4 lets a server answer it: the name's CNAME when it has
+// one, else one synthesized HINFO record ("RFC8482", "") with the
+// smallest TTL of the name's records (a dynamic name's TTL counts as
+// one, the whoami name's is 0), the same for every client (scope 0). A
+// name without records of its own (an empty non-terminal) answers
+// NODATA.
+func (s *Snapshot) anyType(q Query, z *zone, n *node) Response {
+	if rrs := n.rrsets[dns.TypeCNAME]; len(rrs) > 0 {
+		return s.static(q, z, Response{Answer: rrs})
+	}
+	var ttl uint32
+	has := n.whoami
+	if n.dyn != nil {
+		ttl, has = n.dyn.ttl, true
+	}
+	for _, rrs := range n.rrsets {
+		for _, rr := range rrs {
+			if t := rr.Header().Ttl; !has || t < ttl {
+				ttl = t
+			}
+			has = true
+		}
+	}
+	if !has {
+		return s.static(q, z, Response{Authority: z.neg})
+	}
+	owner := q.Name
+	if n.dyn != nil {
+		owner = n.dyn.fqdn
+	}
+	r := s.static(q, z, Response{Answer: []dns.RR{&dns.HINFO{Hdr: hdr(owner, dns.TypeHINFO, ttl), Cpu: hinfoCPU}}})
+	if n.dyn != nil {
+		r.Name = n.dyn.fqdn
+		if r.Trace != nil {
+			r.Trace.Name = n.dyn.fqdn
+		}
+	}
+	return r
 }
 
 // zoneOf returns the most specific zone holding qname, or nil.

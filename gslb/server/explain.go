@@ -62,7 +62,7 @@ func explainQuery(req control.GSLBExplainRequest) (gslb.Query, *ecs, error) {
 	q := gslb.Query{Name: lowerFQDN(name), Type: dns.TypeA, Source: netip.IPv4Unspecified(), Explain: true}
 	if req.Type != "" {
 		t, ok := dns.StringToType[strings.ToUpper(req.Type)]
-		if !ok || t == dns.TypeOPT || t == dns.TypeANY || t == dns.TypeAXFR || t == dns.TypeIXFR {
+		if !ok || t == dns.TypeOPT || t == dns.TypeAXFR || t == dns.TypeIXFR {
 			probs = append(probs, "type: want A, AAAA or another query type, not "+req.Type)
 		}
 		q.Type = t

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -125,6 +126,17 @@ func startRegions(t *testing.T) (*Responder, string) {
 	return r, r.Addrs()[0].String()
 }
 
+// ecsData is the raw Client Subnet option of prefix p (masked): FAMILY 2
+// for an IPv6 prefix, IPv4-mapped ones included.
+func ecsData(p netip.Prefix) []byte {
+	p = p.Masked()
+	fam := byte(1)
+	if p.Addr().Is6() {
+		fam = 2
+	}
+	return append([]byte{0, fam, byte(p.Bits()), 0}, p.Addr().AsSlice()[:(p.Bits()+7)/8]...)
+}
+
 // rawQuery is a query of ID 7 whose question is the name's wire form
 // followed by tail (its type and class, or less).
 func rawQuery(name string, tail ...byte) []byte {
@@ -193,6 +205,25 @@ func TestCutShortQuestion(t *testing.T) {
 					t.Errorf("whole question: %v", &m)
 				}
 			})
+		}
+	}
+}
+
+// TestAnyWire: qtype ANY over UDP and TCP gets the RFC 8482 answer: one
+// HINFO "RFC8482" "" with the name's TTL, authoritative, ECS scope 0.
+func TestAnyWire(t *testing.T) {
+	_, addr := startRegions(t)
+	for _, c := range []struct{ qname, want string }{
+		{"geo.gslb.test.", "geo.gslb.test.\t30\tIN\tHINFO\t\"RFC8482\" \"\""},
+		{"static.gslb.test.", "static.gslb.test.\t3600\tIN\tHINFO\t\"RFC8482\" \"\""},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			m := withECS(query(c.qname, dns.TypeANY, 1232), ecsData(netip.MustParsePrefix("10.1.2.0/24")))
+			r := exchange(t, addr, network, m)
+			e := ecsOf(r)
+			if r.Rcode != dns.RcodeSuccess || !r.Authoritative || len(r.Answer) != 1 || r.Answer[0].String() != c.want || e == nil || e.SourceScope != 0 {
+				t.Errorf("ANY %s over %s: %v, want %q, scope 0", c.qname, network, r, c.want)
+			}
 		}
 	}
 }
