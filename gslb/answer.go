@@ -46,7 +46,9 @@ type Query struct {
 	Source netip.Addr
 	// ECS is the EDNS Client Subnet source prefix the query carried,
 	// masked to its source prefix length; invalid when it carried none.
-	// A SOURCE PREFIX-LENGTH of 0 is a valid prefix of length 0.
+	// A SOURCE PREFIX-LENGTH of 0 is a valid prefix of length 0: the
+	// client asks not to be located by it, and the query is answered
+	// as one without ECS.
 	ECS netip.Prefix
 	// Explain asks for Response.Trace.
 	Explain bool

@@ -1,10 +1,44 @@
 package gslb
 
 import (
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/miekg/dns"
 )
+
+// askFrom is ask from source src.
+func askFrom(s *Snapshot, qname string, t uint16, from, ecs string) Response {
+	q := Query{Name: qname, Type: t, Source: src(from), Explain: true}
+	if ecs != "" {
+		q.ECS = netip.MustParsePrefix(ecs).Masked()
+	}
+	return s.Answer(q)
+}
+
+// TestECSSourceZero: an ECS option with SOURCE PREFIX-LENGTH 0 asks that
+// the client not be located by its subnet; the query is answered as one
+// without ECS, by its source address, with scope 0.
+func TestECSSourceZero(t *testing.T) {
+	s := snap(t, nil)
+	for _, ecs := range []string{"0.0.0.0/0", "::/0", ""} {
+		r := askFrom(s, "geo.g.example.com.", dns.TypeA, "10.1.9.9", ecs)
+		if got := addrs(r); !slices.Equal(got, []string{"198.51.100.1"}) || r.Scope != 0 {
+			t.Errorf("ECS %q from 10.1.9.9 (region gd): %v scope %d, want 198.51.100.1 (gd by the source) scope 0", ecs, got, r.Scope)
+		}
+		if r.Trace.ClientFrom != "source" || r.Trace.Client != src("10.1.9.9") {
+			t.Errorf("ECS %q: trace client %v from %q, want 10.1.9.9 from source", ecs, r.Trace.Client, r.Trace.ClientFrom)
+		}
+		q := Query{Name: "geo.g.example.com.", Type: dns.TypeA, Source: src("10.1.9.9")}
+		if ecs != "" {
+			q.ECS = netip.MustParsePrefix(ecs)
+		}
+		if r := s.Answer(q); !r.Reuse.Source || !slices.Equal(addrs(r), []string{"198.51.100.1"}) {
+			t.Errorf("ECS %q untraced: %v reuse %+v, want gd, reused for the same source only", ecs, addrs(r), r.Reuse)
+		}
+	}
+}
 
 // TestAnyType: a question of type ANY is answered as RFC 8482 section
 // 4.2 says: one HINFO "RFC8482" "" with the name's TTL (the smallest of

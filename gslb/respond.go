@@ -169,17 +169,20 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	client, bits, ecs := q.Source, q.Source.BitLen(), false
 	if n.ecs && q.ECS.IsValid() {
 		client, bits, ecs = q.ECS.Addr(), q.ECS.Bits(), true
-		if tr != nil {
+		if bits == 0 {
+			// SOURCE PREFIX-LENGTH 0: the client asks not to be
+			// located by its subnet. Answered as a query without
+			// ECS, by the source address, scope 0.
+			client, bits, ecs = q.Source, q.Source.BitLen(), false
+		} else if tr != nil {
 			tr.ClientFrom = "ecs"
 		}
 	}
 	if tr != nil {
 		tr.Client = client
 	}
-	// An ECS SOURCE PREFIX-LENGTH of 0 says nothing of the client: no
-	// location, and the answer holds for every client (scope 0).
 	var loc Location
-	if (n.located || tr != nil) && !(ecs && bits == 0) {
+	if n.located || tr != nil {
 		if !ecs && tr == nil && s.labels != nil {
 			loc.Labels = s.labels.Labels(client)
 		} else {

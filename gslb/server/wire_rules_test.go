@@ -227,3 +227,19 @@ func TestAnyWire(t *testing.T) {
 		}
 	}
 }
+
+// TestECSSourceZeroWire: ECS with SOURCE PREFIX-LENGTH 0 (FAMILY 1, 2, or
+// 0) is answered as without ECS, by the packet's source (127.0.0.1,
+// region lo), with scope 0 echoed; over UDP and TCP.
+func TestECSSourceZeroWire(t *testing.T) {
+	_, addr := startRegions(t)
+	for _, data := range [][]byte{{0, 1, 0, 0}, {0, 2, 0, 0}, {0, 0, 0, 0}} {
+		for _, network := range []string{"udp", "tcp"} {
+			r := exchange(t, addr, network, withECS(query("geo.gslb.test.", dns.TypeA, 1232), data))
+			e := ecsOf(r)
+			if len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t198.51.100.5") || e == nil || e.SourceScope != 0 || e.SourceNetmask != 0 {
+				t.Errorf("ECS %v over %s: %v, want region lo's 198.51.100.5 (by the source), scope 0", data, network, r)
+			}
+		}
+	}
+}
