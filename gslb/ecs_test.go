@@ -6,7 +6,17 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"lbdns/health"
 )
+
+// ecsDoc is snapDoc with lr-geo: region gd answered by pool gd, the rest
+// of country cn by the dead pool (its last resort), no global policy;
+// and ind, with ECS, answered by pool gd for every client.
+func ecsDoc() string {
+	return snapDoc() + nameDoc("lr-geo.g.example.com", "ecs = true", "", "carrier=cmcc province=gd gd", "country=cn dead") +
+		nameDoc("ind.g.example.com", "ecs = true", "gd")
+}
 
 // askFrom is ask from source src.
 func askFrom(s *Snapshot, qname string, t uint16, from, ecs string) Response {
@@ -15,6 +25,50 @@ func askFrom(s *Snapshot, qname string, t uint16, from, ecs string) Response {
 		q.ECS = netip.MustParsePrefix(ecs).Masked()
 	}
 	return s.Answer(q)
+}
+
+// TestECSMapped: an IPv4-mapped ECS prefix is located (and hashed) as the
+// IPv4 prefix it maps, its length less 96, and the scope is said in the
+// option's family: the IPv4 scope plus 96 when the answer depends on the
+// client, 0 when it does not. A mapped /96 is an IPv4 /0: by the source.
+func TestECSMapped(t *testing.T) {
+	s := NewSnapshot(parse(t, ecsDoc()), states(parse(t, ecsDoc()), map[string]health.State{"dead/*": health.Down}), testLocator, 42)
+	for _, c := range []struct {
+		name, qname, ecs, v4 string
+		scope                int
+		from                 string // Trace.ClientFrom
+	}{
+		{"most specific", "geo.g.example.com.", "::ffff:10.1.2.0/120", "10.1.2.0/24", 16 + 96, "ecs"},
+		{"carrier", "geo.g.example.com.", "::ffff:10.2.2.0/120", "10.2.2.0/24", 17 + 96, "ecs"},
+		{"unmapped network", "geo.g.example.com.", "::ffff:10.200.0.0/120", "10.200.0.0/24", 0 + 96, "ecs"},
+		{"hashed", "hash.g.example.com.", "::ffff:10.9.8.0/120", "10.9.8.0/24", 24 + 96, "ecs"},
+		{"hashed /128", "hash.g.example.com.", "::ffff:10.9.8.7/128", "10.9.8.7/32", 32 + 96, "ecs"},
+		{"independent", "ind.g.example.com.", "::ffff:10.1.2.0/120", "10.1.2.0/24", 0, "ecs"},
+		{"mapped /96", "geo.g.example.com.", "::ffff:0.0.0.0/96", "0.0.0.0/0", 0, "source"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := ask(s, c.qname, dns.TypeA, c.ecs)
+			v4 := ask(s, c.qname, dns.TypeA, c.v4)
+			// geo's global pool (all) turns with every answer.
+			if got, want := addrs(r), addrs(v4); !slices.Equal(got, want) && (v4.Pool != "all" || len(got) != len(want)) {
+				t.Errorf("answer %v, want %v (as for %s)", got, want, c.v4)
+			}
+			if r.Scope != c.scope {
+				t.Errorf("scope %d, want %d (IPv4 scope %d)", r.Scope, c.scope, v4.Scope)
+			}
+			if r.Trace.Scope != r.Scope || r.Trace.ClientFrom != c.from {
+				t.Errorf("trace scope %d from %q, want %d from %q", r.Trace.Scope, r.Trace.ClientFrom, r.Scope, c.from)
+			}
+			if c.from == "ecs" && r.Trace.Client != netip.MustParsePrefix(c.v4).Addr() {
+				t.Errorf("trace client %v, want %v", r.Trace.Client, netip.MustParsePrefix(c.v4).Addr())
+			}
+		})
+	}
+	// Without the trace (the wire's path) the same.
+	q := Query{Name: "geo.g.example.com.", Type: dns.TypeA, Source: src("192.0.2.200"), ECS: netip.MustParsePrefix("::ffff:10.1.2.0/120")}
+	if r := s.Answer(q); r.Scope != 112 || !slices.Equal(addrs(r), []string{"198.51.100.1"}) {
+		t.Errorf("untraced: %v scope %d, want 198.51.100.1 scope 112", addrs(r), r.Scope)
+	}
 }
 
 // TestECSSourceZero: an ECS option with SOURCE PREFIX-LENGTH 0 asks that

@@ -166,14 +166,20 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 		}
 		return r
 	}
-	client, bits, ecs := q.Source, q.Source.BitLen(), false
+	client, bits, ecs, mapped := q.Source, q.Source.BitLen(), false, false
 	if n.ecs && q.ECS.IsValid() {
 		client, bits, ecs = q.ECS.Addr(), q.ECS.Bits(), true
+		if client.Is4In6() {
+			// An IPv4-mapped prefix is an IPv4 one: located, hashed
+			// and scoped as IPv4, the scope then said in the option's
+			// family (plus 96).
+			client, bits, mapped = client.Unmap(), max(bits-96, 0), true
+		}
 		if bits == 0 {
-			// SOURCE PREFIX-LENGTH 0: the client asks not to be
-			// located by its subnet. Answered as a query without
-			// ECS, by the source address, scope 0.
-			client, bits, ecs = q.Source, q.Source.BitLen(), false
+			// SOURCE PREFIX-LENGTH 0 (or a mapped /96): the client
+			// asks not to be located by its subnet. Answered as a
+			// query without ECS, by the source address, scope 0.
+			client, bits, ecs, mapped = q.Source, q.Source.BitLen(), false, false
 		} else if tr != nil {
 			tr.ClientFrom = "ecs"
 		}
@@ -243,6 +249,9 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 				}
 				if dependsOnKey {
 					r.Scope = max(r.Scope, bits)
+				}
+				if mapped && (located || dependsOnKey) {
+					r.Scope += 96
 				}
 			}
 			if tr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"lbdns/configs"
+	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
 	"lbdns/monitor"
@@ -135,6 +137,110 @@ func ecsData(p netip.Prefix) []byte {
 		fam = 2
 	}
 	return append([]byte{0, fam, byte(p.Bits()), 0}, p.Addr().AsSlice()[:(p.Bits()+7)/8]...)
+}
+
+// udpConn is one UDP socket to addr: every query from it reaches the same
+// reader, and its reply cache.
+func udpConn(t *testing.T, addr string) *dns.Conn {
+	t.Helper()
+	c, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// over sends m on c and returns the reply.
+func over(t *testing.T, c *dns.Conn, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	m.Id = dns.Id()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := c.WriteMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.ReadMsg()
+	if err != nil {
+		t.Fatalf("%v: %v", m.Question, err)
+	}
+	if r.Id != m.Id {
+		t.Fatalf("reply id %d, want %d", r.Id, m.Id)
+	}
+	return r
+}
+
+// replyOf is a reply's answer records as strings, sorted (a last
+// resort's rotation aside, the same set), and its ECS scope (-1: none).
+func replyOf(r *dns.Msg) (string, int) {
+	var rrs []string
+	for _, rr := range r.Answer {
+		rrs = append(rrs, rr.String())
+	}
+	slices.Sort(rrs)
+	scope := -1
+	if e := ecsOf(r); e != nil {
+		scope = int(e.SourceScope)
+	}
+	return dns.RcodeToString[r.Rcode] + " " + strings.Join(rrs, ", "), scope
+}
+
+// TestWireDifferential asks the same questions, with Client Subnet
+// prefixes drawn at random (IPv4, IPv6, IPv4-mapped, SOURCE 0, the
+// mapped /96), of the UDP reader (twice: the second often from its reply
+// cache), of TCP, and of lbctl gslb explain: the same rcode, records and
+// ECS scope from all four, and every scope within the option's family
+// (for a mapped prefix 0 or at least 96).
+func TestWireDifferential(t *testing.T) {
+	r, addr := startRegions(t)
+	c := udpConn(t, addr)
+	rng := rand.New(rand.NewPCG(25, 1))
+	v4 := func() netip.Addr {
+		if rng.IntN(4) == 0 {
+			return netip.AddrFrom4([4]byte{192, 0, 2, byte(rng.IntN(256))})
+		}
+		return netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(256)), byte(rng.IntN(256))})
+	}
+	prefix := func() netip.Prefix {
+		switch k := rng.IntN(10); {
+		case k < 3:
+			return netip.PrefixFrom(v4(), 8+rng.IntN(25)).Masked()
+		case k < 5:
+			a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, byte(rng.IntN(3)), byte(rng.IntN(256)), byte(rng.IntN(256))}
+			return netip.PrefixFrom(netip.AddrFrom16(a), 32+rng.IntN(33)).Masked()
+		case k < 8:
+			return netip.PrefixFrom(netip.AddrFrom16(v4().As16()), 104+rng.IntN(25)).Masked()
+		case k < 9:
+			return netip.PrefixFrom(netip.AddrFrom16(netip.IPv4Unspecified().As16()), 96)
+		}
+		return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	names := []string{"geo", "hash", "lr", "ind", "static"}
+	seen := map[string]bool{}
+	for i := range 400 {
+		name := names[rng.IntN(len(names))] + ".gslb.test."
+		p := prefix()
+		m := func() *dns.Msg { return withECS(query(name, dns.TypeA, 1232), ecsData(p)) }
+		udp1, s1 := replyOf(over(t, c, m()))
+		udp2, s2 := replyOf(over(t, c, m()))
+		tcp, s3 := replyOf(exchange(t, addr, "tcp", m()))
+		rep, err := r.Explain(context.Background(), control.GSLBExplainRequest{Name: name, ECS: p.String(), Client: "127.0.0.1"})
+		if err != nil {
+			t.Fatalf("explain %s %s: %v", name, p, err)
+		}
+		slices.Sort(rep.Answer)
+		exp := rep.Rcode + " " + strings.Join(rep.Answer, ", ")
+		if udp1 != udp2 || udp1 != tcp || udp1 != exp || s1 != s2 || s1 != s3 || s1 != rep.Scope {
+			t.Fatalf("query %d %s ECS %s:\nudp   %s scope %d\nudp   %s scope %d (again)\ntcp   %s scope %d\nexplain %s scope %d",
+				i, name, p, udp1, s1, udp2, s2, tcp, s3, exp, rep.Scope)
+		}
+		if max := p.Addr().BitLen(); s1 < 0 || s1 > max || (p.Addr().Is4In6() && s1 != 0 && s1 < 96) {
+			t.Fatalf("query %d %s ECS %s: scope %d, want 0..%d (and 0 or at least 96 for a mapped prefix)", i, name, p, s1, max)
+		}
+		seen[fmt.Sprint(p.Addr().Is4In6(), p.Addr().Is4())] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("families drawn: %v, want IPv4, IPv6 and mapped", seen)
+	}
 }
 
 // rawQuery is a query of ID 7 whose question is the name's wire form
