@@ -76,7 +76,9 @@ type Response struct {
 	// Scope is the ECS SCOPE PREFIX-LENGTH for the reply when the query
 	// carried ECS, in the family of Query.ECS (an IPv4 scope plus 96
 	// for a mapped prefix): 0 when the answer does not depend on the
-	// client's address, else the location's scope.
+	// client's address (a last resort every client would get
+	// included), else the location's scope (a last resort's too, when
+	// other locations may still get policy answers).
 	Scope int
 	// Trace says how the answer was chosen when Query.Explain was set.
 	Trace *Trace

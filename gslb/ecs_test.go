@@ -94,6 +94,43 @@ func TestECSSourceZero(t *testing.T) {
 	}
 }
 
+// TestLastResortScope: a last resort's answer holds over the location
+// that led to it while other locations still get policy answers; scope 0
+// only when every client gets the last resort.
+func TestLastResortScope(t *testing.T) {
+	cfg := parse(t, ecsDoc())
+	up := NewSnapshot(cfg, states(cfg, map[string]health.State{"dead/*": health.Down}), testLocator, 42)
+	allDown := NewSnapshot(cfg, states(cfg, map[string]health.State{"dead/*": health.Down, "gd/*": health.Down}), testLocator, 42)
+	for _, c := range []struct {
+		name       string
+		s          *Snapshot
+		qname, ecs string
+		lastResort string
+		scope      int
+	}{
+		{"policy answers gd", up, "lr-geo.g.example.com.", "10.1.2.0/24", "", 16},
+		{"bj falls to the last resort", up, "lr-geo.g.example.com.", "10.2.2.0/24", TraceFailOpen, 17},
+		{"mapped bj", up, "lr-geo.g.example.com.", "::ffff:10.2.2.0/120", TraceFailOpen, 17 + 96},
+		{"no labels", up, "lr-geo.g.example.com.", "10.200.0.0/24", TraceFailOpen, 0},
+		{"every pool down", allDown, "lr-geo.g.example.com.", "10.2.2.0/24", TraceFailOpen, 0},
+		{"no located policy", up, "fo.g.example.com.", "10.2.2.0/24", TraceFailOpen, 0},
+		{"static last resort", up, "st.g.example.com.", "10.2.2.0/24", TraceStatic, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, explain := range []bool{true, false} {
+				q := Query{Name: c.qname, Type: dns.TypeA, Source: src("192.0.2.200"), ECS: netip.MustParsePrefix(c.ecs), Explain: explain}
+				r := c.s.Answer(q)
+				if r.LastResort != c.lastResort || r.Scope != c.scope {
+					t.Errorf("explain %v: last resort %q scope %d, want %q scope %d", explain, r.LastResort, r.Scope, c.lastResort, c.scope)
+				}
+				if explain && r.Trace.Scope != r.Scope {
+					t.Errorf("trace scope %d, reply scope %d", r.Trace.Scope, r.Scope)
+				}
+			}
+		})
+	}
+}
+
 // TestAnyType: a question of type ANY is answered as RFC 8482 section
 // 4.2 says: one HINFO "RFC8482" "" with the name's TTL (the smallest of
 // its records'), the CNAME of an alias, NODATA for an empty

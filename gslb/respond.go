@@ -262,7 +262,19 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			return r
 		}
 	}
-	return s.lastResort(n, nf, z, tr)
+	r := s.lastResort(n, nf, z, tr)
+	if ecs && located && nf.up {
+		// Other locations may still get policy answers: the last
+		// resort holds only over the location that led to it.
+		r.Scope = loc.Scope
+		if mapped {
+			r.Scope += 96
+		}
+		if tr != nil {
+			tr.Scope = r.Scope
+		}
+	}
+	return r
 }
 
 // emergency answers A or AAAA for a name whose intelligent resolution is
@@ -290,7 +302,8 @@ func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
 // intelligent resolution is off (lbctl gslb off).
 const PolicyEmergency = "emergency"
 
-// lastResort answers by the name's last resort (scope 0).
+// lastResort answers by the name's last resort, scope 0 (dynamic sets
+// the location's scope when the answer depends on it).
 func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {
 	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort)}
 	if tr != nil {
