@@ -45,8 +45,13 @@ type Query struct {
 	// Source is the address the query came from (the recursive resolver).
 	Source netip.Addr
 	// ECS is the EDNS Client Subnet source prefix the query carried,
-	// masked to its source prefix length; invalid when it carried none.
-	// A SOURCE PREFIX-LENGTH of 0 is a valid prefix of length 0.
+	// masked to its source prefix length, in the option's family (an
+	// IPv4-mapped IPv6 prefix for FAMILY 2 with a mapped ADDRESS);
+	// invalid when it carried none. A SOURCE PREFIX-LENGTH of 0 is a
+	// valid prefix of length 0: the client asks not to be located by
+	// it, and the query is answered as one without ECS. A mapped prefix
+	// is located as the IPv4 prefix it maps (its length less 96), a
+	// mapped /96 as SOURCE 0.
 	ECS netip.Prefix
 	// Explain asks for Response.Trace.
 	Explain bool
@@ -69,8 +74,11 @@ type Response struct {
 	// Authority for negative answers).
 	Answer, Authority, Extra []dns.RR
 	// Scope is the ECS SCOPE PREFIX-LENGTH for the reply when the query
-	// carried ECS: 0 when the answer does not depend on the client's
-	// address, else the location's scope.
+	// carried ECS, in the family of Query.ECS (an IPv4 scope plus 96
+	// for a mapped prefix): 0 when the answer does not depend on the
+	// client's address (a last resort every client would get
+	// included), else the location's scope (a last resort's too, when
+	// other locations may still get policy answers).
 	Scope int
 	// Trace says how the answer was chosen when Query.Explain was set.
 	Trace *Trace

@@ -32,6 +32,8 @@ func (s *Snapshot) Answer(q Query) Response {
 	switch {
 	case n == nil:
 		return s.static(q, z, Response{Rcode: dns.RcodeNameError, Authority: z.neg})
+	case q.Type == dns.TypeANY:
+		return s.anyType(q, z, n)
 	case n.whoami:
 		return s.whoami(q, z)
 	case n.dyn != nil && n.dyn.off && (q.Type == dns.TypeA || q.Type == dns.TypeAAAA):
@@ -46,6 +48,51 @@ func (s *Snapshot) Answer(q Query) Response {
 		return s.static(q, z, Response{Answer: rrs})
 	}
 	return s.static(q, z, Response{Authority: z.neg})
+}
+
+// hinfoCPU is the CPU of the synthesized HINFO record that answers a
+// question of type ANY (RFC 8482 section 4.2); its OS is empty.
+const hinfoCPU = "RFC8482"
+
+// anyType answers a question of type ANY for the name of node n as RFC
+// 8482 section 4 lets a server answer it: the name's CNAME when it has
+// one, else one synthesized HINFO record ("RFC8482", "") with the
+// smallest TTL of the name's records (a dynamic name's TTL counts as
+// one, the whoami name's is 0), the same for every client (scope 0). A
+// name without records of its own (an empty non-terminal) answers
+// NODATA.
+func (s *Snapshot) anyType(q Query, z *zone, n *node) Response {
+	if rrs := n.rrsets[dns.TypeCNAME]; len(rrs) > 0 {
+		return s.static(q, z, Response{Answer: rrs})
+	}
+	var ttl uint32
+	has := n.whoami
+	if n.dyn != nil {
+		ttl, has = n.dyn.ttl, true
+	}
+	for _, rrs := range n.rrsets {
+		for _, rr := range rrs {
+			if t := rr.Header().Ttl; !has || t < ttl {
+				ttl = t
+			}
+			has = true
+		}
+	}
+	if !has {
+		return s.static(q, z, Response{Authority: z.neg})
+	}
+	owner := q.Name
+	if n.dyn != nil {
+		owner = n.dyn.fqdn
+	}
+	r := s.static(q, z, Response{Answer: []dns.RR{&dns.HINFO{Hdr: hdr(owner, dns.TypeHINFO, ttl), Cpu: hinfoCPU}}})
+	if n.dyn != nil {
+		r.Name = n.dyn.fqdn
+		if r.Trace != nil {
+			r.Trace.Name = n.dyn.fqdn
+		}
+	}
+	return r
 }
 
 // zoneOf returns the most specific zone holding qname, or nil.
@@ -119,20 +166,29 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 		}
 		return r
 	}
-	client, bits, ecs := q.Source, q.Source.BitLen(), false
+	client, bits, ecs, mapped := q.Source, q.Source.BitLen(), false, false
 	if n.ecs && q.ECS.IsValid() {
 		client, bits, ecs = q.ECS.Addr(), q.ECS.Bits(), true
-		if tr != nil {
+		if client.Is4In6() {
+			// An IPv4-mapped prefix is an IPv4 one: located, hashed
+			// and scoped as IPv4, the scope then said in the option's
+			// family (plus 96).
+			client, bits, mapped = client.Unmap(), max(bits-96, 0), true
+		}
+		if bits == 0 {
+			// SOURCE PREFIX-LENGTH 0 (or a mapped /96): the client
+			// asks not to be located by its subnet. Answered as a
+			// query without ECS, by the source address, scope 0.
+			client, bits, ecs, mapped = q.Source, q.Source.BitLen(), false, false
+		} else if tr != nil {
 			tr.ClientFrom = "ecs"
 		}
 	}
 	if tr != nil {
 		tr.Client = client
 	}
-	// An ECS SOURCE PREFIX-LENGTH of 0 says nothing of the client: no
-	// location, and the answer holds for every client (scope 0).
 	var loc Location
-	if (n.located || tr != nil) && !(ecs && bits == 0) {
+	if n.located || tr != nil {
 		if !ecs && tr == nil && s.labels != nil {
 			loc.Labels = s.labels.Labels(client)
 		} else {
@@ -194,6 +250,9 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 				if dependsOnKey {
 					r.Scope = max(r.Scope, bits)
 				}
+				if mapped && (located || dependsOnKey) {
+					r.Scope += 96
+				}
 			}
 			if tr != nil {
 				pt.Answered = true
@@ -203,7 +262,19 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			return r
 		}
 	}
-	return s.lastResort(n, nf, z, tr)
+	r := s.lastResort(n, nf, z, tr)
+	if ecs && located && nf.up {
+		// Other locations may still get policy answers: the last
+		// resort holds only over the location that led to it.
+		r.Scope = loc.Scope
+		if mapped {
+			r.Scope += 96
+		}
+		if tr != nil {
+			tr.Scope = r.Scope
+		}
+	}
+	return r
 }
 
 // emergency answers A or AAAA for a name whose intelligent resolution is
@@ -231,7 +302,8 @@ func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
 // intelligent resolution is off (lbctl gslb off).
 const PolicyEmergency = "emergency"
 
-// lastResort answers by the name's last resort (scope 0).
+// lastResort answers by the name's last resort, scope 0 (dynamic sets
+// the location's scope when the answer depends on it).
 func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {
 	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort)}
 	if tr != nil {

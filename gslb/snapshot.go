@@ -92,6 +92,7 @@ type name struct {
 type nameFam struct {
 	any      bool // a member or static address of the family exists
 	warming  bool // a member of the family is still without a verdict
+	up       bool // a pool of some policy has a member of the family up (anyUp)
 	counter  atomic.Uint64
 	failOpen ring // every member of the name's pools
 	static   ring // the name's static set
@@ -224,7 +225,7 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 		s.node(n.fqdn).dyn = n
 		for f, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 			nf := &n.fam[f]
-			if nf.any && !n.anyUp(f) {
+			if nf.any && !nf.up {
 				s.status = append(s.status, NameStatus{Name: n.fqdn, Type: t, LastResort: traceLastResort(n.lastResort), Warming: nf.warming})
 			}
 		}
@@ -606,6 +607,7 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 		if nm.lastResort == configs.LastResortStatic && len(static[f]) > 0 {
 			nf.any = true
 		}
+		nf.up = nm.anyUp(f)
 	}
 	return nm
 }

@@ -511,7 +511,11 @@ func TestPoliciesAndFallback(t *testing.T) {
 				t.Errorf("scope %d, want %d", r.Scope, tt.scope)
 			}
 			tr := r.Trace
-			if tr.LastResort != "" || tr.ClientFrom != "ecs" || !tr.Policies[tt.policy].Answered || len(tr.Policies) != tt.policy+1 {
+			from := "ecs"
+			if tt.ecs == "0.0.0.0/0" {
+				from = "source" // as without ECS (TestECSSourceZero)
+			}
+			if tr.LastResort != "" || tr.ClientFrom != from || !tr.Policies[tt.policy].Answered || len(tr.Policies) != tt.policy+1 {
 				t.Errorf("trace %+v", tr)
 			}
 			pools := tr.Policies[tt.policy].Pools

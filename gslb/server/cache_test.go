@@ -250,14 +250,19 @@ func counters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 // randomECS is the data of a Client Subnet option: IPv4 from 10.0.0.0/13
-// (inside and around the topology's networks) of SOURCE 16 to 32, or
-// IPv6 of SOURCE 48 to 64; one in 20 with a bit set beyond SOURCE.
+// (inside and around the topology's networks) of SOURCE 16 to 32, the
+// same IPv4-mapped (FAMILY 2, SOURCE 112 to 128), or IPv6 of SOURCE 48
+// to 64; one in 20 with a bit set beyond SOURCE.
 func randomECS(rng *rand.Rand) []byte {
 	family, source := 1, 16+rng.IntN(17)
 	addr := []byte{10, byte(rng.IntN(8)), byte(rng.Uint32()), byte(rng.Uint32())}
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(6) {
+	case 0, 1:
 		family, source = 2, 48+rng.IntN(17)
 		addr = []byte{0x20, 1, 0xd, 0xb8, 0, byte(rng.IntN(2)), byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32()), 0, 0, 0, 0, 0, 0, 0}
+	case 2:
+		family, source = 2, source+96
+		addr = append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, addr...)
 	}
 	p := netip.PrefixFrom(netip.AddrFrom16([16]byte(append(addr, make([]byte, 16)...)[:16])), source)
 	if family == 1 {

@@ -88,13 +88,14 @@ func skipName(b []byte, off int) int {
 	return -1
 }
 
-// ecsReader is the server's reader: miekg/dns's own, with markECS run on
-// every message read.
+// ecsReader is the server's reader: miekg/dns's own, with a question cut
+// short dropped (dropCutQuestion) and markECS run on every message read.
 type ecsReader struct{ r dns.Reader }
 
 func (e ecsReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
 	b, err := e.r.ReadTCP(conn, timeout)
 	if err == nil {
+		b = dropCutQuestion(b)
 		markECS(b)
 	}
 	return b, err
@@ -103,6 +104,7 @@ func (e ecsReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error)
 func (e ecsReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, *dns.SessionUDP, error) {
 	b, s, err := e.r.ReadUDP(conn, timeout)
 	if err == nil {
+		b = dropCutQuestion(b)
 		markECS(b)
 	}
 	return b, s, err
@@ -115,6 +117,7 @@ func (e ecsReader) ReadPacketConn(conn net.PacketConn, timeout time.Duration) ([
 	}
 	b, a, err := pr.ReadPacketConn(conn, timeout)
 	if err == nil {
+		b = dropCutQuestion(b)
 		markECS(b)
 	}
 	return b, a, err

@@ -62,7 +62,7 @@ func explainQuery(req control.GSLBExplainRequest) (gslb.Query, *ecs, error) {
 	q := gslb.Query{Name: lowerFQDN(name), Type: dns.TypeA, Source: netip.IPv4Unspecified(), Explain: true}
 	if req.Type != "" {
 		t, ok := dns.StringToType[strings.ToUpper(req.Type)]
-		if !ok || t == dns.TypeOPT || t == dns.TypeANY || t == dns.TypeAXFR || t == dns.TypeIXFR {
+		if !ok || t == dns.TypeOPT || t == dns.TypeAXFR || t == dns.TypeIXFR {
 			probs = append(probs, "type: want A, AAAA or another query type, not "+req.Type)
 		}
 		q.Type = t
@@ -84,9 +84,8 @@ func explainQuery(req control.GSLBExplainRequest) (gslb.Query, *ecs, error) {
 		if err != nil || p.Addr().Zone() != "" {
 			probs = append(probs, "ecs: want a prefix (198.51.100.0/24) or an address, not "+req.ECS)
 		} else {
-			if p.Addr().Is4In6() {
-				p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
-			}
+			// As the wire carries it: an IPv4-mapped prefix stays one
+			// of FAMILY 2 (the snapshot locates it as IPv4).
 			p = p.Masked()
 			e = &ecs{family: 1, source: uint8(p.Bits()), addr: p.Addr(), prefix: p}
 			if p.Addr().Is6() {

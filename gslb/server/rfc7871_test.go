@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -42,6 +43,10 @@ import (
 //     "nxdomain"); at most the family's bits.
 //   - §7.2.1/§7.1.2 the option is only in replies to queries that carried
 //     it, and not in FORMERR replies: rows "no ecs", "too many octets".
+//   - §6 FAMILY 2 with an IPv4-mapped ADDRESS: echoed as it came, the
+//     scope in the option's family (row "ipv4-mapped"; what a real
+//     snapshot answers for mapped prefixes, and that the reply cache
+//     keeps them apart, in TestRFC7871Mapped).
 func TestRFC7871(t *testing.T) {
 	f := &fake{Scope: 16}
 	_, addr := start(t, f)
@@ -80,6 +85,8 @@ func TestRFC7871(t *testing.T) {
 			echo: &echo{1, 24, 0, "192.0.2.0"}, ecs: "192.0.2.0/24", scope: 16},
 		{name: "nxdomain", qname: "nope.", opts: [][]byte{cat(v4, []byte{24, 0, 192, 0, 2})}, rcode: dns.RcodeNameError,
 			echo: &echo{1, 24, 0, "192.0.2.0"}, ecs: "192.0.2.0/24", scope: 16},
+		{name: "ipv4-mapped", qname: "geo.", opts: [][]byte{cat(v6, []byte{120, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2})},
+			echo: &echo{2, 120, 112, "::ffff:10.1.2.0"}, ecs: "::ffff:10.1.2.0/120", scope: 112},
 		{name: "scope set in query", qname: "geo.", opts: [][]byte{cat(v4, []byte{24, 20, 192, 0, 2})},
 			echo: &echo{1, 24, 16, "192.0.2.0"}, ecs: "192.0.2.0/24", scope: 16},
 		{name: "source 0", qname: "geo.", opts: [][]byte{cat(v4, []byte{0, 0})},
@@ -139,6 +146,54 @@ func TestRFC7871(t *testing.T) {
 			}
 			if want := 4 + (int(c.echo.source)+7)/8; !hasOption(raw, want) {
 				t.Errorf("echoed option is not %d octets long", want)
+			}
+		})
+	}
+}
+
+// TestRFC7871Mapped is the conformance table's rows for IPv4-mapped
+// prefixes (FAMILY 2, ADDRESS ::ffff:a.b.c.d), over a real snapshot and
+// the UDP reader's reply cache: a mapped prefix is located as the IPv4
+// prefix it maps (its length less 96), and SCOPE PREFIX-LENGTH is said
+// in the option's own family (RFC 7871 §6: the scope counts the
+// ADDRESS's bits), so the IPv4 scope plus 96; 0 when the answer holds
+// for every client; a mapped /96 (an IPv4 /0) is answered as SOURCE 0.
+// A reply kept for one mapped prefix is never served to another region:
+// asked one after another on one socket (one reader, one cache).
+func TestRFC7871Mapped(t *testing.T) {
+	_, addr := startRegions(t)
+	c := udpConn(t, addr)
+	for _, row := range []struct {
+		name, qname, ecs string
+		want             string // the answer's address
+		scope            int
+	}{
+		{"mapped region a", "geo", "::ffff:10.2.3.0/120", "198.51.100.1", 16 + 96},
+		{"mapped region a again (cache)", "geo", "::ffff:10.2.3.0/120", "198.51.100.1", 16 + 96},
+		{"mapped region b after a", "geo", "::ffff:10.1.2.0/120", "198.51.100.2", 16 + 96},
+		{"mapped region c", "geo", "::ffff:192.0.2.0/120", "198.51.100.3", 24 + 96},
+		{"mapped /128", "geo", "::ffff:10.1.2.3/128", "198.51.100.2", 16 + 96},
+		{"ipv4 region b", "geo", "10.1.2.0/24", "198.51.100.2", 16},
+		{"ipv6 region d", "geo", "2001:db8:1:2::/64", "198.51.100.4", 48},
+		{"mapped unmapped network", "geo", "::ffff:172.16.0.0/120", "198.51.100.9", 96 + 2}, // 128.0.0.0/2 holds no entry
+		{"mapped /96 is source 0: by the source (lo)", "geo", "::ffff:0.0.0.0/96", "198.51.100.5", 0},
+		{"mapped independent", "ind", "::ffff:10.1.2.0/120", "198.51.100.9", 0},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			p := netip.MustParsePrefix(row.ecs)
+			r := over(t, c, withECS(query(row.qname+".gslb.test.", dns.TypeA, 1232), ecsData(p)))
+			e := ecsOf(r)
+			if len(r.Answer) != 1 || !strings.HasSuffix(r.Answer[0].String(), "\t"+row.want) || e == nil {
+				t.Fatalf("reply %v, want %s with ECS", r, row.want)
+			}
+			fam := uint16(1)
+			if p.Addr().Is6() {
+				fam = 2
+			}
+			if e.Family != fam || int(e.SourceNetmask) != p.Bits() || int(e.SourceScope) != row.scope ||
+				!e.Address.Equal(net.IP(p.Masked().Addr().AsSlice())) {
+				t.Errorf("echo family %d source %d scope %d addr %v, want family %d source %d scope %d addr %v",
+					e.Family, e.SourceNetmask, e.SourceScope, e.Address, fam, p.Bits(), row.scope, p.Masked().Addr())
 			}
 		})
 	}

@@ -67,6 +67,7 @@ func (s *Server) fresh(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	req := &sc.req
 	if !sc.parseQuery(query) {
 		sc.qlower, sc.qwire = "", nil
+		query = dropCutQuestion(query)
 		markECS(query)
 		*req = dns.Msg{}
 		if err := req.Unpack(query); err != nil {
@@ -109,6 +110,30 @@ func (s *Server) fresh(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	}
 	binary.BigEndian.PutUint16(out[n-2:], uint16(len(sc.tail)))
 	return append(out, sc.tail...)
+}
+
+// dropCutQuestion returns the DNS message b (at least a header) without
+// its question section when a question is cut short: its name is
+// followed by fewer than the four octets of its type and class.
+// miekg/dns unpacks such a question with the type or class it lacks
+// as 0, which would be answered as a question the client never sent;
+// a message of the header alone is answered FORMERR (no question), as
+// the malformed query it is. Any other message is returned as it is.
+func dropCutQuestion(b []byte) []byte {
+	if len(b) < 12 {
+		return b
+	}
+	off := 12
+	for range int(binary.BigEndian.Uint16(b[4:])) {
+		if off = skipName(b, off); off < 0 {
+			return b // miekg/dns cannot unpack it: FORMERR
+		}
+		if off+4 > len(b) {
+			return b[:12:12]
+		}
+		off += 4
+	}
+	return b
 }
 
 // parseQuery fills sc.req from b, a DNS message of at least a header,
