@@ -478,6 +478,9 @@ const (
 	// EventLastResort: a GSLB name started or stopped answering by its
 	// last resort.
 	EventLastResort = "last-resort"
+	// EventMissed stands, in a followed stream, for events the log
+	// dropped before they could be sent (Seq 0).
+	EventMissed = "missed"
 )
 
 // Event is one entry of the event log (GET /v1/events).
@@ -505,6 +508,9 @@ type EventsReply struct {
 	// Next is the sequence number to pass as after= to get only newer
 	// events.
 	Next uint64 `json:"next"`
+	// Missed counts the events after the requested sequence number that
+	// the log no longer keeps (it keeps the newest ones only).
+	Missed uint64 `json:"missed"`
 }
 
 // ReloadReply answers a successful POST /v1/reload.

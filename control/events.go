@@ -69,21 +69,21 @@ func (l *EventLog) Append(ev Event) Event {
 }
 
 // Since returns the kept events with Seq > after, oldest first (an empty,
-// non-nil slice when there are none), and next: the sequence number to
-// pass as after the next time, which is the Seq of the newest event in
-// the log (0 when it is empty).
+// non-nil slice when there are none); next: the sequence number to pass
+// as after the next time, which is the Seq of the newest event in the log
+// (0 when it is empty); and missed: how many events with Seq > after the
+// log no longer keeps (a reader that fell behind the ring is told so).
 //
-// Since always returns everything newer than after, so next is the last
-// Seq returned when events are returned. A client holding an after from an
-// earlier daemon (after > next) gets no events and a smaller next, from
-// which it continues. Events with Seq > after that were already dropped
-// show as a gap in Seq.
-func (l *EventLog) Since(after uint64) (evs []Event, next uint64) {
+// Since always returns everything newer than after that is kept, so next
+// is the last Seq returned when events are returned. A client holding an
+// after from an earlier daemon (after > next) gets no events and a
+// smaller next, from which it continues.
+func (l *EventLog) Since(after uint64) (evs []Event, next, missed uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	evs = []Event{}
 	if after >= l.last {
-		return evs, l.last
+		return evs, l.last, 0
 	}
 	n := len(l.ring)
 	for i := range n {
@@ -92,8 +92,11 @@ func (l *EventLog) Since(after uint64) (evs []Event, next uint64) {
 			evs = append(evs, ev)
 		}
 	}
-	return evs, l.last
+	return evs, l.last, l.last - after - uint64(len(evs))
 }
+
+// Capacity returns how many events the log keeps.
+func (l *EventLog) Capacity() int { return cap(l.ring) }
 
 // Last returns the Seq of the newest event, 0 when the log is empty.
 func (l *EventLog) Last() uint64 {

@@ -45,7 +45,7 @@ func TestEventLogNumbersAndStamps(t *testing.T) {
 	if !b.Time.Equal(given) {
 		t.Errorf("a given Time is kept: got %v, want %v", b.Time, given)
 	}
-	evs, next := l.Since(0)
+	evs, next, _ := l.Since(0)
 	if len(evs) != 2 || evs[0] != a || evs[1] != b {
 		t.Errorf("Since(0) = %+v; want the two stored events", evs)
 	}
@@ -56,7 +56,7 @@ func TestEventLogNumbersAndStamps(t *testing.T) {
 
 func TestEventLogSince(t *testing.T) {
 	l := NewEventLog(3, nil)
-	evs, next := l.Since(0)
+	evs, next, _ := l.Since(0)
 	if evs == nil || len(evs) != 0 || next != 0 {
 		t.Fatalf("empty log: Since(0) = %v, %d; want [], 0", evs, next)
 	}
@@ -64,19 +64,24 @@ func TestEventLogSince(t *testing.T) {
 		l.Append(Event{Kind: EventPool})
 	}
 	for _, tc := range []struct {
-		after uint64
-		want  []uint64
+		after  uint64
+		want   []uint64
+		missed uint64
 	}{
-		{0, []uint64{3, 4, 5}}, // 1 and 2 were dropped, oldest first
-		{2, []uint64{3, 4, 5}},
-		{3, []uint64{4, 5}},
-		{4, []uint64{5}},
-		{5, []uint64{}},
-		{42, []uint64{}}, // an after from an earlier daemon
+		{0, []uint64{3, 4, 5}, 2}, // 1 and 2 were dropped, oldest first
+		{1, []uint64{3, 4, 5}, 1},
+		{2, []uint64{3, 4, 5}, 0},
+		{3, []uint64{4, 5}, 0},
+		{4, []uint64{5}, 0},
+		{5, []uint64{}, 0},
+		{42, []uint64{}, 0}, // an after from an earlier daemon
 	} {
-		evs, next := l.Since(tc.after)
+		evs, next, missed := l.Since(tc.after)
 		if !equalSeqs(seqs(evs), tc.want) || evs == nil {
 			t.Errorf("Since(%d) = %v; want %v", tc.after, seqs(evs), tc.want)
+		}
+		if missed != tc.missed {
+			t.Errorf("Since(%d): missed = %d; want %d", tc.after, missed, tc.missed)
 		}
 		if next != 5 {
 			t.Errorf("Since(%d): next = %d; want 5, the newest Seq", tc.after, next)
@@ -86,7 +91,7 @@ func TestEventLogSince(t *testing.T) {
 	for range 7 {
 		l.Append(Event{Kind: EventPool})
 	}
-	if evs, next := l.Since(0); !equalSeqs(seqs(evs), []uint64{10, 11, 12}) || next != 12 {
+	if evs, next, missed := l.Since(0); !equalSeqs(seqs(evs), []uint64{10, 11, 12}) || next != 12 || missed != 9 {
 		t.Errorf("after 12 appends: Since(0) = %v, %d; want [10 11 12], 12", seqs(evs), next)
 	}
 }
@@ -96,7 +101,7 @@ func TestEventLogDefaultCapacity(t *testing.T) {
 	for range DefaultEventCapacity + 1 {
 		l.Append(Event{})
 	}
-	evs, _ := l.Since(0)
+	evs, _, _ := l.Since(0)
 	if len(evs) != DefaultEventCapacity || evs[0].Seq != 2 {
 		t.Errorf("kept %d events starting at %d; want %d starting at 2", len(evs), evs[0].Seq, DefaultEventCapacity)
 	}
@@ -134,7 +139,7 @@ func TestEventLogWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Wait did not return after its context was cancelled")
 	}
-	if _, next := l.Since(0); next != 2 {
+	if _, next, _ := l.Since(0); next != 2 {
 		t.Errorf("next = %d; want 2", next)
 	}
 }
@@ -161,7 +166,7 @@ func TestEventLogConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			evs, next := l.Since(0)
+			evs, next, _ := l.Since(0)
 			for i, ev := range evs {
 				if ev.Seq != uint64(i+1) {
 					rerr = errors.New("gap in Seq seen by a concurrent reader")
@@ -180,7 +185,7 @@ func TestEventLogConcurrent(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	evs, next := l.Since(0)
+	evs, next, _ := l.Since(0)
 	if len(evs) != writers*each || next != writers*each {
 		t.Fatalf("%d events, next %d; want %d", len(evs), next, writers*each)
 	}

@@ -18,7 +18,7 @@ func ExampleEventLog() {
 	events.Append(control.Event{Kind: control.EventState, Subject: "bind-1/recursive", Message: "up → down"})
 	events.Append(control.Event{Kind: control.EventOverride, Subject: "bind-1", Message: "drained by uid 0"})
 
-	evs, next := events.Since(1)
+	evs, next, _ := events.Since(1)
 	for _, ev := range evs {
 		fmt.Println(ev.Seq, ev.Kind, ev.Subject, ev.Message)
 	}

@@ -332,9 +332,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.bounded(func(w http.ResponseWriter, _ *http.Request) {
-		evs, next := s.events.Since(after)
-		writeJSON(w, http.StatusOK, EventsReply{Events: evs, Next: next})
+		evs, next, missed := s.events.Since(after)
+		writeJSON(w, http.StatusOK, EventsReply{Events: evs, Next: next, Missed: missed})
 	})(w, r)
+}
+
+// missedEvent is the line a follower reads in place of the n events the
+// log dropped before it could send them (Seq 0: not an event of the log).
+func (s *Server) missedEvent(n uint64) Event {
+	return Event{Time: time.Now(), Kind: EventMissed, Subject: "events", Error: true,
+		Message: fmt.Sprintf("%d events were dropped before they could be sent (the log keeps the newest %d); lbdnsd's log has every one", n, s.events.Capacity())}
 }
 
 // eventsQuery parses the query of GET /v1/events.
@@ -382,7 +389,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, after uint64) {
 	}
 	next := after
 	for {
-		evs, last := s.events.Since(next)
+		evs, last, missed := s.events.Since(next)
+		if missed > 0 {
+			evs = append([]Event{s.missedEvent(missed)}, evs...)
+		}
 		if len(evs) > 0 {
 			_ = rc.SetWriteDeadline(time.Now().Add(s.timeout))
 			for _, ev := range evs {

@@ -413,3 +413,44 @@ func TestServerFollowStream(t *testing.T) {
 		t.Errorf("stream went on after the server stopped: %+v", e)
 	}
 }
+
+// TestServerFollowMissed: a follower that asks for events the ring no
+// longer keeps is told how many it missed, in a line of kind "missed"
+// before the kept ones; GET /v1/events says it in its missed field.
+func TestServerFollowMissed(t *testing.T) {
+	ev := NewEventLog(3, nil)
+	for i := range 8 {
+		ev.Append(Event{Kind: EventPool, Subject: fmt.Sprint("p", i)})
+	}
+	srv := startServer(t, ServerOptions{Backend: &fakeBackend{}, Events: ev})
+	c := unixHTTP(srv.path)
+
+	resp, err := c.Get(base + "/events?after=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep EventsReply
+	err = json.NewDecoder(resp.Body).Decode(&rep)
+	resp.Body.Close()
+	if err != nil || rep.Missed != 3 || len(rep.Events) != 3 || rep.Events[0].Seq != 6 {
+		t.Fatalf("GET after=2: %+v %v; want events 6-8 and 3 missed", rep, err)
+	}
+
+	c.Timeout = 0
+	resp, err = c.Get(base + "/events?after=2&follow=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	var first, kept Event
+	if err := dec.Decode(&first); err != nil || first.Kind != EventMissed || first.Seq != 0 || !strings.Contains(first.Message, "3 events were dropped") {
+		t.Fatalf("first line = %+v %v; want the missed line", first, err)
+	}
+	if err := dec.Decode(&kept); err != nil || kept.Seq != 6 {
+		t.Fatalf("second line = %+v %v; want seq 6", kept, err)
+	}
+	if err := srv.stop(); err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+}

@@ -113,7 +113,7 @@ func TestSetGSLBPersistsBeforeEffect(t *testing.T) {
 	if len(saved.Emergencies) != 1 || saved.Emergencies[0].Name != "www.gslb.example." || saved.Emergencies[0].Mode != intent.ModeStatic {
 		t.Errorf("stored: %+v", saved)
 	}
-	evs, _ := d.evlog.Since(0)
+	evs, _, _ := d.evlog.Since(0)
 	found := false
 	for _, ev := range evs {
 		found = found || ev.Kind == control.EventGSLB && ev.Message == "intelligent resolution off for name www.gslb.example.: static answers, ECS scope 0 (reason: wrong answers) by uid 0"

@@ -95,7 +95,7 @@ func TestGSLBMemberHealth(t *testing.T) {
 	subject := gslb.MonitorKey("www", "www-1", "web").String()
 	poll.Until(t, 5*time.Second, "one up and one down event of "+subject, func() (bool, string) {
 		var ups, downs int
-		evs, _ := h.d.Events().Since(0)
+		evs, _, _ := h.d.Events().Since(0)
 		for _, ev := range evs {
 			if ev.Kind != control.EventState || ev.Subject != subject {
 				continue

@@ -131,7 +131,7 @@ func TestBadStateFileStopsStart(t *testing.T) {
 	if len(matches) != 1 {
 		t.Fatalf("copies of the bad file: %v", matches)
 	}
-	evs, _ := d.Events().Since(0)
+	evs, _, _ := d.Events().Since(0)
 	if len(evs) == 0 || !strings.Contains(evs[0].Message, "moved aside") {
 		t.Errorf("no event about the discarded state file: %+v", evs)
 	}
@@ -385,7 +385,7 @@ func TestIntentChangedElsewhere(t *testing.T) {
 		t.Fatalf("overrides in force = %+v, want unbound-1's drain", st.Overrides)
 	}
 	found := false
-	evs, _ := d.Events().Since(0)
+	evs, _, _ := d.Events().Since(0)
 	for _, ev := range evs {
 		found = found || (ev.Kind == control.EventOverride && strings.Contains(ev.Message, "changed elsewhere"))
 	}

@@ -33,6 +33,9 @@ func eventsCmd(fs *flag.FlagSet) action {
 			evs = evs[len(evs)-*n:]
 		}
 		pr := e.eventPrinter()
+		if rep.Missed > 0 && !e.json() {
+			fmt.Fprintf(e.stdout, "(%d older events are no longer kept; lbdnsd's log has them)\n", rep.Missed)
+		}
 		pr.header()
 		for _, ev := range evs {
 			if err := pr.print(ev); err != nil {

@@ -60,7 +60,7 @@ func journalRun(t *testing.T, do func(j *Journal)) ([]logRecord, []control.Event
 	h := &recordHandler{}
 	evlog := control.NewEventLog(100, func() time.Time { return t0 })
 	samples, _ := gather(t, testInput(t), func(m *Metrics) { do(NewJournal(slog.New(h), evlog, m)) })
-	evs, _ := evlog.Since(0)
+	evs, _, _ := evlog.Since(0)
 	for i := range evs {
 		evs[i].Seq, evs[i].Time = 0, time.Time{}
 	}

@@ -157,7 +157,7 @@ func TestResponderLastResortLoud(t *testing.T) {
 	}
 	var seen uint64
 	events := func() []string {
-		evs, next := evlog.Since(seen)
+		evs, next, _ := evlog.Since(seen)
 		seen = next
 		var out []string
 		for _, ev := range evs {
