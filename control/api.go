@@ -90,6 +90,12 @@ type VIP struct {
 	// Services are the VIP's IPVS services as applied; empty before the
 	// first reconcile (warm-up).
 	Services []Service `json:"services"`
+	// Serving is the VIP's serving verdict: every one of its services
+	// has a destination taking traffic in the table the kernel was given
+	// (never in a dry run). A route announcer follows it.
+	Serving bool `json:"serving"`
+	// ServingReason says why, in one line.
+	ServingReason string `json:"serving_reason"`
 }
 
 // Service is one IPVS virtual service as the daemon last applied it (in
@@ -439,6 +445,20 @@ type GSLBResponder struct {
 	// last resort (no pool of any of their policies has a member up),
 	// in configuration order. Fail-open is meant to be loud.
 	LastResort []GSLBLastResort `json:"last_resort"`
+	// Listeners are the serving verdicts of the configured listen
+	// addresses, in configuration order: a listen address serves while
+	// its socket is bound and an answer snapshot is in force.
+	Listeners []GSLBListener `json:"listeners"`
+}
+
+// GSLBListener is the serving verdict of one configured listen address of
+// the GSLB responder.
+type GSLBListener struct {
+	// Listen is the address as configured.
+	Listen string `json:"listen"`
+	// Serving is the verdict; Reason says why, in one line.
+	Serving bool   `json:"serving"`
+	Reason  string `json:"reason"`
 }
 
 // GSLBLastResort is one name and type answering by its last resort.
@@ -478,6 +498,9 @@ const (
 	// EventLastResort: a GSLB name started or stopped answering by its
 	// last resort.
 	EventLastResort = "last-resort"
+	// EventServing: a VIP or a GSLB listen address started or stopped
+	// serving (its serving verdict changed).
+	EventServing = "serving"
 	// EventMissed stands, in a followed stream, for events the log
 	// dropped before they could be sent (Seq 0).
 	EventMissed = "missed"

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -419,6 +420,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.pf.Start(mctx, d.cfg)
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); d.feedPrefetch(mctx) }()
+	servingDone := make(chan struct{})
+	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -438,6 +441,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-identDone
 			servers.Wait()
 			<-feedDone
+			<-servingDone
 			d.pf.Stop()
 			if err := d.closeProbe(); err != nil {
 				d.log.Warn("close dns prober", "err", err)
@@ -634,6 +638,7 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		// table file not yet written.
 		d.planner.Settle(!d.rec.Dirty() && !d.owned.Unsaved() && (d.dryRunFile == nil || d.dryRunFile.Written()))
 	}
+	d.publishVerdicts(plan)
 	if d.dryRunFile != nil {
 		if err := d.dryRunFile.Update(d.rec.Table(), len(ops) > 0); err != nil {
 			d.log.Warn("cannot write dry-run table; will retry", "path", d.dryRunFile.Path(), "err", err)
@@ -643,3 +648,12 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 
 // ownedPath is the file of the owned IPVS services (vip.OwnedSet).
 func (d *Daemon) ownedPath() string { return filepath.Join(d.cfg.Daemon.StateDir, vip.OwnedFile) }
+
+// publishVerdicts publishes the VIPs' serving verdicts over the table
+// the kernel was given, when they changed.
+func (d *Daemon) publishVerdicts(plan resolvers.Plan) {
+	v := report.VIPVerdicts(d.cfg, d.rec.Table(), plan, d.dryRun)
+	if old, _ := d.hub.VIPs.Load(); !slices.Equal(old, v) {
+		d.hub.VIPs.Publish(v)
+	}
+}

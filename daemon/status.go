@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"lbdns/control"
+	"lbdns/hub"
 	"lbdns/monitor"
 	"lbdns/report"
 	"lbdns/resolvers"
@@ -41,6 +42,11 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	}
 	in.Prefetch, in.PrefetchTotals = d.pf.Status()
 	in.GSLBResponder = d.gslb.Status()
+	verdicts, _ := d.hub.VIPs.Load()
+	in.Serving = make(map[string]hub.Verdict, len(verdicts))
+	for _, v := range verdicts {
+		in.Serving[v.Name] = v
+	}
 	return in
 }
 

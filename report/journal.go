@@ -11,6 +11,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/resolvers"
@@ -213,4 +214,28 @@ func (j *Journal) tableFate() string {
 		return "dry run: no IPVS table was applied, nothing left behind"
 	}
 	return "IPVS table left in place"
+}
+
+// Serving tells every verdict of after whose serving changed from
+// before (a first verdict counts as a change only when it is "not
+// serving"): what a route announcer would do, worded for people. what is
+// "VIP" or "GSLB listener".
+func (j *Journal) Serving(what string, before, after []hub.Verdict) {
+	was := make(map[string]bool, len(before))
+	for _, v := range before {
+		was[v.Name] = v.Serving
+	}
+	for _, v := range after {
+		prev, known := was[v.Name]
+		if known && prev == v.Serving || !known && v.Serving {
+			continue
+		}
+		if v.Serving {
+			j.log.Info(what+" serving", "name", v.Name, "addr", v.Addr.String(), "reason", v.Reason)
+			j.event(control.Event{Kind: control.EventServing, Subject: v.Name, Message: what + " serving again: " + v.Reason})
+			continue
+		}
+		j.log.Warn(what+" not serving", "name", v.Name, "addr", v.Addr.String(), "reason", v.Reason)
+		j.event(control.Event{Kind: control.EventServing, Subject: v.Name, Message: what + " " + v.Reason, Error: true})
+	}
 }

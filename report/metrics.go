@@ -166,6 +166,8 @@ func newStatusCollector(src func(context.Context) Input, status func(Input) *con
 	add("gslb_monitor_rtt_seconds", "Round-trip time of the GSLB monitor's last probe.", "pool", "member", "check")
 	add("gslb_certificate_days_left", "Days until the certificate the HTTPS monitor was served expires (negative: expired).", "pool", "member", "check")
 	add("gslb_icmp_loss_ratio", "Echo loss of the ICMP monitor's last probe, 0 to 1.", "pool", "member", "check")
+	add("vip_serving", "1 when the VIP serves: each of its services has a destination taking traffic in the table the kernel was given (never in a dry run).", "vip")
+	add("gslb_listener_serving", "1 when the GSLB responder's listen address serves: bound, with an answer snapshot in force.", "listen")
 	add("prefetch_expired_total", "Window-mode entries found already expired: client-visible misses the prefetcher could not prevent.")
 	return c
 }
@@ -220,6 +222,14 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, a := range []string{control.ActionDrain, control.ActionDisable} {
 		for _, orph := range []string{"false", "true"} {
 			g("overrides", float64(counts[[2]string{a, orph}]), a, orph)
+		}
+	}
+	for _, v := range st.VIPs {
+		g("vip_serving", b2f(v.Serving), v.Name)
+	}
+	if r := st.GSLBResponder; r != nil {
+		for _, l := range r.Listeners {
+			g("gslb_listener_serving", b2f(l.Serving), l.Listen)
 		}
 	}
 	cn("ipvs_errors_total", float64(in.IPVS.OpErrors))

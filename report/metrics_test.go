@@ -12,6 +12,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/vip"
@@ -75,6 +76,8 @@ func TestMetrics(t *testing.T) {
 		{Key: prefetch.Key{Name: "a.", Type: 28, Resolver: "d"}},
 	}
 	in.PrefetchTotals = &prefetch.Counters{Queries: 9, Failures: 2, Fetches: 3, FoundExpired: 1}
+	in.Serving = map[string]hub.Verdict{"v1": {Name: "v1", Serving: true}}
+	in.GSLBResponder = &control.GSLBResponder{On: true, Listeners: []control.GSLBListener{{Listen: "127.0.0.1:53", Serving: true}}}
 	got, families := gatherWith(t, in, withGSLB, func(m *Metrics) {
 		m.Transition("d", "rec", health.Down)
 		m.Transition("d", "rec", health.Down)
@@ -87,6 +90,9 @@ func TestMetrics(t *testing.T) {
 	})
 	want := map[string]float64{
 		"lbdns_warm{}":                                             1,
+		"lbdns_vip_serving{vip=v1}":                                1,
+		"lbdns_vip_serving{vip=v2}":                                0,
+		"lbdns_gslb_listener_serving{listen=127.0.0.1:53}":         1,
 		"lbdns_dry_run{}":                                          0,
 		"lbdns_start_time_seconds{}":                               float64(t0.Add(-time.Hour).Unix()),
 		"lbdns_pool_members{pool=p}":                               4,

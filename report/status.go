@@ -15,6 +15,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/prefetch"
@@ -65,6 +66,8 @@ type Input struct {
 	// GSLBResponder is the GSLB responder's state (Responder.Status), shown
 	// as it is; nil when none runs.
 	GSLBResponder *control.GSLBResponder
+	// Serving are the VIPs' serving verdicts (VIPVerdicts), by VIP name.
+	Serving map[string]hub.Verdict
 }
 
 // Stats are per-destination kernel statistics by service.
@@ -106,7 +109,13 @@ func Status(in Input) *control.Status {
 		st.Overrides = []control.Override{}
 	}
 	for i := range cfg.VIPs {
-		st.VIPs = append(st.VIPs, vipStatus(&cfg.VIPs[i], &plan, in.Applied, in.Stats))
+		vs := vipStatus(&cfg.VIPs[i], &plan, in.Applied, in.Stats)
+		if v, ok := in.Serving[vs.Name]; ok {
+			vs.Serving, vs.ServingReason = v.Serving, v.Reason
+		} else {
+			vs.ServingReason = "no verdict yet"
+		}
+		st.VIPs = append(st.VIPs, vs)
 	}
 	for i := range plan.Pools {
 		p := cfg.Pool(plan.Pools[i].Name)

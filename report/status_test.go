@@ -288,13 +288,14 @@ func TestStatusGSLBResponder(t *testing.T) {
 		t.Errorf("no responder: JSON %s (%v), want no gslb_responder", b, err)
 	}
 	in.GSLBResponder = &control.GSLBResponder{On: true, Listen: []string{"127.0.0.1:53"}, Serial: 7, Zones: []string{"g.test."},
-		LastResort: []control.GSLBLastResort{{Name: "www.g.test.", Type: "A", LastResort: "fail-open"}}}
+		LastResort: []control.GSLBLastResort{{Name: "www.g.test.", Type: "A", LastResort: "fail-open"}},
+		Listeners:  []control.GSLBListener{{Listen: "127.0.0.1:53", Serving: true, Reason: "answering"}}}
 	st := Status(in)
 	if st.GSLBResponder != in.GSLBResponder {
 		t.Errorf("responder %+v, want %+v", st.GSLBResponder, in.GSLBResponder)
 	}
 	b, err := json.Marshal(st)
-	if err != nil || !strings.Contains(string(b), `"gslb_responder":{"on":true,"listen":["127.0.0.1:53"],"serial":7,"zones":["g.test."],"last_resort":[{"name":"www.g.test.","type":"A","last_resort":"fail-open"}]}`) {
+	if err != nil || !strings.Contains(string(b), `"gslb_responder":{"on":true,"listen":["127.0.0.1:53"],"serial":7,"zones":["g.test."],"last_resort":[{"name":"www.g.test.","type":"A","last_resort":"fail-open"}],"listeners":[{"listen":"127.0.0.1:53","serving":true,"reason":"answering"}]}`) {
 		t.Errorf("responder JSON %s (%v)", b, err)
 	}
 }

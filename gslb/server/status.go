@@ -59,6 +59,10 @@ func (r *Responder) Status() *control.GSLBResponder {
 		st.LastResort = append(st.LastResort, control.GSLBLastResort{Name: d.Name, Type: dns.TypeToString[d.Type],
 			LastResort: d.LastResort, Warming: d.Warming, Since: d.since})
 	}
+	st.Listeners = []control.GSLBListener{}
+	for _, v := range r.stateLocked().Listeners {
+		st.Listeners = append(st.Listeners, control.GSLBListener{Listen: v.Name, Serving: v.Serving, Reason: v.Reason})
+	}
 	return st
 }
 

@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"context"
+	"maps"
+
+	"lbdns/hub"
+)
+
+// The daemon's followers of the hub: each waits for new versions of the
+// values it needs and hands them on.
+
+// feedPrefetch hands the prefetcher the resolvers it may query each time
+// a plan that changes them is published, until ctx is done.
+func (d *Daemon) feedPrefetch(ctx context.Context) {
+	var after uint64
+	var last map[string]bool
+	for {
+		plan, ver, err := d.hub.Plan.Wait(ctx, after)
+		if err != nil {
+			return
+		}
+		after = ver
+		if healthy := plan.HealthyResolvers(); last == nil || !maps.Equal(healthy, last) {
+			d.pf.SetHealthy(healthy)
+			last = healthy
+		}
+	}
+}
+
+// followServing tells the journal every change of the VIPs' and the GSLB
+// listeners' serving verdicts, until ctx is done.
+func (d *Daemon) followServing(ctx context.Context) {
+	var vAfter, rAfter uint64
+	var vips, listeners []hub.Verdict
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.hub.VIPs.Changed(vAfter):
+			var v []hub.Verdict
+			v, vAfter = d.hub.VIPs.Load()
+			d.journal.Serving("VIP", vips, v)
+			vips = v
+		case <-d.hub.Responder.Changed(rAfter):
+			var st hub.ResponderState
+			st, rAfter = d.hub.Responder.Load()
+			d.journal.Serving("GSLB listener", listeners, st.Listeners)
+			listeners = st.Listeners
+		}
+	}
+}
