@@ -49,6 +49,8 @@ const (
 	MaxRefreshWindow      = time.Hour
 	MaxRefreshWindowPct   = 50
 	MaxPrefetchPartitions = 64
+	// MaxCollapseWindow is the largest pool.collapse_window.
+	MaxCollapseWindow = time.Hour
 )
 
 func oneOf(v string, list []string) bool {
@@ -471,6 +473,9 @@ func (d *decoder) validatePool(i int) {
 	if len(p.Members) > 0 && minOK && (p.RecoverHealthy < p.MinHealthy || p.RecoverHealthy > len(p.Members)) {
 		d.p.add(joinKey(base, "recover_healthy"), strconv.Itoa(p.RecoverHealthy),
 			fmt.Sprintf("must be between min_healthy (%d) and the number of members (%d)", p.MinHealthy, len(p.Members)))
+	}
+	if w := p.CollapseWindow.Duration; w < 0 || w > MaxCollapseWindow {
+		d.p.add(joinKey(base, "collapse_window"), fmtDur(w), "must be between 0s and "+fmtDur(MaxCollapseWindow))
 	}
 }
 
