@@ -81,7 +81,13 @@
 //   - Fetches: partitions whose queries one cache entry answers (the
 //     answer's ECS scope covers their addresses, or it has none) see the
 //     same fetch; an entry's fresh answer within a second of a sibling's
-//     counted fetch is not counted again.
+//     counted fetch is not counted again. An answer without an ECS option
+//     is taken as one entry for every client (the resolver ignored the
+//     subnet, as products without ECS support do). The exception:
+//     unbound's subnet cache, asking an upstream that answers without
+//     ECS, caches nothing and fetches for every query; there partitions'
+//     answers within a second of each other count as one fetch although
+//     each was one.
 //   - ECS: a partition's entry is only separate in resolvers that cache per
 //     client subnet; in the others it is the same entry as without ECS.
 //
