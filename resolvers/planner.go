@@ -81,8 +81,8 @@ func WarmUp(cfg *configs.Config) time.Duration {
 // a reload, a warm planner stays warm (targets that kept their state are
 // not held back) and keeps each pool's memory, except the last good set
 // of a pool whose members (names or addresses) or check (the question it
-// asks, see configs.Check.ProbeIdentity) changed: it no longer says who was
-// in traffic. The plan in force is no longer current.
+// asks, see configs.Check.ProbeIdentity) changed, and the members that
+// left it: they no longer say who was in traffic. The plan in force is no longer current.
 func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	if reload && p.cfg != nil {
 		p.memory = carry(p.cfg, cfg, p.memory)
@@ -95,7 +95,7 @@ func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 }
 
 // carry keeps the memory of the pools of next, forgetting the last good
-// set of the pools that changed from prev.
+// set (and the members that left it) of the pools that changed from prev.
 func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory {
 	out := make(map[string]Memory, len(mem))
 	for i := range next.Pools {
@@ -105,7 +105,7 @@ func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory 
 			continue
 		}
 		if op := prev.Pool(np.Name); op == nil || poolChanged(prev, next, op, np) {
-			m.LastGood = nil
+			m.LastGood, m.Left = nil, nil
 		}
 		out[np.Name] = m
 	}

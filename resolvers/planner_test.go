@@ -647,3 +647,36 @@ func TestFailOpenCollapseRecovery(t *testing.T) {
 		t.Errorf("second collapse: whys %q, want %q", got, want)
 	}
 }
+
+// TestCollapseWindowReload: a reload that changes the pool forgets the
+// members that left its last good set with the set itself; one that does
+// not keeps them.
+func TestCollapseWindowReload(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *configs.Config)
+		forget bool
+	}{
+		{"pacing only", func(c *configs.Config) { c.Checks["rec"].Interval.Duration = 2 * time.Second }, false},
+		{"address changed", func(c *configs.Config) { c.Resolvers[0].AddrPort = netip.MustParseAddrPort("198.51.100.99:53") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := threeConfig()
+			cfg.Pools[0].CollapseWindow.Duration = 4500 * time.Millisecond
+			w := newWorld(t, cfg, map[string]health.State{"bind-1": health.Up, "bind-2": health.Up, "unbound-1": health.Up})
+			w.plan()
+			w.set(health.Down, "timeout", "bind-1")
+			w.plan()
+			if m, _ := w.p.Memory("main"); len(m.Left) != 1 || m.Left[0].Name != "bind-1" || !m.Left[0].At.Equal(w.now) {
+				t.Fatalf("memory %+v, want bind-1 left at %s", m, w.now)
+			}
+			next := threeConfig()
+			next.Pools[0].CollapseWindow.Duration = 4500 * time.Millisecond
+			tc.change(next)
+			w.p.Configure(next, w.now, true)
+			if m, _ := w.p.Memory("main"); (len(m.Left) == 0) != tc.forget || (m.LastGood == nil) != tc.forget {
+				t.Errorf("after the reload: memory %+v, want forgotten %v", m, tc.forget)
+			}
+		})
+	}
+}
