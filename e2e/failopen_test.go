@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,11 +157,20 @@ func TestFailOpenMembersKilledTogether(t *testing.T) {
 	w.waitDownFor("main", 700*time.Millisecond, "r3", "r4", "r5")
 	w.waitDownFor("other", 700*time.Millisecond, "r9", "r10")
 
+	// Killed together: every good back end stopped at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
 	for _, names := range good {
 		for _, name := range names {
-			if err := w.backend(name).Stop(); err != nil {
-				t.Fatal(err)
-			}
+			srv := w.backend(name)
+			wg.Go(func() { errs <- srv.Stop() })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	w.waitStatus("both pools failing open with every member down", func(st *control.Status) (bool, string) {
