@@ -82,7 +82,8 @@ func WarmUp(cfg *configs.Config) time.Duration {
 // not held back) and keeps each pool's memory, except the last good set
 // of a pool whose members (names or addresses) or check (the question it
 // asks, see configs.Check.ProbeIdentity) changed, and the members that
-// left it: they no longer say who was in traffic. The plan in force is no longer current.
+// left it: they no longer say who was in traffic. The plan in force is no
+// longer current.
 func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	if reload && p.cfg != nil {
 		p.memory = carry(p.cfg, cfg, p.memory)

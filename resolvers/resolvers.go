@@ -22,13 +22,14 @@
 //     whole pool fails, the check or the upstream is the likelier culprit,
 //     and removing every resolver would turn a partial outage into a total
 //     one; but a member that was already down before the collapse (before
-//     its window) is broken for reasons of its own and stays out. Only with no last good set (a cold
-//     start, a reload that changed the pool's members or check, or a set
-//     whose members are all disabled) does the pool keep every enabled
-//     member. A pool failing open keeps failing open until recover_healthy
-//     members are healthy again (hysteresis), so that the first resolver to
-//     recover does not take all the traffic alone; members that recover
-//     meanwhile get traffic at once. When the pool does not fail open, only
+//     its window) is broken for reasons of its own and stays out. Only
+//     with no last good set (a cold start, a reload that changed the
+//     pool's members or check, or a set whose members are all disabled)
+//     does the pool keep every enabled member. A pool failing open keeps
+//     failing open until recover_healthy members are healthy again
+//     (hysteresis), so that the first resolver to recover does not take
+//     all the traffic alone; members that recover meanwhile get traffic at
+//     once. When the pool does not fail open, only
 //     the healthy members remain, possibly none.
 //   - Every member's verdict says why it is in or out (Member.Why), and
 //     Plan.Dest finds the member behind any destination of a service.
@@ -162,11 +163,11 @@ type Memory struct {
 	// members in traffic just before the collapse (unless an operator
 	// kept them out). While the pool fails open, it is the set held: with
 	// the members that failed within the collapse window before it began
-	// failing open (see Left). Nil when no such plan is known: at a cold start, or
-	// after a reload that changed the pool's members or check. A pool
-	// failing open holds these members in traffic and keeps the others
-	// out; with no last good set (or none of it enabled) it keeps every
-	// enabled member.
+	// failing open (see Left). Nil when no such plan is known: at a cold
+	// start, or after a reload that changed the pool's members or check. A
+	// pool failing open holds these members in traffic and keeps the
+	// others out; with no last good set (or none of it enabled) it keeps
+	// every enabled member.
 	LastGood []string
 	// Left are the members that were in a last good set and left it
 	// (failing their check) while the pool did not fail open, with when
