@@ -144,10 +144,10 @@ type Counters struct {
 	// Failures: SERVFAIL, REFUSED, timeouts, network errors.
 	Failures uint64
 	// Fetches: answers that carried the full original TTL, that is,
-	// answers the resolver had just fetched from upstream; an answer
-	// another entry of the same cache entry (another ECS partition of the
-	// name and type at the resolver, where the answer's scope covers both)
-	// counted less than a second before is the same fetch, counted once.
+	// answers the resolver had just fetched from upstream. An answer that
+	// another entry reading the same cache entry (another ECS partition of
+	// the name and type at the resolver, the answer's scope covering both)
+	// counted less than a second before is the same fetch: counted once.
 	Fetches uint64
 	// FoundExpired: for window-mode entries, answers that showed the
 	// entry had expired (a fresh full TTL where a cached remaining TTL
