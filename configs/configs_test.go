@@ -172,6 +172,7 @@ func TestDefaults(t *testing.T) {
 		{"vip.forwarding", cfg.VIPs[0].Forwarding, "dr"},
 		{"pool.min_healthy", cfg.Pools[0].MinHealthy, 1},
 		{"pool.fail_open", *cfg.Pools[0].FailOpen, true},
+		{"pool.collapse_window", cfg.Pools[0].CollapseWindow.Duration, 9 * time.Second}, // (3+1) × 2s + 1s
 		{"resolver.weight", cfg.Resolvers[0].Weight, 100},
 		{"resolver.port", cfg.Resolvers[0].AddrPort.Port(), uint16(53)},
 		{"check.kind", chk.Kind, "dns"},
@@ -246,6 +247,33 @@ func TestRcodesDefaultWithQName(t *testing.T) {
 	}
 	if c.QName != "example.com." {
 		t.Errorf("qname = %q, want it fully qualified", c.QName)
+	}
+}
+
+// TestCollapseWindowDefault: collapse_window follows the pacing of the
+// pool's check unless set; an explicit 0s (the last good set alone) is
+// kept.
+func TestCollapseWindowDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, pool, check string
+		want              time.Duration
+	}{
+		{"default pacing", "", "", 9 * time.Second},
+		{"check pacing", "", "interval = \"500ms\"\ntimeout = \"200ms\"\nfall = 2\n", 1700 * time.Millisecond},
+		{"set", "collapse_window = \"30s\"\n", "fall = 2\n", 30 * time.Second},
+		{"explicit zero", "collapse_window = \"0s\"\n", "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(okDoc, `check = "c"`, `check = "c"`+"\n"+tc.pool, 1)
+			doc = strings.Replace(doc, "[check.c.dns]", "[check.c]\n"+tc.check+"\n[check.c.dns]", 1)
+			cfg, err := Parse([]byte(doc), "x.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Pools[0].CollapseWindow.Duration; got != tc.want {
+				t.Errorf("collapse_window = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

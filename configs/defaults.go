@@ -169,6 +169,22 @@ func (d *decoder) defaults() {
 		udpDefaults(k, m)
 		httpDefaults(k, m)
 	}
+	// After the checks' defaults: the window is derived from the pacing
+	// of the pool's check.
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		if k := c.Checks[p.Check]; k != nil && !has(d.poolRaw[i], "collapse_window") {
+			p.CollapseWindow.Duration = DefaultCollapseWindow(k)
+		}
+	}
+}
+
+// DefaultCollapseWindow is the collapse_window of a pool checked by k
+// when the pool does not set one: (fall + 1) × interval + timeout, at
+// most MaxCollapseWindow (and 0 for pacing that validation rejects).
+func DefaultCollapseWindow(k *Check) time.Duration {
+	w := time.Duration(k.Fall+1)*k.Interval.Duration + k.Timeout.Duration
+	return min(max(w, 0), MaxCollapseWindow)
 }
 
 // dnsDefaults fills the keys of a [check.NAME.dns] table that it leaves

@@ -113,6 +113,16 @@ type Pool struct {
 	// before stay out. With no last good set (cold start, or a reload
 	// that changed the pool) every enabled member is kept. Default true.
 	FailOpen *bool `toml:"fail_open"`
+	// CollapseWindow is how long before the collapse (the plan in which
+	// the pool began failing open) a member may have failed and still be
+	// held in traffic with the last good set: members killed together
+	// are detected a probe or two apart, and the first ones out must not
+	// leave the whole load to the last survivor. A member that failed
+	// earlier stays out. Zero holds the last good set alone. Default:
+	// (fall + 1) × interval + timeout of the pool's check, the time a
+	// check takes to detect a failure plus one interval for the phases of
+	// the members' probes; at most 1h.
+	CollapseWindow Duration `toml:"collapse_window"`
 }
 
 // Resolver is one back-end recursive resolver.

@@ -49,6 +49,8 @@ const (
 	MaxRefreshWindow      = time.Hour
 	MaxRefreshWindowPct   = 50
 	MaxPrefetchPartitions = 64
+	// MaxCollapseWindow is the largest pool.collapse_window.
+	MaxCollapseWindow = time.Hour
 )
 
 func oneOf(v string, list []string) bool {
@@ -219,6 +221,34 @@ func parseAddr(s string) (netip.Addr, string) {
 	return a, ""
 }
 
+// partitionAddr parses a prefetch partition's address, the client
+// address a partition's queries carry as ECS (/32 or /128): an IPv4 or
+// IPv6 unicast address (an IPv4-mapped one is taken as IPv4). The
+// unspecified, multicast, limited broadcast (255.255.255.255) and
+// link-local addresses locate no client and are refused; loopback and
+// private addresses are accepted (topology maps may place them).
+func partitionAddr(s string) (netip.Addr, string) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return a, "not an IP address (sent as ECS /32 or /128)"
+	case a.Zone() != "":
+		return a, "an address with a zone cannot be used"
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsUnspecified():
+		return a, "the unspecified address locates no client"
+	case a.IsMulticast():
+		return a, "a multicast address locates no client"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return a, "the broadcast address locates no client"
+	case a.IsLinkLocalUnicast():
+		return a, "a link-local address locates no client"
+	}
+	return a, ""
+}
+
 func (d *decoder) validateResolver(i int, seen map[netip.AddrPort]int) {
 	r := &d.cfg.Resolvers[i]
 	base := indexKey("resolver", i)
@@ -337,6 +367,7 @@ func (d *decoder) validatePrefetch() {
 		d.p.add("prefetch.timeout", fmtDur(t), "must be more than zero and at most "+fmtDur(MaxPrefetchTimeout))
 	}
 	parts := map[string]int{}
+	addrs := map[netip.Addr]int{}
 	praw, _ := tables(d.prefetchRaw["partition"])
 	if len(pf.Partitions) > MaxPrefetchPartitions {
 		d.p.add("prefetch.partition", "", fmt.Sprintf("at most %d partitions", MaxPrefetchPartitions))
@@ -360,10 +391,13 @@ func (d *decoder) validatePrefetch() {
 		akey := joinKey(base, "address")
 		if i < len(praw) && praw[i]["address"] == nil {
 			d.p.add(akey, "", "missing required key")
-		} else if a, err := netip.ParseAddr(pt.Address); err != nil || a.Zone() != "" {
-			d.p.add(akey, pt.Address, "not an IP address (sent as ECS /32 or /128)")
+		} else if a, why := partitionAddr(pt.Address); why != "" {
+			d.p.add(akey, pt.Address, why)
+		} else if j, dup := addrs[a]; dup {
+			other := indexKey("prefetch.partition", j)
+			d.p.add(akey, pt.Address, fmt.Sprintf("duplicate address (also %s, line %d): one cache entry, not two", other, d.p.lineOf(joinKey(other, "address"))))
 		} else {
-			pt.Addr = a.Unmap()
+			pt.Addr, addrs[a] = a, i
 		}
 	}
 	draw, _ := tables(d.prefetchRaw["domain"])
@@ -471,6 +505,9 @@ func (d *decoder) validatePool(i int) {
 	if len(p.Members) > 0 && minOK && (p.RecoverHealthy < p.MinHealthy || p.RecoverHealthy > len(p.Members)) {
 		d.p.add(joinKey(base, "recover_healthy"), strconv.Itoa(p.RecoverHealthy),
 			fmt.Sprintf("must be between min_healthy (%d) and the number of members (%d)", p.MinHealthy, len(p.Members)))
+	}
+	if w := p.CollapseWindow.Duration; w < 0 || w > MaxCollapseWindow {
+		d.p.add(joinKey(base, "collapse_window"), fmtDur(w), "must be between 0s and "+fmtDur(MaxCollapseWindow))
 	}
 }
 

@@ -574,13 +574,25 @@ type PrefetchEntry struct {
 	TTLSeconds       int       `json:"ttl_s"`
 	RemainingSeconds int       `json:"remaining_s"`
 	NextRun          time.Time `json:"next_run,omitzero"`
-	// State is "ok", "failing", "parked" (resolver unhealthy) or
-	// "pending".
+	// State is "ok", "expired" (a window entry whose last re-fetch found
+	// it expired: the product did not refresh in its window, clients met
+	// the expiry), "failing", "parked" (resolver unhealthy) or "pending".
 	State string `json:"state"`
 	// LastError is the last failure's reason; Failures counts failed
 	// queries since the entry was created.
 	LastError string `json:"last_error,omitempty"`
 	Failures  int    `json:"failures"`
+	// Fetches counts answers the resolver had just fetched upstream (one
+	// per cache entry: partitions sharing one count it once); Expired
+	// counts the times a window entry was found expired.
+	Fetches int `json:"fetches"`
+	Expired int `json:"expired"`
+	// GapMillis is, for the last re-fetch after expiry, how long after
+	// the expiry the answer arrived (clients asking in between waited for
+	// the recursion); MaxGapMillis the longest such gap. Zero until the
+	// entry was re-fetched after an expiry.
+	GapMillis    float64 `json:"gap_ms"`
+	MaxGapMillis float64 `json:"max_gap_ms"`
 }
 
 // ErrorReply is the body of every 4xx and 5xx reply of the control and

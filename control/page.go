@@ -200,8 +200,10 @@ type prefetchView struct {
 	Name, Type, Resolver, Partition, Mode string
 	State, StateClass                     string
 	LastRefresh, NextRun                  timeCell
-	TTL, Remaining, Failures              int
-	LastError                             string
+	TTL, Remaining, Failures, Expired     int
+	// Gap is the last gap after expiry and the longest, "" when none.
+	Gap       string
+	LastError string
 }
 
 // buildPage computes the page's data from st at now.
@@ -245,7 +247,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	for _, e := range st.Prefetch {
 		p.Prefetch = append(p.Prefetch, prefetchView{
 			Name: e.Name, Type: e.Type, Resolver: e.Resolver, Partition: e.Partition, Mode: e.Mode,
-			State: e.State, StateClass: oneOf(e.State, "ok", "failing", "parked", "pending"),
+			State: e.State, StateClass: oneOf(e.State, "ok", "expired", "failing", "parked", "pending"), Expired: e.Expired, Gap: gapText(e),
 			LastRefresh: cell(e.LastRefresh, now), NextRun: cell(e.NextRun, now),
 			TTL: e.TTLSeconds, Remaining: e.RemainingSeconds, Failures: e.Failures, LastError: e.LastError,
 		})
@@ -424,6 +426,15 @@ func diagnosisClass(d string) string {
 
 // oneOf returns v when it is one of known, "other" otherwise, so that a
 // value from the Status never makes up a CSS class.
+// gapText is a prefetch entry's last gap after expiry and its longest
+// ("133.5 (max 210.0)" milliseconds), "" when it has none.
+func gapText(e PrefetchEntry) string {
+	if e.MaxGapMillis <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(e.GapMillis, 'f', 1, 64) + " (max " + strconv.FormatFloat(e.MaxGapMillis, 'f', 1, 64) + ")"
+}
+
 func oneOf(v string, known ...string) string {
 	for _, k := range known {
 		if v == k {

@@ -257,8 +257,8 @@ func TestPagePrefetch(t *testing.T) {
 		t.Error("prefetch table shown without entries")
 	}
 	st.Prefetch = []PrefetchEntry{
-		{Name: "api.example.", Type: "A", Resolver: "bind-1", Mode: "window", State: "ok", LastRefresh: now.Add(-4 * time.Second),
-			TTLSeconds: 30, RemainingSeconds: 26, NextRun: now.Add(24 * time.Second)},
+		{Name: "api.example.", Type: "A", Resolver: "bind-1", Mode: "window", State: "expired", LastRefresh: now.Add(-4 * time.Second),
+			TTLSeconds: 30, RemainingSeconds: 26, NextRun: now.Add(24 * time.Second), Expired: 4, GapMillis: 133.5, MaxGapMillis: 210},
 		{Name: "api.example.", Type: "AAAA", Resolver: "dnsmasq-1", Partition: "eu", Mode: "expiry", State: "failing",
 			Failures: 3, LastError: "rcode SERVFAIL <b>", NextRun: now.Add(8 * time.Second)},
 	}
@@ -267,7 +267,8 @@ func TestPagePrefetch(t *testing.T) {
 		t.Fatalf("%d prefetch rows, want 2:\n%s", n, page)
 	}
 	contains(t, "page", page, `id="prefetch"`, `api.example.`, `4s ago`, `in 24s`, `<td class="num">26</td>`,
-		`>eu<`, `expiry`, `failing`, `<span class="bad">3</span>`, `rcode SERVFAIL &lt;b&gt;`, `<span class="muted">never</span>`)
+		`>eu<`, `expiry`, `failing`, `<span class="bad">3</span>`, `rcode SERVFAIL &lt;b&gt;`, `<span class="muted">never</span>`,
+		`<td class="pf-expired">expired</td>`, `<span class="bad">4</span>`, `133.5 (max 210.0)`)
 }
 
 // sampleGSLB is two GSLB pools: "web" (all) with a member up, one down

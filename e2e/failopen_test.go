@@ -3,8 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"lbdns/control"
 )
@@ -71,6 +74,9 @@ func TestFailOpenKeepsLastGood(t *testing.T) {
 	}
 	lastGood := w.wantTable(nil, []string{"r2", "r3"})
 	w.waitTable("r2 and r3 down", lastGood)
+	// Down before the pool's collapse window: (fall+1) × interval +
+	// timeout = 700ms before r1 fails.
+	w.waitDownFor("main", 700*time.Millisecond, "r2", "r3")
 
 	if err := w.backend("r1").Stop(); err != nil {
 		t.Fatal(err)
@@ -96,5 +102,106 @@ func TestFailOpenKeepsLastGood(t *testing.T) {
 	w.waitTable("r2 back, r1 held, r3 out", w.wantTable(nil, []string{"r3"}))
 	if st := w.statusJSON(); !st.Pools[0].FailOpen {
 		t.Errorf("one member healthy of recover_healthy 2: pool stopped failing open: %s", st.Pools[0].Detail)
+	}
+}
+
+// waitDownFor waits until the named members of pool have been down for
+// longer than d, by the daemon's clock (the status's generation time
+// against each member's since).
+func (w *world) waitDownFor(pool string, d time.Duration, names ...string) {
+	w.t.Helper()
+	w.waitStatus(fmt.Sprintf("%v down for more than %s", names, d), func(st *control.Status) (bool, string) {
+		for _, name := range names {
+			m, _ := member(st, pool, name)
+			if m.State != "down" || m.Since.IsZero() || st.Generated.Sub(m.Since) <= d {
+				return false, fmt.Sprintf("%s: %s since %s, status at %s", name, m.State, m.Since, st.Generated)
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestFailOpenMembersKilledTogether: ten resolvers behind two pools, each
+// pool of one product (so that the upstream diagnosis, which needs two
+// vendors, does not fail the pool open early), two and three of them
+// good, the others down long before. The good ones are killed at once;
+// their checks go down a probe or so apart, so each pool takes the first
+// ones out while the last still meets min_healthy. When the last one
+// goes, the pool fails open holding every good member (they failed within
+// its collapse window, (fall+1) × interval + timeout = 700ms here), not
+// the last survivor alone; the ones down before stay out.
+func TestFailOpenMembersKilledTogether(t *testing.T) {
+	t.Parallel()
+	l := layout{pools: []poolSpec{
+		{name: "main", vip: "v4", vipAddr: "192.0.2.53", members: []string{"r1", "r2", "r3", "r4", "r5"}},
+		{name: "other", vip: "v4b", vipAddr: "192.0.2.54", members: []string{"r6", "r7", "r8", "r9", "r10"}},
+	}}
+	for i, name := range resolverNames(10) {
+		vendor := "bind"
+		if i >= 5 {
+			vendor = "unbound"
+		}
+		l.resolvers = append(l.resolvers, resolverSpec{name: name, vendor: vendor, weight: 10 * (i + 1)})
+	}
+	good := map[string][]string{"main": {"r1", "r2"}, "other": {"r6", "r7", "r8"}}
+	bad := []string{"r3", "r4", "r5", "r9", "r10"}
+	w := newWorld(t, l)
+	w.startReady()
+	for _, name := range bad {
+		if err := w.backend(name).Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := w.wantTable(nil, bad)
+	w.waitTable("the broken ones out", held)
+	w.waitDownFor("main", 700*time.Millisecond, "r3", "r4", "r5")
+	w.waitDownFor("other", 700*time.Millisecond, "r9", "r10")
+
+	// Killed together: every good back end stopped at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for _, names := range good {
+		for _, name := range names {
+			srv := w.backend(name)
+			wg.Go(func() { errs <- srv.Stop() })
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitStatus("both pools failing open with every member down", func(st *control.Status) (bool, string) {
+		var b strings.Builder
+		ok := true
+		for _, p := range st.Pools {
+			fmt.Fprintf(&b, "%s: fail-open %v: %s\n", p.Name, p.FailOpen, p.Detail)
+			ok = ok && p.FailOpen
+			for _, m := range p.Members {
+				ok = ok && m.State == "down"
+			}
+		}
+		return ok, b.String()
+	})
+	tb, err := w.readTable()
+	if err != nil || !tb.equal(held) {
+		t.Errorf("failing open: table\n%swant every good member held:\n%s(err %v)", tb, held, err)
+	}
+	st := w.statusJSON()
+	for pool, names := range good {
+		for _, name := range names {
+			if m, _ := member(st, pool, name); m.Why != control.WhyHeldFailOpen {
+				t.Errorf("%s/%s: why %q (%s), want %q", pool, name, m.Why, m.WhyText, control.WhyHeldFailOpen)
+			}
+		}
+	}
+	for _, p := range st.Pools {
+		for _, m := range p.Members {
+			if slices.Contains(bad, m.Resolver) && m.Why != control.WhyOutFailOpen {
+				t.Errorf("%s/%s (down before): why %q (%s), want %q", p.Name, m.Resolver, m.Why, m.WhyText, control.WhyOutFailOpen)
+			}
+		}
 	}
 }

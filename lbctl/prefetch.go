@@ -12,7 +12,8 @@ import (
 
 // prefetchCmd lists the cache-refresh entries: every kept-warm name and
 // type at every resolver (and ECS partition), with the last refresh, the
-// remaining TTL and the next run. --resolver and --name filter the list.
+// remaining TTL, the next run, the times it was found expired and the
+// gaps after expiry. --resolver and --name filter the list.
 func prefetchCmd(fs *flag.FlagSet) action {
 	resolver := fs.String("resolver", "", "only entries of this `resolver`")
 	name := fs.String("name", "", "only entries of this domain `name` (as configured, with the final dot)")
@@ -54,7 +55,7 @@ func writePrefetch(e *env, st *control.Status, entries []control.PrefetchEntry) 
 		now = time.Now()
 	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tRESOLVER\tPARTITION\tMODE\tSTATE\tREFRESHED\tTTL\tLEFT\tNEXT\tFAILURES\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tTYPE\tRESOLVER\tPARTITION\tMODE\tSTATE\tREFRESHED\tTTL\tLEFT\tNEXT\tFAILURES\tEXPIRED\tGAP (MAX)\tLAST ERROR")
 	for _, pe := range entries {
 		refreshed, next := "never", "-"
 		if !pe.LastRefresh.IsZero() {
@@ -63,8 +64,12 @@ func writePrefetch(e *env, st *control.Status, entries []control.PrefetchEntry) 
 		if !pe.NextRun.IsZero() {
 			next = "in " + compact(pe.NextRun.Sub(now))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", pe.Name, pe.Type, pe.Resolver, dash(pe.Partition),
-			pe.Mode, pe.State, refreshed, seconds(pe.TTLSeconds), seconds(pe.RemainingSeconds), next, pe.Failures, oneLine(dash(pe.LastError), 40))
+		gap := "-"
+		if pe.MaxGapMillis > 0 {
+			gap = fmt.Sprintf("%s (%s)", ms(pe.GapMillis), ms(pe.MaxGapMillis))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", pe.Name, pe.Type, pe.Resolver, dash(pe.Partition),
+			pe.Mode, pe.State, refreshed, seconds(pe.TTLSeconds), seconds(pe.RemainingSeconds), next, pe.Failures, pe.Expired, gap, oneLine(dash(pe.LastError), 40))
 	}
 	if err := tw.Flush(); err != nil && ew.err == nil {
 		return fmt.Errorf("write prefetch: %w", err)
@@ -73,3 +78,6 @@ func writePrefetch(e *env, st *control.Status, entries []control.PrefetchEntry) 
 }
 
 func seconds(n int) string { return strconv.Itoa(n) + "s" }
+
+// ms formats milliseconds to a tenth ("133.5ms").
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "ms" }

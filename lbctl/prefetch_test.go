@@ -11,8 +11,8 @@ import (
 func TestPrefetch(t *testing.T) {
 	gen := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	st := control.Status{Version: 1, Generated: gen, Prefetch: []control.PrefetchEntry{
-		{Name: "api.example.", Type: "A", Resolver: "bind-1", Mode: "window", State: "ok", LastRefresh: gen.Add(-4 * time.Second),
-			TTLSeconds: 30, RemainingSeconds: 26, NextRun: gen.Add(24 * time.Second)},
+		{Name: "api.example.", Type: "A", Resolver: "bind-1", Mode: "window", State: "expired", LastRefresh: gen.Add(-4 * time.Second),
+			TTLSeconds: 30, RemainingSeconds: 26, NextRun: gen.Add(24 * time.Second), Expired: 5, GapMillis: 133.5, MaxGapMillis: 210},
 		{Name: "api.example.", Type: "A", Resolver: "dnsmasq-1", Partition: "eu", Mode: "expiry", State: "failing",
 			Failures: 3, LastError: "rcode SERVFAIL", NextRun: gen.Add(8 * time.Second)},
 		{Name: "cdn.example.", Type: "AAAA", Resolver: "bind-1", Mode: "window", State: "parked"},
@@ -28,7 +28,7 @@ func TestPrefetch(t *testing.T) {
 		t.Fatalf("want a header and 3 rows:\n%s", r.stdout)
 	}
 	for i, want := range [][]string{
-		{"api.example.", "bind-1", "window", "ok", "4s ago", "30s", "26s", "in 24s"},
+		{"api.example.", "bind-1", "window", "expired", "4s ago", "30s", "26s", "in 24s", " 5 ", "133.5ms (210.0ms)"},
 		{"dnsmasq-1", "eu", "expiry", "failing", "never", "in 8s", "3", "rcode SERVFAIL"},
 		{"cdn.example.", "AAAA", "parked", "never"},
 	} {

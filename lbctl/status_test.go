@@ -70,6 +70,7 @@ func sampleStatus(dryRun, failOpen bool) control.Status {
 			{Name: "a.example.", Type: "A", Resolver: "bind-1", State: "ok"},
 			{Name: "a.example.", Type: "A", Resolver: "unbound-1", State: "failing"},
 			{Name: "b.example.", Type: "AAAA", Resolver: "unbound-1", State: "parked"},
+			{Name: "c.example.", Type: "A", Resolver: "bind-1", State: "expired"},
 		},
 	}
 }
@@ -203,7 +204,7 @@ func TestStatusTable(t *testing.T) {
 	if o := row(t, ovs, "RESOLVER", "ghost"); o["SCOPE"] != "all pools" || o["REASON"] != "-" || o["6"] != "ORPHANED" {
 		t.Errorf("orphaned override row %v", o)
 	}
-	if !hasLine(out, "prefetch: 3 entries, failing 1, parked 1") {
+	if !hasLine(out, "prefetch: 4 entries, failing 1, expired 1 (not refreshed in their window: lbctl prefetch), parked 1") {
 		t.Errorf("no prefetch summary:\n%s", out)
 	}
 }

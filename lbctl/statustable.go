@@ -296,6 +296,9 @@ func (sw *statusWriter) prefetch(entries []control.PrefetchEntry) {
 		count[pe.State]++
 	}
 	sw.printf("\nprefetch: %d entries, failing %d", len(entries), count["failing"])
+	if n := count["expired"]; n > 0 {
+		sw.printf(", expired %d (not refreshed in their window: lbctl prefetch)", n)
+	}
 	if n := count["parked"]; n > 0 {
 		sw.printf(", parked %d", n)
 	}

@@ -69,6 +69,25 @@
 //   - The original TTL is learned as the largest TTL seen; if the
 //     authoritative lowers a record's TTL, the entry keeps the old value
 //     until the next reload of its spec.
+//   - ECS and unbound: unbound's subnet cache ignores "prefetch: yes" (it
+//     logs a warning at start) and never refreshes an answer kept for a
+//     client subnet early; window mode would meet every expiry there and
+//     count each as found expired. Specs runs the ECS entries of unbound
+//     resolvers in window mode in expiry mode instead (SubnetExpiry lists
+//     them; the Service logs a warning at start and reload); where unbound
+//     runs without the subnet cache, that costs the gap of an expiry
+//     product. Status shows, per entry, the times found expired, whether
+//     the last re-fetch was (Expired), and the last and longest gap.
+//   - Fetches: partitions whose queries one cache entry answers (the
+//     answer's ECS scope covers their addresses, or it has none) see the
+//     same fetch; an entry's fresh answer within a second of a sibling's
+//     counted fetch is not counted again. An answer without an ECS option
+//     is taken as one entry for every client (the resolver ignored the
+//     subnet, as products without ECS support do). The exception:
+//     unbound's subnet cache, asking an upstream that answers without
+//     ECS, caches nothing and fetches for every query; there partitions'
+//     answers within a second of each other count as one fetch although
+//     each was one.
 //   - ECS: a partition's entry is only separate in resolvers that cache per
 //     client subnet; in the others it is the same entry as without ECS.
 //

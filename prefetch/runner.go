@@ -210,7 +210,8 @@ func (b *bucket) take(now time.Time) time.Duration {
 // (1232 bytes) with the ECS option when spec.ECS is valid, over UDP and
 // again over TCP when truncated. NOERROR and NXDOMAIN are OK; the TTL is
 // the smallest TTL in the answer section, or of the SOA in the authority
-// section of a negative answer.
+// section of a negative answer; the scope is that of the answer's ECS
+// option.
 func Query(ctx context.Context, spec Spec) Outcome {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(spec.Key.Name), spec.Key.Type)
@@ -238,7 +239,22 @@ func Query(ctx context.Context, spec Spec) Outcome {
 	if !ok {
 		return Outcome{RTT: rtt, Detail: fmt.Sprintf("rcode %s without answer or SOA", dns.RcodeToString[resp.Rcode])}
 	}
-	return Outcome{OK: true, TTL: time.Duration(ttl) * time.Second, RTT: rtt}
+	return Outcome{OK: true, TTL: time.Duration(ttl) * time.Second, RTT: rtt, Scope: answerScope(resp)}
+}
+
+// answerScope returns the SCOPE PREFIX-LENGTH of m's ECS option, 0 when it
+// has none.
+func answerScope(m *dns.Msg) int {
+	opt := m.IsEdns0()
+	if opt == nil {
+		return 0
+	}
+	for _, o := range opt.Option {
+		if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+			return int(e.SourceScope)
+		}
+	}
+	return 0
 }
 
 // answerTTL returns the smallest TTL of the answer section, or of the SOA

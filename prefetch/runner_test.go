@@ -147,7 +147,8 @@ func TestQuery(t *testing.T) {
 	var ecsMu sync.Mutex
 	var gotECS []string
 	dnstest.Run(t, srv)
-	// A second server records the ECS option it receives.
+	// A second server records the ECS option it receives and echoes it
+	// with a scope: /24 for IPv4, /56 for IPv6.
 	ecsSrv := &dns.Server{Net: "udp", Addr: "127.0.0.1:0", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(req)
@@ -157,6 +158,13 @@ func TestQuery(t *testing.T) {
 					ecsMu.Lock()
 					gotECS = append(gotECS, netip.PrefixFrom(netip.MustParseAddr(e.Address.String()), int(e.SourceNetmask)).String())
 					ecsMu.Unlock()
+					scope := uint8(24)
+					if e.Family == 2 {
+						scope = 56
+					}
+					m.SetEdns0(1232, false)
+					m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family,
+						SourceNetmask: e.SourceNetmask, SourceScope: scope, Address: e.Address})
 				}
 			}
 		}
@@ -181,21 +189,22 @@ func TestQuery(t *testing.T) {
 		ok     bool
 		ttl    time.Duration
 		detail string
+		scope  int
 	}{
-		{"answer TTL", Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeA}, Addr: srv.Addr()}, true, 30 * time.Second, ""},
-		{"NODATA uses the SOA", Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeMX}, Addr: srv.Addr()}, true, 7 * time.Second, ""},
-		{"NXDOMAIN uses the SOA", Spec{Key: Key{Name: srv.Name("nope"), Type: dns.TypeA}, Addr: srv.Addr()}, true, 7 * time.Second, ""},
-		{"REFUSED fails", Spec{Key: Key{Name: "elsewhere.invalid.", Type: dns.TypeA}, Addr: srv.Addr()}, false, 0, "rcode REFUSED"},
-		{"ECS v4 /32", Spec{Key: Key{Name: "e.example.", Type: dns.TypeA}, Addr: ecsAddr, ECS: netip.MustParseAddr("192.0.2.1")}, true, 5 * time.Second, ""},
-		{"ECS v6 /128", Spec{Key: Key{Name: "e.example.", Type: dns.TypeA}, Addr: ecsAddr, ECS: netip.MustParseAddr("2001:db8::1")}, true, 5 * time.Second, ""},
+		{"answer TTL", Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeA}, Addr: srv.Addr()}, true, 30 * time.Second, "", 0},
+		{"NODATA uses the SOA", Spec{Key: Key{Name: srv.Name("www"), Type: dns.TypeMX}, Addr: srv.Addr()}, true, 7 * time.Second, "", 0},
+		{"NXDOMAIN uses the SOA", Spec{Key: Key{Name: srv.Name("nope"), Type: dns.TypeA}, Addr: srv.Addr()}, true, 7 * time.Second, "", 0},
+		{"REFUSED fails", Spec{Key: Key{Name: "elsewhere.invalid.", Type: dns.TypeA}, Addr: srv.Addr()}, false, 0, "rcode REFUSED", 0},
+		{"ECS v4 /32", Spec{Key: Key{Name: "e.example.", Type: dns.TypeA}, Addr: ecsAddr, ECS: netip.MustParseAddr("192.0.2.1")}, true, 5 * time.Second, "", 24},
+		{"ECS v6 /128", Spec{Key: Key{Name: "e.example.", Type: dns.TypeA}, Addr: ecsAddr, ECS: netip.MustParseAddr("2001:db8::1")}, true, 5 * time.Second, "", 56},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			o := Query(ctx, tt.spec)
-			if o.OK != tt.ok || o.TTL != tt.ttl || o.Detail != tt.detail {
-				t.Errorf("Query = %+v, want ok=%v ttl=%v detail=%q", o, tt.ok, tt.ttl, tt.detail)
+			if o.OK != tt.ok || o.TTL != tt.ttl || o.Detail != tt.detail || o.Scope != tt.scope {
+				t.Errorf("Query = %+v, want ok=%v ttl=%v detail=%q scope=%d", o, tt.ok, tt.ttl, tt.detail, tt.scope)
 			}
 		})
 	}

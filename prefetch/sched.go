@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"time"
 
@@ -126,6 +127,12 @@ type Outcome struct {
 	TTL time.Duration
 	// RTT is how long the answer took.
 	RTT time.Duration
+	// Scope is the SCOPE PREFIX-LENGTH of the answer's ECS option: the
+	// client subnets the resolver's cache entry serves. Zero when the
+	// answer carries no ECS option or scope 0: the entry serves every
+	// client, so every partition's query of the name and type at that
+	// resolver reads the same entry.
+	Scope int
 	// Detail says what failed (rcode, timeout, network error).
 	Detail string
 }
@@ -137,7 +144,10 @@ type Counters struct {
 	// Failures: SERVFAIL, REFUSED, timeouts, network errors.
 	Failures uint64
 	// Fetches: answers that carried the full original TTL, that is,
-	// answers the resolver had just fetched from upstream.
+	// answers the resolver had just fetched from upstream. An answer that
+	// another entry reading the same cache entry (another ECS partition of
+	// the name and type at the resolver, the answer's scope covering both)
+	// counted less than a second before is the same fetch: counted once.
 	Fetches uint64
 	// FoundExpired: for window-mode entries, answers that showed the
 	// entry had expired (a fresh full TTL where a cached remaining TTL
@@ -173,8 +183,14 @@ type Status struct {
 	NextRun time.Time
 	// Gap is, for the last answer that was a re-fetch after expiry, how
 	// long after the estimated expiry it arrived: the time in which a
-	// client query also had to wait for the recursion.
-	Gap                 time.Duration
+	// client query also had to wait for the recursion. MaxGap is the
+	// longest such gap since the entry was created.
+	Gap, MaxGap time.Duration
+	// Expired is true when the last re-fetch found the entry expired
+	// although its mode is Window: the product did not refresh in its
+	// window, and clients met the expiry (Counters.FoundExpired counts
+	// every such time).
+	Expired             bool
 	ConsecutiveFailures int
 	LastError           string
 	Counters            Counters
@@ -200,9 +216,17 @@ type entry struct {
 	late      bool
 	expectHit bool
 	gap       time.Duration
-	fails     int
-	lastErr   string
-	c         Counters
+	maxGap    time.Duration
+	// expired is set when a window entry's read after the old expiry
+	// found a fresh answer (the product had not refreshed in its
+	// window), cleared when it found the entry renewed in time.
+	expired bool
+	// fetchAt is when the entry's last fresh answer arrived: an answer of
+	// a sibling within a second of it is the same upstream fetch.
+	fetchAt time.Time
+	fails   int
+	lastErr string
+	c       Counters
 }
 
 // Scheduler is the pure core of the prefetcher: it keeps one entry per
@@ -217,9 +241,21 @@ type Scheduler struct {
 	Rand func(n time.Duration) time.Duration
 
 	entries map[Key]*entry
+	// groups are the entries of each name and type at one resolver, by
+	// partition: the entries that may share the resolver's cache entry.
+	groups  map[groupKey][]*entry
 	queue   queue
 	healthy map[string]bool
 }
+
+// groupKey is a Key without its partition.
+type groupKey struct {
+	Name     string
+	Type     uint16
+	Resolver string
+}
+
+func groupOf(k Key) groupKey { return groupKey{k.Name, k.Type, k.Resolver} }
 
 // NewScheduler returns an empty scheduler. rnd returns a random duration
 // in [0, n); nil means no jitter.
@@ -227,7 +263,7 @@ func NewScheduler(jitter time.Duration, rnd func(n time.Duration) time.Duration)
 	if rnd == nil {
 		rnd = func(time.Duration) time.Duration { return 0 }
 	}
-	return &Scheduler{Jitter: jitter, Rand: rnd, entries: map[Key]*entry{}, healthy: map[string]bool{}}
+	return &Scheduler{Jitter: jitter, Rand: rnd, entries: map[Key]*entry{}, groups: map[groupKey][]*entry{}, healthy: map[string]bool{}}
 }
 
 func (s *Scheduler) jitter(max time.Duration) time.Duration {
@@ -258,6 +294,8 @@ func (s *Scheduler) Set(specs []Spec, now time.Time) {
 		}
 		e := &entry{spec: sp, idx: -1}
 		s.entries[sp.Key] = e
+		g := groupOf(sp.Key)
+		s.groups[g] = append(s.groups[g], e)
 		if s.healthy[sp.Key.Resolver] {
 			s.push(e, now.Add(s.jitter(s.Jitter)))
 		}
@@ -266,6 +304,10 @@ func (s *Scheduler) Set(specs []Spec, now time.Time) {
 		if !keep[k] {
 			s.unqueue(e)
 			delete(s.entries, k)
+			g := groupOf(k)
+			if s.groups[g] = slices.DeleteFunc(s.groups[g], func(o *entry) bool { return o == e }); len(s.groups[g]) == 0 {
+				delete(s.groups, g)
+			}
 		}
 	}
 }
@@ -359,16 +401,29 @@ func (s *Scheduler) observe(e *entry, o Outcome, now time.Time) time.Time {
 		dead = dead.Add(time.Second)
 	}
 	if fresh {
-		e.c.Fetches++
 		// A fresh answer before the old entry's expiry is someone else's
 		// early refresh (the product's prefetch, triggered by a client);
 		// after it, the entry had expired before the prefetcher came.
-		if e.expectHit && prevMax > 0 && !now.Before(dead) {
-			e.c.FoundExpired++
+		expired := e.expectHit && prevMax > 0 && !now.Before(dead)
+		if !s.sameFetch(e, o.Scope, now) {
+			e.c.Fetches++
+			if expired {
+				e.c.FoundExpired++
+			}
 		}
+		e.fetchAt = now
 		if !e.expires.IsZero() && !now.Before(dead) && now.Sub(dead) < MaxBackoff {
 			e.gap = now.Sub(dead)
+			e.maxGap = max(e.maxGap, e.gap)
 		}
+	}
+	// A window entry's read after the old expiry tells whether the
+	// product refreshed in time (a renewed cached TTL) or not (a fresh one).
+	switch {
+	case !e.expectHit || prevMax == 0:
+		e.expired = false
+	case !now.Before(dead):
+		e.expired = fresh
 	}
 	e.lastRefresh, e.lastTTL = now, r
 	if e.maxTTL < time.Second {
@@ -410,6 +465,41 @@ func (s *Scheduler) observe(e *entry, o Outcome, now time.Time) time.Time {
 	return next
 }
 
+// sameFetch reports whether a fresh answer to e at now, whose ECS scope
+// is scope, is the upstream fetch a sibling entry (another partition of
+// the name and type at the resolver) counted less than a second before
+// or after: the answer's scope covers both partitions' addresses, so the
+// resolver answered both from one cache entry. A resolver refetches one
+// entry at most once per TTL, a whole number of seconds; the answers to
+// the queries of one fetch arrive within a round trip of each other.
+func (s *Scheduler) sameFetch(e *entry, scope int, now time.Time) bool {
+	for _, o := range s.groups[groupOf(e.spec.Key)] {
+		if o == e || o.fetchAt.IsZero() {
+			continue
+		}
+		if d := now.Sub(o.fetchAt); d < time.Second && d > -time.Second && sharedEntry(e.spec.ECS, o.spec.ECS, scope) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedEntry reports whether queries with ECS addresses a and b (invalid:
+// no ECS) read one cache entry whose answer has ECS scope scope: always
+// for scope 0 (or no ECS in the answer); otherwise when both addresses
+// are of one family and agree on the first scope bits.
+func sharedEntry(a, b netip.Addr, scope int) bool {
+	if scope <= 0 {
+		return true
+	}
+	if !a.IsValid() || !b.IsValid() || a.Is4() != b.Is4() || scope > a.BitLen() {
+		return a == b
+	}
+	pa, _ := a.Prefix(scope)
+	pb, _ := b.Prefix(scope)
+	return pa == pb
+}
+
 // Snapshot returns the state of every entry, sorted by key.
 func (s *Scheduler) Snapshot(now time.Time) []Status {
 	out := make([]Status, 0, len(s.entries))
@@ -418,7 +508,7 @@ func (s *Scheduler) Snapshot(now time.Time) []Status {
 			Key: e.spec.Key, Addr: e.spec.Addr, Mode: Expiry,
 			Healthy: s.healthy[e.spec.Key.Resolver], InFlight: e.inflight,
 			LastRefresh: e.lastRefresh, LastTTL: e.lastTTL, OriginalTTL: e.maxTTL,
-			Gap: e.gap, ConsecutiveFailures: e.fails, LastError: e.lastErr, Counters: e.c,
+			Gap: e.gap, MaxGap: e.maxGap, Expired: e.expired, ConsecutiveFailures: e.fails, LastError: e.lastErr, Counters: e.c,
 		}
 		if e.spec.Policy.window(e.maxTTL) > 0 || e.maxTTL == 0 && e.spec.Policy.Mode == Window {
 			st.Mode = Window

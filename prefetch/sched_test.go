@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -271,6 +272,102 @@ func TestExpiryGap(t *testing.T) {
 	// expired at 11 (served through the zero second 10), re-fetched at 11.13
 	if g := s.Snapshot(at(12))[0].Gap; g != 130*time.Millisecond {
 		t.Errorf("Gap = %v, want 130ms", g)
+	}
+}
+
+// TestFetchCountedOncePerCacheEntry: two ECS partitions of one name at
+// one resolver whose answer holds for every subnet (scope 0, or no ECS in
+// the reply) read one cache entry: the partition that queries second in
+// the same second gets the full TTL the first one's query just fetched,
+// and that is one fetch, not two. With a scope that tells the partitions
+// apart they are two entries and two fetches; the same scope covering
+// both is one.
+func TestFetchCountedOncePerCacheEntry(t *testing.T) {
+	part := func(name, addr string) Spec {
+		sp := spec("r", expiryPol)
+		sp.Key.Partition, sp.ECS = name, netip.MustParseAddr(addr)
+		return sp
+	}
+	answer := func(ttl, scope int) Outcome { o := ok(ttl); o.Scope = scope; return o }
+	tests := []struct {
+		name    string
+		specs   []Spec
+		scope   int
+		second  float64 // when the second partition's answer arrives
+		fetches uint64
+	}{
+		{"scope 0, same second", []Spec{part("eu", "192.0.2.1"), part("us", "198.51.100.1")}, 0, 0.35, 1},
+		{"scope 0, across a second boundary", []Spec{part("eu", "192.0.2.1"), part("us", "198.51.100.1")}, 0, 1.1, 1},
+		{"scope /24 apart", []Spec{part("eu", "192.0.2.1"), part("us", "198.51.100.1")}, 24, 0.35, 2},
+		{"scope /16 covering both", []Spec{part("a", "10.1.2.3"), part("b", "10.1.9.9")}, 16, 0.35, 1},
+		{"families apart", []Spec{part("v4", "192.0.2.1"), part("v6", "2001:db8::1")}, 24, 0.35, 2},
+		{"no ECS and a partition, scope 0", []Spec{spec("r", expiryPol), part("eu", "192.0.2.1")}, 0, 0.35, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScheduler(0, nil)
+			s.SetHealthy(map[string]bool{"r": true}, at(0))
+			s.Set(tc.specs, at(0))
+			a, _ := s.Pop(at(0.3))
+			b, _ := s.Pop(at(0.3))
+			s.Done(a.Key, answer(30, tc.scope), at(0.3))
+			s.Done(b.Key, answer(30, tc.scope), at(tc.second))
+			if got := s.Totals().Fetches; got != tc.fetches {
+				t.Errorf("fetches %d, want %d", got, tc.fetches)
+			}
+			// The next expiry: again one fetch per cache entry, and a
+			// sibling's fetch a TTL before does not hide this one's.
+			a, _ = s.Pop(at(30.05))
+			b, _ = s.Pop(at(31.5))
+			s.Done(a.Key, answer(30, tc.scope), at(30.05))
+			s.Done(b.Key, answer(30, tc.scope), at(30.1))
+			if got := s.Totals().Fetches; got != 2*tc.fetches {
+				t.Errorf("after the second expiry: fetches %d, want %d", got, 2*tc.fetches)
+			}
+		})
+	}
+	// A different name or resolver is another cache entry.
+	s := NewScheduler(0, nil)
+	s.SetHealthy(map[string]bool{"r": true, "q": true}, at(0))
+	other := spec("q", expiryPol)
+	s.Set([]Spec{spec("r", expiryPol), other}, at(0))
+	a, _ := s.Pop(at(0.3))
+	b, _ := s.Pop(at(0.3))
+	s.Done(a.Key, ok(30), at(0.3))
+	s.Done(b.Key, ok(30), at(0.3))
+	if got := s.Totals().Fetches; got != 2 {
+		t.Errorf("two resolvers: fetches %d, want 2", got)
+	}
+}
+
+// TestWindowFoundExpiredShown: a window entry whose product does not
+// refresh in its window (unbound's subnet cache ignores prefetch) shows
+// it: Expired after the read that found a fresh TTL, the gap and the
+// longest gap; a cycle refreshed in time clears Expired.
+func TestWindowFoundExpiredShown(t *testing.T) {
+	s := NewScheduler(0, nil)
+	s.SetHealthy(map[string]bool{"r": true}, at(0))
+	sp := spec("r", bindPol)
+	s.Set([]Spec{sp}, at(0))
+	run := func(steps ...step) Status {
+		t.Helper()
+		for _, st := range steps {
+			if _, ok := s.Pop(at(st.when)); !ok {
+				t.Fatalf("nothing due at %v", st.when)
+			}
+			if next := s.Done(sp.Key, st.o, at(st.when)); !next.Equal(at(st.next)) {
+				t.Fatalf("at %v: next %v, want %v", st.when, next.Sub(t0).Seconds(), st.next)
+			}
+		}
+		return s.Snapshot(at(steps[len(steps)-1].when))[0]
+	}
+	st := run(step{0.3, ok(10), 9}, step{9, ok(1), 10.05}, step{10.05, ok(10), 19})
+	if !st.Expired || st.Counters.FoundExpired != 1 || st.Gap != 50*time.Millisecond || st.MaxGap != 50*time.Millisecond {
+		t.Fatalf("not refreshed in the window: expired %v found %d gap %v max %v", st.Expired, st.Counters.FoundExpired, st.Gap, st.MaxGap)
+	}
+	st = run(step{19, ok(1), 20.05}, step{20.05, ok(9), 28})
+	if st.Expired || st.Counters.FoundExpired != 1 || st.MaxGap != 50*time.Millisecond {
+		t.Errorf("refreshed in the window: expired %v found %d max gap %v", st.Expired, st.Counters.FoundExpired, st.MaxGap)
 	}
 }
 

@@ -87,6 +87,16 @@ func (s *Service) startLocked(cfg *configs.Config) {
 	s.wg.Go(func() { _ = r.Run(rctx) })
 	s.opts.Logger.Info("prefetcher started", "entries", len(specs), "domains", len(cfg.Prefetch.Domains),
 		"max_qps", cfg.Prefetch.MaxQPS, "jitter", cfg.Prefetch.Jitter.String())
+	s.warnSubnet(cfg)
+}
+
+// warnSubnet logs, at start and at every reload, the unbound resolvers in
+// window mode whose ECS entries run in expiry mode.
+func (s *Service) warnSubnet(cfg *configs.Config) {
+	if names := SubnetExpiry(cfg); len(names) > 0 {
+		s.opts.Logger.Warn("prefetch: ECS entries of unbound resolvers in window mode run in expiry mode: unbound's subnet cache ignores \"prefetch: yes\", so a query in its window refreshes nothing",
+			"resolvers", names)
+	}
 }
 
 // Configure brings the service to a newly loaded configuration: entries
@@ -112,6 +122,7 @@ func (s *Service) Configure(cfg *configs.Config) {
 	specs := Specs(cfg)
 	r.Update(specs)
 	s.opts.Logger.Info("prefetcher updated", "entries", len(specs))
+	s.warnSubnet(cfg)
 }
 
 func sameLimits(a, b configs.Prefetch) bool {

@@ -3,11 +3,16 @@ package prefetch
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"lbdns/configs"
+
+	"github.com/miekg/dns"
 )
 
 // serviceConfig is a configuration with resolvers a and b; %s is the
@@ -172,6 +177,86 @@ func TestServiceStopsWithContext(t *testing.T) {
 		}
 		cancel()
 		synctest.Wait()
+		s.Stop()
+	})
+}
+
+// TestServiceSubnetExpiry: an unbound resolver in window mode whose
+// entries carry ECS: those entries run in expiry mode (unbound's subnet
+// cache ignores prefetch), and the service says so in a warning at start
+// and at every reload that keeps them; its entries without ECS keep the
+// window.
+func TestServiceSubnetExpiry(t *testing.T) {
+	const doms = `[[prefetch.domain]]
+name = "www.example."
+ecs = ["eu"]
+
+[[prefetch.domain]]
+name = "api.example."
+
+[[prefetch.partition]]
+name = "eu"
+address = "192.0.2.1"
+`
+	cfgWith := func(vendor, refresh string) *configs.Config {
+		doc := strings.Replace(fmt.Sprintf(serviceConfig, "", doms), `address = "198.51.100.1:53"
+vendor = "other"`, `address = "198.51.100.1:53"
+vendor = "`+vendor+`"
+refresh = "`+refresh+`"`, 1)
+		cfg, err := configs.Parse([]byte(doc), "service.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := SubnetExpiry(cfgWith("unbound", "window")); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("SubnetExpiry(unbound window) = %v, want [a]", got)
+	}
+	for _, c := range [][2]string{{"unbound", "expiry"}, {"bind", "window"}, {"powerdns", "window"}} {
+		if got := SubnetExpiry(cfgWith(c[0], c[1])); got != nil {
+			t.Errorf("SubnetExpiry(%s %s) = %v, want none", c[0], c[1], got)
+		}
+	}
+	modes := map[Key]Mode{}
+	for _, sp := range Specs(cfgWith("unbound", "window")) {
+		if sp.Key.Resolver == "a" {
+			modes[sp.Key] = sp.Policy.Mode
+		}
+	}
+	if m := modes[Key{"www.example.", dns.TypeA, "a", "eu"}]; m != Expiry {
+		t.Errorf("www/A@a/eu mode %s, want expiry", m)
+	}
+	if m := modes[Key{"api.example.", dns.TypeA, "a", ""}]; m != Window {
+		t.Errorf("api/A@a (no ECS) mode %s, want window", m)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		var logs strings.Builder
+		fc := newFakeCache(60)
+		s := NewService(ServiceOptions{Query: fc.query, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		s.SetHealthy(map[string]bool{"a": true, "b": true})
+		s.Start(ctx, cfgWith("unbound", "window"))
+		synctest.Wait()
+		warnings := func() int {
+			return strings.Count(logs.String(), "level=WARN msg=\"prefetch: ECS entries of unbound resolvers in window mode run in expiry mode")
+		}
+		if n := warnings(); n != 1 || !strings.Contains(logs.String(), "resolvers=[a]") {
+			t.Errorf("start: %d warnings, want 1 naming a:\n%s", n, logs.String())
+		}
+		m, _ := entries(s)
+		if st := m["www.example./A@a/eu"]; st.Mode != Expiry {
+			t.Errorf("status of www/A@a/eu: mode %s, want expiry", st.Mode)
+		}
+		s.Configure(cfgWith("unbound", "window"))
+		if n := warnings(); n != 2 {
+			t.Errorf("reload: %d warnings in all, want 2", n)
+		}
+		s.Configure(cfgWith("unbound", "expiry"))
+		if n := warnings(); n != 2 {
+			t.Errorf("reload to expiry: %d warnings in all, want still 2", n)
+		}
 		s.Stop()
 	})
 }

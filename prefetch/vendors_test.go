@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,5 +259,96 @@ func (s *setup) clientLoop(ctx context.Context, end time.Time) {
 		}
 		s.slowest = max(s.slowest, rtt)
 		s.mu.Unlock()
+	}
+}
+
+// ecsAuthority is an authoritative on loopback that answers every A query
+// with one record (TTL 30) and echoes the query's ECS option with scope,
+// counting the queries it gets.
+type ecsAuthority struct {
+	addr    netip.AddrPort
+	queries atomic.Int32
+}
+
+func startECSAuthority(t *testing.T, scope uint8) *ecsAuthority {
+	t.Helper()
+	a := &ecsAuthority{}
+	srv := &dns.Server{Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		a.queries.Add(1)
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Authoritative = true
+		if o := req.IsEdns0(); o != nil {
+			m.SetEdns0(1232, false)
+			for _, opt := range o.Option {
+				if e, ok := opt.(*dns.EDNS0_SUBNET); ok {
+					m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family,
+						SourceNetmask: e.SourceNetmask, SourceScope: scope, Address: e.Address})
+				}
+			}
+		}
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+			A: net.IPv4(192, 0, 2, 9)})
+		w.WriteMsg(m)
+	})}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.PacketConn = pc
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go srv.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { srv.Shutdown() })
+	a.addr = netip.MustParseAddrPort(pc.LocalAddr().String())
+	return a
+}
+
+// TestUnboundSubnetFetches: Debian's unbound with its subnet cache, in
+// front of an authoritative that answers ECS with a scope; two partitions
+// of one name. With scope 0 the answer serves every subnet: the second
+// partition's query is answered from the entry the first one's query just
+// fetched (the authoritative saw one query), and the prefetcher counts one
+// fetch, not two. With scope /24 the partitions are two cache entries,
+// two upstream queries and two fetches. The scheduler runs on injected
+// times; the queries are real.
+func TestUnboundSubnetFetches(t *testing.T) {
+	for _, tc := range []struct {
+		scope    uint8
+		upstream int32
+		fetches  uint64
+	}{{0, 1, 1}, {24, 2, 2}} {
+		t.Run(fmt.Sprintf("scope %d", tc.scope), func(t *testing.T) {
+			auth := startECSAuthority(t, tc.scope)
+			proc := vendors.StartWith(t, vendors.Unbound, auth.addr, vendors.Options{SubnetCache: true})
+			s := NewScheduler(0, nil)
+			s.SetHealthy(map[string]bool{"u": true}, at(0))
+			var specs []Spec
+			for _, p := range []struct{ name, addr string }{{"eu", "192.0.2.1"}, {"us", "198.51.100.1"}} {
+				specs = append(specs, Spec{Key: Key{Name: "www.example.test.", Type: dns.TypeA, Resolver: "u", Partition: p.name},
+					Addr: proc.Addr, ECS: netip.MustParseAddr(p.addr), Policy: expiryPol})
+			}
+			s.Set(specs, at(0))
+			for i := range specs {
+				sp, ok := s.Pop(at(0.3))
+				if !ok {
+					t.Fatalf("entry %d not due", i)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				o := Query(ctx, sp)
+				cancel()
+				if !o.OK || o.Scope != int(tc.scope) {
+					t.Fatalf("%v: %+v, want an answer with scope %d", sp.Key, o, tc.scope)
+				}
+				s.Done(sp.Key, o, at(0.3+0.01*float64(i)))
+			}
+			if n := auth.queries.Load(); n != tc.upstream {
+				t.Fatalf("authoritative saw %d queries, want %d", n, tc.upstream)
+			}
+			if got := s.Totals().Fetches; got != tc.fetches {
+				t.Errorf("prefetch fetches %d, want %d (upstream queries %d)", got, tc.fetches, tc.upstream)
+			}
+		})
 	}
 }

@@ -255,7 +255,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	collectGSLB(st.GSLB, g)
 	if t := in.PrefetchTotals; t != nil {
-		states := map[string]int{prefetchOK: 0, prefetchFailing: 0, prefetchParked: 0, prefetchPending: 0}
+		states := map[string]int{prefetchOK: 0, prefetchExpired: 0, prefetchFailing: 0, prefetchParked: 0, prefetchPending: 0}
 		for _, e := range st.Prefetch {
 			states[e.State]++
 		}

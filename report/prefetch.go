@@ -16,6 +16,8 @@ import (
 const (
 	// prefetchParked: the resolver is down or disabled; the entry waits.
 	prefetchParked = "parked"
+	// prefetchExpired: a window entry's last re-fetch found it expired.
+	prefetchExpired = "expired"
 	// prefetchFailing: the last queries failed.
 	prefetchFailing = "failing"
 	// prefetchPending: no answer yet.
@@ -34,7 +36,9 @@ func PrefetchEntries(entries []prefetch.Status) []control.PrefetchEntry {
 	for _, e := range entries {
 		pe := control.PrefetchEntry{Name: e.Key.Name, Type: dns.TypeToString[e.Key.Type], Resolver: e.Key.Resolver, Partition: e.Key.Partition,
 			Mode: e.Mode.String(), TTLSeconds: int(e.LastTTL / time.Second), RemainingSeconds: int(e.Remaining / time.Second),
-			LastError: e.LastError, Failures: int(e.Counters.Failures), State: prefetchState(e)}
+			LastError: e.LastError, Failures: int(e.Counters.Failures), State: prefetchState(e),
+			Fetches: int(e.Counters.Fetches), Expired: int(e.Counters.FoundExpired),
+			GapMillis: millis(e.Gap), MaxGapMillis: millis(e.MaxGap)}
 		if !e.LastRefresh.IsZero() {
 			pe.LastRefresh = e.LastRefresh.UTC()
 		}
@@ -57,7 +61,12 @@ func prefetchState(e prefetch.Status) string {
 		return prefetchFailing
 	case e.LastRefresh.IsZero():
 		return prefetchPending
+	case e.Expired:
+		return prefetchExpired
 	default:
 		return prefetchOK
 	}
 }
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -26,6 +26,8 @@ func TestPrefetchEntries(t *testing.T) {
 		{"failing", prefetch.Status{Key: key("b.example.", dns.TypeA, "r1"), Healthy: true, ConsecutiveFailures: 1, LastRefresh: t0}, "failing"},
 		{"pending", prefetch.Status{Key: key("c.example.", dns.TypeA, "r1"), Healthy: true}, "pending"},
 		{"ok", prefetch.Status{Key: key("d.example.", dns.TypeA, "r1"), Healthy: true, LastRefresh: t0}, "ok"},
+		{"expired", prefetch.Status{Key: key("e.example.", dns.TypeA, "r1"), Healthy: true, LastRefresh: t0, Expired: true}, "expired"},
+		{"failing before expired", prefetch.Status{Key: key("e.example.", dns.TypeA, "r1"), Healthy: true, LastRefresh: t0, Expired: true, ConsecutiveFailures: 1}, "failing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,10 +40,12 @@ func TestPrefetchEntries(t *testing.T) {
 	t.Run("fields", func(t *testing.T) {
 		e := prefetch.Status{Key: prefetch.Key{Name: "x.example.", Type: dns.TypeAAAA, Resolver: "r2", Partition: "eu"}, Mode: prefetch.Window,
 			Healthy: true, LastRefresh: t0, LastTTL: 300*time.Second + 900*time.Millisecond, Remaining: 42 * time.Second,
-			NextRun: t0.Add(time.Minute), LastError: "SERVFAIL", Counters: prefetch.Counters{Failures: 4}}
+			NextRun: t0.Add(time.Minute), LastError: "SERVFAIL", Counters: prefetch.Counters{Failures: 4, Fetches: 7, FoundExpired: 2},
+			Gap: 133*time.Millisecond + 500*time.Microsecond, MaxGap: 2 * time.Second}
 		got := PrefetchEntries([]prefetch.Status{e})[0]
 		want := control.PrefetchEntry{Name: "x.example.", Type: "AAAA", Resolver: "r2", Partition: "eu", Mode: "window", State: "ok",
-			TTLSeconds: 300, RemainingSeconds: 42, LastRefresh: t0.UTC(), NextRun: t0.Add(time.Minute).UTC(), LastError: "SERVFAIL", Failures: 4}
+			TTLSeconds: 300, RemainingSeconds: 42, LastRefresh: t0.UTC(), NextRun: t0.Add(time.Minute).UTC(), LastError: "SERVFAIL", Failures: 4,
+			Fetches: 7, Expired: 2, GapMillis: 133.5, MaxGapMillis: 2000}
 		if got != want || got.LastRefresh.Location() != time.UTC {
 			t.Errorf("got  %+v\nwant %+v", got, want)
 		}

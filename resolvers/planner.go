@@ -81,8 +81,9 @@ func WarmUp(cfg *configs.Config) time.Duration {
 // a reload, a warm planner stays warm (targets that kept their state are
 // not held back) and keeps each pool's memory, except the last good set
 // of a pool whose members (names or addresses) or check (the question it
-// asks, see configs.Check.ProbeIdentity) changed: it no longer says who was
-// in traffic. The plan in force is no longer current.
+// asks, see configs.Check.ProbeIdentity) changed, and the members that
+// left it: they no longer say who was in traffic. The plan in force is no
+// longer current.
 func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	if reload && p.cfg != nil {
 		p.memory = carry(p.cfg, cfg, p.memory)
@@ -95,7 +96,7 @@ func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 }
 
 // carry keeps the memory of the pools of next, forgetting the last good
-// set of the pools that changed from prev.
+// set (and the members that left it) of the pools that changed from prev.
 func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory {
 	out := make(map[string]Memory, len(mem))
 	for i := range next.Pools {
@@ -105,7 +106,7 @@ func carry(prev, next *configs.Config, mem map[string]Memory) map[string]Memory 
 			continue
 		}
 		if op := prev.Pool(np.Name); op == nil || poolChanged(prev, next, op, np) {
-			m.LastGood = nil
+			m.LastGood, m.Left = nil, nil
 		}
 		out[np.Name] = m
 	}
@@ -143,7 +144,7 @@ func (p *Planner) Plan(facts map[TargetKey]Fact, rules []Rule, now time.Time) St
 		mem = nil
 	}
 	plan := Compute(Input{Config: p.cfg, Facts: facts, Overrides: rules, Now: now, Memory: mem})
-	p.facts, p.rules, p.used, p.memory, p.settled = facts, slices.Clone(rules), mem, remember(mem, plan.Pools), false
+	p.facts, p.rules, p.used, p.memory, p.settled = facts, slices.Clone(rules), mem, remember(mem, plan.Pools, now), false
 	st := Step{Plan: plan, Decided: decided}
 	if !p.warm {
 		if !decided && now.Before(p.warmUntil) {
@@ -168,26 +169,72 @@ func (p *Planner) WhatIf(facts map[TargetKey]Fact, rules []Rule, now time.Time) 
 	return Compute(Input{Config: p.cfg, Facts: facts, Overrides: rules, Now: now, Memory: mem})
 }
 
-// remember is the memory a plan of pools leaves, computed from mem: a pool
-// not failing open records its healthy members as its last good set; a
-// pool failing open keeps the set it had.
-func remember(mem map[string]Memory, pools []PoolStatus) map[string]Memory {
+// remember is the memory a plan of pools at now leaves, computed from
+// mem: a pool not failing open records its healthy members as its last
+// good set, and the members that left that set since (Memory.Left); a
+// pool failing open keeps the set it holds (its last good set, with the
+// members that failed within the collapse window when it began failing
+// open; nil when it had none).
+func remember(mem map[string]Memory, pools []PoolStatus, now time.Time) map[string]Memory {
 	out := make(map[string]Memory, len(pools))
 	for i := range pools {
 		ps := &pools[i]
+		prev := mem[ps.Name]
 		if ps.FailOpen {
-			out[ps.Name] = Memory{FailOpen: true, LastGood: mem[ps.Name].LastGood}
+			var held []string
+			if prev.LastGood != nil {
+				held = ps.held
+				if held == nil {
+					held = []string{}
+				}
+			}
+			out[ps.Name] = Memory{FailOpen: true, LastGood: held}
 			continue
 		}
 		good := make([]string, 0, len(ps.Members))
 		for j := range ps.Members {
-			if ps.Members[j].Healthy() {
-				good = append(good, ps.Members[j].Name)
+			if m := &ps.Members[j]; m.Healthy() {
+				good = append(good, m.Name)
 			}
 		}
-		out[ps.Name] = Memory{LastGood: good}
+		var left []Departure
+		if len(prev.Left) > 0 || !prev.FailOpen && len(prev.LastGood) > 0 {
+			left = departures(ps, prev, now)
+		}
+		out[ps.Name] = Memory{LastGood: good, Left: left}
 	}
 	return out
+}
+
+// departures is the Memory.Left a plan of ps at now leaves, from the
+// memory prev it was computed from: the members of prev.Left not healthy
+// again, and the members of prev.LastGood that are no longer healthy,
+// with the time they went down.
+func departures(ps *PoolStatus, prev Memory, now time.Time) []Departure {
+	byName := make(map[string]*Member, len(ps.Members))
+	for j := range ps.Members {
+		byName[ps.Members[j].Name] = &ps.Members[j]
+	}
+	var left []Departure
+	for _, d := range prev.Left {
+		if m := byName[d.Name]; m != nil && !m.Healthy() {
+			left = append(left, d)
+		}
+	}
+	if !prev.FailOpen {
+		for _, name := range prev.LastGood {
+			m := byName[name]
+			if m == nil || m.Healthy() {
+				continue
+			}
+			at := now
+			if m.State == health.Down && !m.Since.IsZero() && !m.Since.After(now) {
+				at = m.Since
+			}
+			left = append(left, Departure{Name: name, At: at})
+		}
+	}
+	return left
 }
 
 // decided reports whether every target of the configuration has a verdict

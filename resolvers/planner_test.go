@@ -523,3 +523,160 @@ func TestPlanDest(t *testing.T) {
 		t.Errorf("WhyHeldFailOpen = %q", s)
 	}
 }
+
+// TestFailOpenCollapseWindow: members killed together are detected a
+// probe or two apart, so the pool takes the first ones out while the
+// last survivor still meets min_healthy. When the last one fails, the
+// members that failed within collapse_window before it are held with it;
+// a member that failed earlier, or was down long before, stays out. The
+// times come from the facts (when each check went down), not from when
+// the planner happens to run.
+func TestFailOpenCollapseWindow(t *testing.T) {
+	const w45 = 4500 * time.Millisecond // (fall 3 + 1) × 1s + 500ms
+	tests := []struct {
+		name   string
+		window time.Duration
+		// downs are the members that fail, in order, each this long
+		// after the one before; the last one takes the pool below
+		// min_healthy.
+		downs []string
+		gaps  []time.Duration
+		late  time.Duration // how long after the last failure the planner runs
+		whys  string
+		table string
+	}{
+		{name: "a probe apart", window: w45, downs: []string{"bind-1", "bind-2"}, gaps: []time.Duration{0, time.Second},
+			whys: "bind-1=held-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind1 + "=100 " + bind2 + "=101"},
+		{name: "at the edge of the window", window: w45, downs: []string{"bind-1", "bind-2"}, gaps: []time.Duration{0, w45},
+			whys: "bind-1=held-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind1 + "=100 " + bind2 + "=101"},
+		{name: "planner late", window: w45, downs: []string{"bind-1", "bind-2"}, gaps: []time.Duration{0, 2 * time.Second}, late: 30 * time.Second,
+			whys: "bind-1=held-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind1 + "=100 " + bind2 + "=101"},
+		{name: "before the window", window: w45, downs: []string{"bind-1", "bind-2"}, gaps: []time.Duration{0, w45 + time.Millisecond},
+			whys: "bind-1=out-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind2 + "=101"},
+		{name: "window zero: the last good set alone", window: 0, downs: []string{"bind-1", "bind-2"}, gaps: []time.Duration{0, time.Second},
+			whys: "bind-1=out-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind2 + "=101"},
+		{name: "three in a row", window: w45, downs: []string{"unbound-1", "bind-1", "bind-2"}, gaps: []time.Duration{0, 2 * time.Second, 2 * time.Second},
+			whys: "bind-1=held-fail-open bind-2=held-fail-open unbound-1=held-fail-open", table: bind1 + "=100 " + bind2 + "=101 " + unb1 + "=102"},
+		{name: "three, the first too early", window: w45, downs: []string{"unbound-1", "bind-1", "bind-2"}, gaps: []time.Duration{0, 3 * time.Second, 2 * time.Second},
+			whys: "bind-1=held-fail-open bind-2=held-fail-open unbound-1=out-fail-open", table: bind1 + "=100 " + bind2 + "=101"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := threeConfig()
+			cfg.Pools[0].CollapseWindow.Duration = tc.window
+			w := newWorld(t, cfg, map[string]health.State{"bind-1": health.Up, "bind-2": health.Up, "unbound-1": health.Up})
+			if len(tc.downs) == 2 {
+				// unbound-1 broke an hour ago, for reasons of its own.
+				w.states["unbound-1"], w.since["unbound-1"] = health.Down, t0
+			}
+			w.plan()
+			w.now = w.now.Add(time.Hour)
+			var st Step
+			for i, name := range tc.downs {
+				w.now = w.now.Add(tc.gaps[i])
+				w.states[name], w.since[name], w.reason[name] = health.Down, w.now, "timeout"
+				if i == len(tc.downs)-1 {
+					w.now = w.now.Add(tc.late)
+				}
+				st = w.plan()
+				if ps := st.Plan.Pools[0]; ps.FailOpen != (i == len(tc.downs)-1) {
+					t.Fatalf("after %s failed: fail-open %v (%s)", name, ps.FailOpen, ps.Detail)
+				}
+			}
+			ps := st.Plan.Pools[0]
+			if got := whys(ps); got != tc.whys {
+				t.Errorf("whys %q, want %q (%s)", got, tc.whys, ps.Detail)
+			}
+			if got := udp(st.Plan); got != tc.table {
+				t.Errorf("table %s, want %s", got, tc.table)
+			}
+			// The set held is the memory: the next plans keep holding it.
+			w.now = w.now.Add(time.Minute)
+			if got := whys(w.plan().Plan.Pools[0]); got != tc.whys {
+				t.Errorf("a minute later: whys %q, want %q", got, tc.whys)
+			}
+		})
+	}
+}
+
+// TestFailOpenCollapseRecovery: the members held by the collapse window
+// are the pool's last good set while it fails open; once recovered, a
+// member that fails and recovers in between leaves no trace, and the
+// next collapse counts only failures within its own window.
+func TestFailOpenCollapseRecovery(t *testing.T) {
+	cfg := threeConfig()
+	cfg.Pools[0].CollapseWindow.Duration = 4500 * time.Millisecond
+	w := newWorld(t, cfg, map[string]health.State{"bind-1": health.Up, "bind-2": health.Up, "unbound-1": health.Up})
+	w.plan()
+	down := func(name string, after time.Duration) Step {
+		w.now = w.now.Add(after)
+		w.states[name], w.since[name], w.reason[name] = health.Down, w.now, "timeout"
+		return w.plan()
+	}
+	up := func(name string, after time.Duration) Step {
+		w.now = w.now.Add(after)
+		w.states[name], w.since[name], w.reason[name] = health.Up, w.now, ""
+		return w.plan()
+	}
+	// bind-1 fails and recovers: no trace once healthy again.
+	down("bind-1", time.Hour)
+	up("bind-1", time.Minute)
+	if m, _ := w.p.Memory("main"); len(m.Left) != 0 || len(m.LastGood) != 3 {
+		t.Fatalf("after bind-1 recovered: memory %+v, want three good, none left", m)
+	}
+	down("unbound-1", time.Minute)
+	down("bind-1", 2*time.Second)
+	st := down("bind-2", 2*time.Second)
+	if got, want := whys(st.Plan.Pools[0]), "bind-1=held-fail-open bind-2=held-fail-open unbound-1=held-fail-open"; got != want {
+		t.Fatalf("collapse: whys %q, want %q", got, want)
+	}
+	if m, _ := w.p.Memory("main"); !m.FailOpen || !slices.Equal(m.LastGood, []string{"bind-1", "bind-2", "unbound-1"}) {
+		t.Errorf("failing open: memory %+v, want the three held", m)
+	}
+	up("bind-1", time.Minute)
+	st = up("bind-2", time.Second)
+	if ps := st.Plan.Pools[0]; ps.FailOpen || whys(ps) != "bind-1=healthy bind-2=healthy unbound-1=down" {
+		t.Fatalf("recovered: fail-open %v whys %q", ps.FailOpen, whys(ps))
+	}
+	// unbound-1 stayed down through the recovery: it is not in the last
+	// good set, nor among the members that left it, so the next collapse
+	// keeps it out whatever the window.
+	down("bind-1", time.Hour)
+	st = down("bind-2", time.Second)
+	if got, want := whys(st.Plan.Pools[0]), "bind-1=held-fail-open bind-2=held-fail-open unbound-1=out-fail-open"; got != want {
+		t.Errorf("second collapse: whys %q, want %q", got, want)
+	}
+}
+
+// TestCollapseWindowReload: a reload that changes the pool forgets the
+// members that left its last good set with the set itself; one that does
+// not keeps them.
+func TestCollapseWindowReload(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *configs.Config)
+		forget bool
+	}{
+		{"pacing only", func(c *configs.Config) { c.Checks["rec"].Interval.Duration = 2 * time.Second }, false},
+		{"address changed", func(c *configs.Config) { c.Resolvers[0].AddrPort = netip.MustParseAddrPort("198.51.100.99:53") }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := threeConfig()
+			cfg.Pools[0].CollapseWindow.Duration = 4500 * time.Millisecond
+			w := newWorld(t, cfg, map[string]health.State{"bind-1": health.Up, "bind-2": health.Up, "unbound-1": health.Up})
+			w.plan()
+			w.set(health.Down, "timeout", "bind-1")
+			w.plan()
+			if m, _ := w.p.Memory("main"); len(m.Left) != 1 || m.Left[0].Name != "bind-1" || !m.Left[0].At.Equal(w.now) {
+				t.Fatalf("memory %+v, want bind-1 left at %s", m, w.now)
+			}
+			next := threeConfig()
+			next.Pools[0].CollapseWindow.Duration = 4500 * time.Millisecond
+			tc.change(next)
+			w.p.Configure(next, w.now, true)
+			if m, _ := w.p.Memory("main"); (len(m.Left) == 0) != tc.forget || (m.LastGood == nil) != tc.forget {
+				t.Errorf("after the reload: memory %+v, want forgotten %v", m, tc.forget)
+			}
+		})
+	}
+}

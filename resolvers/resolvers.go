@@ -14,17 +14,22 @@
 //   - When fewer than min_healthy members are healthy and the pool fails
 //     open (the default), the pool keeps its last good set in traffic: the
 //     members that were healthy in the last plan before it began failing
-//     open, that is, in traffic just before the collapse. When a whole pool
-//     fails, the check or the upstream is the likelier culprit, and removing
-//     every resolver would turn a partial outage into a total one; but a
-//     member that was already down before the collapse is broken for
-//     reasons of its own and stays out. Only with no last good set (a cold
-//     start, a reload that changed the pool's members or check, or a set
-//     whose members are all disabled) does the pool keep every enabled
-//     member. A pool failing open keeps failing open until recover_healthy
-//     members are healthy again (hysteresis), so that the first resolver to
-//     recover does not take all the traffic alone; members that recover
-//     meanwhile get traffic at once. When the pool does not fail open, only
+//     open, that is, in traffic just before the collapse, and with them the
+//     members that failed within the pool's collapse window (configs:
+//     pool.collapse_window) before it fell below its minimum: members
+//     killed together are detected a probe or two apart, and the first
+//     ones out must not leave the whole load to the last survivor. When a
+//     whole pool fails, the check or the upstream is the likelier culprit,
+//     and removing every resolver would turn a partial outage into a total
+//     one; but a member that was already down before the collapse (before
+//     its window) is broken for reasons of its own and stays out. Only
+//     with no last good set (a cold start, a reload that changed the
+//     pool's members or check, or a set whose members are all disabled)
+//     does the pool keep every enabled member. A pool failing open keeps
+//     failing open until recover_healthy members are healthy again
+//     (hysteresis), so that the first resolver to recover does not take
+//     all the traffic alone; members that recover meanwhile get traffic at
+//     once. When the pool does not fail open, only
 //     the healthy members remain, possibly none.
 //   - Every member's verdict says why it is in or out (Member.Why), and
 //     Plan.Dest finds the member behind any destination of a service.
@@ -156,12 +161,28 @@ type Memory struct {
 	// LastGood names the members that were healthy in the last plan
 	// before the pool began failing open, in the pool's member order: the
 	// members in traffic just before the collapse (unless an operator
-	// kept them out). Nil when no such plan is known: at a cold start, or
-	// after a reload that changed the pool's members or check. A pool
-	// failing open holds these members in traffic and keeps the others
-	// out; with no last good set (or none of it enabled) it keeps every
-	// enabled member.
+	// kept them out). While the pool fails open, it is the set held: with
+	// the members that failed within the collapse window before it began
+	// failing open (see Left). Nil when no such plan is known: at a cold
+	// start, or after a reload that changed the pool's members or check. A
+	// pool failing open holds these members in traffic and keeps the
+	// others out; with no last good set (or none of it enabled) it keeps
+	// every enabled member.
 	LastGood []string
+	// Left are the members that were in a last good set and left it
+	// (failing their check) while the pool did not fail open, with when
+	// they failed: when the pool then begins failing open, those that
+	// failed within the pool's collapse window before it are held with
+	// the last good set. A member leaves Left when it is healthy again.
+	Left []Departure
+}
+
+// Departure is a member that left its pool's last good set, and when:
+// the time its check went down (the time of the plan that saw it fail
+// when that is not known).
+type Departure struct {
+	Name string
+	At   time.Time
 }
 
 // Diagnosis is the verdict on one pool.
@@ -315,6 +336,10 @@ type PoolStatus struct {
 	// VendorWide.
 	DownVendors []string
 	Members     []Member
+
+	// held is the set a pool failing open holds (names, member order):
+	// the memory the plan leaves for the next one.
+	held []string
 }
 
 // Plan is the outcome of the pool policy: the desired table and the
@@ -415,13 +440,28 @@ func evalPool(in Input, p *configs.Pool, mem Memory) PoolStatus {
 		ps.Detail += fmt.Sprintf("; recovering: fail-open held until %d members are healthy (recover_healthy)", p.RecoverHealthy)
 	}
 
-	// Failing open, the pool holds the members of its last good set; with
-	// none (or none of them enabled) it keeps every enabled member.
+	// Failing open, the pool holds the members of its last good set, and,
+	// in the plan it begins failing open, those that failed within the
+	// collapse window before; with none (or none of them enabled) it
+	// keeps every enabled member.
 	var held map[string]bool
 	if ps.FailOpen {
 		held = make(map[string]bool, len(mem.LastGood))
 		for _, name := range mem.LastGood {
 			held[name] = true
+		}
+		if !mem.FailOpen && mem.LastGood != nil {
+			from := collapseAt(&ps, held, in.Now).Add(-p.CollapseWindow.Duration)
+			for _, d := range mem.Left {
+				if !d.At.Before(from) {
+					held[d.Name] = true
+				}
+			}
+		}
+		for i := range ps.Members {
+			if held[ps.Members[i].Name] {
+				ps.held = append(ps.held, ps.Members[i].Name)
+			}
 		}
 		n := 0
 		for i := range ps.Members {
@@ -446,6 +486,24 @@ func evalPool(in Input, p *configs.Pool, mem Memory) PoolStatus {
 		}
 	}
 	return ps
+}
+
+// collapseAt is when the pool whose last good set is lastGood fell below
+// its minimum: the latest time a member of that set went down, or now
+// when none of them is down (the pool fails open on the upstream
+// diagnosis, or on stale facts).
+func collapseAt(ps *PoolStatus, lastGood map[string]bool, now time.Time) time.Time {
+	var at time.Time
+	for i := range ps.Members {
+		m := &ps.Members[i]
+		if lastGood[m.Name] && m.State == health.Down && !m.Since.IsZero() && m.Since.After(at) {
+			at = m.Since
+		}
+	}
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at
 }
 
 // why judges whether member m is in traffic in a pool that is failing

@@ -295,7 +295,7 @@ func TestRecoveryHysteresis(t *testing.T) {
 	cfg := testConfig("dr", true, 1) // recover_healthy 2 of 4
 	down := map[string]health.State{"bind-1": health.Down, "bind-2": health.Down, "unbound-1": health.Down, "unbound-2": health.Down}
 	p := Compute(Input{Config: cfg, Now: t0, Facts: facts(down, nil)})
-	mem := remember(nil, p.Pools)
+	mem := remember(nil, p.Pools, t0)
 	if !p.Pools[0].FailOpen {
 		t.Fatal("all down: not failing open")
 	}
@@ -317,7 +317,7 @@ func TestRecoveryHysteresis(t *testing.T) {
 			states[n] = health.Up
 		}
 		p = Compute(Input{Config: cfg, Now: t0, Facts: facts(states, nil), Memory: mem})
-		mem = remember(mem, p.Pools)
+		mem = remember(mem, p.Pools, t0)
 		ps := p.Pools[0]
 		n := 0
 		for _, m := range ps.Members {

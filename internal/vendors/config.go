@@ -28,6 +28,10 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 		if opts.Prefetch {
 			prefetch = "yes"
 		}
+		modules := "module-config: \"iterator\""
+		if opts.SubnetCache {
+			modules = fmt.Sprintf("module-config: \"subnetcache iterator\"\n\tsend-client-subnet: %s\n\tclient-subnet-always-forward: yes\n\tmax-client-subnet-ipv4: 32\n\tmax-client-subnet-ipv6: 128", ua)
+		}
 		return spec{
 			binary: "unbound",
 			files: map[string]string{"unbound.conf": fmt.Sprintf(`server:
@@ -47,7 +51,7 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 	access-control: 127.0.0.0/8 allow
 	do-not-query-localhost: no
 	infra-keep-probing: yes
-	module-config: "iterator"
+	%s
 	local-zone: "test." nodefault
 	prefetch: %s
 	msg-cache-size: 4m
@@ -57,7 +61,7 @@ remote-control:
 forward-zone:
 	name: "."
 	forward-addr: %s@%d
-`, dir, la, lp, lp, prefetch, ua, up)},
+`, dir, la, lp, lp, modules, prefetch, ua, up)},
 			args: []string{"-d", "-p", "-c", conf},
 		}, nil
 

@@ -74,6 +74,12 @@ type Options struct {
 	// module, PowerDNS Recursor "refresh-on-ttl-perc=50"; dnsmasq has none.
 	// When false it is off, also for BIND, whose default is on.
 	Prefetch bool
+	// SubnetCache turns unbound's subnet cache on (module-config
+	// "subnetcache iterator"): it sends the client's ECS upstream (ECS
+	// forwarded as the client gave it, up to /32 and /128) and caches
+	// answers per the scope the upstream returns. Other products ignore
+	// it.
+	SubnetCache bool
 }
 
 // ReadyTimeout bounds how long Start and Restart wait for a process to
