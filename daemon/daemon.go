@@ -262,7 +262,11 @@ func New(opts Options) (*Daemon, error) {
 		Now:      opts.Now,
 		Logger:   d.log,
 	})
+	d.gslb.Prepare(cfg) // the responder's topology, beside the targets
 	targets, err := d.targets(cfg)
+	if err == nil {
+		err = d.gslb.Accept(cfg) // a configuration the responder cannot serve is refused whole
+	}
 	if err != nil {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -569,6 +573,9 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	if err == nil {
 		d.gslb.Prepare(cfg) // the responder's topology, beside the targets and their reconcile
 		targets, err = d.targets(cfg)
+	}
+	if err == nil {
+		err = d.gslb.Accept(cfg) // applied whole or rejected whole, GSLB included
 	}
 	if err != nil {
 		d.journal.ReloadRejected(d.opts.ConfigPath, err)

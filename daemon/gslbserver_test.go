@@ -65,15 +65,18 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 	return sum
 }
 
-// serialOf reads the serial of the responder's serial file in dir.
+// serialOf reads the configuration version of the responder's serial
+// file in dir.
 func serialOf(dir string) (uint32, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "state", server.SerialFile))
 	if err != nil {
 		return 0, err
 	}
-	var st struct{ Serial uint32 }
+	var st struct {
+		ConfigVersion uint32 `json:"config_version"`
+	}
 	err = json.Unmarshal(data, &st)
-	return st.Serial, err
+	return st.ConfigVersion, err
 }
 
 // TestGSLBResponderWired: with [gslb.server] listen set, the daemon serves

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -105,6 +106,9 @@ type ResponderOptions struct {
 	// Intent returns the operator intent in force (read on every
 	// update). Nil: none.
 	Intent func() intent.State
+	// Revision returns the operator intent's store revision, which the
+	// SOA serial follows (read on every update). Nil: 0.
+	Revision func() uint64
 	// Events is the journal where the responder says when a name starts
 	// or stops answering by its last resort. It only appends to it:
 	// nothing is decided from the journal. Nil: not said there.
@@ -131,13 +135,19 @@ type Responder struct {
 
 	mu     sync.Mutex
 	srv    *Server
-	store  *SerialStore
+	// version is the configuration version of cfg (SerialStore).
+	version uint32
 	cfg    *configs.Config // the configuration the snapshot was built from
 	loc    gslb.Locator
 	serial uint32
 	pools  []gslb.PoolState
 	intent intent.State // the intent the snapshot was built under
 	snap   gslb.Answerer
+
+	// store keeps the configuration version (serialStore, under
+	// storeMu: Accept reads it from the daemon's loop).
+	storeMu sync.Mutex
+	store   *SerialStore
 
 	// prep is the last Prepare's build, until an Update takes it (under
 	// prepMu: Prepare does not wait for an Update holding mu).
@@ -177,6 +187,9 @@ func NewResponder(o ResponderOptions) *Responder {
 		}
 		if o.Intent == nil {
 			o.Intent = func() intent.State { i, _ := h.Intent.Load(); return i.State }
+		}
+		if o.Revision == nil {
+			o.Revision = func() uint64 { i, _ := h.Intent.Load(); return i.Revision }
 		}
 	}
 	def := DefaultBuilders()
@@ -303,22 +316,26 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if r.o.Intent != nil {
 		want = r.o.Intent() // under r.mu: the last update has the last intent
 	}
-	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) {
+	var rev uint64
+	if r.o.Revision != nil {
+		rev = r.o.Revision()
+	}
+	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) && Serial(r.version, rev) == r.serial {
 		return nil
 	}
-	loc, serial := r.loc, r.serial
+	loc, version := r.loc, r.version
 	began := time.Now()
 	var tookTopology time.Duration
 	var ready *gslb.Snapshot // built by Prepare from the same states, under the same intent
+	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) {
+		ready, _ = r.snap.(*gslb.Snapshot) // only the intent revision moved: the serial alone changes
+	}
 	if newCfg {
-		if r.store == nil {
-			r.store = NewSerialStore(cfg.Daemon.StateDir, r.o.Now)
-			if err := r.store.Load(); err != nil {
-				r.log.Warn("gslb serial file unusable; the serial restarts from the clock", "path", r.store.Path(), "err", err)
-			}
+		store, err := r.serialStore(cfg)
+		if err != nil {
+			return r.failed("the gslb serial file cannot be used; the last answers stay", err)
 		}
 		var sum string
-		var err error
 		if p := r.takePrepared(cfg); p != nil {
 			loc, sum, err = p.loc, p.sum, p.err
 			if p.snap != nil && samePools(pools, p.pools) && sameIntent(want, p.intent) {
@@ -331,10 +348,11 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			return r.failed("cannot build the gslb topology; the last answers stay", err)
 		}
 		tookTopology = time.Since(began)
-		if serial, err = r.store.Next(sum); err != nil {
-			r.log.Error("cannot save the gslb SOA serial; it is served all the same", "serial", serial, "err", err)
+		if version, err = store.Version(sum); err != nil {
+			return r.failed("cannot save the gslb configuration version; the last answers stay", err)
 		}
 	}
+	serial := Serial(version, rev)
 	var snap gslb.Answerer
 	if ready != nil {
 		snap = ready.WithSerial(serial)
@@ -351,7 +369,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.log.Info("gslb configuration in force", "serial", serial,
 			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds(), "prepared", ready != nil)
 	}
-	r.cfg, r.loc, r.serial, r.pools, r.intent, r.snap = cfg, loc, serial, pools, want, snap
+	r.cfg, r.loc, r.version, r.serial, r.pools, r.intent, r.snap = cfg, loc, version, serial, pools, want, snap
 	r.built, r.buildErr = r.o.Now(), ""
 	r.noteDegraded(snap)
 	if z, ok := snap.(Zoned); ok && r.metrics != nil {
@@ -426,6 +444,55 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 		}
 		p.sum = <-hash
 	}()
+}
+
+// Accept makes sure the responder can serve cfg before the daemon puts
+// cfg in force (a start, a reload), so that a configuration is applied
+// whole or rejected whole: it waits for the build Prepare started for cfg
+// (starting one when none did), and returns the error of its topology,
+// or of the serial file, or of saving cfg's configuration version. With
+// [gslb.server] listen empty it accepts at once.
+func (r *Responder) Accept(cfg *configs.Config) error {
+	if len(cfg.GSLB.Server.ListenAddrs) == 0 {
+		return nil
+	}
+	r.prepMu.Lock()
+	p := r.prep
+	r.prepMu.Unlock()
+	if p == nil || p.cfg != cfg {
+		r.Prepare(cfg)
+		r.prepMu.Lock()
+		p = r.prep
+		r.prepMu.Unlock()
+	}
+	<-p.done
+	if p.err != nil {
+		return fmt.Errorf("gslb topology: %w", p.err)
+	}
+	store, err := r.serialStore(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Version(p.sum); err != nil {
+		return fmt.Errorf("%w (the SOA serial must never go backwards, so a configuration whose version cannot be kept is not served)", err)
+	}
+	return nil
+}
+
+// serialStore returns the store of the configuration version, loading it
+// from cfg's state directory the first time.
+func (r *Responder) serialStore(cfg *configs.Config) (*SerialStore, error) {
+	r.storeMu.Lock()
+	defer r.storeMu.Unlock()
+	if r.store != nil {
+		return r.store, nil
+	}
+	s := NewSerialStore(cfg.Daemon.StateDir)
+	if err := s.Load(); err != nil {
+		return nil, fmt.Errorf("%w; repair or remove the file (removed, the serial restarts from 1 and may be lower than the one served before)", err)
+	}
+	r.store = s
+	return s, nil
 }
 
 // evaluate evaluates the members of p's configuration from the monitor's

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"lbdns/configs"
 	"lbdns/internal/atomicfile"
@@ -19,47 +18,51 @@ import (
 // SerialFile is the name of the SOA serial's file in the state directory.
 const SerialFile = "gslb-serial.json"
 
-// serialVersion is the version of SerialFile's format.
-const serialVersion = 1
+// serialVersion is the version of SerialFile's format. Version 1 kept
+// the serial itself; a version 1 file loads as the configuration version
+// it held (the serial served next is then no lower).
+const serialVersion = 2
 
 // serialState is SerialFile's content.
 type serialState struct {
 	Version int    `json:"version"`
 	Hash    string `json:"hash"`
-	Serial  uint32 `json:"serial"`
+	// ConfigVersion counts the served data's changes (version 2).
+	ConfigVersion uint32 `json:"config_version,omitempty"`
+	// Serial is a version 1 file's serial.
+	Serial uint32 `json:"serial,omitempty"`
 }
 
-// SerialStore keeps the zones' SOA serial: the version of the served
-// data. It moves when the hash of the served data changes and never goes
-// backwards, also across restarts: it is persisted (atomically) before it
-// is served. A new serial is the larger of the last one plus 1 and the
-// Unix time in seconds, so that it does not go backwards either when the
-// file is lost, as long as the clock does not. It is safe for concurrent
-// use.
+// SerialStore keeps the configuration version from which the zones' SOA
+// serial follows: a counter that moves by one each time the hash of the
+// served data changes, and never goes backwards, also across restarts:
+// it is persisted (atomically) before it is used, and a version that
+// cannot be saved is not used. The serial served is the configuration
+// version plus the operator intent's revision (Serial), so it grows with
+// every change of either, and two hosts that saw the same configurations
+// and share the same intent revision answer the same serial. It is safe
+// for concurrent use.
 type SerialStore struct {
 	path string
-	now  func() time.Time
 
-	mu     sync.Mutex
-	hash   string
-	serial uint32
+	mu      sync.Mutex
+	hash    string
+	version uint32
 }
 
-// NewSerialStore returns the store of SerialFile in stateDir, with clock
-// now (time.Now when nil). Call Load before Next.
-func NewSerialStore(stateDir string, now func() time.Time) *SerialStore {
-	if now == nil {
-		now = time.Now
-	}
-	return &SerialStore{path: filepath.Join(stateDir, SerialFile), now: now}
+// NewSerialStore returns the store of SerialFile in stateDir. Call Load
+// before Version.
+func NewSerialStore(stateDir string) *SerialStore {
+	return &SerialStore{path: filepath.Join(stateDir, SerialFile)}
 }
 
-// Path returns the file the serial is kept in.
+// Path returns the file the version is kept in.
 func (s *SerialStore) Path() string { return s.path }
 
-// Load reads the last serial and hash from the file. A missing file is
-// no error (a first start); a file that cannot be read or parsed is, and
-// the store then starts from the clock.
+// Load reads the last configuration version and hash from the file. A
+// missing file is no error (a first start: the first version is 1); a
+// file that cannot be read or parsed is, and the store must then not be
+// used: a version counted from nothing could go backwards.
 func (s *SerialStore) Load() error {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -72,47 +75,45 @@ func (s *SerialStore) Load() error {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("gslb serial: %s: %w", s.path, err)
 	}
-	if st.Version != serialVersion {
+	switch st.Version {
+	case 1:
+		st.ConfigVersion = st.Serial // a clock-based serial: the next ones stay above it
+	case serialVersion:
+	default:
 		return fmt.Errorf("gslb serial: %s: unknown version %d (want %d)", s.path, st.Version, serialVersion)
 	}
 	s.mu.Lock()
-	s.hash, s.serial = st.Hash, st.Serial
+	s.hash, s.version = st.Hash, st.ConfigVersion
 	s.mu.Unlock()
 	return nil
 }
 
-// Next returns the serial of the served data whose hash is hash: the last
-// serial when hash is the last hash, else a larger one, persisted first.
-// When the file cannot be written the new serial is returned all the
-// same, with the error.
-func (s *SerialStore) Next(hash string) (uint32, error) {
+// Version returns the configuration version of the served data whose
+// hash is hash: the last version when hash is the last hash, else the
+// next one, saved first. When it cannot be saved, Version returns the
+// last version and the error: the caller must not serve the new data.
+func (s *SerialStore) Version(hash string) (uint32, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hash == s.hash && s.serial != 0 {
-		return s.serial, nil
+	if hash == s.hash && s.version != 0 {
+		return s.version, nil
 	}
-	serial := max(s.serial+1, uint32(s.now().Unix()))
-	if s.serial == ^uint32(0) {
-		serial = s.serial // the end of uint32 (year 2106): stay
-	}
-	s.hash, s.serial = hash, serial
-	data, err := json.Marshal(serialState{Version: serialVersion, Hash: hash, Serial: serial})
+	next := s.version + 1
+	data, err := json.Marshal(serialState{Version: serialVersion, Hash: hash, ConfigVersion: next})
 	if err == nil {
 		err = atomicfile.Write(s.path, data)
 	}
-	if err != nil {
-		return serial, fmt.Errorf("gslb serial: save %s: %w", s.path, err)
+	var ds *atomicfile.DirSyncError
+	if err != nil && !errors.As(err, &ds) { // after a failed directory sync the file is in place
+		return s.version, fmt.Errorf("gslb serial: save %s: %w", s.path, err)
 	}
-	return serial, nil
+	s.hash, s.version = hash, next
+	return next, nil
 }
 
-// Serial returns the last serial (0 before the first Next without a
-// file).
-func (s *SerialStore) Serial() uint32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.serial
-}
+// Serial is the SOA serial of configuration version version under the
+// intent revision rev: their sum, in serial number arithmetic (RFC 1982).
+func Serial(version uint32, rev uint64) uint32 { return version + uint32(rev) }
 
 // ConfigHash is the hash of the served data of cfg: its whole [gslb]
 // table (zones, names, pools and members, topology sources) as JSON,

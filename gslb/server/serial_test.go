@@ -5,87 +5,102 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"lbdns/configs"
 )
 
-// TestSerialStore: the serial moves when the hash changes, stays when it
-// does not, never goes backwards (a clock behind the last serial), and
-// survives a restart through its file.
+// TestSerialStore: the configuration version moves by one when the hash
+// changes, stays when it does not, survives a restart through its file,
+// and a version 1 file (a clock-based serial) loads as its serial, so
+// that the next serial is not lower than the one served before.
 func TestSerialStore(t *testing.T) {
 	dir := t.TempDir()
-	clock := time.Unix(1_800_000_000, 0)
-	now := func() time.Time { return clock }
-
-	s := NewSerialStore(dir, now)
+	s := NewSerialStore(dir)
 	if err := s.Load(); err != nil {
 		t.Fatalf("Load without a file: %v", err)
 	}
-	s1, err := s.Next("a")
-	if err != nil || s1 != 1_800_000_000 {
-		t.Fatalf("first Next = %d, %v; want the clock's 1800000000", s1, err)
+	v1, err := s.Version("a")
+	if err != nil || v1 != 1 {
+		t.Fatalf("first Version = %d, %v; want 1", v1, err)
 	}
-	if got, _ := s.Next("a"); got != s1 {
-		t.Errorf("Next with the same hash = %d, want %d", got, s1)
+	if got, _ := s.Version("a"); got != v1 {
+		t.Errorf("Version with the same hash = %d, want %d", got, v1)
 	}
-	s2, _ := s.Next("b")
-	if s2 != s1+1 {
-		t.Errorf("Next with a new hash in the same second = %d, want %d", s2, s1+1)
+	v2, _ := s.Version("b")
+	if v2 != 2 {
+		t.Errorf("Version with a new hash = %d, want 2", v2)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, SerialFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st serialState
-	if err := json.Unmarshal(data, &st); err != nil || st != (serialState{Version: 1, Hash: "b", Serial: s2}) {
+	if err := json.Unmarshal(data, &st); err != nil || st != (serialState{Version: 2, Hash: "b", ConfigVersion: 2}) {
 		t.Errorf("file %s = %+v (%v)", data, st, err)
 	}
+	r := NewSerialStore(dir)
+	if err := r.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Version("b"); got != v2 {
+		t.Errorf("after restart, Version with the same hash = %d, want %d", got, v2)
+	}
+	if got, _ := r.Version("c"); got != v2+1 {
+		t.Errorf("after restart, Version with a new hash = %d, want %d", got, v2+1)
+	}
+	if got := Serial(3, 7); got != 10 {
+		t.Errorf("Serial(3, 7) = %d, want 10", got)
+	}
 
-	// A restart with the clock set back: the serial is the file's, and
-	// the next one is above it.
-	clock = clock.Add(-time.Hour)
-	r := NewSerialStore(dir, now)
-	if err := r.Load(); err != nil {
+	// A file written by the clock-based store.
+	old := t.TempDir()
+	if err := os.WriteFile(filepath.Join(old, SerialFile), []byte(`{"version":1,"hash":"x","serial":1800000000}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := r.Next("b"); got != s2 || r.Serial() != s2 {
-		t.Errorf("after restart, Next with the same hash = %d, want %d", got, s2)
-	}
-	if got, _ := r.Next("c"); got != s2+1 {
-		t.Errorf("after restart with the clock behind, Next = %d, want %d", got, s2+1)
-	}
-	// A restart with the clock ahead: the clock's.
-	clock = clock.Add(2 * time.Hour)
-	r = NewSerialStore(dir, now)
-	if err := r.Load(); err != nil {
+	o := NewSerialStore(old)
+	if err := o.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := r.Next("d"); got != uint32(clock.Unix()) {
-		t.Errorf("Next = %d, want the clock's %d", got, clock.Unix())
+	if got, _ := o.Version("x"); got != 1_800_000_000 {
+		t.Errorf("version 1 file, same hash: %d, want its serial 1800000000", got)
+	}
+	if got, _ := o.Version("y"); got != 1_800_000_001 {
+		t.Errorf("version 1 file, new hash: %d, want 1800000001", got)
 	}
 }
 
+// TestSerialStoreBadFile: a file that cannot be parsed is an error (the
+// store must not count from nothing); a version that cannot be saved is
+// not used: Version returns the last one and the error.
 func TestSerialStoreBadFile(t *testing.T) {
-	for name, content := range map[string]string{"not json": "{", "version 2": `{"version":2,"hash":"x","serial":5}`} {
+	for name, content := range map[string]string{"not json": "{", "version 3": `{"version":3,"hash":"x","config_version":5}`} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, SerialFile), []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s := NewSerialStore(dir, func() time.Time { return time.Unix(1000, 0) })
-			if err := s.Load(); err == nil {
+			if err := NewSerialStore(dir).Load(); err == nil {
 				t.Fatal("Load of a bad file succeeded")
-			}
-			if got, err := s.Next("x"); err != nil || got != 1000 {
-				t.Errorf("Next after a bad file = %d, %v; want the clock's 1000", got, err)
 			}
 		})
 	}
 	t.Run("unwritable", func(t *testing.T) {
-		s := NewSerialStore(filepath.Join(t.TempDir(), "missing", "dir"), func() time.Time { return time.Unix(1000, 0) })
-		if got, err := s.Next("x"); err == nil || got != 1000 {
-			t.Errorf("Next into a missing directory = %d, %v; want 1000 and an error", got, err)
+		dir := t.TempDir()
+		s := NewSerialStore(dir)
+		if v, err := s.Version("x"); err != nil || v != 1 {
+			t.Fatalf("Version = %d, %v", v, err)
+		}
+		if err := os.Remove(filepath.Join(dir, SerialFile)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(dir, SerialFile), 0o700); err != nil { // the file cannot be replaced
+			t.Fatal(err)
+		}
+		if got, err := s.Version("y"); err == nil || got != 1 {
+			t.Errorf("Version that cannot be saved = %d, %v; want the last, 1, and an error", got, err)
+		}
+		if got, _ := s.Version("x"); got != 1 {
+			t.Errorf("Version of the last hash after a failed save = %d, want 1", got)
 		}
 	})
 }
