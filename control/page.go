@@ -51,6 +51,11 @@ type gslbResponderView struct {
 	ListenError, LastBuildError string
 	LastBuild                   timeCell
 	LastResort                  []lastResortView
+	// LastResortNames names the first names on their last resort for
+	// the banner ("www.g.test. A, api.g.test. AAAA and 3 more").
+	LastResortNames string
+	// Listeners are the listen addresses' serving verdicts.
+	Listeners []GSLBListener
 }
 
 // lastResortView is one name and type answering by its last resort.
@@ -96,6 +101,9 @@ type daemonView struct {
 type vipView struct {
 	Name, Address, Pool string
 	Services            []serviceView
+	// Serving is the VIP's serving verdict; ServingReason says why.
+	Serving       bool
+	ServingReason string
 }
 
 type serviceView struct {
@@ -266,9 +274,13 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	if r := st.GSLBResponder; r != nil {
 		v := &gslbResponderView{On: r.On, Listen: strings.Join(r.Listen, ", "), Zones: strings.Join(r.Zones, ", "), Serial: r.Serial,
 			ListenError: r.ListenError, LastBuildError: r.LastBuildError, LastBuild: cell(r.LastBuild, now)}
+		var names []string
 		for _, lr := range r.LastResort {
 			v.LastResort = append(v.LastResort, lastResortView{Name: lr.Name, Type: lr.Type, LastResort: lr.LastResort, Warming: lr.Warming, Since: cell(lr.Since, now)})
+			names = append(names, lr.Name+" "+lr.Type)
 		}
+		v.LastResortNames = bannerList(names, 5)
+		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
 	return p
@@ -504,4 +516,13 @@ func si(n uint64) string {
 		return strconv.FormatFloat(float64(n)/(k*k*k), 'f', 1, 64) + "G"
 	}
 	return strconv.FormatFloat(float64(n)/(k*k*k*k), 'f', 1, 64) + "T"
+}
+
+// bannerList joins the first max of names with commas, and says how
+// many more there are.
+func bannerList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:max], ", ") + " and " + strconv.Itoa(len(names)-max) + " more"
 }

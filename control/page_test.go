@@ -397,7 +397,7 @@ func TestPageGSLBResponder(t *testing.T) {
 		t.Fatalf("GET / = %d", code)
 	}
 	contains(t, "page", page,
-		`<div class="banner crit gslb-last-resort">GSLB LAST RESORT: 2 name(s) answering by their last resort`,
+		`<div class="banner crit gslb-last-resort">GSLB LAST RESORT: 2 name(s) answering by their last resort: www.g.test. A, &lt;api&gt;.g.test. AAAA (see`,
 		`<h2 id="gslb-responder">GSLB responder</h2>`,
 		`<td class="mono" id="gslb-listen">127.0.0.1:53, [::1]:53</td>`,
 		`<td class="mono" id="gslb-serial">2025030101</td>`,

@@ -26,6 +26,7 @@ type Metrics struct {
 	ttlRaised *prometheus.GaugeVec
 	emAnswers *prometheus.CounterVec
 	cached    *prometheus.CounterVec
+	resortNow *prometheus.GaugeVec
 
 	// mu guards banks: the local counters of the UDP readers, folded
 	// into the exported counters on every collection.
@@ -83,10 +84,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lbdns", Name: "gslb_reply_cache_total",
 			Help: "UDP queries of the GSLB responder by what their UDP reader's reply cache did: hit (the reply built before for the same question from the same snapshot, served again), miss (built).",
 		}, []string{"result"}),
+		resortNow: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "lbdns", Name: "gslb_last_resort_names",
+			Help: "GSLB names and types answering by their last resort now (no pool of any of their policies has a member up), by last resort (fail-open, static, servfail); names whose members are still warming are not counted.",
+		}, []string{"last_resort"}),
 	}
 	m.banks = make(map[*bank]struct{})
 	for _, c := range []prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
-		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}} {
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}, m.resortNow} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}
@@ -211,6 +216,20 @@ func (m *Metrics) setEmergencies(names []gslb.NameEmergency) {
 		if n.Raised {
 			m.ttlRaised.WithLabelValues(n.Name).Set(float64(n.TTL))
 		}
+	}
+}
+
+// setLastResorts sets the count of names and types on each last resort
+// (warming ones left out), every kind present, 0 when none.
+func (m *Metrics) setLastResorts(names []gslb.NameStatus) {
+	counts := map[string]int{gslb.TraceFailOpen: 0, gslb.TraceStatic: 0, gslb.TraceServfail: 0}
+	for _, n := range names {
+		if !n.Warming {
+			counts[n.LastResort]++
+		}
+	}
+	for kind, n := range counts {
+		m.resortNow.WithLabelValues(kind).Set(float64(n))
 	}
 }
 

@@ -98,6 +98,9 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 		}
 	}
 	r.degraded = next
+	if r.metrics != nil {
+		r.metrics.setLastResorts(now)
+	}
 }
 
 // lastResortStarted logs and events ns starting to answer by its last
