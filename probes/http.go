@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -259,12 +258,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	}
 	// The body is read up to max_body in any case: a server that stalls
 	// in it fails the check. Without body_regexp it is not kept.
-	var body []byte
-	if c.body != nil {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
-	} else {
-		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
-	}
+	body, err := c.readBody(nil, resp.Body)
 	if err != nil {
 		detail, _ := c.describeHTTPErr(ctx, err, budget)
 		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}
