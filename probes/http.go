@@ -216,6 +216,9 @@ func httpsTLS(s *configs.HTTPCheck, now func() time.Time) (*tls.Config, error) {
 		insecure: s.InsecureSkipVerify, now: now})
 }
 
+// ProbeAddr returns the address connected to (check.Addressed).
+func (c *httpChecker) ProbeAddr() netip.AddrPort { return c.addr }
+
 // Check sends the request once and judges the response (check.Checker).
 // The whole exchange (connect, TLS, headers, body) shares ctx's deadline,
 // or the check's timeout when ctx has none; RTT is its duration.
