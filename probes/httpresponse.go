@@ -2,6 +2,7 @@ package probes
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -33,8 +34,10 @@ func rawLimit(maxBody int64) int {
 
 // tryBudget bounds the bytes all the tries of one response parse, in
 // rawLimits: past it, a head or a chunked body arriving in many small
-// reads is tried again only when the buffer has doubled (or at the end),
-// so that a server trickling bytes costs the engine linear time.
+// reads is tried again only when the buffer has doubled since the last
+// try or ends with a blank line (as a head and a chunked body's trailer
+// end), or at the end, so that a server trickling bytes costs the engine
+// about linear time.
 const tryBudget = 4
 
 // collected reads the bytes a check has read so far.
@@ -133,10 +136,11 @@ type respCollector struct {
 // reset readies r for a check of c.
 func (r *respCollector) reset(c *httpChecker) { *r = respCollector{c: c} }
 
-// worth reports whether a try on n bytes can end the response: at the
-// end of the connection or of the bytes read, when the body is known to
-// be whole, and else while the tries stay within their budget.
-func (r *respCollector) worth(n int, eof bool) bool {
+// worth reports whether a try on buf can end the response: at the end of
+// the connection or of the bytes read, when the body is known to be
+// whole, and else while the tries stay within their budget (tryBudget).
+func (r *respCollector) worth(buf []byte, eof bool) bool {
+	n := len(buf)
 	limit := rawLimit(r.c.maxBody)
 	if eof || n >= limit {
 		return true
@@ -152,7 +156,8 @@ func (r *respCollector) worth(n int, eof bool) bool {
 			return body >= r.c.maxBody // else it ends with the connection
 		}
 	}
-	return r.parsed < tryBudget*limit || n >= 2*r.last
+	return r.parsed < tryBudget*limit || n >= 2*r.last ||
+		bytes.HasSuffix(buf, []byte("\n\n")) || bytes.HasSuffix(buf, []byte("\n\r\n"))
 }
 
 // feed tries buf, the bytes read so far (eof: and the connection ended
@@ -162,7 +167,7 @@ func (r *respCollector) worth(n int, eof bool) bool {
 // the head is about the body (headDone). The scratch reader and body are
 // s's.
 func (r *respCollector) feed(buf []byte, eof bool, s *respScratch) (done bool, code int, body []byte, err error) {
-	if !r.worth(len(buf), eof) {
+	if !r.worth(buf, eof) {
 		return false, 0, nil, nil
 	}
 	r.parsed += len(buf)

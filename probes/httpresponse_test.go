@@ -176,3 +176,47 @@ func FuzzRespParser(f *testing.F) {
 		}
 	})
 }
+
+// TestRespCollectorTrickle: a response arriving a byte at a time costs the
+// engine's tries a bounded number of bytes parsed, not one parse of the
+// whole buffer per byte: a body of known length is tried once it is all
+// there, a chunked one within the budget and then at each doubling.
+func TestRespCollectorTrickle(t *testing.T) {
+	chunked := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + strings.Repeat("1\r\nx\r\n", 20000) + "0\r\n\r\n"
+	length := "HTTP/1.1 200 OK\r\nContent-Length: 60000\r\n\r\n" + strings.Repeat("y", 60000)
+	for _, tt := range []struct {
+		name, raw string
+		body      int
+		most      int // bytes all tries may parse
+	}{
+		{"chunked", chunked, 20000, tryBudget*rawLimit(configs.DefaultHTTPMaxBody) + 3*len(chunked)},
+		{"length", length, 60000, 2 * len(length)},
+	} {
+		c, err := buildHTTPChecker(httpCheck("http", func(h *configs.HTTPCheck) { h.BodyRegexp = "(?s)" }),
+			netip.MustParseAddrPort("192.0.2.1:80"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r respCollector
+		r.reset(c)
+		var s respScratch
+		var body []byte
+		raw := []byte(tt.raw)
+		for i := 1; i <= len(raw); i++ {
+			done, code, b, err := r.feed(raw[:i], false, &s)
+			if err != nil || (done && code != 200) {
+				t.Fatalf("%s: code %d, err %v after %d bytes", tt.name, code, err, i)
+			}
+			if done {
+				body = b
+				break
+			}
+		}
+		if len(body) != tt.body {
+			t.Errorf("%s: body of %d bytes, want %d", tt.name, len(body), tt.body)
+		}
+		if r.parsed > tt.most {
+			t.Errorf("%s: tries parsed %d bytes of a %d-byte response arriving a byte at a time, want at most %d", tt.name, r.parsed, len(tt.raw), tt.most)
+		}
+	}
+}
