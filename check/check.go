@@ -6,6 +6,7 @@ package check
 
 import (
 	"context"
+	"net/netip"
 	"time"
 )
 
@@ -39,6 +40,14 @@ type Result struct {
 // safe for concurrent use.
 type Checker interface {
 	Check(ctx context.Context) Result
+}
+
+// Addressed is a Checker that says which address it probes: its
+// target's address with the port its kind and settings give (a tcp or udp
+// check's port, 80 or 443 for http and https; port 0 for icmp, which has
+// none). Logs, events and status show that address.
+type Addressed interface {
+	ProbeAddr() netip.AddrPort
 }
 
 // Func adapts a function to a Checker.

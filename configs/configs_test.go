@@ -638,6 +638,7 @@ func TestKeepRestartOnly(t *testing.T) {
 		{"state_dir", func(d *Daemon) { d.StateDir = "/run/b" }},
 		{"control_socket", func(d *Daemon) { d.ControlSocket = "/run/b.sock" }},
 		{"status_listen", func(d *Daemon) { d.StatusListen = "" }},
+		{"status_max_requests", func(d *Daemon) { d.StatusMaxRequests = 7 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			next := *same
@@ -646,7 +647,8 @@ func TestKeepRestartOnly(t *testing.T) {
 			if !next.KeepRestartOnly(running) {
 				t.Error("KeepRestartOnly = false, want true")
 			}
-			if next.Daemon.StateDir != "/run/a" || next.Daemon.ControlSocket != "/run/a.sock" || next.Daemon.StatusListen != "127.0.0.1:1" {
+			if next.Daemon.StateDir != "/run/a" || next.Daemon.ControlSocket != "/run/a.sock" || next.Daemon.StatusListen != "127.0.0.1:1" ||
+				next.Daemon.StatusMaxRequests != running.Daemon.StatusMaxRequests {
 				t.Errorf("restart-only keys after KeepRestartOnly: %+v", next.Daemon)
 			}
 			if next.Daemon.LogLevel != "debug" {

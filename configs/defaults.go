@@ -35,6 +35,10 @@ const (
 	DefaultRefreshWindowPercent = 10
 )
 
+// DefaultStatusMaxRequests is the default daemon.status_max_requests:
+// node_exporter's default limit of concurrent scrapes.
+const DefaultStatusMaxRequests = 40
+
 // Refresh modes of a resolver (Resolver.Refresh).
 const (
 	RefreshWindow = "window"
@@ -70,6 +74,9 @@ func (d *decoder) defaults() {
 	}
 	if !has(d.daemonRaw, "status_listen") {
 		c.Daemon.StatusListen = DefaultStatusListen
+	}
+	if !has(d.daemonRaw, "status_max_requests") {
+		c.Daemon.StatusMaxRequests = DefaultStatusMaxRequests
 	}
 	if !has(d.ipvsRaw, "resync_interval") {
 		c.IPVS.ResyncInterval.Duration = DefaultResyncInterval

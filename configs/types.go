@@ -48,6 +48,9 @@ type Daemon struct {
 	// (/status, /metrics and the status page); "" turns it off. Default
 	// "127.0.0.1:9353" (loopback only).
 	StatusListen string `toml:"status_listen"`
+	// StatusMaxRequests is how many requests the status endpoint serves
+	// at once; one more is answered 503 with Retry-After. Default 40.
+	StatusMaxRequests int `toml:"status_max_requests"`
 }
 
 // IPVS holds settings of the kernel's IPVS table that are global to the host.

@@ -152,7 +152,13 @@ func (d *decoder) validateDaemon() {
 			d.p.add("daemon.status_listen", dm.StatusListen, `want ADDRESS:PORT such as "127.0.0.1:9353" (port 0 picks a free one), or "" to turn the status endpoint off`)
 		}
 	}
+	if dm.StatusMaxRequests < 1 || dm.StatusMaxRequests > MaxStatusRequests {
+		d.p.add("daemon.status_max_requests", strconv.Itoa(dm.StatusMaxRequests), fmt.Sprintf("must be between 1 and %d", MaxStatusRequests))
+	}
 }
+
+// MaxStatusRequests is the highest daemon.status_max_requests.
+const MaxStatusRequests = 10000
 
 // MaxSocketPath is the longest Unix socket path Linux accepts
 // (sun_path is 108 bytes with the terminating NUL).

@@ -11,8 +11,10 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -65,6 +67,35 @@ func (e *UnreachableError) Error() string {
 
 // Unwrap returns the dial error.
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// NoReplyError is returned when a request was sent whole on the control
+// socket but no reply came: the connection was cut, or the context ended,
+// after the daemon could have read it. For a request that changes state
+// (Change), whether it was applied is unknown: the daemon may have
+// applied it before the connection went.
+type NoReplyError struct {
+	Method, Path string
+	// Change is true for a request that changes state: an override, a
+	// GSLB switch or TTL raise, a reload.
+	Change bool
+	// Err is what ended the exchange (io.EOF, a reset, the context's
+	// error).
+	Err error
+}
+
+// Error says what was sent and what ended the exchange.
+func (e *NoReplyError) Error() string {
+	return fmt.Sprintf("control: %s %s: no reply after the request was sent: %v", e.Method, e.Path, e.Err)
+}
+
+// Unwrap returns what ended the exchange.
+func (e *NoReplyError) Unwrap() error { return e.Err }
+
+// changes reports whether the request method path makes changes: every
+// POST but explain, which only asks.
+func changes(method, path string) bool {
+	return method == http.MethodPost && path != "/gslb/explain"
+}
 
 // Status returns the daemon's status.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
@@ -169,6 +200,12 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	// Whether the request left whole: after that, a cut connection leaves
+	// its outcome unknown.
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote.Store(i.Err == nil) },
+	}))
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ue *UnreachableError
@@ -178,6 +215,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err
+		}
+		if wrote.Load() {
+			return nil, &NoReplyError{Method: method, Path: path, Change: changes(method, path), Err: err}
 		}
 		return nil, fmt.Errorf("control: %s %s: %w", method, path, err)
 	}

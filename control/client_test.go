@@ -1,10 +1,13 @@
 package control
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,5 +182,48 @@ func TestServeFailsOnClosedListener(t *testing.T) {
 	defer cancel()
 	if err := NewServer(ServerOptions{Backend: &fakeBackend{}}).Serve(ctx, ln); err == nil || ctx.Err() != nil {
 		t.Errorf("Serve on a closed listener = %v; want an error at once", err)
+	}
+}
+
+// TestClientNoReply: a request read whole by a daemon that then closes the
+// connection is a *NoReplyError, a change only for requests that change
+// state.
+func TestClientNoReply(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "cut.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer func() {
+		ln.Close()
+		wg.Wait()
+	}()
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				io.Copy(io.Discard, req.Body)
+			}
+			c.Close()
+		}
+	})
+	c := NewClient(socket)
+	ctx := t.Context()
+	_, err = c.SetOverride(ctx, OverrideRequest{Resolver: "bind-1", Action: "drain"})
+	var nr *NoReplyError
+	if !errors.As(err, &nr) || !nr.Change || nr.Method != http.MethodPost || nr.Path != "/overrides" {
+		t.Errorf("SetOverride: %#v, want a *NoReplyError of a change", err)
+	}
+	_, err = c.Status(ctx)
+	if !errors.As(err, &nr) || nr.Change {
+		t.Errorf("Status: %#v, want a *NoReplyError of no change", err)
+	}
+	_, err = c.Explain(ctx, GSLBExplainRequest{Name: "www.example.test"})
+	if !errors.As(err, &nr) || nr.Change {
+		t.Errorf("Explain: %#v, want a *NoReplyError of no change", err)
 	}
 }

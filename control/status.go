@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,15 @@ import (
 // DefaultRefresh is how often the status page reloads itself when the
 // options leave it unset.
 const DefaultRefresh = 5 * time.Second
+
+// DefaultMaxStatusRequests is how many requests the status server serves
+// at once when the options leave it unset: node_exporter's default limit
+// of concurrent scrapes.
+const DefaultMaxStatusRequests = 40
+
+// statusRetryAfter is the Retry-After, in seconds, of a request refused
+// because the status server is busy.
+const statusRetryAfter = 1
 
 // StatusOptions configure a StatusServer.
 type StatusOptions struct {
@@ -36,6 +46,14 @@ type StatusOptions struct {
 	// Now is the clock the page computes "up for" and "since" with.
 	// Default time.Now.
 	Now func() time.Time
+	// MaxRequests is how many requests are served at once (each /metrics
+	// or /status builds the whole snapshot); one more is answered 503
+	// with Retry-After and a body naming the limit. Default
+	// DefaultMaxStatusRequests.
+	MaxRequests int
+	// Registerer receives lbdns_status_requests_refused_total, the
+	// requests refused for MaxRequests. Nil: not exported.
+	Registerer prometheus.Registerer
 }
 
 // StatusServer is the read-only status server for dashboards and people:
@@ -50,6 +68,9 @@ type StatusServer struct {
 	hostname string
 	page     *template.Template
 	handler  http.Handler
+	// slots holds a token per request being served, at most MaxRequests.
+	slots   chan struct{}
+	refused prometheus.Counter
 }
 
 // NewStatusServer returns a status server over opts.Backend.
@@ -74,6 +95,20 @@ func NewStatusServer(opts StatusOptions) *StatusServer {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	slots := opts.MaxRequests
+	if slots <= 0 {
+		slots = DefaultMaxStatusRequests
+	}
+	s.slots = make(chan struct{}, slots)
+	s.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "lbdns", Name: "status_requests_refused_total",
+		Help: "Requests to the status endpoint answered 503 because daemon.status_max_requests were being served.",
+	})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(s.refused); err != nil {
+			s.log.Warn("status endpoint: refusals not exported", "err", err)
+		}
+	}
 	s.hostname, _ = os.Hostname()
 	rt := routes{notAllowed: func(r *http.Request) string {
 		return fmt.Sprintf("the status endpoint is read-only: %s not allowed (GET or HEAD only; change state with lbctl on the control socket)", r.Method)
@@ -91,8 +126,27 @@ func NewStatusServer(opts StatusOptions) *StatusServer {
 			Timeout:       s.timeout,
 		}).ServeHTTP)
 	}
-	s.handler = http.TimeoutHandler(&rt, s.timeout, `{"error": "timed out"}`)
+	s.handler = s.limit(http.TimeoutHandler(&rt, s.timeout, `{"error": "timed out"}`))
 	return s
+}
+
+// limit serves a request through next while fewer than MaxRequests are
+// being served; past that it answers 503 at once, with Retry-After and why,
+// and counts the refusal.
+func (s *StatusServer) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+			next.ServeHTTP(w, r)
+		default:
+			s.refused.Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(statusRetryAfter))
+			writeJSON(w, http.StatusServiceUnavailable, ErrorReply{Error: fmt.Sprintf(
+				"the status endpoint is busy: it serves at most %d requests at once (daemon.status_max_requests) and that many are in progress; retry after %d s",
+				cap(s.slots), statusRetryAfter)})
+		}
+	})
 }
 
 // Handler returns the server's HTTP handler.

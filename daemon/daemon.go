@@ -234,6 +234,7 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
+	d.removeStateTemps(cfg.Daemon.StateDir)
 	d.store = opts.Store
 	if d.store == nil {
 		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,

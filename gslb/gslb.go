@@ -57,7 +57,8 @@ type BuildChecker func(chk *configs.Check, addr netip.AddrPort) (check.Checker, 
 // Targets lists the health targets of cfg's GSLB members: one per (pool,
 // member, monitor), keyed by MonitorKey, probing the member's probe
 // address (its address unless probe_address is set), each with its
-// checker built once by build. A target whose checker cannot be built is
+// checker built once by build; a target's Addr is the address its
+// checker says it probes (check.Addressed), port included. A target whose checker cannot be built is
 // left out and named in the error; the others are returned all the same.
 func Targets(cfg *configs.Config, build BuildChecker) ([]monitor.Target, error) {
 	n := 0
@@ -91,6 +92,9 @@ func Targets(cfg *configs.Config, build BuildChecker) ([]monitor.Target, error) 
 				if err != nil {
 					errs = append(errs, fmt.Errorf("gslb pool %s, member %s, monitor %s: %w", p.Name, m.Name, name, err))
 					continue
+				}
+				if a, ok := c.(check.Addressed); ok {
+					addr = a.ProbeAddr() // with the port the check's settings give
 				}
 				out = append(out, monitor.Target{Key: MonitorKey(p.Name, m.Name, name), Addr: addr, Checker: c,
 					Spec: pr.spec, Schedule: pr.sched})

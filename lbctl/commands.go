@@ -77,7 +77,7 @@ func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
 	global.SetOutput(w)
 	global.PrintDefaults()
 	global.SetOutput(io.Discard)
-	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable.\n")
+	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable, 4 a change was sent but no reply came (applied or not: check lbctl status and lbctl events).\n")
 }
 
 // helpCmd prints the usage of lbctl or of one command.

@@ -80,5 +80,9 @@
 // Exit status: 0 success; 1 the daemon refused the request (its message is
 // printed), the configuration is invalid or the reply was bad; 2 usage
 // error; 3 the daemon is unreachable (the message names the socket and why)
-// or did not answer within -timeout.
+// or did not answer within -timeout; 4 a change (drain, disable, enable,
+// reload, gslb off, on or ttl) was sent whole but no reply came (the
+// connection was cut, -timeout passed or lbctl was interrupted): whether
+// it was applied is unknown, so check with lbctl status and lbctl events
+// before sending it again.
 package main

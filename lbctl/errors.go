@@ -28,14 +28,16 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 // fail prints err as the operator should see it and returns the exit
 // status: 2 for a usage error, 3 when the daemon cannot be reached or does
-// not answer in time, 1 when it refused, the operator interrupted the
-// request, or anything else went wrong.
+// not answer in time, 4 when a change was sent but no reply came (whether
+// it was applied is unknown), 1 when it refused, the operator interrupted
+// the request before it was sent, or anything else went wrong.
 func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 	var (
 		ue *usageError
 		xe *exitError
 		re *control.UnreachableError
 		ce *control.Error
+		nr *control.NoReplyError
 	)
 	switch {
 	case err == nil:
@@ -46,6 +48,17 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUsage
 	case errors.As(err, &xe):
 		return xe.code
+	case errors.As(err, &nr) && nr.Change:
+		why := fmt.Sprintf("the connection was cut before a reply (%v)", nr.Err)
+		switch {
+		case e.ctx.Err() != nil:
+			why = "interrupted before a reply"
+		case errors.Is(nr.Err, context.DeadlineExceeded):
+			why = fmt.Sprintf("no reply within %s (see -timeout)", e.timeout)
+		}
+		fmt.Fprintf(e.stderr, "lbctl: the %s request was sent to lbdnsd at %s, but %s: whether it was applied is unknown\n", c.name, e.socket, why)
+		fmt.Fprintf(e.stderr, "lbctl: check with lbctl status (overrides, GSLB switches, last reload) and lbctl events before trying again\n")
+		return exitUnknown
 	case e.ctx.Err() != nil:
 		fmt.Fprintf(e.stderr, "lbctl: interrupted: %v\n", err)
 		return exitRefused
@@ -54,9 +67,9 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUnreachable
 	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(e.stderr, "lbctl: lbdnsd at %s did not answer within %s (see -timeout)\n", e.socket, e.timeout)
-		if c.name != "status" && c.name != "events" && c.name != "prefetch" && c.name != "gslb" {
-			fmt.Fprintf(e.stderr, "lbctl: the %s may still have been applied: check with lbctl status and lbctl events\n", c.name)
-		}
+		return exitUnreachable
+	case errors.As(err, &nr):
+		fmt.Fprintf(e.stderr, "lbctl: lbdnsd at %s closed the connection without a reply (%v)\n", e.socket, nr.Err)
 		return exitUnreachable
 	case errors.As(err, &ce):
 		e.refused(ce)

@@ -18,6 +18,7 @@ const (
 	exitRefused     = 1 // the daemon refused, the config is invalid, or a bad reply
 	exitUsage       = 2
 	exitUnreachable = 3
+	exitUnknown     = 4 // a change was sent, no reply came: applied or not is unknown
 )
 
 // defaultTimeout is the default deadline of one request to the daemon.

@@ -254,6 +254,9 @@ func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *con
 	return c.Check(ctx)
 }
 
+// ProbeAddr returns the address queried (check.Addressed).
+func (c *dnsChecker) ProbeAddr() netip.AddrPort { return c.target }
+
 // Check probes the target once (check.Checker).
 func (c *dnsChecker) Check(ctx context.Context) Result {
 	start := time.Now()

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -217,6 +216,9 @@ func httpsTLS(s *configs.HTTPCheck, now func() time.Time) (*tls.Config, error) {
 		insecure: s.InsecureSkipVerify, now: now})
 }
 
+// ProbeAddr returns the address connected to (check.Addressed).
+func (c *httpChecker) ProbeAddr() netip.AddrPort { return c.addr }
+
 // Check sends the request once and judges the response (check.Checker).
 // The whole exchange (connect, TLS, headers, body) shares ctx's deadline,
 // or the check's timeout when ctx has none; RTT is its duration.
@@ -259,12 +261,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	}
 	// The body is read up to max_body in any case: a server that stalls
 	// in it fails the check. Without body_regexp it is not kept.
-	var body []byte
-	if c.body != nil {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
-	} else {
-		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, c.maxBody))
-	}
+	body, err := c.readBody(nil, resp.Body)
 	if err != nil {
 		detail, _ := c.describeHTTPErr(ctx, err, budget)
 		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}

@@ -23,7 +23,7 @@ type httpRequest struct {
 	connected bool
 	sent      int
 	buf       []byte
-	resp      respParser
+	resp      respCollector
 	finished  bool
 	res       check.Result
 }
@@ -35,9 +35,10 @@ type httpReady struct {
 }
 
 // bufferPool keeps the read buffers of the http checks of one engine's
-// goroutine, which alone uses it.
+// goroutine, which alone uses it, and what their responses' tries share.
 type bufferPool struct {
-	free [][]byte
+	free    [][]byte
+	scratch respScratch
 }
 
 // get returns an empty buffer of httpBufSize bytes' capacity.
@@ -101,14 +102,14 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
 		return false // the response's arrival is the next edge
 	}
-	limit := maxResponseHeader + int(r.c.maxBody) + maxChunkLine
+	limit := rawLimit(r.c.maxBody)
 	for {
 		if r.buf == nil {
 			r.buf = bufs.get()
 		}
 		if len(r.buf) == cap(r.buf) {
 			if cap(r.buf) >= limit {
-				return p.finish(errors.New("response too long"), false)
+				return p.finish(errTooLong, false)
 			}
 			grown := make([]byte, len(r.buf), min(2*cap(r.buf), limit))
 			copy(grown, r.buf)
@@ -125,14 +126,13 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 			return p.finish(p.opError("read", err), false)
 		}
 		r.buf = r.buf[:len(r.buf)+n]
-		size, done, err := r.resp.feed(r.buf, n == 0)
-		r.buf = r.buf[:size]
+		done, code, body, err := r.resp.feed(r.buf, n == 0, &bufs.scratch)
 		switch {
 		case err != nil:
 			return p.finish(err, false)
 		case done:
 			r.finished = true
-			detail, ok := r.c.verdict(r.resp.code, r.resp.bodyBytes(r.buf))
+			detail, ok := r.c.verdict(code, body)
 			r.res = check.Result{OK: ok, RTT: time.Since(p.start), Detail: detail}
 			return true
 		case n < space && events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0:

@@ -1,10 +1,12 @@
 package probes
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +155,63 @@ func BenchmarkHTTPStartCheck(b *testing.B) {
 		a.StartCheck(time.Now().Add(time.Second), done)
 		if r := <-ch; !r.OK {
 			b.Fatalf("Check = %q", r.Detail)
+		}
+	}
+}
+
+// TestHTTPJudgesLikeHTTPS: the same response bytes, served over plain TCP
+// to the engine's http check and over TLS to an https check, get the same
+// verdict and detail: both are read by net/http's parser.
+func TestHTTPJudgesLikeHTTPS(t *testing.T) {
+	now := time.Now()
+	ca := newTestCA(t, "lbdns-judge")
+	leaf := ca.leaf(t, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	for _, tt := range []struct {
+		name, raw string
+		ok        bool
+	}{
+		{"plain", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true},
+		{"conflicting lengths", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nokk", false},
+		{"folded header", "HTTP/1.1 200 OK\r\nX-Long: one\r\n two\r\nContent-Length: 2\r\n\r\nok", true},
+		{"chunked with a trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: 1\r\n\r\n", true},
+		{"header without colon", "HTTP/1.1 200 OK\r\nbroken\r\n\r\n", false},
+	} {
+		serve := func(c net.Conn) {
+			readRequest(c)
+			io.WriteString(c, tt.raw)
+		}
+		plain := connServer(t, serve)
+		l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{leaf.TLS}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					serve(c)
+				}()
+			}
+		}()
+		b := NewBuilder(Deps{})
+		hc, err := b.Build(httpCheck("http", func(h *configs.HTTPCheck) { h.BodyRegexp = "^ok$" }), addrPort(t, plain.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := b.Build(httpCheck("https", func(h *configs.HTTPCheck) { h.BodyRegexp = "^ok$"; h.CAFile = ca.File }),
+			netip.MustParseAddrPort(l.Addr().String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr := startCheck(t, hc, time.Second)
+		sr := sc.Check(t.Context())
+		if hr.OK != tt.ok || sr.OK != tt.ok || hr.Detail != sr.Detail {
+			t.Errorf("%s: http ok %v %q, https ok %v %q; want both ok %v, one detail", tt.name, hr.OK, hr.Detail, sr.OK, sr.Detail, tt.ok)
 		}
 	}
 }

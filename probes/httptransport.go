@@ -115,24 +115,12 @@ func (t *probeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		br.Reset(lr)
 	}
-	var resp *http.Response
-	for {
-		if resp, err = http.ReadResponse(br, req); err != nil {
-			if lr.n <= 0 {
-				err = fmt.Errorf("server response headers exceeded %d bytes", maxResponseHeader)
-			}
-			br.Reset(nil)
-			t.readers.Put(br)
-			return fail(err)
-		}
-		// Informational responses (100 Continue, 103 Early Hints) come
-		// before the final one; 101 Switching Protocols is final.
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
-		resp.Body.Close()
+	resp, err := readFinalResponse(br, lr, req)
+	if err != nil {
+		br.Reset(nil)
+		t.readers.Put(br)
+		return fail(err)
 	}
-	lr.n = -1 // no limit on the body: the checker bounds what it reads
 	resp.TLS = state
 	resp.Body = &probeBody{ReadCloser: resp.Body,
 		release: func() { stop(); conn.Close() },

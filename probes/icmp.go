@@ -177,6 +177,12 @@ func currentPingGroups() string {
 	return fmt.Sprintf(", now %q", strings.Join(strings.Fields(string(b)), " "))
 }
 
+// ProbeAddr returns the address pinged, without a port (check.Addressed).
+func (c *icmpChecker) ProbeAddr() netip.AddrPort {
+	a, _ := netip.AddrFromSlice(c.addr.IP)
+	return netip.AddrPortFrom(a.Unmap().WithZone(c.addr.Zone), 0)
+}
+
 // Check sends the echoes and judges the replies: it fails when no reply
 // came, when the loss is above max_loss_percent, or when the average
 // round trip is above max_rtt.

@@ -21,6 +21,7 @@ import (
 // bytes of the reply matched, all parsed from the profile once.
 type tcpChecker struct {
 	addr    string // host:port dialed
+	target  netip.AddrPort
 	timeout time.Duration
 	send    []byte
 	expect  *regexp.Regexp // nil: connecting is the check
@@ -38,7 +39,7 @@ func newTCPChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.
 	if err != nil {
 		return nil, err
 	}
-	c := &tcpChecker{addr: ap.String(), timeout: chk.Timeout.Duration, send: []byte(s.Send), maxRead: s.MaxRead}
+	c := &tcpChecker{addr: ap.String(), target: ap, timeout: chk.Timeout.Duration, send: []byte(s.Send), maxRead: s.MaxRead}
 	if c.timeout <= 0 {
 		c.timeout = defaultTimeout
 	}
@@ -56,16 +57,18 @@ func newTCPChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.
 		}
 	}
 	if c.connectOnly() && deps.tcp.async(ap) {
-		return &tcpConnectChecker{tcpChecker: c, target: ap, engine: deps.tcp}, nil
+		return &tcpConnectChecker{tcpChecker: c, engine: deps.tcp}, nil
 	}
 	return c, nil
 }
+
+// ProbeAddr returns the address connected to (check.Addressed).
+func (c *tcpChecker) ProbeAddr() netip.AddrPort { return c.target }
 
 // tcpConnectChecker is a tcp checker that only connects, with StartCheck
 // (monitor.AsyncChecker) through its Builder's connectEngine.
 type tcpConnectChecker struct {
 	*tcpChecker
-	target netip.AddrPort
 	engine *connectEngine
 }
 

@@ -107,7 +107,7 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	}{connectProbe: connectProbe{addr: addr, start: time.Now(), deadline: deadline, done: done}}
 	p := &hp.connectProbe
 	p.http, hp.req.c = &hp.req, c
-	p.http.resp.reset(c.method == "HEAD", int(c.maxBody))
+	p.http.resp.reset(c)
 	if _, err := p.connect(); err != nil {
 		p.end(err)
 		return

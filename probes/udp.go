@@ -17,6 +17,7 @@ import (
 // sent and one reply awaited (and matched), parsed from the profile once.
 type udpChecker struct {
 	addr    string // host:port
+	target  netip.AddrPort
 	timeout time.Duration
 	payload []byte
 	expect  *regexp.Regexp // nil: any reply
@@ -32,7 +33,7 @@ func newUDPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Che
 	if err != nil {
 		return nil, err
 	}
-	c := &udpChecker{addr: ap.String(), timeout: chk.Timeout.Duration}
+	c := &udpChecker{addr: ap.String(), target: ap, timeout: chk.Timeout.Duration}
 	if c.timeout <= 0 {
 		c.timeout = defaultTimeout
 	}
@@ -46,6 +47,9 @@ func newUDPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Che
 	}
 	return c, nil
 }
+
+// ProbeAddr returns the address probed (check.Addressed).
+func (c *udpChecker) ProbeAddr() netip.AddrPort { return c.target }
 
 // Check probes the target once (check.Checker). An ICMP port unreachable
 // in answer fails it with "connection refused"; silence fails it by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func (j *Journal) StateChange(ev monitor.Event) {
 	if isResolver {
 		id = k.String()
 	}
-	j.log.Info("backend state change", "target", id, "addr", ev.Addr.String(),
+	j.log.Info("backend state change", "target", id, "addr", probedText(ev.Addr),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
 	j.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
 		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
@@ -61,6 +62,15 @@ func (j *Journal) StateChange(ev monitor.Event) {
 	case ev.Key.Kind == gslb.MonitorKind:
 		j.metrics.GSLBTransition(ev.Key.Owner, ev.Key.Member, ev.Key.Check, tr.To)
 	}
+}
+
+// probedText is the address a target probes as logs show it: without a
+// port for a kind that has none (icmp).
+func probedText(a netip.AddrPort) string {
+	if a.Port() == 0 {
+		return a.Addr().String()
+	}
+	return a.String()
 }
 
 // Verdicts tells the pool verdicts that changed, each at the level its
@@ -133,8 +143,9 @@ func (j *Journal) ReloadRejected(path string, err error) {
 // take effect only at a restart, and that running's stay in force
 // (configs.Config.KeepRestartOnly).
 func (j *Journal) RestartOnlyKept(running *configs.Config) {
-	j.log.Warn("daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
-		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen)
+	j.log.Warn("daemon.state_dir, daemon.control_socket, daemon.status_listen and daemon.status_max_requests take effect at the next restart; the running ones stay",
+		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen,
+		"status_max_requests", running.Daemon.StatusMaxRequests)
 }
 
 // Override tells an operator override that changed the intent (req as

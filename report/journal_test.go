@@ -104,16 +104,23 @@ func TestJournalStateChange(t *testing.T) {
 		j.StateChange(monitor.Event{Key: monitor.Key{Kind: "gslb", Owner: "web", Member: "m1", Check: "http"}, Addr: addr,
 			Transition: health.Transition{From: health.Unknown, To: health.Up, Reason: "200 OK"},
 			Result:     check.Result{OK: true, RTT: time.Millisecond}})
+		j.StateChange(monitor.Event{Key: monitor.Key{Kind: "gslb", Owner: "web", Member: "m1", Check: "ping"}, Addr: netip.MustParseAddrPort("198.51.100.1:0"),
+			Transition: health.Transition{From: health.Unknown, To: health.Up, Reason: "3/3 echoes"},
+			Result:     check.Result{OK: true, RTT: time.Millisecond}})
 	})
 	checkLogs(t, logs, []logRecord{
 		{slog.LevelInfo, "backend state change", map[string]string{"target": "a/rec", "addr": "198.51.100.1:53",
 			"from": "up", "to": "down", "reason": "timeout", "rtt": "1.234567ms"}},
 		{slog.LevelInfo, "backend state change", map[string]string{"target": "gslb:web/m1/http", "addr": "198.51.100.1:53",
 			"from": "unknown", "to": "up", "reason": "200 OK", "rtt": "1ms"}},
+		// icmp has no port: the address alone.
+		{slog.LevelInfo, "backend state change", map[string]string{"target": "gslb:web/m1/ping", "addr": "198.51.100.1",
+			"from": "unknown", "to": "up", "reason": "3/3 echoes", "rtt": "1ms"}},
 	})
 	checkEvents(t, evs, []control.Event{
 		{Kind: control.EventState, Subject: "a/rec", Error: true, Message: "up -> down: timeout (rtt 1.235ms)"},
 		{Kind: control.EventState, Subject: "gslb:web/m1/http", Message: "unknown -> up: 200 OK (rtt 1ms)"},
+		{Kind: control.EventState, Subject: "gslb:web/m1/ping", Message: "unknown -> up: 3/3 echoes (rtt 1ms)"},
 	})
 	for k, want := range map[string]float64{
 		"lbdns_backend_transitions_total{check=rec,resolver=a,to=down}":     1,
@@ -232,10 +239,11 @@ func TestJournalReloadRejected(t *testing.T) {
 func TestJournalRestartOnlyKept(t *testing.T) {
 	cfg := testInput(t).Config
 	cfg.Daemon.StateDir, cfg.Daemon.ControlSocket, cfg.Daemon.StatusListen = "/var/lib/x", "/run/x.sock", "127.0.0.1:9"
+	cfg.Daemon.StatusMaxRequests = 12
 	logs, evs, _ := journalRun(t, func(j *Journal) { j.RestartOnlyKept(cfg) })
 	checkLogs(t, logs, []logRecord{{slog.LevelWarn,
-		"daemon.state_dir, daemon.control_socket and daemon.status_listen take effect at the next restart; the running ones stay",
-		map[string]string{"state_dir": "/var/lib/x", "control_socket": "/run/x.sock", "status_listen": "127.0.0.1:9"}}})
+		"daemon.state_dir, daemon.control_socket, daemon.status_listen and daemon.status_max_requests take effect at the next restart; the running ones stay",
+		map[string]string{"state_dir": "/var/lib/x", "control_socket": "/run/x.sock", "status_listen": "127.0.0.1:9", "status_max_requests": "12"}}})
 	checkEvents(t, evs, nil)
 }
 

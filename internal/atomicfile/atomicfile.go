@@ -4,15 +4,71 @@
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
+
+// tempPattern is the os.CreateTemp pattern of Write's temporary file for
+// a file named name: ".NAME.tmp" and the random digits CreateTemp puts in
+// place of the star.
+func tempPattern(name string) string { return "." + name + ".tmp*" }
+
+// isTemp reports whether entry is a temporary file Write makes for a file
+// named name: ".NAME.tmp" followed by one or more digits.
+func isTemp(entry, name string) bool {
+	digits, ok := strings.CutPrefix(entry, strings.TrimSuffix(tempPattern(name), "*"))
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveTemps removes from dir the temporary files that Write leaves
+// behind when the process dies between creating and renaming one (kill
+// -9, a power loss), for the files named names only: regular files named
+// ".NAME.tmp" and digits. Nothing else is touched, and nothing while Write
+// runs for one of those files, so call it at start, before writing. It
+// returns the paths removed, and every error met, joined.
+func RemoveTemps(dir string, names ...string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("atomicfile: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		for _, name := range names {
+			if !isTemp(e.Name(), name) {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if err := os.Remove(p); err != nil {
+				errs = append(errs, fmt.Errorf("atomicfile: %w", err))
+			} else {
+				removed = append(removed, p)
+			}
+			break
+		}
+	}
+	return removed, errors.Join(errs...)
+}
 
 // Write replaces path with data so that a crash leaves either the old
 // or the new file: temp file in the same directory, fsync, rename, fsync of
 // the directory.
 func Write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
