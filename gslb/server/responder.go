@@ -133,16 +133,16 @@ type Responder struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	mu     sync.Mutex
-	srv    *Server
+	mu  sync.Mutex
+	srv *Server
 	// version is the configuration version of cfg (SerialStore).
 	version uint32
-	cfg    *configs.Config // the configuration the snapshot was built from
-	loc    gslb.Locator
-	serial uint32
-	pools  []gslb.PoolState
-	intent intent.State // the intent the snapshot was built under
-	snap   gslb.Answerer
+	cfg     *configs.Config // the configuration the snapshot was built from
+	loc     gslb.Locator
+	serial  uint32
+	pools   []gslb.PoolState
+	intent  intent.State // the intent the snapshot was built under
+	snap    gslb.Answerer
 
 	// store keeps the configuration version (serialStore, under
 	// storeMu: Accept reads it from the daemon's loop).
