@@ -92,8 +92,9 @@ type VIP struct {
 	Services []Service `json:"services"`
 	// Serving is the VIP's serving verdict: every one of its services
 	// has a destination taking traffic in the table the kernel was given
-	// (never in a dry run). A route announcer follows it.
-	Serving bool `json:"serving"`
+	// (never in a dry run); null until the warm-up is over. A route
+	// announcer follows it.
+	Serving *bool `json:"serving"`
 	// ServingReason says why, in one line.
 	ServingReason string `json:"serving_reason"`
 }

@@ -101,8 +101,9 @@ type daemonView struct {
 type vipView struct {
 	Name, Address, Pool string
 	Services            []serviceView
-	// Serving is the VIP's serving verdict; ServingReason says why.
-	Serving       bool
+	// Serving is the VIP's serving verdict (nil: none yet);
+	// ServingReason says why.
+	Serving       *bool
 	ServingReason string
 }
 

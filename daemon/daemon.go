@@ -97,6 +97,10 @@ type Daemon struct {
 	// closeProbe closes the probe's cached sockets.
 	closeProbe func() error
 	dryRun     bool
+	// noIPVS is set on a host started without a VIP (and without IPVS
+	// services of its own left from an earlier configuration): it opened
+	// no netlink client, and a reload that adds a VIP is refused.
+	noIPVS bool
 
 	mon   *monitor.Monitor
 	ident *resolvers.Identifier
@@ -221,6 +225,10 @@ func New(opts Options) (*Daemon, error) {
 		d.client = opts.Client
 	case opts.DryRun:
 		d.client = vip.NewMemClient()
+	case len(cfg.VIPs) == 0 && !ownsServices(cfg):
+		// A GSLB-only host: no VIP, no IPVS service of its own to
+		// remove, so no netlink client. Adding a VIP takes a restart.
+		d.client, d.noIPVS = vip.NewMemClient(), true
 	default:
 		kc, err := vip.NewKernelClient()
 		if err != nil {
@@ -575,6 +583,9 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 		d.gslb.Prepare(cfg) // the responder's topology, beside the targets and their reconcile
 		targets, err = d.targets(cfg)
 	}
+	if err == nil && d.noIPVS && len(cfg.VIPs) > 0 {
+		err = fmt.Errorf("lbdnsd started without a [[vip]] and opened no IPVS client: restart it to serve the %d VIP(s) of %s", len(cfg.VIPs), d.opts.ConfigPath)
+	}
 	if err == nil {
 		err = d.gslb.Accept(cfg) // applied whole or rejected whole, GSLB included
 	}
@@ -664,4 +675,13 @@ func (d *Daemon) publishVerdicts(plan resolvers.Plan) {
 	if old, _ := d.hub.VIPs.Load(); !slices.Equal(old, v) {
 		d.hub.VIPs.Publish(v)
 	}
+}
+
+// ownsServices reports whether the owned-services file of cfg's state
+// directory lists IPVS services (of VIPs removed while the daemon was
+// down, which it must remove): a daemon without VIPs then still needs the
+// kernel's IPVS. A file that cannot be read counts as owning some.
+func ownsServices(cfg *configs.Config) bool {
+	s, err := vip.LoadOwned(filepath.Join(cfg.Daemon.StateDir, vip.OwnedFile))
+	return err != nil || len(s.Keys()) > 0
 }

@@ -31,7 +31,7 @@ func TestStatusShowsEveryBackEnd(t *testing.T) {
 			t.Errorf("row of %s: %v", res.name, row)
 		}
 	}
-	vips := tableRows(t, r.stdout, "NAME", "ADDRESS", "POOL", "SERVICES")
+	vips := tableRows(t, r.stdout, "NAME", "ADDRESS", "POOL", "SERVICES", "SERVING")
 	for _, p := range w.layout.pools {
 		if v := rowOf(t, vips, "NAME", p.vip); v["ADDRESS"] != p.vipAddr || v["POOL"] != p.name || v["SERVICES"] != "udp/53 tcp/53" {
 			t.Errorf("VIP row %v", v)

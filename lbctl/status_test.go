@@ -165,7 +165,7 @@ func TestStatusTable(t *testing.T) {
 	if !hasLine(out, "1 of 2 enabled members healthy") {
 		t.Errorf("no pool detail:\n%s", out)
 	}
-	vips := table(t, out, "NAME", "ADDRESS", "POOL", "SERVICES")
+	vips := table(t, out, "NAME", "ADDRESS", "POOL", "SERVICES", "SERVING")
 	if v := row(t, vips, "NAME", "dns-v4"); v["POOL"] != "main" || v["SERVICES"] != "udp/53 tcp/53" {
 		t.Errorf("vip row %v", v)
 	}

@@ -23,7 +23,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw.gslbBanner(st.GSLBIntent)
 	sw.gslbLastResortBanner(st.GSLBResponder)
 	sw.daemon(st.Daemon)
-	sw.vips(st.VIPs)
+	sw.vips(st.VIPs, st.Daemon.DryRun)
 	if len(st.Pools) == 0 {
 		sw.printf("\nno pools\n")
 	}
@@ -99,18 +99,29 @@ func (sw *statusWriter) daemon(d control.Daemon) {
 }
 
 // vips writes the VIP table.
-func (sw *statusWriter) vips(vips []control.VIP) {
+func (sw *statusWriter) vips(vips []control.VIP, dryRun bool) {
 	sw.printf("\n")
 	if len(vips) == 0 {
-		sw.printf("no VIPs\n")
+		sw.printf("no VIPs configured\n")
 		return
 	}
 	tw := sw.table()
-	fmt.Fprintf(tw, "NAME\tADDRESS\tPOOL\tSERVICES\n")
+	fmt.Fprintf(tw, "NAME\tADDRESS\tPOOL\tSERVICES\tSERVING\n")
+	var down []control.VIP
 	for _, v := range vips {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, v.Address, v.Pool, services(v.Services))
+		serving := "yes"
+		switch {
+		case v.Serving == nil, dryRun:
+			serving = "-" // the warm-up is not over, or nothing is applied
+		case !*v.Serving:
+			serving, down = "NO", append(down, v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, v.Address, v.Pool, services(v.Services), serving)
 	}
 	tw.Flush()
+	for _, v := range down {
+		sw.printf("VIP %s: %s\n", v.Name, v.ServingReason)
+	}
 }
 
 // services formats a VIP's services as "udp/53 tcp/53".

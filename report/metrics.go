@@ -225,7 +225,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, v := range st.VIPs {
-		g("vip_serving", b2f(v.Serving), v.Name)
+		if v.Serving != nil { // no series until the warm-up is over
+			g("vip_serving", b2f(*v.Serving), v.Name)
+		}
 	}
 	if r := st.GSLBResponder; r != nil {
 		for _, l := range r.Listeners {

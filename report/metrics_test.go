@@ -76,7 +76,7 @@ func TestMetrics(t *testing.T) {
 		{Key: prefetch.Key{Name: "a.", Type: 28, Resolver: "d"}},
 	}
 	in.PrefetchTotals = &prefetch.Counters{Queries: 9, Failures: 2, Fetches: 3, FoundExpired: 1}
-	in.Serving = map[string]hub.Verdict{"v1": {Name: "v1", Serving: true}}
+	in.Serving = map[string]hub.Verdict{"v1": {Name: "v1", Serving: true}, "v2": {Name: "v2"}}
 	in.GSLBResponder = &control.GSLBResponder{On: true, Listeners: []control.GSLBListener{{Listen: "127.0.0.1:53", Serving: true}}}
 	got, families := gatherWith(t, in, withGSLB, func(m *Metrics) {
 		m.Transition("d", "rec", health.Down)

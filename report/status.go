@@ -111,9 +111,9 @@ func Status(in Input) *control.Status {
 	for i := range cfg.VIPs {
 		vs := vipStatus(&cfg.VIPs[i], &plan, in.Applied, in.Stats)
 		if v, ok := in.Serving[vs.Name]; ok {
-			vs.Serving, vs.ServingReason = v.Serving, v.Reason
+			vs.Serving, vs.ServingReason = &v.Serving, v.Reason
 		} else {
-			vs.ServingReason = "no verdict yet"
+			vs.ServingReason = "no verdict yet: the warm-up is not over"
 		}
 		st.VIPs = append(st.VIPs, vs)
 	}
