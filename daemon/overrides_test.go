@@ -398,3 +398,44 @@ func TestIntentChangedElsewhere(t *testing.T) {
 		t.Errorf("the daemon saved a state it was handed by the store (%d saves)", store.saves)
 	}
 }
+
+// TestOverrideStaleWriteRefused: another writer of the store (a second
+// host) saved meanwhile, unseen: the override decided on the old revision
+// is refused with a conflict (409) that says what changed and to retry;
+// the daemon then takes the store's revision, so that the retry, decided
+// on it, goes through and keeps the other writer's change.
+func TestOverrideStaleWriteRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	store := &memStore{}
+	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
+
+	store.mu.Lock() // the other writer
+	store.st, store.rev = intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain, Reason: "lb-2"}}}, store.rev+1
+	store.mu.Unlock()
+
+	_, err = d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0")
+	var ce *control.Error
+	if !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(err.Error(), "changed meanwhile (revision 0, now 1: 1 override") || !strings.Contains(err.Error(), "retry") {
+		t.Fatalf("stale write: %v, want a 409 saying what changed and to retry", err)
+	}
+	// The other writer's drain is now in force here; the retry keeps it.
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 0, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
+	if rep, err := d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0"); err != nil || !rep.Changed {
+		t.Fatalf("retry: %+v %v", rep, err)
+	}
+	st, _ := store.Load(ctx)
+	if st.Revision != 2 || len(st.State.Overrides) != 2 {
+		t.Errorf("store after the retry: %+v, want revision 2 with both overrides", st)
+	}
+}
