@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -145,7 +146,7 @@ func askUDP(t *testing.T, addr string) {
 // stay at the cap.
 func TestTCPTotalCap(t *testing.T) {
 	const capN, beyond = 20, 10
-	_, addr, m := startTCP(t, TCPLimits{MaxConnections: capN, MaxPerSource: 1000}, nil)
+	_, addr, m := startTCP(t, TCPLimits{MaxConnections: capN, MaxPerSource: 1000, IdleTimeout: time.Hour}, nil)
 	var conns []*net.TCPConn
 	for i := range capN + beyond {
 		c := dialFrom(t, "127.0.0.1", addr)
@@ -175,7 +176,7 @@ func TestTCPTotalCap(t *testing.T) {
 // client's open ones and another client are still answered.
 func TestTCPPerSourceCap(t *testing.T) {
 	const perSource, beyond = 5, 3
-	_, addr, m := startTCP(t, TCPLimits{MaxConnections: 100, MaxPerSource: perSource}, nil)
+	_, addr, m := startTCP(t, TCPLimits{MaxConnections: 100, MaxPerSource: perSource, IdleTimeout: time.Hour}, nil)
 	var open []*net.TCPConn
 	for i := range perSource {
 		c := dialFrom(t, "127.0.0.1", addr)
@@ -383,6 +384,8 @@ type fakeListener struct {
 	failed  atomic.Int64
 	closed  chan struct{}
 	once    bool
+
+	closeOnce sync.Once
 }
 
 func newFakeListener(errs int64, waitOne bool) *fakeListener {
@@ -408,7 +411,7 @@ func (l *fakeListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *fakeListener) Close() error   { close(l.closed); return nil }
+func (l *fakeListener) Close() error   { l.closeOnce.Do(func() { close(l.closed) }); return nil }
 func (l *fakeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
 
 // serveFake serves l with s's accept loop and limits lim, in the
