@@ -178,7 +178,9 @@ type tcpConns struct {
 	mu       sync.Mutex
 	all      map[*tcpConn]struct{}
 	bySource map[netip.Addr]int
-	closing  bool
+	// closing is set (under mu) by shutdown; read without it by the
+	// connections after they set a read deadline (see serveConn).
+	closing atomic.Bool
 }
 
 // tcpConn is one connection.
@@ -258,7 +260,7 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 	var victim *tcpConn
 	t.mu.Lock()
 	switch {
-	case t.closing:
+	case t.closing.Load():
 		t.mu.Unlock()
 		c.Close()
 		return nil
@@ -273,13 +275,12 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 	}
 	t.all[tc] = struct{}{}
 	t.bySource[tc.key]++
-	n := len(t.all)
 	t.mu.Unlock()
+	if t.metrics != nil {
+		t.metrics.tcp.open.Inc()
+	}
 	if victim != nil {
 		t.evict(victim)
-	}
-	if t.metrics != nil {
-		t.metrics.tcp.open.Set(float64(n))
 	}
 	return tc
 }
@@ -290,18 +291,17 @@ func (t *tcpConns) evictOldest() {
 	t.mu.Lock()
 	victim := t.oldestLocked()
 	t.removeLocked(victim)
-	n := len(t.all)
 	t.mu.Unlock()
 	if victim != nil {
 		t.evict(victim)
-		if t.metrics != nil {
-			t.metrics.tcp.open.Set(float64(n))
-		}
 	}
 }
 
-// evict closes tc, removed from the registry, for another.
+// evict closes tc, just removed from the registry, for another.
 func (t *tcpConns) evict(tc *tcpConn) {
+	if t.metrics != nil {
+		t.metrics.tcp.open.Dec()
+	}
 	tc.evicted.Store(true)
 	tc.c.Close()
 	t.closed(closedEvicted)
@@ -320,29 +320,30 @@ func (t *tcpConns) oldestLocked() *tcpConn {
 	return old
 }
 
-// removeLocked takes tc (nil: none) out of the registry, if still in;
-// t.mu held.
-func (t *tcpConns) removeLocked(tc *tcpConn) {
+// removeLocked takes tc (nil: none) out of the registry and reports
+// whether it was in; t.mu held.
+func (t *tcpConns) removeLocked(tc *tcpConn) bool {
 	if tc == nil {
-		return
+		return false
 	}
 	if _, ok := t.all[tc]; !ok {
-		return
+		return false
 	}
 	delete(t.all, tc)
 	if t.bySource[tc.key]--; t.bySource[tc.key] <= 0 {
 		delete(t.bySource, tc.key)
 	}
+	return true
 }
 
-// remove takes tc out of the registry (it is closed).
+// remove takes tc out of the registry (it is closed), unless an
+// eviction did.
 func (t *tcpConns) remove(tc *tcpConn) {
 	t.mu.Lock()
-	t.removeLocked(tc)
-	n := len(t.all)
+	in := t.removeLocked(tc)
 	t.mu.Unlock()
-	if t.metrics != nil {
-		t.metrics.tcp.open.Set(float64(n))
+	if in && t.metrics != nil {
+		t.metrics.tcp.open.Dec()
 	}
 }
 
@@ -351,7 +352,7 @@ func (t *tcpConns) remove(tc *tcpConn) {
 func (t *tcpConns) shutdown() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closing = true
+	t.closing.Store(true)
 	now := time.Now()
 	for tc := range t.all {
 		tc.c.SetReadDeadline(now)
@@ -365,13 +366,6 @@ func (t *tcpConns) closeAll() {
 	for tc := range t.all {
 		tc.c.Close()
 	}
-}
-
-// isClosing reports whether the server is shutting down.
-func (t *tcpConns) isClosing() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closing
 }
 
 func (t *tcpConns) refused(reason string) {
@@ -393,6 +387,7 @@ func (t *tcpConns) closed(reason string) {
 // trying again at once; done ends a back-off early.
 func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 	var delay time.Duration
+	var warned time.Time // the last failure logged at warning level
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -407,9 +402,14 @@ func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 			}
 			if delay == 0 {
 				delay = acceptBackoffMin
-				s.Logger.Warn("gslb tcp accept failed; backing off", "addr", ln.Addr().String(), "err", err)
 			} else {
 				delay = min(2*delay, acceptBackoffMax)
+			}
+			if now := time.Now(); now.Sub(warned) >= time.Minute {
+				warned = now
+				s.Logger.Warn("gslb tcp accept failed; backing off (logged once a minute at most; lbdns_gslb_tcp_accept_errors_total counts them all)", "addr", ln.Addr().String(), "err", err, "backoff", delay.String())
+			} else {
+				s.Logger.Debug("gslb tcp accept failed", "addr", ln.Addr().String(), "err", err, "backoff", delay.String())
 			}
 			tm := time.NewTimer(delay)
 			select {
@@ -420,10 +420,7 @@ func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 			}
 			continue
 		}
-		if delay != 0 {
-			s.Logger.Info("gslb tcp accept works again", "addr", ln.Addr().String())
-			delay = 0
-		}
+		delay = 0
 		var src netip.Addr
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 			src = a.AddrPort().Addr().Unmap()
@@ -492,6 +489,12 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 		}
 		buf, r, w = readRoom(buf, r, w)
 		c.SetReadDeadline(time.Unix(0, tc.active.Load()).Add(lim.IdleTimeout))
+		if t.closing.Load() {
+			// Checked after the deadline is set: a shutdown either came
+			// before (seen here) or sets its own deadline after ours.
+			c.Close()
+			return
+		}
 		n, err := c.Read(buf[w:])
 		w += n
 		if n > 0 && s.tcpRead != nil {
@@ -503,7 +506,7 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 				continue
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !tc.evicted.Load() && !t.isClosing() {
+			if errors.As(err, &ne) && ne.Timeout() && !tc.evicted.Load() && !t.closing.Load() {
 				t.closed(closedIdle)
 			}
 			c.Close()
