@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"lbdns/configs"
 )
 
 // The TCP side of the server is its own too (RFC 7766): an accept loop
@@ -74,6 +76,17 @@ const (
 	DefaultTCPMaxQueries     = 1000
 	DefaultTCPReservedFDs    = 1024
 )
+
+// TCPLimitsOf returns the TCP limits of the [gslb.server] table c.
+func TCPLimitsOf(c configs.GSLBServer) TCPLimits {
+	return TCPLimits{
+		MaxConnections: c.TCPMaxConnections,
+		MaxPerSource:   c.TCPMaxPerSource,
+		IdleTimeout:    c.TCPIdleTimeout.Duration,
+		MaxQueries:     c.TCPMaxQueries,
+		ReservedFDs:    c.TCPReservedFDs,
+	}
+}
 
 // withDefaults returns l with its zero fields set to their defaults.
 func (l TCPLimits) withDefaults() TCPLimits {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/configs"
+	"lbdns/gslb"
 )
 
 // startTCP starts a Server on 127.0.0.1:0 with the TCP limits lim and
@@ -505,4 +509,50 @@ func TestTCPIdleTimeout(t *testing.T) {
 			t.Errorf("closed idle %v, want 1", got)
 		}
 	})
+}
+
+// TestResponderTCPLimits: the tcp_ keys of [gslb.server] reach the
+// server, and a reload that changes one reopens the listeners with it.
+func TestResponderTCPLimits(t *testing.T) {
+	dir := t.TempDir()
+	var builds int
+	var mu sync.Mutex
+	clock := time.Unix(1_800_000_000, 0)
+	r := NewResponder(ResponderOptions{Registerer: prometheus.NewRegistry(), Now: func() time.Time { return clock }, Build: tagBuilders(&builds, &mu)})
+	defer r.Stop(context.Background())
+	for _, perSource := range []int{1, 2} {
+		cfg, err := configs.Parse([]byte(fmt.Sprintf(`[daemon]
+state_dir = %q
+
+[check.c.dns]
+qname = "example.com"
+
+[[gslb.pool]]
+name = "p"
+monitors = ["c"]
+
+[[gslb.pool.member]]
+name = "m1"
+address = "192.0.2.1"
+
+[gslb.server]
+listen = ["127.0.0.1:0"]
+tcp_max_per_source = %d
+`, dir, perSource)), "t.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Update(cfg, gslb.Evaluate(cfg, nil, clock)); err != nil {
+			t.Fatal(err)
+		}
+		addr := r.Addrs()[0].String()
+		for i := range perSource {
+			ask(t, dialFrom(t, "127.0.0.1", addr), uint16(i+1))
+		}
+		c := dialFrom(t, "127.0.0.1", addr)
+		c.Write(framed(t, 9))
+		if !closedByServer(c) {
+			t.Errorf("tcp_max_per_source = %d: connection %d answered", perSource, perSource+1)
+		}
+	}
 }
