@@ -34,8 +34,9 @@ type GSLBServer struct {
 	// for that long since it was opened or since its last answer, and
 	// bounds each write, 1s..1h. Default 10s.
 	TCPIdleTimeout Duration `toml:"tcp_idle_timeout"`
-	// TCPMaxQueries is how many queries one TCP connection is answered
-	// before it is closed gracefully, 1..2147483647. Default 1000.
+	// TCPMaxQueries is how many queries (messages, answered or not) one
+	// TCP connection is read before it is closed gracefully after the
+	// last one's answer, 1..2147483647. Default 1000.
 	TCPMaxQueries int `toml:"tcp_max_queries"`
 	// TCPReservedFDs is how many descriptors below the process's
 	// RLIMIT_NOFILE new TCP connections may not take (they are refused),

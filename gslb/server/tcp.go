@@ -56,9 +56,9 @@ type TCPLimits struct {
 	// that long since it was accepted or since its last answer, and
 	// bounds each write. Default DefaultTCPIdleTimeout.
 	IdleTimeout time.Duration
-	// MaxQueries is how many queries a connection is answered; after
-	// the last answer it is closed gracefully. Default
-	// DefaultTCPMaxQueries.
+	// MaxQueries is how many queries a connection is read (every
+	// message counts, answered or not); after the last one's answer it
+	// is closed gracefully. Default DefaultTCPMaxQueries.
 	MaxQueries int
 	// ReservedFDs is how many descriptors below the process's
 	// RLIMIT_NOFILE (soft) a new connection may not take: it is refused,

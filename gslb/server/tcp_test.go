@@ -556,3 +556,18 @@ tcp_max_per_source = %d
 		}
 	}
 }
+
+// TestSourceKey: the per-source limit counts an IPv4 client by its
+// address and an IPv6 one by its /64.
+func TestSourceKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"},
+		{"::1", "::"},
+	} {
+		if got := sourceKey(netip.MustParseAddr(c.in)); got != netip.MustParseAddr(c.want) {
+			t.Errorf("sourceKey(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
