@@ -187,6 +187,9 @@ type tcpConns struct {
 	fdCeiling int
 	metrics   *Metrics
 	work      sync.Pool // of *tcpWork
+	// base is when the registry was made: the connections' times are
+	// kept as durations since (monotonic).
+	base time.Time
 
 	mu       sync.Mutex
 	all      map[*tcpConn]struct{}
@@ -201,8 +204,11 @@ type tcpConn struct {
 	c   net.Conn
 	src netip.Addr // unmapped
 	key netip.Addr // src, an IPv6 one masked to its /64
-	// active is when the connection was accepted or last had an answer
-	// written (Unix nanoseconds): the longest idle is the least.
+	// active is when the connection was accepted or last began to
+	// write answers (nanoseconds since tcpConns.base): the longest idle
+	// has the least. Set before the write, so that a client that reads
+	// an answer and then opens another connection finds this one's
+	// time before the new one's.
 	active atomic.Int64
 	// evicted is set when the registry closed it for another.
 	evicted atomic.Bool
@@ -217,7 +223,7 @@ type tcpWork struct {
 
 // newTCPConns returns the registry for lim (defaults applied).
 func newTCPConns(lim TCPLimits, m *Metrics) *tcpConns {
-	t := &tcpConns{lim: lim.withDefaults(), metrics: m, all: make(map[*tcpConn]struct{}), bySource: make(map[netip.Addr]int)}
+	t := &tcpConns{lim: lim.withDefaults(), metrics: m, base: time.Now(), all: make(map[*tcpConn]struct{}), bySource: make(map[netip.Addr]int)}
 	t.work.New = func() any { return new(tcpWork) }
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<31 {
@@ -269,7 +275,7 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 		}
 	}
 	tc := &tcpConn{c: c, src: src, key: sourceKey(src)}
-	tc.active.Store(time.Now().UnixNano())
+	tc.active.Store(int64(time.Since(t.base)))
 	var victim *tcpConn
 	t.mu.Lock()
 	switch {
@@ -470,7 +476,7 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 			r += 2 + n
 			queries++
 			if len(out) >= tcpFlush {
-				if !s.writeAnswers(tc, out, lim.IdleTimeout) {
+				if !s.writeAnswers(t, tc, out, lim.IdleTimeout) {
 					t.work.Put(wk)
 					c.Close()
 					return
@@ -482,7 +488,7 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 			t.work.Put(wk)
 		}
 		if len(out) > 0 {
-			if !s.writeAnswers(tc, out, lim.IdleTimeout) {
+			if !s.writeAnswers(t, tc, out, lim.IdleTimeout) {
 				c.Close()
 				return
 			}
@@ -501,7 +507,7 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 			return
 		}
 		buf, r, w = readRoom(buf, r, w)
-		c.SetReadDeadline(time.Unix(0, tc.active.Load()).Add(lim.IdleTimeout))
+		c.SetReadDeadline(t.base.Add(time.Duration(tc.active.Load()) + lim.IdleTimeout))
 		if t.closing.Load() {
 			// Checked after the deadline is set: a shutdown either came
 			// before (seen here) or sets its own deadline after ours.
@@ -576,13 +582,14 @@ func (wk *tcpWork) answer(s *Server, out, q []byte, src netip.Addr) []byte {
 
 // writeAnswers writes out to tc within timeout and reports whether it
 // was written whole; the connection's idle time starts again.
-func (s *Server) writeAnswers(tc *tcpConn, out []byte, timeout time.Duration) bool {
-	tc.c.SetWriteDeadline(time.Now().Add(timeout))
+func (s *Server) writeAnswers(t *tcpConns, tc *tcpConn, out []byte, timeout time.Duration) bool {
+	now := time.Now()
+	tc.active.Store(int64(now.Sub(t.base)))
+	tc.c.SetWriteDeadline(now.Add(timeout))
 	if _, err := tc.c.Write(out); err != nil {
 		s.Logger.Debug("gslb tcp answers not sent", "client", tc.src.String(), "err", err)
 		return false
 	}
-	tc.active.Store(time.Now().UnixNano())
 	return true
 }
 
