@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -569,5 +572,133 @@ func TestSourceKey(t *testing.T) {
 		if got := sourceKey(netip.MustParseAddr(c.in)); got != netip.MustParseAddr(c.want) {
 			t.Errorf("sourceKey(%s) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+// TestTCPFloodKeepsDescriptors: a flood of TCP connections from another
+// process (so that its descriptors are not this one's) stops at the
+// descriptors' reserve: the connections beyond are refused and counted,
+// the process can still open sockets (as the monitors and the control
+// server must), UDP is answered, and once the flood is gone a TCP query
+// is answered again. It lowers the process's limit: not parallel.
+func TestTCPFloodKeepsDescriptors(t *testing.T) {
+	const flood, sockets = 400, 60
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := int(f.Fd())
+	f.Close()
+	// 300 descriptors above those open now, 100 of them reserved: the
+	// flood (400 connections) is more than the limit.
+	low := rl
+	low.Cur = uint64(next + 300)
+	if low.Cur > rl.Max || rl.Max < flood+100 {
+		t.Skipf("descriptor limit %d with %d open", rl.Max, next)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			t.Error(err)
+		}
+	})
+	_, addr, reg := startTCP(t, TCPLimits{ReservedFDs: 100, MaxConnections: 2 * flood, MaxPerSource: 2 * flood, IdleTimeout: time.Hour}, nil)
+
+	helper := exec.Command(exe, "-test.run=^TestTCPFloodHelper$")
+	helper.Env = append(os.Environ(), "LBDNS_TCP_FLOOD="+addr+","+strconv.Itoa(flood))
+	stdin, err := helper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper.Stderr = os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Wait()
+	defer stdin.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "dialed\n" {
+		t.Fatalf("flood helper: %q %v", line, err)
+	}
+	// While the server takes the flood, until every connection of it
+	// is admitted or refused (bounded), the process can open a socket.
+	seen := func() float64 {
+		return tcpMetric(t, reg, "lbdns_gslb_tcp_connections", "") + tcpMetric(t, reg, "lbdns_gslb_tcp_refused_total", refusedDescriptors)
+	}
+	for i := 0; seen() < flood && i < 500; i++ {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatalf("cannot open a socket during the flood: %v", err)
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	refused := tcpMetric(t, reg, "lbdns_gslb_tcp_refused_total", refusedDescriptors)
+	t.Logf("flood of %d: %v open, %v refused", flood, tcpMetric(t, reg, "lbdns_gslb_tcp_connections", ""), refused)
+	if refused == 0 {
+		t.Errorf("no connection of the flood refused for the descriptors' reserve")
+	}
+	var opened []*net.UDPConn
+	for range sockets {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Errorf("a socket after %d opened after the flood: %v", len(opened), err)
+			break
+		}
+		opened = append(opened, c)
+	}
+	for _, c := range opened {
+		c.Close()
+	}
+	askUDP(t, addr)
+	stdin.Close() // the flood ends
+	if err := helper.Wait(); err != nil {
+		t.Fatalf("flood helper: %v", err)
+	}
+	for i := 0; tcpMetric(t, reg, "lbdns_gslb_tcp_connections", "") > 0 && i < 500; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ask(t, dialFrom(t, "127.0.0.2", addr), 1)
+}
+
+// TestTCPFloodHelper is TestTCPFloodKeepsDescriptors's flood, in a
+// process of its own: it opens the connections LBDNS_TCP_FLOOD names
+// ("ADDR,N"), says "dialed", and closes them when its stdin closes.
+func TestTCPFloodHelper(t *testing.T) {
+	spec := os.Getenv("LBDNS_TCP_FLOOD")
+	if spec == "" {
+		t.Skip("run by TestTCPFloodKeepsDescriptors")
+	}
+	addr, ns, _ := strings.Cut(spec, ",")
+	n, err := strconv.Atoi(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	fmt.Println("dialed")
+	io.Copy(io.Discard, os.Stdin)
+	for _, c := range conns {
+		c.Close()
 	}
 }
