@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -701,4 +702,94 @@ func TestTCPFloodHelper(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// FuzzTCPFraming feeds a byte stream, in writes of chunk bytes, to one
+// TCP connection (over net.Pipe) and checks what comes back: the reply
+// to each whole length-prefixed message, in order, byte for byte as
+// the query path answers that message alone (none for what gets none),
+// however the stream is cut.
+func FuzzTCPFraming(f *testing.F) {
+	frame := func(b []byte) []byte { return append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...) }
+	var all []byte
+	for _, b := range seeds() {
+		f.Add(frame(b), uint8(1))
+		all = append(all, frame(b)...)
+	}
+	resp := seeds()[0]
+	resp[2] |= 0x80 // a response: no reply
+	f.Add(append(append(frame(resp), frame(nil)...), frame(seeds()[1])...), uint8(3))
+	f.Add(append(frame([]byte{1, 2, 3, 4, 5}), 0xff, 0xff, 1, 2), uint8(7))
+	f.Add(all, uint8(0))
+	f.Add(all, uint8(200))
+	src := netip.MustParseAddr("192.0.2.1")
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		s := &Server{Logger: slog.New(slog.DiscardHandler)}
+		s.Swap(&fake{Scope: 16, Big: 100})
+		var want [][]byte
+		sc := new(scratch)
+		off := 0
+		for off+2 <= len(stream) {
+			n := int(binary.BigEndian.Uint16(stream[off:]))
+			if off+2+n > len(stream) {
+				break
+			}
+			if r := s.reply(sc, nil, slices.Clone(stream[off+2:off+2+n]), src, true); len(r) > 0 {
+				want = append(want, slices.Clone(r))
+			}
+			off += 2 + n
+		}
+		if off == len(stream) {
+			// A last query: its reply comes last, so none came that
+			// should not have.
+			last := framed(t, 0xbeef)
+			stream = append(slices.Clone(stream), last...)
+			want = append(want, slices.Clone(s.reply(sc, nil, slices.Clone(last[2:]), src, true)))
+		}
+		if len(want) >= DefaultTCPMaxQueries {
+			t.Skip("more queries than a connection is answered")
+		}
+		conns := newTCPConns(TCPLimits{IdleTimeout: time.Minute}, nil)
+		cli, srv := net.Pipe()
+		tc := conns.admit(srv, src)
+		if tc == nil {
+			t.Fatal("connection not admitted")
+		}
+		served := make(chan struct{})
+		go func() { s.serveConn(conns, tc); close(served) }()
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			step := max(int(chunk), 1)
+			for off := 0; off < len(stream); off += step {
+				if _, err := cli.Write(stream[off:min(off+step, len(stream))]); err != nil {
+					return
+				}
+			}
+		}()
+		for i, w := range want {
+			r, err := readFrame(cli)
+			if err != nil {
+				t.Fatalf("reply %d of %d: %v", i+1, len(want), err)
+			}
+			if !slices.Equal(r, w) {
+				t.Fatalf("reply %d differs from the message's own reply:\n got %x\nwant %x", i+1, r, w)
+			}
+		}
+		cli.Close()
+		<-wrote
+		<-served
+	})
+}
+
+// readFrame reads one length-prefixed message from c.
+func readFrame(c net.Conn) ([]byte, error) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var l [2]byte
+	if _, err := io.ReadFull(c, l[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint16(l[:]))
+	_, err := io.ReadFull(c, b)
+	return b, err
 }
