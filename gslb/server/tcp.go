@@ -269,8 +269,8 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 		// Descriptors are allocated lowest first: one numbered n means
 		// n below it are open.
 		if fd := connFD(c); fd >= t.fdCeiling {
+			t.refused(refusedDescriptors) // counted before the client can tell
 			c.Close()
-			t.refused(refusedDescriptors)
 			return nil
 		}
 	}
@@ -285,8 +285,8 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 		return nil
 	case t.bySource[tc.key] >= t.lim.MaxPerSource:
 		t.mu.Unlock()
-		c.Close()
 		t.refused(refusedPerSource)
+		c.Close()
 		return nil
 	case len(t.all) >= t.lim.MaxConnections:
 		victim = t.oldestLocked()
@@ -322,8 +322,8 @@ func (t *tcpConns) evict(tc *tcpConn) {
 		t.metrics.tcp.open.Dec()
 	}
 	tc.evicted.Store(true)
-	tc.c.Close()
 	t.closed(closedEvicted)
+	tc.c.Close()
 }
 
 // oldestLocked is the longest idle connection, nil when there is none;
