@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestGSLBServer: [gslb.server] defaults to off with udp_size 1232, and
@@ -28,6 +29,10 @@ address = "192.0.2.1"
 	if s := cfg.GSLB.Server; len(s.Listen) != 0 || s.ListenAddrs != nil || s.UDPSize != DefaultGSLBUDPSize {
 		t.Errorf("default [gslb.server] = %+v, want off with udp_size %d", s, DefaultGSLBUDPSize)
 	}
+	if s := cfg.GSLB.Server; s.TCPMaxConnections != 1024 || s.TCPMaxPerSource != 64 || s.TCPIdleTimeout.Duration != 10*time.Second ||
+		s.TCPMaxQueries != 1000 || s.TCPReservedFDs != 1024 {
+		t.Errorf("default [gslb.server] TCP limits = %+v, want 1024 connections, 64 per source, idle 10s, 1000 queries, 1024 descriptors reserved", s)
+	}
 	cfg, err = Parse([]byte(base+`
 [gslb.server]
 listen = ["192.0.2.53:53", "[2001:db8::53]:5353", "[::ffff:192.0.2.54]:53", "127.0.0.1:0", "127.0.0.1:0"]
@@ -40,5 +45,50 @@ udp_size = 4096
 		netip.MustParseAddrPort("192.0.2.54:53"), netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("127.0.0.1:0")}
 	if s := cfg.GSLB.Server; !slices.Equal(s.ListenAddrs, want) || s.UDPSize != 4096 {
 		t.Errorf("[gslb.server] = %+v, want listen %v, udp_size 4096", s, want)
+	}
+}
+
+// TestGSLBServerTCP: the tcp_ keys of [gslb.server] are read; a
+// tcp_max_connections below the default per-source cap lowers that
+// default; a per-source cap above the total is an error naming both.
+func TestGSLBServerTCP(t *testing.T) {
+	base := `
+[check.c.dns]
+qname = "example.com"
+
+[[gslb.pool]]
+name = "p"
+monitors = ["c"]
+
+[[gslb.pool.member]]
+name = "m"
+address = "192.0.2.1"
+
+[gslb.server]
+`
+	cfg, err := Parse([]byte(base+`tcp_max_connections = 5000
+tcp_max_per_source = 100
+tcp_idle_timeout = "30s"
+tcp_max_queries = 1
+tcp_reserved_fds = 4096
+`), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.GSLB.Server; s.TCPMaxConnections != 5000 || s.TCPMaxPerSource != 100 || s.TCPIdleTimeout.Duration != 30*time.Second ||
+		s.TCPMaxQueries != 1 || s.TCPReservedFDs != 4096 {
+		t.Errorf("[gslb.server] TCP limits = %+v", s)
+	}
+	cfg, err = Parse([]byte(base+"tcp_max_connections = 10\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.GSLB.Server.TCPMaxPerSource; got != 10 {
+		t.Errorf("tcp_max_per_source = %d with tcp_max_connections 10, want 10", got)
+	}
+	_, err = Parse([]byte(base+"tcp_max_connections = 10\ntcp_max_per_source = 11\n"), "t.toml")
+	want := `t.toml:15: gslb.server.tcp_max_per_source: value "11": must be between 1 and tcp_max_connections (10)`
+	if err == nil || err.Error() != want {
+		t.Errorf("per source above the total: %v, want %s", err, want)
 	}
 }

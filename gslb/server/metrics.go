@@ -27,6 +27,7 @@ type Metrics struct {
 	emAnswers *prometheus.CounterVec
 	cached    *prometheus.CounterVec
 	resortNow *prometheus.GaugeVec
+	tcp       tcpMetrics
 
 	// mu guards banks: the local counters of the UDP readers, folded
 	// into the exported counters on every collection.
@@ -90,8 +91,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"last_resort"}),
 	}
 	m.banks = make(map[*bank]struct{})
-	for _, c := range []prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
-		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}, m.resortNow} {
+	m.tcp = newTCPMetrics()
+	for _, c := range append([]prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}, m.resortNow}, m.tcp.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}

@@ -1,7 +1,8 @@
 // Package server is the GSLB responder on the wire: an authoritative DNS
 // server (UDP and TCP on every listen address: UDP by its own readers,
 // blocking readers, one per CPU, answering inline, see udp.go; TCP by
-// github.com/miekg/dns's server) that answers from an atomically swapped gslb.Answerer snapshot, with the
+// its own accept loops, with bounded connections, see tcp.go) that
+// answers from an atomically swapped gslb.Answerer snapshot, with the
 // protocol around it done here: header flags, the question echoed with
 // its case, FORMERR and NOTIMP, EDNS(0) with BADVERS, the Client Subnet
 // option checked and echoed with the answer's scope (RFC 7871), UDP
@@ -45,6 +46,9 @@ type Server struct {
 	// address's UDP socket. Default (0): GOMAXPROCS but one, at least
 	// one (see udpReaders).
 	UDPReaders int
+	// TCP bounds the TCP connections (RFC 7766 section 10); its zero
+	// fields take their defaults.
+	TCP TCPLimits
 	// Logger receives the server's logs. Default: discard.
 	Logger *slog.Logger
 	// Metrics, when set, counts queries and replies.
@@ -54,9 +58,15 @@ type Server struct {
 
 	answerer atomic.Pointer[answerer]
 
+	// tcpRead, when set (tests), is called after every read of a TCP
+	// connection that got bytes.
+	tcpRead func()
+
 	mu      sync.Mutex
-	servers []*dns.Server // TCP
-	udp     []*udpSocket  // served by serveUDP
+	tcp     []net.Listener // served by serveTCP
+	conns   *tcpConns      // the TCP connections of all of them
+	tcpDone chan struct{}  // closed by Shutdown: ends accept back-offs
+	udp     []*udpSocket   // served by serveUDP
 	addrs   []netip.AddrPort
 	wg      sync.WaitGroup
 }
@@ -89,60 +99,45 @@ func (s *Server) Swap(a gslb.Answerer) {
 }
 
 // Start opens every listen address, UDP (a reader per CPU, see
-// serveUDP) then TCP on the same port, and serves them; it returns once
-// all serve, or the first error (having closed what it opened).
+// serveUDP) then TCP on the same port (an accept loop, see serveTCP),
+// and serves them; it returns once all serve, or the first error
+// (having closed what it opened).
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.servers != nil || s.udp != nil {
+	if s.tcp != nil || s.udp != nil {
 		return errors.New("server: already started")
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	var servers []*dns.Server
+	var tcp []net.Listener
 	var udp []*udpSocket
 	var addrs []netip.AddrPort
-	closeAll := func() {
-		for _, srv := range servers {
-			srv.Listener.Close()
-		}
-		for _, c := range udp {
-			c.Close()
-		}
-	}
 	for _, ap := range s.Listen {
 		pcs, ln, err := listenBoth(ap, udpSockets())
 		if err != nil {
-			closeAll()
+			for _, ln := range tcp {
+				ln.Close()
+			}
+			for _, c := range udp {
+				c.Close()
+			}
 			return err
 		}
-		servers = append(servers, s.dnsServer(ln))
+		tcp = append(tcp, ln)
 		udp = append(udp, pcs...)
 		addrs = append(addrs, pcs[0].LocalAddr().(*net.UDPAddr).AddrPort())
 	}
-	started := make(chan error, len(servers))
-	for _, srv := range servers {
-		srv.NotifyStartedFunc = func() { started <- nil }
-		s.wg.Go(func() {
-			if err := srv.ActivateAndServe(); err != nil {
-				started <- err
-				s.Logger.Error("gslb dns listener stopped", "addr", srvAddr(srv), "err", err)
-			}
-		})
-	}
-	for range servers {
-		if err := <-started; err != nil {
-			closeAll()
-			s.wg.Wait()
-			return fmt.Errorf("server: serve: %w", err)
-		}
+	conns, done := newTCPConns(s.TCP, s.Metrics), make(chan struct{})
+	for _, ln := range tcp {
+		s.wg.Go(func() { s.serveTCP(ln, conns, done) })
 	}
 	for _, c := range udp {
 		pktinfo := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().IsUnspecified()
 		s.wg.Go(func() { s.serveUDP(c, pktinfo) })
 	}
-	s.servers, s.udp, s.addrs = servers, udp, addrs
+	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = tcp, conns, done, udp, addrs
 	for _, a := range addrs {
 		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String(), "udp_sockets", udpSockets())
 	}
@@ -185,20 +180,6 @@ func listenBoth(ap netip.AddrPort, n int) ([]*udpSocket, net.Listener, error) {
 	}
 }
 
-// dnsServer is the miekg/dns server of one TCP listener.
-func (s *Server) dnsServer(ln net.Listener) *dns.Server {
-	return &dns.Server{
-		Listener:       ln,
-		Handler:        s,
-		MsgAcceptFunc:  accept,
-		DecorateReader: func(r dns.Reader) dns.Reader { return ecsReader{r} },
-	}
-}
-
-func srvAddr(srv *dns.Server) string {
-	return "tcp " + srv.Listener.Addr().String()
-}
-
 // accept lets every query reach ServeDNS, which answers malformed ones
 // itself; responses are never answered.
 func accept(dh dns.Header) dns.MsgAcceptAction {
@@ -217,11 +198,13 @@ func (s *Server) Addrs() []netip.AddrPort {
 }
 
 // Shutdown stops every listener (closing the UDP sockets stops their
-// readers) and waits for the queries being answered, until ctx is done.
+// readers), wakes the TCP connections, which close once the answers of
+// what they read are written, and waits for them, until ctx is done
+// (then it closes the connections left).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	servers, udp := s.servers, s.udp
-	s.servers, s.udp, s.addrs = nil, nil, nil
+	tcp, conns, done, udp := s.tcp, s.conns, s.tcpDone, s.udp
+	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = nil, nil, nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
 	for _, c := range udp {
@@ -229,16 +212,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("server: close udp %s: %w", c.LocalAddr(), err))
 		}
 	}
-	for _, srv := range servers {
-		if err := srv.ShutdownContext(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("server: shutdown %s: %w", srvAddr(srv), err))
+	for _, ln := range tcp {
+		if err := ln.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("server: close tcp %s: %w", ln.Addr(), err))
 		}
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	if done != nil {
+		close(done)
+	}
+	if conns != nil {
+		conns.shutdown()
+	}
+	wait := make(chan struct{})
+	go func() { s.wg.Wait(); close(wait) }()
 	select {
-	case <-done:
+	case <-wait:
 	case <-ctx.Done():
+		if conns != nil {
+			conns.closeAll()
+		}
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)

@@ -20,7 +20,7 @@ import (
 // (by default one per CPU but one: udpReaders; serveUDP), each on its
 // own thread, that reads a
 // batch of queries into its reused buffers (recvmmsg), answers each
-// inline (reply: the same respond as TCP's ServeDNS) into another reused
+// inline (reply, the path TCP connections answer by too) into another reused
 // buffer and writes the batch of replies back (sendmmsg). The socket is
 // outside Go's netpoller: the readers wait in recvmmsg in the kernel, as
 // gdnsd's threads do, and no query wakes the netpoller. The kernel wakes
