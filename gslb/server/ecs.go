@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/miekg/dns"
 )
@@ -86,41 +85,6 @@ func skipName(b []byte, off int) int {
 		off += 1 + c
 	}
 	return -1
-}
-
-// ecsReader is the server's reader: miekg/dns's own, with a question cut
-// short dropped (dropCutQuestion) and markECS run on every message read.
-type ecsReader struct{ r dns.Reader }
-
-func (e ecsReader) ReadTCP(conn net.Conn, timeout time.Duration) ([]byte, error) {
-	b, err := e.r.ReadTCP(conn, timeout)
-	if err == nil {
-		b = dropCutQuestion(b)
-		markECS(b)
-	}
-	return b, err
-}
-
-func (e ecsReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, *dns.SessionUDP, error) {
-	b, s, err := e.r.ReadUDP(conn, timeout)
-	if err == nil {
-		b = dropCutQuestion(b)
-		markECS(b)
-	}
-	return b, s, err
-}
-
-func (e ecsReader) ReadPacketConn(conn net.PacketConn, timeout time.Duration) ([]byte, net.Addr, error) {
-	pr, ok := e.r.(dns.PacketConnReader)
-	if !ok {
-		return nil, nil, net.ErrClosed
-	}
-	b, a, err := pr.ReadPacketConn(conn, timeout)
-	if err == nil {
-		b = dropCutQuestion(b)
-		markECS(b)
-	}
-	return b, a, err
 }
 
 // ecs is a Client Subnet option of a query, checked.

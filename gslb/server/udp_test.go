@@ -21,7 +21,7 @@ import (
 // (the reader's ECS marking, its header checks and unpacking, FORMERR
 // for what does not unpack, Respond), packed: what reply must give.
 func miekgReply(s *Server, b []byte, src netip.Addr, tcp bool) []byte {
-	b = dropCutQuestion(slices.Clone(b)) // as ecsReader reads it
+	b = dropCutQuestion(slices.Clone(b)) // as the readers take it
 	markECS(b)
 	if len(b) < 12 {
 		return nil
