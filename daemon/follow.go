@@ -40,7 +40,9 @@ func (d *Daemon) followServing(ctx context.Context) {
 		case <-d.hub.VIPs.Changed(vAfter):
 			var v []hub.Verdict
 			v, vAfter = d.hub.VIPs.Load()
-			d.journal.Serving("VIP", vips, v)
+			if !d.dryRun { // in a dry run no VIP serves, and the banner says why
+				d.journal.Serving("VIP", vips, v)
+			}
 			vips = v
 		case <-d.hub.Responder.Changed(rAfter):
 			var st hub.ResponderState

@@ -151,7 +151,9 @@ func checkOverrides(t *testing.T, got []control.Override, want ...string) {
 
 // overridesDoc is the daemon's overrides file, as the tests read it.
 type overridesDoc struct {
-	Version   int `json:"version"`
+	Version int `json:"version"`
+	// Revision is one more with every change saved.
+	Revision  uint64 `json:"revision"`
 	Overrides []struct {
 		Resolver string `json:"resolver"`
 		Pool     string `json:"pool"`
