@@ -11,39 +11,46 @@ import (
 	"testing"
 )
 
-// golden is report/testdata/metrics.txt: the name and labels of every
-// metric lbdnsd exports, one a line ("NAME TYPE [LABELS]: HELP").
-const golden = "../report/testdata/metrics.txt"
+// goldens are the metric families lbdnsd exports, one a line ("NAME
+// TYPE [LABELS]: HELP"): the daemon's (report), the GSLB responder's
+// and the status endpoint's, each kept by a test of its package.
+var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt"}
 
-// metricLabels reads golden: metric name (and, for histograms, its
+// golden names the goldens in messages.
+const golden = "report, gslb/server and control testdata/metrics.txt"
+
+// metricLabels reads the goldens: metric name (and, for histograms, its
 // _bucket, _sum and _count series) to its label names.
 func metricLabels(t *testing.T) map[string][]string {
 	t.Helper()
-	f, err := os.Open(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[string][]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
+	for _, g := range goldens {
+		f, err := os.Open(g)
+		if err != nil {
+			t.Fatal(err)
 		}
-		typ, rest, _ := strings.Cut(rest, " ")
-		list, _, _ := strings.Cut(strings.TrimPrefix(rest, "["), "]")
-		labels := strings.Fields(list)
-		out[name] = labels
-		if typ == "HISTOGRAM" {
-			out[name+"_bucket"] = append(slices.Clone(labels), "le")
-			out[name+"_sum"], out[name+"_count"] = labels, labels
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			name, rest, ok := strings.Cut(sc.Text(), " ")
+			if !ok {
+				continue
+			}
+			typ, rest, _ := strings.Cut(rest, " ")
+			list, _, _ := strings.Cut(strings.TrimPrefix(rest, "["), "]")
+			labels := strings.Fields(list)
+			out[name] = labels
+			if typ == "HISTOGRAM" {
+				out[name+"_bucket"] = append(slices.Clone(labels), "le")
+				out[name+"_sum"], out[name+"_count"] = labels, labels
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 20 {
+	if len(out) < 40 {
 		t.Fatalf("only %d metrics read from %s", len(out), golden)
 	}
 	return out
@@ -90,7 +97,8 @@ func TestAlertRules(t *testing.T) {
 	}
 	used := checkNames(t, "alerts.yml", string(raw), known)
 	for _, want := range []string{"lbdns_pool_fail_open", "lbdns_pool_diagnosis", "lbdns_backend_flaps_total", "lbdns_ipvs_failed_operations_total",
-		"lbdns_config_last_reload_successful", "lbdns_prefetch_expired_total", "lbdns_gslb_member_state", "lbdns_gslb_certificate_days_left"} {
+		"lbdns_config_last_reload_successful", "lbdns_prefetch_expired_total", "lbdns_gslb_member_state", "lbdns_gslb_certificate_days_left",
+		"lbdns_gslb_last_resort_names", "lbdns_gslb_snapshot_builds_total", "lbdns_gslb_emergency", "lbdns_vip_serving", "lbdns_gslb_listener_serving"} {
 		if !slices.Contains(used, want) {
 			t.Errorf("alerts.yml has no rule over %s", want)
 		}

@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		serial: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "lbdns", Name: "gslb_soa_serial",
-			Help: "SOA serial served for the zone: the version of the served configuration.",
+			Help: "SOA serial served for the zone: the configuration version plus the operator intent's revision.",
 		}, []string{"zone"}),
 		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "lbdns", Name: "gslb_snapshot_builds_total",
