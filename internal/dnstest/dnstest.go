@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"strings"
@@ -191,11 +192,15 @@ func (s *Server) Start() error {
 	s.counts = make(map[string]int)
 	s.delay.Store(int64(s.Delay))
 
+	// A port below Linux's ephemeral range (32768-60999): a server that
+	// is stopped and restarted on its port must not find it taken by an
+	// outgoing connection of another test meanwhile (one picked with
+	// port 0 is in that range).
 	var err error
-	for range 20 {
+	for range 50 {
 		var udp net.PacketConn
 		var tcp net.Listener
-		udp, tcp, err = listenPair(0)
+		udp, tcp, err = listenPair(uint16(25000 + rand.IntN(7000)))
 		if err == nil {
 			s.zone = zone
 			return s.serveLocked(udp, tcp)
