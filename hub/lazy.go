@@ -13,11 +13,8 @@ import (
 // what Load returns is at least as new as the version it names. Wait is
 // as lossless as Value's. Make one with NewLazy.
 type Lazy[T any] struct {
+	signal
 	build func() T
-
-	mu      sync.Mutex
-	ver     uint64
-	changed chan struct{} // closed and replaced by every Touch
 
 	buildMu  sync.Mutex // one build at a time
 	built    T
@@ -28,26 +25,14 @@ type Lazy[T any] struct {
 // NewLazy returns a Lazy at version 0 whose value build returns. build
 // must read its source as it is when called; it is called without any
 // lock of the Lazy's held but build, one call at a time.
-func NewLazy[T any](build func() T) *Lazy[T] {
-	return &Lazy[T]{build: build, changed: make(chan struct{})}
-}
+func NewLazy[T any](build func() T) *Lazy[T] { return &Lazy[T]{build: build} }
 
 // Touch says the source changed: it makes the next version and wakes
 // every Wait. It must be called after the change can be read.
 func (x *Lazy[T]) Touch() uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.ver++
-	close(x.changed)
-	x.changed = make(chan struct{})
-	return x.ver
-}
-
-// Version returns the latest version.
-func (x *Lazy[T]) Version() uint64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.ver
+	return x.bumpLocked()
 }
 
 // Load returns the value and the version it is at least as new as. The
@@ -65,28 +50,8 @@ func (x *Lazy[T]) Load() (T, uint64) {
 	return v, ver
 }
 
-// Changed returns a channel that is closed once the version is above
-// after (already closed when it is).
-func (x *Lazy[T]) Changed(after uint64) <-chan struct{} {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ver > after {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return x.changed
-}
-
 // Wait returns the value and its version as soon as the version is above
 // after, or ctx's error when ctx is done first.
 func (x *Lazy[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
-	select {
-	case <-x.Changed(after):
-		v, ver := x.Load()
-		return v, ver, nil
-	case <-ctx.Done():
-		var zero T
-		return zero, after, ctx.Err()
-	}
+	return wait(ctx, &x.signal, after, x.Load)
 }

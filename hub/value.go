@@ -9,27 +9,19 @@
 // rate. The package does no I/O and keeps no goroutine.
 package hub
 
-import (
-	"context"
-	"sync"
-)
+import "context"
 
 // Value is a versioned value of type T. Version 0 is the zero value,
 // before the first Publish; every Publish makes the next version. The
 // values published must not be modified afterwards: readers share them.
-// The zero Value is not ready for use; make one with NewValue.
+// Make one with NewValue.
 type Value[T any] struct {
-	mu  sync.Mutex
-	v   T
-	ver uint64
-	// changed is closed and replaced by every Publish.
-	changed chan struct{}
+	signal // guards v with its mutex
+	v      T
 }
 
 // NewValue returns a Value at version 0 holding the zero T.
-func NewValue[T any]() *Value[T] {
-	return &Value[T]{changed: make(chan struct{})}
-}
+func NewValue[T any]() *Value[T] { return &Value[T]{} }
 
 // Publish makes v the latest version and returns its number. It wakes
 // every Wait and closes every channel Changed handed out.
@@ -37,10 +29,7 @@ func (x *Value[T]) Publish(v T) uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.v = v
-	x.ver++
-	close(x.changed)
-	x.changed = make(chan struct{})
-	return x.ver
+	return x.bumpLocked()
 }
 
 // Load returns the latest value and its version.
@@ -50,34 +39,18 @@ func (x *Value[T]) Load() (T, uint64) {
 	return x.v, x.ver
 }
 
-// Version returns the latest version.
-func (x *Value[T]) Version() uint64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.ver
-}
-
-// Changed returns a channel that is closed once the version is above
-// after: already closed when it is. It lets one goroutine wait for
-// several values in one select.
-func (x *Value[T]) Changed(after uint64) <-chan struct{} {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ver > after {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return x.changed
-}
-
 // Wait returns the latest value and its version as soon as the version is
 // above after (at once when it already is), or ctx's error when ctx is
 // done first.
 func (x *Value[T]) Wait(ctx context.Context, after uint64) (T, uint64, error) {
+	return wait(ctx, &x.signal, after, x.Load)
+}
+
+// wait waits for s to move above after, then loads.
+func wait[T any](ctx context.Context, s *signal, after uint64, load func() (T, uint64)) (T, uint64, error) {
 	select {
-	case <-x.Changed(after):
-		v, ver := x.Load()
+	case <-s.Changed(after):
+		v, ver := load()
 		return v, ver, nil
 	case <-ctx.Done():
 		var zero T
