@@ -175,9 +175,10 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	if opts.Checkers == nil {
-		// One connected UDP socket kept per back end: a probe costs a
-		// send and a receive, not a socket's life (no sockets exist
-		// until the first probe, so a failed New leaks nothing).
+		// On Linux the DNS checks go through probes' batch engine
+		// (shared sockets, sendmmsg/recvmmsg); the prober's own
+		// connected sockets serve the other systems. None exists until
+		// the first probe, so a failed New leaks nothing.
 		pr := probes.NewDNSProber()
 		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}
