@@ -264,7 +264,7 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"lbdns/gslb"
 	"lbdns/hub"
 )
 
@@ -29,10 +30,12 @@ func (d *Daemon) feedPrefetch(ctx context.Context) {
 }
 
 // followServing tells the journal every change of the VIPs' and the GSLB
-// listeners' serving verdicts, until ctx is done.
+// listeners' serving verdicts, and of the GSLB names on their last
+// resort, until ctx is done.
 func (d *Daemon) followServing(ctx context.Context) {
 	var vAfter, rAfter uint64
 	var vips, listeners []hub.Verdict
+	var resorts []gslb.NameStatus
 	for {
 		select {
 		case <-ctx.Done():
@@ -48,7 +51,8 @@ func (d *Daemon) followServing(ctx context.Context) {
 			var st hub.ResponderState
 			st, rAfter = d.hub.Responder.Load()
 			d.journal.Serving("GSLB listener", listeners, st.Listeners)
-			listeners = st.Listeners
+			d.journal.LastResorts(resorts, st.LastResort)
+			listeners, resorts = st.Listeners, st.LastResort
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"lbdns/monitor"
 	"lbdns/resolvers"
 	"lbdns/vip"
+
+	"github.com/miekg/dns"
 )
 
 // Journal tells what happened to the daemon, each happening in one
@@ -248,5 +250,96 @@ func (j *Journal) Serving(what string, before, after []hub.Verdict) {
 		}
 		j.log.Warn(what+" not serving", "name", v.Name, "addr", v.Addr.String(), "reason", v.Reason)
 		j.event(control.Event{Kind: control.EventServing, Subject: v.Name, Message: what + " " + v.Reason, Error: true})
+	}
+}
+
+// lastResortEach is how many names of one kind of change the journal
+// words one by one; beyond it, one line says how many and names the
+// first ones (lbctl gslb status lists them all).
+const lastResortEach = 10
+
+// LastResorts tells the names and types of after that started answering
+// by their last resort since before, and those of before that stopped
+// (a change of last resort, or the end of the warm-up, is a stop and a
+// start): an error for fail-open and servfail, a warning for the static
+// set and while members are warming. Up to lastResortEach names of one
+// kind are told one by one, more in one line: the first probe round of
+// 20,000 names must not flood the event log.
+func (j *Journal) LastResorts(before, after []gslb.NameStatus) {
+	key := func(n gslb.NameStatus) string { return n.Name + " " + dns.TypeToString[n.Type] }
+	was := make(map[string]gslb.NameStatus, len(before))
+	for _, n := range before {
+		was[key(n)] = n
+	}
+	// A group is one kind of change: what it says of one name (one) and
+	// of several (many).
+	type group struct {
+		level     slog.Level
+		one, many string
+		names     []string
+	}
+	groups := map[string]*group{}
+	var order []string
+	add := func(id string, g group, name string) {
+		if groups[id] == nil {
+			groups[id] = &g
+			order = append(order, id)
+		}
+		groups[id].names = append(groups[id].names, name)
+	}
+	started := func(n gslb.NameStatus) {
+		lr := n.LastResort
+		switch {
+		case n.Warming:
+			add("warm/"+lr, group{level: slog.LevelWarn,
+				one:  "answers by its last resort (" + lr + ") while its members are warming (no verdict yet)",
+				many: "answer by their last resort (" + lr + ") while their members are warming (no verdict yet)"}, key(n))
+		default:
+			level := slog.LevelError
+			if lr == gslb.TraceStatic {
+				level = slog.LevelWarn
+			}
+			add("on/"+lr, group{level: level,
+				one:  "answers by its last resort (" + lr + "): no pool of its policies has a member up",
+				many: "answer by their last resort (" + lr + "): no pool of their policies has a member up"}, key(n))
+		}
+	}
+	stopped := func(n gslb.NameStatus) {
+		lr := n.LastResort
+		add("off/"+lr, group{level: slog.LevelInfo,
+			one:  "no longer answers by its last resort (" + lr + ")",
+			many: "no longer answer by their last resort (" + lr + ")"}, key(n))
+	}
+	is := make(map[string]bool, len(after))
+	for _, n := range after {
+		is[key(n)] = true
+		old, ok := was[key(n)]
+		if ok && old == n {
+			continue
+		}
+		if ok {
+			stopped(old)
+		}
+		started(n)
+	}
+	for _, n := range before {
+		if !is[key(n)] {
+			stopped(n)
+		}
+	}
+	for _, id := range order {
+		g := groups[id]
+		loud := g.level == slog.LevelError
+		if len(g.names) <= lastResortEach {
+			for _, name := range g.names {
+				j.log.Log(context.Background(), g.level, "gslb name "+g.one, "name", name)
+				j.event(control.Event{Kind: control.EventLastResort, Subject: strings.Replace(name, " ", "/", 1), Message: name + " " + g.one, Error: loud})
+			}
+			continue
+		}
+		first := strings.Join(g.names[:lastResortEach], ", ")
+		j.log.Log(context.Background(), g.level, "gslb names "+g.many, "names", len(g.names), "first", first)
+		j.event(control.Event{Kind: control.EventLastResort, Subject: fmt.Sprintf("%d names", len(g.names)), Error: loud,
+			Message: fmt.Sprintf("%d names %s, among them %s (lbctl gslb status lists them all)", len(g.names), g.many, first)})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
-	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
 	"lbdns/hub"
@@ -109,10 +108,6 @@ type ResponderOptions struct {
 	// Revision returns the operator intent's store revision, which the
 	// SOA serial follows (read on every update). Nil: 0.
 	Revision func() uint64
-	// Events is the journal where the responder says when a name starts
-	// or stops answering by its last resort. It only appends to it:
-	// nothing is decided from the journal. Nil: not said there.
-	Events *control.EventLog
 	// Registerer receives the responder's metrics. Nil: none.
 	Registerer prometheus.Registerer
 	// Logger receives the responder's logs. Default: discard.

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/miekg/dns"
@@ -14,7 +11,7 @@ import (
 
 // Degrading is implemented by snapshots that can list the names answering
 // only by their last resort: the responder then shows them in its status
-// and logs and events each change loudly.
+// and publishes them to the hub, whose follower journals each change.
 type Degrading interface {
 	// Degraded lists the names and types answering by their last resort.
 	Degraded() []gslb.NameStatus
@@ -67,9 +64,10 @@ func (r *Responder) Status() *control.GSLBResponder {
 }
 
 // noteDegraded makes the degraded names of snap (nil: none, the responder
-// is off) the ones in force, and logs and events every name that starts
-// or stops answering by its last resort (a change of last resort, or the
-// end of the warm-up, starts it anew). Called under r.mu.
+// is off) the ones in force, each with the time it started answering by
+// its last resort (a change of last resort, or the end of the warm-up,
+// starts it anew). What changed is said by the journal, which follows the
+// hub's Responder value. Called under r.mu.
 func (r *Responder) noteDegraded(snap gslb.Answerer) {
 	var now []gslb.NameStatus
 	if d, ok := snap.(Degrading); ok {
@@ -82,54 +80,14 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 	}
 	next := make([]lastResort, 0, len(now))
 	for _, ns := range now {
-		k := lastResortKey{ns.Name, ns.Type}
-		old, was := prev[k]
-		delete(prev, k)
-		if was && old.NameStatus == ns {
+		if old, was := prev[lastResortKey{ns.Name, ns.Type}]; was && old.NameStatus == ns {
 			next = append(next, old)
 			continue
 		}
 		next = append(next, lastResort{NameStatus: ns, since: at})
-		r.lastResortStarted(ns, at)
-	}
-	for _, d := range r.degraded { // in their order
-		if _, gone := prev[lastResortKey{d.Name, d.Type}]; gone {
-			r.lastResortStopped(d.NameStatus, at)
-		}
 	}
 	r.degraded = next
 	if r.metrics != nil {
 		r.metrics.setLastResorts(now)
-	}
-}
-
-// lastResortStarted logs and events ns starting to answer by its last
-// resort: an error for fail-open and servfail, a warning for static
-// records and while members are warming.
-func (r *Responder) lastResortStarted(ns gslb.NameStatus, at time.Time) {
-	typ := dns.TypeToString[ns.Type]
-	level, loud := slog.LevelError, true
-	msg := fmt.Sprintf("%s %s answers by its last resort (%s): no pool of its policies has a member up", ns.Name, typ, ns.LastResort)
-	switch {
-	case ns.Warming:
-		level, loud = slog.LevelWarn, false
-		msg = fmt.Sprintf("%s %s answers by its last resort (%s) while its members are warming (no verdict yet)", ns.Name, typ, ns.LastResort)
-	case ns.LastResort == gslb.TraceStatic:
-		level, loud = slog.LevelWarn, false
-	}
-	r.log.Log(context.Background(), level, "gslb name answers by its last resort", "name", ns.Name, "type", typ, "last_resort", ns.LastResort, "warming", ns.Warming)
-	if r.o.Events != nil {
-		r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: ns.Name + "/" + typ, Message: msg, Error: loud})
-	}
-}
-
-// lastResortStopped logs and events ns no longer answering by its last
-// resort.
-func (r *Responder) lastResortStopped(ns gslb.NameStatus, at time.Time) {
-	typ := dns.TypeToString[ns.Type]
-	r.log.Info("gslb name no longer answers by its last resort", "name", ns.Name, "type", typ, "was", ns.LastResort)
-	if r.o.Events != nil {
-		r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: ns.Name + "/" + typ,
-			Message: fmt.Sprintf("%s %s no longer answers by its last resort (%s)", ns.Name, typ, ns.LastResort)})
 	}
 }

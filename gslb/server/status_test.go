@@ -3,10 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,61 +11,9 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/hub"
 	"lbdns/monitor"
 )
-
-// logLine is one log line as recordHandler saw it.
-type logLine struct {
-	level slog.Level
-	msg   string
-	attrs map[string]string
-}
-
-// recordHandler is a slog.Handler that keeps every record.
-type recordHandler struct {
-	mu    sync.Mutex
-	lines []logLine
-}
-
-func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
-	l := logLine{level: r.Level, msg: r.Message, attrs: map[string]string{}}
-	r.Attrs(func(a slog.Attr) bool {
-		l.attrs[a.Key] = a.Value.String()
-		return true
-	})
-	h.mu.Lock()
-	h.lines = append(h.lines, l)
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
-
-// lastResortLines returns the lines about last resorts logged since the
-// last call, as "LEVEL name type last_resort|was".
-func (h *recordHandler) lastResortLines() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, l := range h.lines {
-		if !strings.Contains(l.msg, "last resort") {
-			continue
-		}
-		lr := l.attrs["last_resort"]
-		if lr == "" {
-			lr = "was " + l.attrs["was"]
-		}
-		if l.attrs["warming"] == "true" {
-			lr += " warming"
-		}
-		out = append(out, fmt.Sprintf("%s %s %s %s", l.level, l.attrs["name"], l.attrs["type"], lr))
-	}
-	h.lines = nil
-	return out
-}
 
 // lastResortConfig serves zone g.test. with three names on pool p (m1,
 // m2): fo (fail open), st (static records) and sf (servfail); listening
@@ -133,16 +78,14 @@ func memberStates(m1, m2 health.State) map[monitor.Key]monitor.TargetStatus {
 	return out
 }
 
-// TestResponderLastResortLoud: names starting to answer by their last
-// resort are logged (Error for fail-open and servfail, Warn for static
-// and while warming) and evented once each; those that stop are logged
-// and evented once; an unchanged rebuild says nothing; the status lists
-// the names on their last resort with since when.
-func TestResponderLastResortLoud(t *testing.T) {
-	h := &recordHandler{}
+// TestResponderLastResortStatus: the status and the hub list the names
+// on their last resort with since when (a change of last resort, or the
+// end of the warm-up, starts it anew); names back on their pools leave
+// the list; an unchanged rebuild keeps the times; off, nothing is listed.
+func TestResponderLastResortStatus(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0).UTC()
-	evlog := control.NewEventLog(100, func() time.Time { return clock })
-	r := NewResponder(ResponderOptions{Logger: slog.New(h), Events: evlog, Now: func() time.Time { return clock }})
+	h := hub.New(func() hub.Facts { return nil })
+	r := NewResponder(ResponderOptions{Hub: h, Now: func() time.Time { return clock }})
 	defer r.Stop(context.Background())
 	if st := r.Status(); st != nil {
 		t.Errorf("status before any update: %+v, want nil", st)
@@ -155,77 +98,33 @@ func TestResponderLastResortLoud(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var seen uint64
-	events := func() []string {
-		evs, next, _ := evlog.Since(seen)
-		seen = next
+	names := func() []string {
+		st, _ := h.Responder.Load()
 		var out []string
-		for _, ev := range evs {
-			if ev.Kind != control.EventLastResort || !ev.Time.Equal(clock) {
-				t.Errorf("event %+v: want kind %s at %v", ev, control.EventLastResort, clock)
-			}
-			out = append(out, fmt.Sprintf("%s error=%v: %s", ev.Subject, ev.Error, ev.Message))
+		for _, n := range st.LastResort {
+			out = append(out, fmt.Sprintf("%s %s warming=%v", n.Name, n.LastResort, n.Warming))
 		}
 		return out
 	}
-	check := func(step string, gotLogs, wantLogs, gotEvs, wantEvs []string) {
-		t.Helper()
-		if !slices.Equal(gotLogs, wantLogs) {
-			t.Errorf("%s: logs\n%s\nwant\n%s", step, strings.Join(gotLogs, "\n"), strings.Join(wantLogs, "\n"))
-		}
-		if !slices.Equal(gotEvs, wantEvs) {
-			t.Errorf("%s: events\n%s\nwant\n%s", step, strings.Join(gotEvs, "\n"), strings.Join(wantEvs, "\n"))
-		}
-	}
 
-	// Warming: every name on its last resort, each a warning.
 	update(health.Unknown, health.Unknown)
-	check("warming", h.lastResortLines(), []string{
-		"WARN fo.g.test. A fail-open warming",
-		"WARN st.g.test. A static warming",
-		"WARN sf.g.test. A servfail warming",
-	}, events(), []string{
-		"fo.g.test./A error=false: fo.g.test. A answers by its last resort (fail-open) while its members are warming (no verdict yet)",
-		"st.g.test./A error=false: st.g.test. A answers by its last resort (static) while its members are warming (no verdict yet)",
-		"sf.g.test./A error=false: sf.g.test. A answers by its last resort (servfail) while its members are warming (no verdict yet)",
-	})
-
-	// m1 up: every name answers from its pool again.
+	if got, want := names(), []string{"fo.g.test. fail-open warming=true", "st.g.test. static warming=true", "sf.g.test. servfail warming=true"}; !slices.Equal(got, want) {
+		t.Errorf("warming: hub lists %v, want %v", got, want)
+	}
 	clock = clock.Add(time.Minute)
 	update(health.Up, health.Unknown)
-	check("m1 up", h.lastResortLines(), []string{
-		"INFO fo.g.test. A was fail-open",
-		"INFO st.g.test. A was static",
-		"INFO sf.g.test. A was servfail",
-	}, events(), []string{
-		"fo.g.test./A error=false: fo.g.test. A no longer answers by its last resort (fail-open)",
-		"st.g.test./A error=false: st.g.test. A no longer answers by its last resort (static)",
-		"sf.g.test./A error=false: sf.g.test. A no longer answers by its last resort (servfail)",
-	})
-	if st := r.Status(); len(st.LastResort) != 0 {
-		t.Errorf("status with m1 up lists %+v, want no name on its last resort", st.LastResort)
+	if st := r.Status(); len(st.LastResort) != 0 || len(names()) != 0 {
+		t.Errorf("status with m1 up lists %+v (hub %v), want no name on its last resort", st.LastResort, names())
 	}
 
-	// Both down: fail-open and servfail are errors, static a warning.
 	clock = clock.Add(time.Minute)
 	down := clock
 	update(health.Down, health.Down)
-	check("all down", h.lastResortLines(), []string{
-		"ERROR fo.g.test. A fail-open",
-		"WARN st.g.test. A static",
-		"ERROR sf.g.test. A servfail",
-	}, events(), []string{
-		"fo.g.test./A error=true: fo.g.test. A answers by its last resort (fail-open): no pool of its policies has a member up",
-		"st.g.test./A error=false: st.g.test. A answers by its last resort (static): no pool of its policies has a member up",
-		"sf.g.test./A error=true: sf.g.test. A answers by its last resort (servfail): no pool of its policies has a member up",
-	})
-
-	// A rebuild that changes nothing on the last resorts (a reload)
-	// says nothing.
+	// A rebuild that changes nothing on the last resorts (a reload) keeps
+	// their times.
 	clock = clock.Add(time.Minute)
 	cfg = lastResortConfig(t, dir, false)
 	update(health.Down, health.Down)
-	check("reload", h.lastResortLines(), nil, events(), nil)
 
 	st := r.Status()
 	if !st.On || len(st.Listen) != 1 || st.Listen[0] != r.Addrs()[0].String() || st.ListenError != "" {
@@ -246,15 +145,14 @@ func TestResponderLastResortLoud(t *testing.T) {
 		t.Errorf("status last resort %+v, want %+v", st.LastResort, want)
 	}
 
-	// Off: no listener, nothing on its last resort, said nothing.
+	// Off: no listener, nothing on its last resort.
 	offCfg := lastResortConfig(t, t.TempDir(), true)
 	if err := r.Update(offCfg, gslb.Evaluate(offCfg, nil, clock)); err != nil {
 		t.Fatal(err)
 	}
-	check("off", h.lastResortLines(), nil, events(), nil)
 	st = r.Status()
-	if st == nil || st.On || len(st.Listen) != 0 || len(st.LastResort) != 0 {
-		t.Errorf("status off: %+v, want off, no listener, no last resort", st)
+	if st == nil || st.On || len(st.Listen) != 0 || len(st.LastResort) != 0 || len(names()) != 0 {
+		t.Errorf("status off: %+v (hub %v), want off, no listener, no last resort", st, names())
 	}
 }
 
