@@ -89,6 +89,11 @@ type Verdict struct {
 	Addr netip.Addr
 	// Serving is the verdict.
 	Serving bool
+	// Degraded is set on a VIP that serves while its pool is below its
+	// min_healthy or failing open: a route announcer announces it with a
+	// worse preference rather than withdraw it (withdrawing a pool that
+	// fails open could turn a partial outage into a total one).
+	Degraded bool
 	// Reason says why, in one line an operator reads.
 	Reason string
 }

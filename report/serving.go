@@ -17,13 +17,13 @@ import (
 // traffic (weight above 0): members held in traffic by a pool failing
 // open count, a service with no such destination does not serve, and a
 // VIP that answers UDP but resets TCP would break truncated answers, so
-// one service short is enough to say no. Before the warm-up is over the
-// applied table is the one adopted from the kernel.
+// one service short is enough to say no. A VIP that serves while its pool
+// fails open or is below its min_healthy is Degraded.
 func VIPVerdicts(cfg *configs.Config, applied vip.Table, plan resolvers.Plan, dryRun bool) []hub.Verdict {
 	out := make([]hub.Verdict, 0, len(cfg.VIPs))
-	failOpen := map[string]bool{}
+	failOpen, below := map[string]bool{}, map[string]bool{}
 	for _, p := range plan.Pools {
-		failOpen[p.Name] = p.FailOpen
+		failOpen[p.Name], below[p.Name] = p.FailOpen, p.Healthy < p.MinHealthy
 	}
 	for i := range cfg.VIPs {
 		v := &cfg.VIPs[i]
@@ -54,8 +54,13 @@ func VIPVerdicts(cfg *configs.Config, applied vip.Table, plan resolvers.Plan, dr
 		switch {
 		case verdict.Serving:
 			verdict.Reason = "serving: " + strings.Join(parts, ", ")
-			if failOpen[v.Pool] {
-				verdict.Reason += " (pool " + v.Pool + " failing open)"
+			switch {
+			case failOpen[v.Pool]:
+				verdict.Degraded = true
+				verdict.Reason += " (degraded: pool " + v.Pool + " failing open)"
+			case below[v.Pool]:
+				verdict.Degraded = true
+				verdict.Reason += " (degraded: pool " + v.Pool + " below its min_healthy)"
 			}
 		default:
 			verdict.Reason = "not serving: no destination taking traffic on " + strings.Join(short, ", ") + " (pool " + v.Pool + ")"
