@@ -119,7 +119,7 @@ func TestManyNamesAnswerMembersAfterFirstBuild(t *testing.T) {
 	}
 	dir := t.TempDir()
 	port := freePort(t)
-	path := writeConfig(t, dir, fmt.Sprintf(twoMembers, "1s", port)+manyNames(20000))
+	path := writeConfig(t, dir, fmt.Sprintf(twoMembers, "100ms", port)+manyNames(20000))
 	fp := &fakeProbe{down: map[netip.AddrPort]bool{netip.MustParseAddrPort("127.0.0.10:53"): true}}
 	h := start(t, path, vip.NewMemClient(), fp)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -134,7 +134,7 @@ func TestManyNamesAnswerMembersAfterFirstBuild(t *testing.T) {
 	if up.IsZero() {
 		t.Fatal("www-1 has no state")
 	}
-	took, bound := answered.Sub(up), 1*time.Second+time.Second // rise × interval + 1 s
+	took, bound := answered.Sub(up), raceScale*(1*100*time.Millisecond+time.Second) // rise × interval + 1 s
 	if took > bound {
 		t.Errorf("answered by policy %v after www-1 came up, want at most %v", took, bound)
 	}
@@ -152,7 +152,7 @@ func TestManyNamesAnswerMembersAfterFirstBuild(t *testing.T) {
 func TestJournalBurstDoesNotDelayMemberDown(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
-	path := writeConfig(t, dir, fmt.Sprintf(twoMembers, "100ms", port)+manyNames(3000))
+	path := writeConfig(t, dir, fmt.Sprintf(twoMembers, "100ms", port)+manyNames(8000))
 	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
 	h := start(t, path, vip.NewMemClient(), fp)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -213,7 +213,7 @@ func TestJournalBurstDoesNotDelayMemberDown(t *testing.T) {
 	<-burst
 	// fall probes an interval apart, the first within an interval of
 	// the failure; the last one's timeout; then the rebuild.
-	took, bound := removed.Sub(failed), 2*100*time.Millisecond+50*time.Millisecond+100*time.Millisecond
+	took, bound := removed.Sub(failed), raceScale*(2*100*time.Millisecond+50*time.Millisecond+100*time.Millisecond)
 	if took > bound {
 		t.Errorf("www-2 left the answers %v after it failed, want at most %v", took, bound)
 	}
