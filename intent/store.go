@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -239,10 +240,15 @@ type FileStore struct {
 	opts FileOptions
 	mu   sync.Mutex // serialises Load and Save
 
-	// saved are the revisions saved by this store, in order, for Watch;
-	// changed is closed and replaced on every Save (both under mu).
-	saved   []Stored
-	changed chan struct{}
+	// saved are the revisions saved by this store that some watcher has
+	// not taken yet, in order; base is the number of revisions saved
+	// before saved[0]; watchers holds each watcher's next position
+	// (counted from the first Save); changed is closed and replaced on
+	// every Save (all under mu).
+	saved    []Stored
+	base     int
+	watchers map[*int]struct{}
+	changed  chan struct{}
 }
 
 var _ Store = (*FileStore)(nil)
@@ -253,7 +259,7 @@ func NewFileStore(dir string, opts FileOptions) *FileStore {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &FileStore{path: filepath.Join(dir, FileName), opts: opts, changed: make(chan struct{})}
+	return &FileStore{path: filepath.Join(dir, FileName), opts: opts, watchers: map[*int]struct{}{}, changed: make(chan struct{})}
 }
 
 // Path returns the file's path.
@@ -334,7 +340,11 @@ func (s *FileStore) Save(ctx context.Context, st State, expected Revision) (Revi
 	if werr != nil && !errors.As(werr, &ds) {
 		return 0, fmt.Errorf("save %s: %w", s.path, werr)
 	}
-	s.saved = append(s.saved, Stored{State: st.Clone(), Revision: next})
+	if len(s.watchers) > 0 {
+		s.saved = append(s.saved, Stored{State: st.Clone(), Revision: next})
+	} else {
+		s.base++ // nobody watches: nothing to keep
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	if werr != nil {
@@ -345,37 +355,65 @@ func (s *FileStore) Save(ctx context.Context, st State, expected Revision) (Revi
 
 // Watch delivers, in order, every revision this store saves after the
 // call; the channel is closed when ctx is done. A reader that is slow
-// gets every revision all the same, later.
+// gets every revision all the same, later: the store keeps what some
+// watcher has not taken yet, and no more.
 func (s *FileStore) Watch(ctx context.Context) <-chan Stored {
 	ch := make(chan Stored)
 	s.mu.Lock()
-	from := len(s.saved)
+	next := s.base + len(s.saved)
+	pos := &next
+	s.watchers[pos] = struct{}{}
 	s.mu.Unlock()
 	go func() {
 		defer close(ch)
+		defer func() {
+			s.mu.Lock()
+			delete(s.watchers, pos)
+			s.trimLocked()
+			s.mu.Unlock()
+		}()
 		for {
 			s.mu.Lock()
-			pending, changed := s.saved[from:], s.changed
+			var st Stored
+			ready := *pos < s.base+len(s.saved)
+			if ready {
+				st = s.saved[*pos-s.base]
+			}
+			changed := s.changed
 			s.mu.Unlock()
-			for _, st := range pending {
+			if !ready {
 				select {
-				case ch <- st:
-					from++
+				case <-changed:
 				case <-ctx.Done():
 					return
 				}
-			}
-			if len(pending) > 0 {
 				continue
 			}
 			select {
-			case <-changed:
+			case ch <- st:
+				s.mu.Lock()
+				*pos++
+				s.trimLocked()
+				s.mu.Unlock()
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return ch
+}
+
+// trimLocked drops the saved revisions every watcher has taken; s.mu
+// held.
+func (s *FileStore) trimLocked() {
+	low := s.base + len(s.saved)
+	for p := range s.watchers {
+		low = min(low, *p)
+	}
+	if n := low - s.base; n > 0 {
+		s.saved = slices.Delete(s.saved, 0, n)
+		s.base = low
+	}
 }
 
 // lockFile takes an exclusive advisory lock (flock) on path, creating it,

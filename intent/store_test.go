@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +279,46 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestFileStoreWatchKeepsNoMore: the store keeps the revisions a watcher
+// has not taken yet, and drops them once every watcher took them; with
+// no watcher it keeps none.
+func TestFileStoreWatchKeepsNoMore(t *testing.T) {
+	s := NewFileStore(t.TempDir(), FileOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rev, _ := s.Save(ctx, State{}, 0) // no watcher yet: nothing kept
+	if len(s.saved) != 0 {
+		t.Fatalf("%d revisions kept without a watcher", len(s.saved))
+	}
+	fast, slow := s.Watch(ctx), s.Watch(ctx)
+	for range 3 {
+		var err error
+		if rev, err = s.Save(ctx, State{}, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		<-fast
+	}
+	s.mu.Lock()
+	kept := len(s.saved)
+	s.mu.Unlock()
+	if kept != 3 {
+		t.Errorf("%d revisions kept while one watcher has taken none, want 3", kept)
+	}
+	for i := range 3 {
+		if st := <-slow; st.Revision != Revision(i+2) {
+			t.Fatalf("slow watcher got revision %d, want %d", st.Revision, i+2)
+		}
+	}
+	poll := func() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.saved) }
+	for range 1000 {
+		if poll() == 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Errorf("%d revisions kept after every watcher took them", poll())
 }
