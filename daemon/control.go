@@ -126,7 +126,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 			case errors.As(err, &ce):
 				// Another writer of the store won: take its revision, so
 				// that a retry is decided on it.
-				d.handleWatch(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual})
+				d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
 				return overrideResult{err: control.Errorf(http.StatusConflict, "%s", err.Error())}
 			case !errors.As(err, &ds):
 				return overrideResult{err: fmt.Errorf("cannot persist the %s, nothing changed: %w", what, err)}

@@ -567,6 +567,12 @@ func (d *Daemon) handleWatch(ctx context.Context, st intent.Stored) {
 	if st.Revision <= d.rev {
 		return // this loop's own Save, or one it already took
 	}
+	d.adoptIntent(ctx, st)
+}
+
+// adoptIntent makes st, the stored intent as another writer left it, the
+// intent in force, and applies it.
+func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 	d.setOverrides(st.State, st.Revision)
 	d.journal.IntentChanged(st.State)
 	d.journal.IntentOrphans(d.cfg, st.State)

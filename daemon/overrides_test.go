@@ -439,3 +439,36 @@ func TestOverrideStaleWriteRefused(t *testing.T) {
 		t.Errorf("store after the retry: %+v, want revision 2 with both overrides", st)
 	}
 }
+
+// TestOverrideAfterHandEditedFile: an operator replaced the state file by
+// hand with one of a lower revision (an older copy, or one without a
+// revision): the next change is refused once, the file's state is taken
+// as it is, and the retry goes through on its revision.
+func TestOverrideAfterHandEditedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "")
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	h := start(t, path, mc, fp)
+	ctx := context.Background()
+	for _, a := range []string{"drain", "enable"} { // revision 2
+		if _, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: a, Resolver: "bind-1", Reason: "x"}, "uid 0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "state", intent.FileName)
+	if err := os.WriteFile(file, []byte(`{"version": 1, "overrides": []}`+"\n"), 0o600); err != nil { // by hand: revision 0
+		t.Fatal(err)
+	}
+	_, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0")
+	if err == nil || !strings.Contains(err.Error(), "revision 2, now 0") {
+		t.Fatalf("first change after the hand edit: %v, want a conflict from revision 2 to 0", err)
+	}
+	if rep, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: "disable", Resolver: "knot-1", Reason: "rma"}, "uid 0"); err != nil || !rep.Changed {
+		t.Fatalf("retry: %+v %v", rep, err)
+	}
+	st, err := intent.NewFileStore(filepath.Join(dir, "state"), intent.FileOptions{}).Load(ctx)
+	if err != nil || st.Revision != 1 || len(st.State.Overrides) != 1 || st.State.Overrides[0].Resolver != "knot-1" {
+		t.Errorf("file after the retry: %+v %v, want revision 1 with knot-1 only", st, err)
+	}
+}
