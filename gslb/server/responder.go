@@ -130,8 +130,10 @@ type Responder struct {
 
 	mu  sync.Mutex
 	srv *Server
-	// version is the configuration version of cfg (SerialStore).
+	// version is the configuration version of cfg (SerialStore); rev
+	// the intent revision the serial was served under.
 	version uint32
+	rev     uint64
 	cfg     *configs.Config // the configuration the snapshot was built from
 	loc     gslb.Locator
 	serial  uint32
@@ -315,7 +317,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if r.o.Revision != nil {
 		rev = r.o.Revision()
 	}
-	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) && Serial(r.version, rev) == r.serial {
+	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) && rev == r.rev {
 		return nil
 	}
 	loc, version := r.loc, r.version
@@ -347,7 +349,14 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			return r.failed("cannot save the gslb configuration version; the last answers stay", err)
 		}
 	}
-	serial := Serial(version, rev)
+	store, err := r.serialStore(cfg)
+	if err != nil {
+		return r.failed("the gslb serial file cannot be used; the last answers stay", err)
+	}
+	serial, err := store.Serve(rev)
+	if err != nil {
+		return r.failed("cannot save the gslb SOA serial; the last answers stay", err)
+	}
 	var snap gslb.Answerer
 	if ready != nil {
 		snap = ready.WithSerial(serial)
@@ -364,7 +373,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		r.log.Info("gslb configuration in force", "serial", serial,
 			"topology_ms", tookTopology.Milliseconds(), "build_ms", time.Since(began).Milliseconds(), "prepared", ready != nil)
 	}
-	r.cfg, r.loc, r.version, r.serial, r.pools, r.intent, r.snap = cfg, loc, version, serial, pools, want, snap
+	r.cfg, r.loc, r.version, r.rev, r.serial, r.pools, r.intent, r.snap = cfg, loc, version, rev, serial, pools, want, snap
 	r.built, r.buildErr = r.o.Now(), ""
 	r.noteDegraded(snap)
 	if z, ok := snap.(Zoned); ok && r.metrics != nil {

@@ -29,7 +29,8 @@ type serialState struct {
 	Hash    string `json:"hash"`
 	// ConfigVersion counts the served data's changes (version 2).
 	ConfigVersion uint32 `json:"config_version,omitempty"`
-	// Serial is a version 1 file's serial.
+	// Serial is the last serial served (version 2), or a version 1
+	// file's serial.
 	Serial uint32 `json:"serial,omitempty"`
 }
 
@@ -38,16 +39,19 @@ type serialState struct {
 // served data changes, and never goes backwards, also across restarts:
 // it is persisted (atomically) before it is used, and a version that
 // cannot be saved is not used. The serial served is the configuration
-// version plus the operator intent's revision (Serial), so it grows with
+// version plus the operator intent's revision (Serve), so it grows with
 // every change of either, and two hosts that saw the same configurations
-// and share the same intent revision answer the same serial. It is safe
-// for concurrent use.
+// and share the same intent revision answer the same serial. The last
+// serial served is kept too: should the revision ever go back (a state
+// file moved aside or replaced by hand), the version is moved up so that
+// the serial still only grows. It is safe for concurrent use.
 type SerialStore struct {
 	path string
 
 	mu      sync.Mutex
 	hash    string
 	version uint32
+	served  uint32 // the last serial Serve returned (0: none)
 }
 
 // NewSerialStore returns the store of SerialFile in stateDir. Call Load
@@ -59,10 +63,10 @@ func NewSerialStore(stateDir string) *SerialStore {
 // Path returns the file the version is kept in.
 func (s *SerialStore) Path() string { return s.path }
 
-// Load reads the last configuration version and hash from the file. A
-// missing file is no error (a first start: the first version is 1); a
-// file that cannot be read or parsed is, and the store must then not be
-// used: a version counted from nothing could go backwards.
+// Load reads the last configuration version, hash and serial from the
+// file. A missing file is no error (a first start: the first version is
+// 1); a file that cannot be read or parsed is, and the store must then
+// not be used: a version counted from nothing could go backwards.
 func (s *SerialStore) Load() error {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -83,7 +87,7 @@ func (s *SerialStore) Load() error {
 		return fmt.Errorf("gslb serial: %s: unknown version %d (want %d)", s.path, st.Version, serialVersion)
 	}
 	s.mu.Lock()
-	s.hash, s.version = st.Hash, st.ConfigVersion
+	s.hash, s.version, s.served = st.Hash, st.ConfigVersion, st.Serial
 	s.mu.Unlock()
 	return nil
 }
@@ -98,22 +102,60 @@ func (s *SerialStore) Version(hash string) (uint32, error) {
 	if hash == s.hash && s.version != 0 {
 		return s.version, nil
 	}
-	next := s.version + 1
-	data, err := json.Marshal(serialState{Version: serialVersion, Hash: hash, ConfigVersion: next})
+	if err := s.saveLocked(hash, s.version+1, s.served); err != nil {
+		return s.version, err
+	}
+	return s.version, nil
+}
+
+// Serve returns the SOA serial to serve under the intent revision rev:
+// the configuration version plus rev, in serial number arithmetic (RFC
+// 1982), saved before it is returned. A serial that would not be above
+// the last one served (the revision went back) moves the version up
+// instead, so that the serial is the last one plus 1. When it cannot be
+// saved, Serve returns the last serial served and the error: the caller
+// must not serve the new one.
+func (s *SerialStore) Serve(rev uint64) (uint32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	version := s.version
+	serial := Serial(version, rev)
+	if s.served != 0 && serial != s.served && !serialAfter(serial, s.served) {
+		serial = s.served + 1
+		version = serial - uint32(rev)
+	}
+	if serial == s.served && version == s.version {
+		return serial, nil
+	}
+	if err := s.saveLocked(s.hash, version, serial); err != nil {
+		return s.served, err
+	}
+	return serial, nil
+}
+
+// saveLocked writes hash, version and serial, then makes them the
+// store's; s.mu held. After a failed directory sync the file is in place:
+// that is no error.
+func (s *SerialStore) saveLocked(hash string, version, serial uint32) error {
+	data, err := json.Marshal(serialState{Version: serialVersion, Hash: hash, ConfigVersion: version, Serial: serial})
 	if err == nil {
 		err = atomicfile.Write(s.path, data)
 	}
 	var ds *atomicfile.DirSyncError
-	if err != nil && !errors.As(err, &ds) { // after a failed directory sync the file is in place
-		return s.version, fmt.Errorf("gslb serial: save %s: %w", s.path, err)
+	if err != nil && !errors.As(err, &ds) {
+		return fmt.Errorf("gslb serial: save %s: %w", s.path, err)
 	}
-	s.hash, s.version = hash, next
-	return next, nil
+	s.hash, s.version, s.served = hash, version, serial
+	return nil
 }
 
 // Serial is the SOA serial of configuration version version under the
 // intent revision rev: their sum, in serial number arithmetic (RFC 1982).
 func Serial(version uint32, rev uint64) uint32 { return version + uint32(rev) }
+
+// serialAfter reports whether a is after b in serial number arithmetic
+// (RFC 1982 section 3.2).
+func serialAfter(a, b uint32) bool { return a != b && a-b < 1<<31 }
 
 // ConfigHash is the hash of the served data of cfg: its whole [gslb]
 // table (zones, names, pools and members, topology sources) as JSON,

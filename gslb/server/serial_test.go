@@ -120,3 +120,36 @@ func TestConfigHash(t *testing.T) {
 		t.Error("hash did not change with a member's address")
 	}
 }
+
+// TestSerialServe: the serial is the configuration version plus the
+// revision, saved before it is served; a revision that goes back (a
+// state file moved aside) moves the version up so that the serial is the
+// last one plus 1, also after a restart; RFC 1982 order across the wrap.
+func TestSerialServe(t *testing.T) {
+	dir := t.TempDir()
+	s := NewSerialStore(dir)
+	if _, err := s.Version("a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rev  uint64
+		want uint32
+	}{{5, 6}, {5, 6}, {7, 8}, {0, 9}, {1, 10}, {3, 12}} {
+		if got, err := s.Serve(c.rev); err != nil || got != c.want {
+			t.Fatalf("Serve(%d) = %d, %v; want %d", c.rev, got, err, c.want)
+		}
+	}
+	r := NewSerialStore(dir)
+	if err := r.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Serve(3); got != 12 {
+		t.Errorf("after a restart, Serve(3) = %d, want 12", got)
+	}
+	if got, _ := r.Serve(0); got != 13 {
+		t.Errorf("after a restart, a revision gone back: Serve(0) = %d, want 13", got)
+	}
+	if !serialAfter(1, 1<<32-1) || serialAfter(1<<32-1, 1) || serialAfter(5, 5) {
+		t.Error("serialAfter does not follow RFC 1982 across the wrap")
+	}
+}
