@@ -439,7 +439,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
-	d.journal.Started(d.opts.ConfigPath, d.cfg, d.dryRun)
+	mode := report.IPVSKernel
+	switch {
+	case d.dryRun:
+		mode = report.IPVSDryRun
+	case d.noIPVS:
+		mode = report.IPVSNone
+	}
+	d.journal.Started(d.opts.ConfigPath, d.cfg, mode)
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()

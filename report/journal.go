@@ -32,6 +32,8 @@ type Journal struct {
 	// dryRun is set by Started: in a dry run nothing was applied, so the
 	// stop messages say so instead of "left in place".
 	dryRun bool
+	// noIPVS is set by Started on a host without IPVS (no [[vip]]).
+	noIPVS bool
 }
 
 // NewJournal returns a Journal that logs to log, appends to events and
@@ -198,17 +200,36 @@ func (j *Journal) StateDiscarded(kept string, cause error) {
 		Message: "overrides file could not be parsed; moved aside to " + kept + "; started without overrides"})
 }
 
-// Started tells that the daemon started with the configuration cfg loaded
-// from path, programming the kernel or, in a dry run, not.
-func (j *Journal) Started(path string, cfg *configs.Config, dryRun bool) {
-	mode := "kernel"
-	if dryRun {
-		mode = "dry-run (IPVS table computed, NOT applied)"
+// IPVSMode is how the daemon drives IPVS.
+type IPVSMode int
+
+// The IPVS modes: the kernel's table; a dry run (computed, not
+// applied); none (a host without a VIP opens no IPVS client).
+const (
+	IPVSKernel IPVSMode = iota
+	IPVSDryRun
+	IPVSNone
+)
+
+// String says the mode as the start line does.
+func (m IPVSMode) String() string {
+	switch m {
+	case IPVSDryRun:
+		return "dry-run (IPVS table computed, NOT applied)"
+	case IPVSNone:
+		return "none (no [[vip]]: no IPVS client opened)"
 	}
-	j.dryRun = dryRun
-	j.log.Info("lbdnsd started", "config", path, "ipvs", mode, "summary", cfg.Summary(),
+	return "kernel"
+}
+
+// Started tells that the daemon started on the configuration at path,
+// driving IPVS in mode.
+func (j *Journal) Started(path string, cfg *configs.Config, mode IPVSMode) {
+	j.dryRun = mode == IPVSDryRun
+	j.noIPVS = mode == IPVSNone
+	j.log.Info("lbdnsd started", "config", path, "ipvs", mode.String(), "summary", cfg.Summary(),
 		"warm_up", resolvers.WarmUp(cfg).String())
-	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode + "): " + cfg.Summary()})
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode.String() + "): " + cfg.Summary()})
 }
 
 // Stopping tells that the daemon is stopping (in the event log, the last
@@ -223,8 +244,11 @@ func (j *Journal) Stopped() { j.log.Info("lbdnsd stopped; " + j.tableFate()) }
 // tableFate says what becomes of the IPVS table when the daemon stops: it
 // stays as applied, or, in a dry run, there is none (nothing was applied).
 func (j *Journal) tableFate() string {
-	if j.dryRun {
+	switch {
+	case j.dryRun:
 		return "dry run: no IPVS table was applied, nothing left behind"
+	case j.noIPVS:
+		return "no IPVS table (no [[vip]])"
 	}
 	return "IPVS table left in place"
 }

@@ -310,10 +310,10 @@ func TestJournalStateDiscarded(t *testing.T) {
 func TestJournalStarted(t *testing.T) {
 	cfg := testInput(t).Config
 	for _, tc := range []struct {
-		dryRun bool
-		mode   string
-	}{{false, "kernel"}, {true, "dry-run (IPVS table computed, NOT applied)"}} {
-		logs, evs, _ := journalRun(t, func(j *Journal) { j.Started("/etc/lbdns.toml", cfg, tc.dryRun) })
+		ipvs IPVSMode
+		mode string
+	}{{IPVSKernel, "kernel"}, {IPVSDryRun, "dry-run (IPVS table computed, NOT applied)"}, {IPVSNone, "none (no [[vip]]: no IPVS client opened)"}} {
+		logs, evs, _ := journalRun(t, func(j *Journal) { j.Started("/etc/lbdns.toml", cfg, tc.ipvs) })
 		checkLogs(t, logs, []logRecord{{slog.LevelInfo, "lbdnsd started", map[string]string{"config": "/etc/lbdns.toml",
 			"ipvs": tc.mode, "summary": cfg.Summary(), "warm_up": resolvers.WarmUp(cfg).String()}}})
 		checkEvents(t, evs, []control.Event{{Kind: control.EventDaemon, Subject: "lbdnsd",
@@ -335,7 +335,7 @@ func TestJournalStoppingStopped(t *testing.T) {
 func TestJournalStoppingStoppedDryRun(t *testing.T) {
 	cfg := testInput(t).Config
 	logs, evs, _ := journalRun(t, func(j *Journal) {
-		j.Started("/etc/lbdns.toml", cfg, true)
+		j.Started("/etc/lbdns.toml", cfg, IPVSDryRun)
 		j.Stopping()
 		j.Stopped()
 	})
