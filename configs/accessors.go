@@ -135,15 +135,17 @@ func (c *Config) Members(p *Pool) []*Resolver {
 }
 
 // KeepRestartOnly keeps in c the keys that take effect only at a restart
-// (daemon.state_dir, daemon.control_socket, daemon.status_listen) as the
-// running configuration has them, and tells whether c had them different:
-// the state in force lives in the directory it was loaded from, and the
-// listeners stay where they are, until the daemon restarts.
+// (daemon.state_dir, daemon.control_socket, daemon.status_listen and the
+// whole [fleet] table) as the running configuration has them, and tells
+// whether c had them different: the state in force lives in the
+// directory (or the etcd store) it was loaded from, and the listeners
+// stay where they are, until the daemon restarts.
 func (c *Config) KeepRestartOnly(running *Config) (changed bool) {
 	changed = c.Daemon.StateDir != running.Daemon.StateDir || c.Daemon.ControlSocket != running.Daemon.ControlSocket ||
-		c.Daemon.StatusListen != running.Daemon.StatusListen
+		c.Daemon.StatusListen != running.Daemon.StatusListen || !c.Fleet.Equal(running.Fleet)
 	c.Daemon.StateDir = running.Daemon.StateDir
 	c.Daemon.ControlSocket = running.Daemon.ControlSocket
 	c.Daemon.StatusListen = running.Daemon.StatusListen
+	c.Fleet = running.Fleet
 	return changed
 }
