@@ -32,7 +32,7 @@ func TestCount(t *testing.T) {
 		{"too few fresh votes", []Vote{down("a", 0), down("b", 11*time.Second), down("c", time.Hour)}, wasUp, VerdictUp, true, 0, 1, 2, false},
 		{"held too long", []Vote{down("a", 0)}, wasUpLong, VerdictNone, false, 0, 1, 0, false},
 		{"no votes", nil, wasUp, VerdictUp, true, 0, 0, 0, false},
-		{"vote at MaxAge counts", []Vote{down("a", 10 * time.Second), down("b", 0)}, wasUp, VerdictDown, false, 0, 2, 0, true},
+		{"vote at MaxAge counts", []Vote{down("a", 10*time.Second), down("b", 0)}, wasUp, VerdictDown, false, 0, 2, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Count(tc.votes, tc.prev, r, now)
