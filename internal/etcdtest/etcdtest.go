@@ -29,8 +29,8 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"lbdns/configs"
@@ -264,7 +264,7 @@ func (c *Cluster) Root() *clientv3.Client { return c.root }
 
 // Creds are a user's certificate files.
 type Creds struct {
-	User                     string
+	User                      string
 	CAFile, CertFile, KeyFile string
 }
 
