@@ -52,15 +52,17 @@ func Version() string {
 	return bi.Main.Version
 }
 
-// ConfigHash returns a short hash of cfg's content without [fleet] and
-// the file's path: nodes that run the same configuration have the same
-// hash, whatever their names and locations.
+// ConfigHash returns a short hash of cfg's content without the host's
+// own tables ([daemon]: state directory, sockets, log level; [fleet]:
+// the node's names) and the file's path: nodes that run the same
+// configuration have the same hash, whatever their names, locations and
+// local paths.
 func ConfigHash(cfg *configs.Config) (string, error) {
 	if cfg == nil {
 		return "", nil
 	}
 	c := *cfg
-	c.Fleet, c.Path = nil, ""
+	c.Fleet, c.Path, c.Daemon = nil, "", configs.Daemon{}
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return "", fmt.Errorf("fleet: config hash: %w", err)

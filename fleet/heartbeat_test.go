@@ -53,6 +53,7 @@ func TestConfigHash(t *testing.T) {
 	b := *a
 	b.Path = "/elsewhere.toml"
 	b.Fleet = &configs.Fleet{Name: "lb2"}
+	b.Daemon.StateDir = "/var/lib/lbdns-2"
 	ha, err := ConfigHash(a)
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +63,9 @@ func TestConfigHash(t *testing.T) {
 		t.Errorf("hashes %q and %q, want the same, not empty", ha, hb)
 	}
 	c := *a
-	c.Daemon.LogLevel = "debug"
+	c.IPVS.ResyncInterval.Duration++
 	if hc, _ := ConfigHash(&c); hc == ha {
-		t.Errorf("another log level has the same hash %q", hc)
+		t.Errorf("another resync interval has the same hash %q", hc)
 	}
 }
 

@@ -194,10 +194,20 @@ func (s *Store) Save(ctx context.Context, st intent.State, expected intent.Revis
 	s.mu.Unlock()
 	var puts []clientv3.Op
 	known := last.at != 0 && last.revision() == expected
-	if !known || !bytes.Equal(last.fleet.doc, fleetDoc) {
+	empty, _, err := split(intent.State{}) // an absent key holds no intent
+	if err != nil {
+		return 0, fmt.Errorf("fleet: save intent: %w", err)
+	}
+	same := func(stored, doc []byte) bool {
+		if stored == nil {
+			stored = empty
+		}
+		return bytes.Equal(stored, doc)
+	}
+	if !known || !same(last.fleet.doc, fleetDoc) {
 		puts = append(puts, clientv3.OpPut(k.Fleet, string(fleetDoc)))
 	}
-	if !known || !bytes.Equal(last.scope.doc, scopeDoc) {
+	if !known || !same(last.scope.doc, scopeDoc) {
 		puts = append(puts, clientv3.OpPut(k.Scope, string(scopeDoc)))
 	}
 	if len(puts) == 0 { // the same state again still makes a revision

@@ -81,6 +81,11 @@ func TestStoreSaveLoad(t *testing.T) {
 	if mod := kv.Kvs[0].ModRevision; intent.Revision(mod) != rev {
 		t.Errorf("revision %d, the key's mod revision %d", rev, mod)
 	}
+	// Only the cluster's key was written: the fleet's revision, which
+	// every other cluster's nodes apply, did not move.
+	if fl, err := tf.c.Root().Get(ctx, tf.f.Prefix+"intent/fleet"); err != nil || len(fl.Kvs) != 0 {
+		t.Errorf("the fleet's key after an override: %v, %v; want none", fl.Kvs, err)
+	}
 }
 
 // TestStoreConflict: a write decided on a revision that is no longer the
