@@ -131,6 +131,7 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *server.Responder
+	fleet      *fleetNode // nil without [fleet] (fleet.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -234,7 +235,15 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
+	fleetStore, err := d.openFleet(cfg) // nil without [fleet]
+	if err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	d.store = opts.Store
+	if d.store == nil {
+		d.store = fleetStore
+	}
 	if d.store == nil {
 		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
@@ -423,6 +432,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
+	fleetDone := d.runFleet(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	d.journal.Started(d.opts.ConfigPath, d.cfg, d.dryRun)
@@ -440,6 +450,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-monDone
 			<-identDone
 			servers.Wait()
+			<-fleetDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()

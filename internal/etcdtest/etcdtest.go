@@ -406,3 +406,22 @@ func (s *Shared) Cluster(t testing.TB) *Cluster {
 	}
 	return s.c
 }
+
+// StartT starts a cluster of size members for t alone, stopped when t
+// ends; when etcd cannot be had it skips t, or fails it when Required.
+func StartT(t testing.TB, size int) *Cluster {
+	t.Helper()
+	c, err := Start(t.TempDir(), size)
+	if err != nil {
+		if Required() {
+			t.Fatalf("a real etcd is required (LBDNS_REQUIRE_ETCD=1): %v", err)
+		}
+		t.Skipf("no etcd cluster for this test: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
