@@ -104,6 +104,8 @@ type Cluster struct {
 
 type member struct {
 	name string
+	bin  string
+	args []string
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
@@ -177,7 +179,7 @@ func startMember(bin, name, logPath string, args []string) (*member, error) {
 		log.Close()
 		return nil, fmt.Errorf("etcdtest: start %s: %w", name, err)
 	}
-	m := &member{name: name, cmd: cmd, log: log, done: make(chan struct{})}
+	m := &member{name: name, bin: bin, args: args, cmd: cmd, log: log, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(m.done) }()
 	return m, nil
 }
@@ -327,6 +329,35 @@ func (c *Cluster) Compact(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("etcdtest: compact %d: %w", rev, err)
 	}
 	return rev, nil
+}
+
+// StopMember stops member i (SIGKILL: as a crash or a cut cable would)
+// and waits until it is gone.
+func (c *Cluster) StopMember(i int) {
+	m := c.members[i]
+	m.cmd.Process.Kill()
+	<-m.done
+}
+
+// StartMember starts member i again, stopped by StopMember, on its data.
+func (c *Cluster) StartMember(i int) error {
+	m := c.members[i]
+	log, err := os.OpenFile(m.log.Name(), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("etcdtest: %w", err)
+	}
+	m.log.Close()
+	cmd := exec.Command(m.bin, m.args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("etcdtest: start %s: %w", m.name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	m.cmd, m.log, m.done = cmd, log, done
+	return nil
 }
 
 // Logs returns the tail of every member's log, for failure messages.
