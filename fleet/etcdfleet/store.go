@@ -26,6 +26,9 @@ type StoreOptions struct {
 	// Retry is the pause before a watch that failed is made again.
 	// Default 1s.
 	Retry time.Duration
+	// Timeout bounds a Load or a Save (etcd unreachable: the client
+	// would retry until the caller's deadline). Default 5s.
+	Timeout time.Duration
 	// Logger receives the watch's warnings. Default: discard.
 	Logger *slog.Logger
 }
@@ -55,6 +58,9 @@ func NewStore(cli *clientv3.Client, opts StoreOptions) *Store {
 	}
 	if opts.Retry <= 0 {
 		opts.Retry = time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -166,6 +172,8 @@ func (s *Store) remember(sn snapshot) {
 // revision. Intent that cannot be parsed is an error: the caller must
 // not start as if there were none.
 func (s *Store) Load(ctx context.Context) (intent.Stored, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
 	sn, err := s.read(ctx)
 	if err != nil {
 		return intent.Stored{}, err
@@ -214,13 +222,15 @@ func (s *Store) Save(ctx context.Context, st intent.State, expected intent.Revis
 		puts = append(puts, clientv3.OpPut(k.Scope, string(scopeDoc)))
 	}
 	guard := int64(expected) + 1
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(k.Fleet), "<", guard), clientv3.Compare(clientv3.ModRevision(k.Scope), "<", guard)).
 		Then(puts...).
 		Else(clientv3.OpGet(k.Fleet), clientv3.OpGet(k.Scope)).
 		Commit()
 	if err != nil {
-		return 0, fmt.Errorf("fleet: save intent: %w", err)
+		return 0, fmt.Errorf("fleet: etcd did not take the change (the fleet's intent is kept in etcd only): %w", err)
 	}
 	if !resp.Succeeded {
 		sn := snapshotOf(resp)
