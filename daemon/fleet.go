@@ -46,7 +46,14 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	d.fleet = n
 	closer := d.closer
 	d.closer = func() error { cli.Close(); return closer() }
-	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix)
+	version, old, err := etcdfleet.ServerVersion(ctx, cli)
+	switch {
+	case err != nil:
+		n.log.Warn("cannot tell the etcd server's version", "err", err)
+	case old:
+		n.log.Warn("the etcd server is older than 3.5: end of life, and its watches may duplicate or lose events; upgrade it", "etcd_version", version)
+	}
+	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix, "etcd_version", version)
 	return etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), nil
 }
 

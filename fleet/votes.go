@@ -89,3 +89,12 @@ func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
 	}
 	return d
 }
+
+// CutOff reports whether a prober must withdraw its votes: most of its
+// canaries (known-good targets: the other nodes, configured addresses)
+// fail, so that the failures it sees are likelier its own than the
+// members'. A prober cut off that way is no down vote. Without canaries
+// it is never cut off; half of them failing is not most.
+func CutOff(canariesUp, canaries int) bool {
+	return canaries > 0 && 2*(canaries-canariesUp) > canaries
+}

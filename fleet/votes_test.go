@@ -86,3 +86,16 @@ func TestVerdictString(t *testing.T) {
 		}
 	}
 }
+
+// TestCutOff: a prober withdraws its votes while most of its canaries
+// fail.
+func TestCutOff(t *testing.T) {
+	for _, tc := range []struct {
+		up, total int
+		want      bool
+	}{{0, 0, false}, {3, 3, false}, {2, 3, false}, {1, 3, true}, {0, 3, true}, {1, 2, false}, {0, 1, true}} {
+		if got := CutOff(tc.up, tc.total); got != tc.want {
+			t.Errorf("CutOff(%d up of %d) = %v, want %v", tc.up, tc.total, got, tc.want)
+		}
+	}
+}

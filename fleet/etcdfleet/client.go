@@ -154,3 +154,21 @@ func Explain(err error, f *configs.Fleet) error {
 	}
 	return fmt.Errorf("fleet: etcd: %w", err)
 }
+
+// ServerVersion returns the etcd version of the first member of cli's
+// endpoints that answers, and whether it is older than 3.5 (3.4 is end of
+// life and lacks watch fixes: duplicated events, responses back in time,
+// events lost after a compaction).
+func ServerVersion(ctx context.Context, cli *clientv3.Client) (version string, old bool, err error) {
+	for _, ep := range cli.Endpoints() {
+		resp, serr := cli.Status(ctx, ep)
+		if serr != nil {
+			err = serr
+			continue
+		}
+		major, minor := 0, 0
+		fmt.Sscanf(resp.Version, "%d.%d", &major, &minor)
+		return resp.Version, major < 3 || major == 3 && minor < 5, nil
+	}
+	return "", false, fmt.Errorf("fleet: etcd version: %w", err)
+}

@@ -84,3 +84,14 @@ func TestConnectRefused(t *testing.T) {
 	}
 	connect(t, good)
 }
+
+// TestServerVersion: the test cluster runs etcd 3.5 or later.
+func TestServerVersion(t *testing.T) {
+	c := etcd.Cluster(t)
+	cli := connect(t, fleetFor(t, c, "version", "lb1", "dc1"))
+	v, old, err := ServerVersion(ctxT(t), cli)
+	if err != nil || old || !strings.HasPrefix(v, "3.") {
+		t.Fatalf("ServerVersion = %q, old %v, %v", v, old, err)
+	}
+	t.Logf("etcd %s", v)
+}
