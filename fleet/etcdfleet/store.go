@@ -293,8 +293,11 @@ type watcher struct {
 func (s *Store) watch(ctx context.Context, ch chan<- intent.Stored, start snapshot) {
 	defer close(ch)
 	w := &watcher{s: s, ch: ch, cur: start, delivered: start.revision()}
-	if w.cur.at == 0 && !w.reload(ctx, false) {
-		return
+	if w.cur.at == 0 { // no Load before: start from what is stored now
+		if !w.reload(ctx, false) {
+			return
+		}
+		w.delivered = w.cur.revision()
 	}
 	resync := time.NewTicker(s.opts.Resync)
 	defer resync.Stop()

@@ -316,3 +316,27 @@ func TestStoreBadDocument(t *testing.T) {
 		t.Fatalf("after the bad document: %+v, want the good one at %d", got, put.Header.Revision)
 	}
 }
+
+// TestStoreWatchWithoutLoad: a watch on a store never loaded starts from
+// what is stored when it is made, and delivers only what comes after.
+func TestStoreWatchWithoutLoad(t *testing.T) {
+	tf := newFleet(t, "noload")
+	b, _ := tf.node("b", "c1", StoreOptions{})
+	ctx := ctxT(t)
+	first, err := b.Save(ctx, intent.State{Overrides: []intent.Override{override("r1")}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := tf.node("a", "c1", StoreOptions{Resync: 50 * time.Millisecond})
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch := a.Watch(wctx)
+	quiet(t, ch) // r1 was stored before the watch: not delivered, not even by the resync
+	next, err := b.Save(ctx, intent.State{Overrides: []intent.Override{override("r2")}}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, ctx, ch, 1)[0]; got.Revision != next {
+		t.Fatalf("delivered revision %d, want %d", got.Revision, next)
+	}
+}
