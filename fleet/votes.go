@@ -27,12 +27,14 @@ func (v Verdict) String() string {
 // Vote is one prober's judgement of one member, as it published it.
 type Vote struct {
 	// Prober and Location name the prober and where it probes from.
-	Prober   string
-	Location string
+	Prober   string `json:"prober"`
+	Location string `json:"location"`
 	// Up is the prober's own rise/fall state of the member.
-	Up bool
-	// At is when the prober last confirmed the vote.
-	At time.Time
+	Up bool `json:"up"`
+	// At is when the prober last confirmed the vote (a vote stored
+	// under its prober's lease, written only on change, is fresh while
+	// it exists: its At is when it changed).
+	At time.Time `json:"at"`
 }
 
 // Rules say how votes make a verdict.

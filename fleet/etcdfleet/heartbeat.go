@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,11 @@ type Heartbeater struct {
 	mu   sync.Mutex
 	hb   fleet.Heartbeat // the latest content to publish
 	wake chan struct{}   // one pending wake-up of the loop
+	// votes are this node's votes, by member, written again under
+	// every new lease.
+	votes map[string]fleet.Vote
+	// lease is the lease in force (0 while none).
+	lease atomic.Int64
 
 	alive     atomic.Bool
 	stop      context.CancelFunc
@@ -73,7 +79,7 @@ func StartHeartbeat(ctx context.Context, cli *clientv3.Client, opts HeartbeatOpt
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{}), votes: map[string]fleet.Vote{}}
 	sess, err := h.session(ctx)
 	if err != nil {
 		return nil, err
@@ -108,6 +114,7 @@ func (h *Heartbeater) session(ctx context.Context) (*concurrency.Session, error)
 	}
 	h.closeSess = cancel
 	h.mu.Unlock()
+	h.lease.Store(int64(sess.Lease()))
 	return sess, nil
 }
 
@@ -203,6 +210,9 @@ func (h *Heartbeater) renew(ctx context.Context) (*concurrency.Session, bool) {
 		sess, err := h.session(gctx)
 		if err == nil {
 			err = h.write(gctx, sess, h.content())
+			if err == nil {
+				err = h.rewriteVotes(gctx)
+			}
 			if err != nil {
 				h.closeSession(sess)
 			}
@@ -234,6 +244,91 @@ func (h *Heartbeater) Close() {
 	<-h.done
 	h.alive.Store(false)
 	h.closeSession(h.sess)
+}
+
+// voteKey is the key of prober's vote on member.
+func voteKey(prefix, member, prober string) string {
+	return prefix + "votes/" + member + "/" + prober
+}
+
+// Vote publishes this node's vote on member (a GSLB member's key, such
+// as "POOL/MEMBER") under its lease, when it changed: the vote lives
+// while the node's lease does, and is written again under a new lease.
+func (h *Heartbeater) Vote(ctx context.Context, member string, up bool) error {
+	hb := h.content()
+	h.mu.Lock()
+	if prev, ok := h.votes[member]; ok && prev.Up == up {
+		h.mu.Unlock()
+		return nil
+	}
+	v := fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
+	h.votes[member] = v
+	h.mu.Unlock()
+	return h.putVote(ctx, member, v)
+}
+
+func (h *Heartbeater) putVote(ctx context.Context, member string, v fleet.Vote) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("fleet: vote: %w", err)
+	}
+	key := voteKey(h.opts.Keys.Prefix, member, v.Prober)
+	if _, err := h.cli.Put(ctx, key, string(b), clientv3.WithLease(clientv3.LeaseID(h.lease.Load()))); err != nil {
+		return fmt.Errorf("fleet: write vote %s: %w", key, err)
+	}
+	return nil
+}
+
+// rewriteVotes writes every vote of this node again (under a new lease).
+func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
+	h.mu.Lock()
+	votes := maps.Clone(h.votes)
+	h.mu.Unlock()
+	for m, v := range votes {
+		if err := h.putVote(ctx, m, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Withdraw deletes every vote of this node (a prober cut off from its
+// canaries is no down vote: fleet.CutOff); Vote publishes again.
+func (h *Heartbeater) Withdraw(ctx context.Context) error {
+	h.mu.Lock()
+	votes := h.votes
+	h.votes = map[string]fleet.Vote{}
+	h.mu.Unlock()
+	for m, v := range votes {
+		if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, m, v.Prober)); err != nil {
+			return fmt.Errorf("fleet: withdraw votes: %w", err)
+		}
+	}
+	return nil
+}
+
+// Votes reads every live vote under prefix, by member, each member's
+// votes by prober name.
+func Votes(ctx context.Context, cli *clientv3.Client, prefix string) (map[string][]fleet.Vote, error) {
+	resp, err := cli.Get(ctx, prefix+"votes/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: read votes: %w", err)
+	}
+	out := map[string][]fleet.Vote{}
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), prefix+"votes/")
+		i := strings.LastIndexByte(rest, '/')
+		if i <= 0 {
+			continue // not a vote's key
+		}
+		var v fleet.Vote
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return nil, fmt.Errorf("fleet: vote %s: %w", kv.Key, err)
+		}
+		v.Prober = rest[i+1:] // the key names the prober
+		out[rest[:i]] = append(out[rest[:i]], v)
+	}
+	return out, nil
 }
 
 // Nodes reads the fleet view under prefix at one etcd revision: every
