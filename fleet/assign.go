@@ -110,3 +110,18 @@ func Moved(before, after map[string][]Prober) float64 {
 	}
 	return float64(moved) / float64(len(before))
 }
+
+// Live returns the probers among nodes that count: those in the fleet
+// view (their lease is alive) that have applied the intent revision in
+// force for their scope ("status is intent, heartbeat is fact"), by
+// name. Every node computes the same list from the same view.
+func Live(nodes []Node) []Prober {
+	var out []Prober
+	for _, n := range nodes {
+		if n.IntentRevision == n.CurrentRevision {
+			out = append(out, Prober{Name: n.Name, Location: n.Location})
+		}
+	}
+	slices.SortFunc(out, func(a, b Prober) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}

@@ -156,3 +156,15 @@ func TestMovedNothing(t *testing.T) {
 		t.Errorf("Moved(nil, a) = %v", got)
 	}
 }
+
+// TestLive: a node behind on intent does not count.
+func TestLive(t *testing.T) {
+	nodes := []Node{
+		{Heartbeat: Heartbeat{Name: "c", Location: "dc3", IntentRevision: 5}, CurrentRevision: 5},
+		{Heartbeat: Heartbeat{Name: "a", Location: "dc1", IntentRevision: 5}, CurrentRevision: 5},
+		{Heartbeat: Heartbeat{Name: "b", Location: "dc2", IntentRevision: 4}, CurrentRevision: 5},
+	}
+	if got := fmt.Sprint(Live(nodes)); got != "[{a dc1} {c dc3}]" {
+		t.Errorf("Live = %s, want a and c", got)
+	}
+}
