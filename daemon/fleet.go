@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"lbdns/configs"
@@ -46,6 +47,9 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	d.fleet = n
 	closer := d.closer
 	d.closer = func() error { cli.Close(); return closer() }
+	if err := d.registerFleetMetrics(); err != nil {
+		return nil, err
+	}
 	version, old, err := etcdfleet.ServerVersion(ctx, cli)
 	switch {
 	case err != nil:
@@ -55,6 +59,33 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	}
 	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix, "etcd_version", version)
 	return etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), nil
+}
+
+// registerFleetMetrics registers the fleet's gauges on the daemon's
+// registry.
+func (d *Daemon) registerFleetMetrics() error {
+	alive := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lbdns_fleet_heartbeat_alive",
+		Help: "1 while this node's fleet heartbeat lease is alive in etcd, 0 while it is lost (etcd unreachable) or not started.",
+	}, func() float64 {
+		if hb := d.fleet.hb.Load(); hb != nil && hb.Alive() {
+			return 1
+		}
+		return 0
+	})
+	rev := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lbdns_fleet_intent_revision",
+		Help: "The revision of the fleet's shared operator intent this node applied.",
+	}, func() float64 {
+		in, _ := d.hub.Intent.Load()
+		return float64(in.Revision)
+	})
+	for _, c := range []prometheus.Collector{alive, rev} {
+		if err := d.registry.Register(c); err != nil {
+			return fmt.Errorf("fleet metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // runFleet keeps the node's heartbeat until ctx is done (nothing

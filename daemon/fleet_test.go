@@ -101,6 +101,20 @@ func TestFleetSharedIntent(t *testing.T) {
 		t.Errorf("revisions a %d, b %d, c %d: want a and b at the override's, c at its own", st.Nodes[0].CurrentRevision, st.Nodes[1].CurrentRevision, st.Nodes[2].CurrentRevision)
 	}
 
+	mfs, err := a.d.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]float64{}
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "lbdns_fleet_") {
+			gauges[mf.GetName()] = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if gauges["lbdns_fleet_heartbeat_alive"] != 1 || gauges["lbdns_fleet_intent_revision"] != float64(st.Nodes[0].CurrentRevision) {
+		t.Errorf("fleet gauges %v, want alive 1 and revision %d", gauges, st.Nodes[0].CurrentRevision)
+	}
+
 	other.stop()
 	if st := fleetView(); len(st.Nodes) != 2 || st.Nodes[0].Name != "a" || st.Nodes[1].Name != "b" {
 		t.Fatalf("after c stopped: %+v, want a and b", st.Nodes)
