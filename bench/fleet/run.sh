@@ -5,4 +5,8 @@
 # LBDNS_BENCH_ROUNDS sets the intent changes per fleet size (default 100).
 set -eu
 cd "$(dirname "$0")/../.."
-LBDNS_BENCH_FLEET=1 go test -count=1 -timeout 10m -run 'TestPropagation|TestMovedOnJoin|TestKilledNodeLeaves' -v ./bench/fleet | grep '^fleet\|FAIL\|^ok\|SKIP'
+if ! out=$(LBDNS_BENCH_FLEET=1 go test -count=1 -timeout 10m -run 'TestPropagation|TestMovedOnJoin|TestKilledNodeLeaves' -v ./bench/fleet 2>&1); then
+	echo "$out"
+	exit 1
+fi
+echo "$out" | grep '^fleet\|^ok'
