@@ -50,3 +50,14 @@ func TestFleetStatusAlone(t *testing.T) {
 		t.Errorf("fleet nodes: exit %d, want usage", r.code)
 	}
 }
+
+// TestStaleWriteSaysSo: an override another node's change made stale is
+// refused (409): lbctl prints why and exits 1.
+func TestStaleWriteSaysSo(t *testing.T) {
+	msg := "the operator intent changed meanwhile (revision 4, now 5: 1 override, 1 emergency switch, 0 TTL raises); nothing was changed: check it and retry"
+	f := startFake(t, map[string]reply{"POST /v1/overrides": {code: 409, body: control.ErrorReply{Error: msg}}})
+	r := lbctl(t, "-socket", f.socket, "drain", "bind-1")
+	if r.code != exitRefused || !strings.Contains(r.stderr, msg) {
+		t.Fatalf("exit %d, stderr %q; want %d and the conflict", r.code, r.stderr, exitRefused)
+	}
+}
