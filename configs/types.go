@@ -16,6 +16,9 @@ type Config struct {
 	Checks    map[string]*Check `toml:"check"`
 	Prefetch  Prefetch          `toml:"prefetch"`
 	GSLB      GSLB              `toml:"gslb"`
+	// Fleet is this host's place in a fleet sharing intent through
+	// etcd; nil without [fleet] (the host is alone).
+	Fleet *Fleet `toml:"fleet"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

@@ -126,6 +126,7 @@ func (d *decoder) validate() {
 	if d.gslbOK {
 		d.validateGSLB()
 	}
+	d.validateFleet()
 }
 
 func (d *decoder) validateDaemon() {

@@ -767,3 +767,52 @@ type GSLBBackend interface {
 	// is off.
 	Explain(ctx context.Context, req GSLBExplainRequest) (*GSLBExplainReply, error)
 }
+
+// FleetStatus is GET /v1/fleet: the fleet of LB hosts sharing intent
+// through etcd, as this node reads it.
+type FleetStatus struct {
+	// On is whether the daemon is in a fleet ([fleet] configured).
+	On bool `json:"on"`
+	// Node, Location and Cluster are this node's [fleet] keys.
+	Node     string `json:"node,omitempty"`
+	Location string `json:"location,omitempty"`
+	Cluster  string `json:"cluster,omitempty"`
+	// Heartbeat says whether this node's heartbeat lease is alive.
+	Heartbeat bool `json:"heartbeat"`
+	// Error is why the fleet view could not be read ("" when it was):
+	// Nodes is then empty.
+	Error string `json:"error,omitempty"`
+	// Nodes are the nodes whose heartbeats are alive, by name.
+	Nodes []FleetNode `json:"nodes"`
+}
+
+// FleetNode is one node of the fleet view.
+type FleetNode struct {
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	Cluster  string `json:"cluster,omitempty"`
+	// Version is the node's lbdnsd build.
+	Version string `json:"version"`
+	// ConfigHash identifies the node's configuration (without [fleet]).
+	ConfigHash string `json:"config_hash"`
+	// IntentRevision is the intent revision the node applied;
+	// CurrentRevision the one in force for its scope.
+	IntentRevision  uint64 `json:"intent_revision"`
+	CurrentRevision uint64 `json:"current_revision"`
+	// Serial is the GSLB zones' SOA serial the node answers.
+	Serial uint32 `json:"serial"`
+	// Started is when the node's daemon started; Beat when it last wrote
+	// its heartbeat, AgeSeconds how long before the reading that was.
+	Started    time.Time `json:"started"`
+	Beat       time.Time `json:"beat"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// Odd says how the node differs from the rest (empty: it does not).
+	Odd []string `json:"odd,omitempty"`
+}
+
+// FleetBackend is the part of a Backend that answers GET /v1/fleet; a
+// Backend without it answers that the daemon is in no fleet.
+type FleetBackend interface {
+	// Fleet reads the fleet view.
+	Fleet(ctx context.Context) (*FleetStatus, error)
+}

@@ -135,6 +135,7 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *server.Responder
+	fleet      *fleetNode // nil without [fleet] (fleet.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -244,7 +245,15 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
 	d.removeStateTemps(cfg.Daemon.StateDir)
+	fleetStore, err := d.openFleet(cfg) // nil without [fleet]
+	if err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	d.store = opts.Store
+	if d.store == nil {
+		d.store = fleetStore
+	}
 	if d.store == nil {
 		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
@@ -437,6 +446,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
+	fleetDone := d.runFleet(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -461,6 +471,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-monDone
 			<-identDone
 			servers.Wait()
+			<-fleetDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()

@@ -67,6 +67,13 @@
 //	    resolver x ECS partition): refresh mode, state (ok, failing,
 //	    parked while the resolver is unhealthy, pending), last refresh, TTL
 //	    and what is left of it, next run, failures and the last error.
+//	fleet status
+//	    The fleet of LB hosts sharing intent through etcd ([fleet]), as
+//	    the daemon's node reads it: every node whose heartbeat lease is
+//	    alive, with the heartbeat's age, location, cluster, configuration
+//	    hash, the intent revision applied (applied/in force when behind),
+//	    SOA serial, version and start; the odd one out is marked ! with
+//	    why. With -o json: the /v1/fleet document.
 //	reload
 //	    Validate the daemon's configuration file and apply it. A bad file
 //	    is rejected whole, every problem is printed and the running

@@ -21,6 +21,9 @@ go test -run '^$' -bench 'BenchmarkDiff2000x20OneChange' -benchmem -benchtime "$
 echo "=== bench: one DNS probe on loopback"
 go test -run '^$' -bench 'BenchmarkDNSProbe' -benchmem -benchtime "$benchtime" ./probes
 
+echo "=== bench: fleet over a real etcd: intent propagation, assignments moved on a join, a killed node's lease"
+if [ "$mode" = quick ]; then LBDNS_BENCH_ROUNDS=20 bench/fleet/run.sh; else bench/fleet/run.sh; fi
+
 echo "=== bench: IPVS in a VM: full sync of 1,000 x 10 vs ipvsadm -R; one change"
 scripts/ipvs-vm.sh ./bench/ipvs -test.v -test.timeout 10m
 

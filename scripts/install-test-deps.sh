@@ -3,7 +3,9 @@
 # lbdns tests run against (see internal/vendors), and Debian's Chromium with a
 # font for the tests that load pages in a headless browser (see
 # internal/browser). It is idempotent: packages already installed are left
-# alone, and apt-get update runs at most once.
+# alone, and apt-get update runs at most once. Last, it builds the etcd
+# server the fleet tests run (scripts/build-etcd.sh: from etcd's Go module
+# into the cache directory; Debian's etcd-server 3.4 is end of life).
 #
 # Debian installs would normally start bind9, unbound, dnsmasq and
 # pdns-recursor as services on port 53. Tests never use port 53, but to keep
@@ -43,9 +45,16 @@ for p in $PKGS; do
 	fi
 done
 
+# build_etcd builds (or finds already built) the etcd of the fleet tests.
+build_etcd() {
+	"$(dirname "$0")/build-etcd.sh" >/dev/null
+	echo "install-test-deps: etcd ready ($("$(dirname "$0")/build-etcd.sh"))"
+}
+
 if [ -z "$missing" ]; then
 	echo "install-test-deps: all packages already installed"
 	check_port53
+	build_etcd
 	exit 0
 fi
 echo "install-test-deps: installing:$missing"
@@ -101,4 +110,5 @@ if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 fi
 
 check_port53
+build_etcd
 echo "install-test-deps: done"

@@ -8,8 +8,10 @@
 #      PowerDNS Recursor, dnsmasq from Debian's packages) on loopback and
 #      the pages loaded in Debian's headless Chromium (screenshots are kept
 #      in $LBDNS_ARTIFACTS, default artifacts/ at the repository root),
-#      and the GSLB monitor kinds against hosts in network namespaces
-#      joined by veth pairs (links cut, tc netem loss);
+#      the GSLB monitor kinds against hosts in network namespaces
+#      joined by veth pairs (links cut, tc netem loss), and the fleet's
+#      shared intent and heartbeats against a three-member etcd cluster
+#      (TLS, client-certificate auth) built from etcd's Go module;
 #   3. the IPVS tests of package vip against Debian's own kernel with IPVS
 #      in a qemu virtual machine (software emulation; no IPVS on the host
 #      needed).
@@ -22,7 +24,7 @@ export PATH=$PATH:/usr/local/go/bin
 start=$(date +%s)
 step() { echo; echo "=== test.sh: $* ($(( $(date +%s) - start ))s)"; }
 
-step "installing test dependencies (resolver products, chromium)"
+step "installing test dependencies (resolver products, chromium, etcd)"
 scripts/install-test-deps.sh
 
 step "gofmt and go vet"
@@ -47,6 +49,9 @@ export LBDNS_REQUIRE_NETNS=1
 # The service files (packaging/, monitoring/) are checked with
 # systemd-analyze, dpkg-deb, lintian and promtool, just installed.
 export LBDNS_REQUIRE_PACKAGING=1
+# The fleet tests run a real etcd cluster (internal/etcdtest), built by
+# install-test-deps.sh: a skip there is a failure.
+export LBDNS_REQUIRE_ETCD=1
 export LBDNS_ARTIFACTS=${LBDNS_ARTIFACTS:-$PWD/artifacts}
 echo "test.sh: test artifacts (screenshots) go to $LBDNS_ARTIFACTS"
 go test -race -count=1 -timeout 15m ./...

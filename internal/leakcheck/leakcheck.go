@@ -21,6 +21,13 @@ const Settle = 3 * time.Second
 // is a goroutine whose stack contains one of them, for example
 // "miekg/dns.(*Server)".
 func Main(m *testing.M, markers ...string) {
+	os.Exit(Run(m, markers...))
+}
+
+// Run is Main that returns the exit code instead of exiting, for a
+// TestMain that has something to stop after the check (a server shared
+// by the tests).
+func Run(m *testing.M, markers ...string) int {
 	before := len(goroutines(nil))
 	code := m.Run()
 	if code == 0 {
@@ -29,7 +36,7 @@ func Main(m *testing.M, markers ...string) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // goroutines returns the stacks of live goroutines, only those containing

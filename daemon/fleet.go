@@ -1,0 +1,191 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/fleet"
+	"lbdns/fleet/etcdfleet"
+	"lbdns/intent"
+)
+
+// fleetNode is the daemon's place in a fleet of LB hosts ([fleet]): the
+// etcd client, the node's keys and its heartbeat.
+type fleetNode struct {
+	cfg  *configs.Fleet
+	cli  *clientv3.Client
+	keys etcdfleet.Keys
+	log  *slog.Logger
+	// hb is the heartbeat once it started (nil before).
+	hb atomic.Pointer[etcdfleet.Heartbeater]
+}
+
+// openFleet connects to the fleet's etcd when cfg has [fleet] and
+// returns the store of the node's shared intent; without [fleet] it does
+// nothing and returns nil. The client is closed with the daemon's
+// closer.
+func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
+	f := cfg.Fleet
+	if f == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.DialTimeout.Duration+time.Second)
+	defer cancel()
+	cli, err := etcdfleet.Connect(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	n := &fleetNode{cfg: f, cli: cli, keys: etcdfleet.KeysOf(f.Prefix, f.Cluster, f.Name), log: d.log.With("component", "fleet")}
+	d.fleet = n
+	closer := d.closer
+	d.closer = func() error { cli.Close(); return closer() }
+	if err := d.registerFleetMetrics(); err != nil {
+		return nil, err
+	}
+	version, old, err := etcdfleet.ServerVersion(ctx, cli)
+	switch {
+	case err != nil:
+		n.log.Warn("cannot tell the etcd server's version", "err", err)
+	case old:
+		n.log.Warn("the etcd server is older than 3.5: end of life, and its watches may duplicate or lose events; upgrade it", "etcd_version", version)
+	}
+	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix, "etcd_version", version)
+	return etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), nil
+}
+
+// registerFleetMetrics registers the fleet's gauges on the daemon's
+// registry.
+func (d *Daemon) registerFleetMetrics() error {
+	alive := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lbdns_fleet_heartbeat_alive",
+		Help: "1 while this node's fleet heartbeat lease is alive in etcd, 0 while it is lost (etcd unreachable) or not started.",
+	}, func() float64 {
+		if hb := d.fleet.hb.Load(); hb != nil && hb.Alive() {
+			return 1
+		}
+		return 0
+	})
+	rev := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lbdns_fleet_intent_revision",
+		Help: "The revision of the fleet's shared operator intent this node applied.",
+	}, func() float64 {
+		in, _ := d.hub.Intent.Load()
+		return float64(in.Revision)
+	})
+	for _, c := range []prometheus.Collector{alive, rev} {
+		if err := d.registry.Register(c); err != nil {
+			return fmt.Errorf("fleet metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// runFleet keeps the node's heartbeat until ctx is done (nothing
+// without [fleet]); the channel is closed when it has stopped and its
+// lease is revoked.
+func (d *Daemon) runFleet(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if d.fleet == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		d.followFleet(ctx)
+	}()
+	return done
+}
+
+// followFleet starts the heartbeat (retrying while etcd cannot be
+// reached) and publishes a new one whenever the configuration, the
+// intent or the responder's serial changes.
+func (d *Daemon) followFleet(ctx context.Context) {
+	n := d.fleet
+	var cfgVer, inVer, rsVer uint64
+	hash := ""
+	beat := func() fleet.Heartbeat {
+		cfg, cv := d.hub.Config.Load()
+		if cv != cfgVer || hash == "" {
+			h, err := fleet.ConfigHash(cfg)
+			if err != nil {
+				n.log.Warn("cannot hash the configuration for the fleet heartbeat", "err", err)
+			}
+			hash, cfgVer = h, cv
+		}
+		in, iv := d.hub.Intent.Load()
+		rs, rv := d.hub.Responder.Load()
+		inVer, rsVer = iv, rv
+		return d.fleetHeartbeat(hash, in.Revision, rs.Serial)
+	}
+	var hb *etcdfleet.Heartbeater
+	for hb == nil {
+		sctx, cancel := context.WithTimeout(ctx, n.cfg.DialTimeout.Duration)
+		h, err := etcdfleet.StartHeartbeat(sctx, n.cli, etcdfleet.HeartbeatOptions{Keys: n.keys, TTL: n.cfg.LeaseTTL.Duration, Logger: n.log, Now: d.now}, beat())
+		cancel()
+		if err == nil {
+			hb = h
+			break
+		}
+		n.log.Warn("cannot start the fleet heartbeat; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	n.hb.Store(hb)
+	defer hb.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.hub.Config.Changed(cfgVer):
+		case <-d.hub.Intent.Changed(inVer):
+		case <-d.hub.Responder.Changed(rsVer):
+		}
+		hb.Publish(beat())
+	}
+}
+
+// fleetHeartbeat is what this node says of itself to the fleet: its
+// [fleet] names, its build, the hash of its configuration, the intent
+// revision it applied and the SOA serial it answers.
+func (d *Daemon) fleetHeartbeat(configHash string, intentRev uint64, serial uint32) fleet.Heartbeat {
+	f := d.fleet.cfg
+	return fleet.Heartbeat{
+		Name: f.Name, Location: f.Location, Cluster: f.Cluster,
+		Version: fleet.Version(), ConfigHash: configHash, IntentRevision: intentRev, Serial: serial,
+		Started: d.started.UTC(),
+	}
+}
+
+// Fleet answers GET /v1/fleet: the fleet view read from etcd now.
+func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
+	n := b.d.fleet
+	if n == nil {
+		return &control.FleetStatus{Nodes: []control.FleetNode{}}, nil
+	}
+	hb := n.hb.Load()
+	st := &control.FleetStatus{On: true, Node: n.cfg.Name, Location: n.cfg.Location, Cluster: n.cfg.Cluster, Heartbeat: hb != nil && hb.Alive(), Nodes: []control.FleetNode{}}
+	nodes, err := etcdfleet.Nodes(ctx, n.cli, n.cfg.Prefix, b.d.now())
+	if err != nil {
+		st.Error = fmt.Sprintf("%v", err)
+		return st, nil
+	}
+	for _, x := range nodes {
+		st.Nodes = append(st.Nodes, control.FleetNode{
+			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash,
+			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
+			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd,
+		})
+	}
+	return st, nil
+}

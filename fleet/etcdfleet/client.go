@@ -1,0 +1,175 @@
+// Package etcdfleet is the etcd edge of a fleet of LB hosts: the
+// connection (TLS with a client certificate, always verified), the
+// operator intent shared through etcd (an intent.Store), and the nodes'
+// heartbeats held under their leases with the reader of the fleet view.
+//
+// Keys, all under the [fleet] prefix P:
+//
+//	P/intent/fleet             the GSLB emergency switches and TTL raises (the whole fleet's)
+//	P/intent/cluster/CLUSTER   the resolver overrides of a cluster of hosts sharing back ends
+//	P/intent/host/NAME         the resolver overrides of a host in no cluster
+//	P/nodes/NAME               a node's heartbeat, under its lease
+//	P/votes/MEMBER/NAME        node NAME's vote on a GSLB member, under its lease
+//
+// The intent documents are intent.Marshal's JSON, each holding only the
+// kinds of its scope. The intent revision of a node is the larger of the
+// etcd mod revisions of its two intent keys (the fleet's and its
+// cluster's or host's); a write is one transaction guarded by both.
+package etcdfleet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"lbdns/configs"
+)
+
+// Keys are the etcd keys of one node, under the fleet's prefix.
+type Keys struct {
+	// Prefix is the [fleet] prefix ("/lbdns/").
+	Prefix string
+	// Fleet is the fleet-wide intent; Scope the node's cluster's or
+	// host's; Node its heartbeat.
+	Fleet, Scope, Node string
+}
+
+// KeysOf returns the keys of node name in cluster (the host's own scope
+// when cluster is "") under prefix.
+func KeysOf(prefix, cluster, name string) Keys {
+	return Keys{Prefix: prefix, Fleet: prefix + "intent/fleet", Scope: scopeKey(prefix, cluster, name), Node: prefix + "nodes/" + name}
+}
+
+func scopeKey(prefix, cluster, name string) string {
+	if cluster != "" {
+		return prefix + "intent/cluster/" + cluster
+	}
+	return prefix + "intent/host/" + name
+}
+
+// Connect connects to the etcd cluster of f and checks, within
+// f.DialTimeout, that this node may read its prefix. Its errors say what
+// to fix: the TLS files, a certificate etcd refuses, a role without the
+// prefix, no member reachable.
+func Connect(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
+	tlsInfo := transport.TLSInfo{TrustedCAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile}
+	tc, err := tlsInfo.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: TLS files (fleet.ca_file, cert_file, key_file): %w", err)
+	}
+	eps := make([]string, len(f.Endpoints))
+	for i, e := range f.Endpoints {
+		eps[i] = configs.FleetEndpointHostPort(e)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:            eps,
+		TLS:                  tc,
+		DialTimeout:          f.DialTimeout.Duration,
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: connect to etcd %s: %w", strings.Join(eps, ", "), err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.DialTimeout.Duration)
+	defer cancel()
+	if _, err := cli.Get(cctx, f.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+		cli.Close()
+		if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+			// The client retries a refused handshake until the
+			// deadline: ask the members directly why.
+			for _, ep := range eps {
+				if terr := probeTLS(ctx, ep, tc); terr != nil {
+					return nil, Explain(fmt.Errorf("%s: %w", ep, terr), f)
+				}
+			}
+		}
+		return nil, Explain(err, f)
+	}
+	return cli, nil
+}
+
+// probeTLS makes one TLS connection to endpoint and reports the TLS
+// error that ends it, if any: a member that refuses the client
+// certificate sends its alert right after the handshake. A connection
+// that stays open (the member waits for the client's first frame) or
+// that cannot be made at all is no TLS error (nil).
+func probeTLS(ctx context.Context, endpoint string, tc *tls.Config) error {
+	cfg := tc.Clone()
+	cfg.NextProtos = []string{"h2"}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "tcp", endpoint)
+	if err != nil {
+		if isTLSError(err) {
+			return err
+		}
+		return nil
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	if err != nil && isTLSError(err) {
+		return err
+	}
+	return nil
+}
+
+// isTLSError reports whether err comes from TLS or certificate checks.
+func isTLSError(err error) bool {
+	var (
+		alert tls.AlertError
+		rec   tls.RecordHeaderError
+		cv    *tls.CertificateVerificationError
+	)
+	msg := err.Error()
+	return errors.As(err, &alert) || errors.As(err, &rec) || errors.As(err, &cv) ||
+		strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "certificate")
+}
+
+// Explain words an error of the first request to etcd for an operator.
+func Explain(err error, f *configs.Fleet) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return fmt.Errorf("fleet: etcd refuses this node the prefix %s: grant the role of the etcd user named by the common name of fleet.cert_file (%s) read and write on it: %w", f.Prefix, f.CertFile, err)
+	case errors.Is(err, rpctypes.ErrUserEmpty) || errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrUserNotFound):
+		return fmt.Errorf("fleet: etcd knows no user for this node's certificate (%s): add the user named by its common name: %w", f.CertFile, err)
+	case isTLSError(err):
+		return fmt.Errorf("fleet: etcd refused the TLS connection: check that fleet.cert_file (%s) was issued by a CA the etcd members trust and that fleet.ca_file (%s) holds the CA of their certificates: %w", f.CertFile, f.CAFile, err)
+	case status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("fleet: no etcd member of %s answered within fleet.dial_timeout (%s) (unreachable, or refusing this node's certificate: check fleet.cert_file and ca_file): %w",
+			strings.Join(f.Endpoints, ", "), f.DialTimeout.Duration, err)
+	}
+	return fmt.Errorf("fleet: etcd: %w", err)
+}
+
+// ServerVersion returns the etcd version of the first member of cli's
+// endpoints that answers, and whether it is older than 3.5 (3.4 is end of
+// life and lacks watch fixes: duplicated events, responses back in time,
+// events lost after a compaction).
+func ServerVersion(ctx context.Context, cli *clientv3.Client) (version string, old bool, err error) {
+	for _, ep := range cli.Endpoints() {
+		resp, serr := cli.Status(ctx, ep)
+		if serr != nil {
+			err = serr
+			continue
+		}
+		major, minor := 0, 0
+		fmt.Sscanf(resp.Version, "%d.%d", &major, &minor)
+		return resp.Version, major < 3 || major == 3 && minor < 5, nil
+	}
+	return "", false, fmt.Errorf("fleet: etcd version: %w", err)
+}

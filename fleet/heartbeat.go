@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"lbdns/configs"
+)
+
+// Heartbeat is what a node says of itself to the fleet, kept under its
+// lease: while the lease lives the node is in the fleet view, and what
+// it says is fact, not intent.
+type Heartbeat struct {
+	// Name, Location and Cluster are the node's [fleet] keys.
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	Cluster  string `json:"cluster,omitempty"`
+	// Version is the lbdnsd build's module version.
+	Version string `json:"version"`
+	// ConfigHash is ConfigHash of the configuration in force.
+	ConfigHash string `json:"config_hash"`
+	// IntentRevision is the intent revision the node has applied.
+	IntentRevision uint64 `json:"intent_revision"`
+	// Serial is the GSLB zones' SOA serial the node answers (0: no
+	// responder, or not built yet).
+	Serial uint32 `json:"serial"`
+	// Started is when the node's daemon started; Beat when the node
+	// wrote this heartbeat.
+	Started time.Time `json:"started"`
+	Beat    time.Time `json:"beat"`
+}
+
+// Same reports whether h and g say the same, apart from Beat.
+func (h Heartbeat) Same(g Heartbeat) bool {
+	h.Beat, g.Beat = time.Time{}, time.Time{}
+	return h == g
+}
+
+// Version returns the running binary's module version ("(devel)" for a
+// build from a work tree, "unknown" without build information).
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "unknown"
+	}
+	return bi.Main.Version
+}
+
+// ConfigHash returns a short hash of cfg's content without the host's
+// own tables ([daemon]: state directory, sockets, log level; [fleet]:
+// the node's names) and the file's path: nodes that run the same
+// configuration have the same hash, whatever their names, locations and
+// local paths.
+func ConfigHash(cfg *configs.Config) (string, error) {
+	if cfg == nil {
+		return "", nil
+	}
+	c := *cfg
+	c.Fleet, c.Path, c.Daemon = nil, "", configs.Daemon{}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "", fmt.Errorf("fleet: config hash: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6]), nil
+}
+
+// Node is one node of the fleet view: its heartbeat and what the reader
+// made of it.
+type Node struct {
+	Heartbeat
+	// Age is how long ago the heartbeat was written, by the reader's
+	// clock (clock skew between the hosts shows in it).
+	Age time.Duration
+	// CurrentRevision is the intent revision in force for the node's
+	// scope (the fleet's intent and its cluster's or host's), as the
+	// reader read it.
+	CurrentRevision uint64
+	// Odd says, one reason each, how the node differs from the rest:
+	// intent not applied, another configuration than its cluster's
+	// majority, another SOA serial than the fleet's majority.
+	Odd []string
+}
+
+// Compare fills every node's Odd and returns the nodes by name. A node
+// is odd when it has not applied the intent revision in force for its
+// scope, when its configuration hash is not that of most nodes of its
+// cluster (the nodes without a cluster compared together), or when its
+// SOA serial is not that of most nodes; with no majority (two nodes that
+// differ) each differing node is flagged.
+func Compare(nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range out {
+		out[i].Odd = nil
+		if n := &out[i]; n.IntentRevision != n.CurrentRevision {
+			n.Odd = append(n.Odd, fmt.Sprintf("intent revision %d applied, %d in force", n.IntentRevision, n.CurrentRevision))
+		}
+	}
+	byCluster := map[string][]int{}
+	for i, n := range out {
+		byCluster[n.Cluster] = append(byCluster[n.Cluster], i)
+	}
+	for _, idx := range byCluster {
+		flagMinority(out, idx, func(n Node) string { return n.ConfigHash }, "configuration %s, most of its cluster run %s", "configuration %s, the cluster's differ")
+	}
+	all := make([]int, len(out))
+	for i := range all {
+		all[i] = i
+	}
+	flagMinority(out, all, func(n Node) string { return fmt.Sprint(n.Serial) }, "SOA serial %s, most nodes answer %s", "SOA serial %s, the nodes' differ")
+	return out
+}
+
+// flagMinority flags the nodes idx of out whose key is not the strict
+// majority's (withMajority), or, with no strict majority and more than
+// one key, every node (noMajority).
+func flagMinority(out []Node, idx []int, key func(Node) string, withMajority, noMajority string) {
+	if len(idx) < 2 {
+		return
+	}
+	count := map[string]int{}
+	for _, i := range idx {
+		count[key(out[i])]++
+	}
+	if len(count) == 1 {
+		return
+	}
+	major, best := "", 0
+	for k, c := range count {
+		if c > best || c == best && k < major {
+			major, best = k, c
+		}
+	}
+	for _, i := range idx {
+		k := key(out[i])
+		switch {
+		case 2*best > len(idx) && k != major:
+			out[i].Odd = append(out[i].Odd, fmt.Sprintf(withMajority, k, major))
+		case 2*best <= len(idx):
+			out[i].Odd = append(out[i].Odd, fmt.Sprintf(noMajority, k))
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package fleet
+
+import "time"
+
+// Verdict is the fleet's judgement of one GSLB member.
+type Verdict int
+
+// Verdicts. VerdictNone means the fleet has none: too few fresh votes or
+// a tie, and no earlier verdict still held; the pool's own rule decides.
+const (
+	VerdictNone Verdict = iota
+	VerdictUp
+	VerdictDown
+)
+
+// String returns "none", "up" or "down".
+func (v Verdict) String() string {
+	switch v {
+	case VerdictUp:
+		return "up"
+	case VerdictDown:
+		return "down"
+	}
+	return "none"
+}
+
+// Vote is one prober's judgement of one member, as it published it.
+type Vote struct {
+	// Prober and Location name the prober and where it probes from.
+	Prober   string `json:"prober"`
+	Location string `json:"location"`
+	// Up is the prober's own rise/fall state of the member.
+	Up bool `json:"up"`
+	// At is when the prober last confirmed the vote (a vote stored
+	// under its prober's lease, written only on change, is fresh while
+	// it exists: its At is when it changed).
+	At time.Time `json:"at"`
+}
+
+// Rules say how votes make a verdict.
+type Rules struct {
+	// MinVotes is how many fresh votes a verdict needs (at least 1).
+	MinVotes int
+	// MaxAge is how old a vote may be and still count.
+	MaxAge time.Duration
+	// Hold is how long the last verdict is kept when the votes decide
+	// nothing (a tie, too few fresh votes).
+	Hold time.Duration
+}
+
+// Decision is a member's fleet verdict and how it was reached.
+type Decision struct {
+	// Verdict is the fleet's.
+	Verdict Verdict
+	// Decided is when the votes last decided it (zero for VerdictNone).
+	Decided time.Time
+	// Held is set when the votes decide nothing now and Verdict is the
+	// last one, kept until Decided + Rules.Hold.
+	Held bool
+	// Up, Down and Stale count the votes: fresh up, fresh down, and too
+	// old to count.
+	Up, Down, Stale int
+}
+
+// Count returns the fleet verdict of one member at now from its probers'
+// votes and the decision before (the zero Decision at first): more fresh
+// up votes than down is up, more down than up is down; a tie, or fewer
+// fresh votes than MinVotes, keeps the last verdict for Hold after it was
+// last decided, then gives VerdictNone.
+func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
+	var d Decision
+	for _, v := range votes {
+		switch {
+		case now.Sub(v.At) > r.MaxAge:
+			d.Stale++
+		case v.Up:
+			d.Up++
+		default:
+			d.Down++
+		}
+	}
+	if d.Up+d.Down >= max(r.MinVotes, 1) && d.Up != d.Down {
+		d.Verdict, d.Decided = VerdictDown, now
+		if d.Up > d.Down {
+			d.Verdict = VerdictUp
+		}
+		return d
+	}
+	if prev.Verdict != VerdictNone && now.Sub(prev.Decided) <= r.Hold {
+		d.Verdict, d.Decided, d.Held = prev.Verdict, prev.Decided, true
+	}
+	return d
+}
+
+// CutOff reports whether a prober must withdraw its votes: most of its
+// canaries (known-good targets: the other nodes, configured addresses)
+// fail, so that the failures it sees are likelier its own than the
+// members'. A prober cut off that way is no down vote. Without canaries
+// it is never cut off; half of them failing is not most.
+func CutOff(canariesUp, canaries int) bool {
+	return canaries > 0 && 2*(canaries-canariesUp) > canaries
+}

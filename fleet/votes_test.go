@@ -1,0 +1,101 @@
+package fleet
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestCount: the majority of fresh votes decides; a tie or too few
+// fresh votes keeps the last verdict, marked held.
+func TestCount(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := Rules{MinVotes: 2, MaxAge: 10 * time.Second, Hold: time.Minute}
+	up := func(p string, age time.Duration) Vote { return Vote{Prober: p, Up: true, At: now.Add(-age)} }
+	down := func(p string, age time.Duration) Vote { return Vote{Prober: p, At: now.Add(-age)} }
+	wasUp := Decision{Verdict: VerdictUp, Decided: now.Add(-30 * time.Second)}
+	wasUpLong := Decision{Verdict: VerdictUp, Decided: now.Add(-2 * time.Minute)}
+	for _, tc := range []struct {
+		name       string
+		votes      []Vote
+		prev       Decision
+		want       Verdict
+		held       bool
+		u, d, s    int
+		decidedNow bool
+	}{
+		{"up majority", []Vote{up("a", 0), up("b", 0), down("c", 0)}, Decision{}, VerdictUp, false, 2, 1, 0, true},
+		{"down majority", []Vote{up("a", 0), down("b", 0), down("c", 0)}, wasUp, VerdictDown, false, 1, 2, 0, true},
+		{"all up", []Vote{up("a", 0), up("b", 0), up("c", 0)}, Decision{}, VerdictUp, false, 3, 0, 0, true},
+		{"tie keeps the last verdict", []Vote{up("a", 0), down("b", 0)}, wasUp, VerdictUp, true, 1, 1, 0, false},
+		{"tie with none before", []Vote{up("a", 0), down("b", 0)}, Decision{}, VerdictNone, false, 1, 1, 0, false},
+		{"too few fresh votes", []Vote{down("a", 0), down("b", 11*time.Second), down("c", time.Hour)}, wasUp, VerdictUp, true, 0, 1, 2, false},
+		{"held too long", []Vote{down("a", 0)}, wasUpLong, VerdictNone, false, 0, 1, 0, false},
+		{"no votes", nil, wasUp, VerdictUp, true, 0, 0, 0, false},
+		{"vote at MaxAge counts", []Vote{down("a", 10*time.Second), down("b", 0)}, wasUp, VerdictDown, false, 0, 2, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Count(tc.votes, tc.prev, r, now)
+			if got.Verdict != tc.want || got.Held != tc.held || got.Up != tc.u || got.Down != tc.d || got.Stale != tc.s {
+				t.Fatalf("Count = %+v, want verdict %v held %v up %d down %d stale %d", got, tc.want, tc.held, tc.u, tc.d, tc.s)
+			}
+			switch {
+			case tc.decidedNow && !got.Decided.Equal(now):
+				t.Errorf("Decided = %v, want now", got.Decided)
+			case !tc.decidedNow && got.Held && !got.Decided.Equal(tc.prev.Decided):
+				t.Errorf("a held verdict's Decided = %v, want the last decision's %v", got.Decided, tc.prev.Decided)
+			}
+		})
+	}
+}
+
+// TestCountHoldExpires follows one member through time: two of its
+// three votes go stale; the last verdict is held for Hold after the
+// votes last decided, then the fleet has none.
+func TestCountHoldExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := Rules{MinVotes: 2, MaxAge: 5 * time.Second, Hold: 20 * time.Second}
+		start := time.Now()
+		votes := []Vote{{Prober: "a", Up: true, At: start}, {Prober: "b", Up: true, At: start}, {Prober: "c", Up: false, At: start}}
+		var d Decision
+		var trail []string
+		for range 7 {
+			d = Count(votes, d, r, time.Now())
+			trail = append(trail, d.Verdict.String())
+			if d.Held {
+				trail[len(trail)-1] += " (held)"
+			}
+			time.Sleep(5 * time.Second)
+			votes[0].At = time.Now() // only a keeps confirming: one fresh vote is too few
+		}
+		// At 5s the three votes are exactly MaxAge old and still count.
+		want := []string{"up", "up", "up (held)", "up (held)", "up (held)", "up (held)", "none"}
+		for i := range want {
+			if trail[i] != want[i] {
+				t.Fatalf("verdicts every 5s = %q, want %q", trail, want)
+			}
+		}
+	})
+}
+
+// TestVerdictString names the verdicts.
+func TestVerdictString(t *testing.T) {
+	for v, want := range map[Verdict]string{VerdictNone: "none", VerdictUp: "up", VerdictDown: "down"} {
+		if v.String() != want {
+			t.Errorf("%d.String() = %q, want %q", v, v.String(), want)
+		}
+	}
+}
+
+// TestCutOff: a prober withdraws its votes while most of its canaries
+// fail.
+func TestCutOff(t *testing.T) {
+	for _, tc := range []struct {
+		up, total int
+		want      bool
+	}{{0, 0, false}, {3, 3, false}, {2, 3, false}, {1, 3, true}, {0, 3, true}, {1, 2, false}, {0, 1, true}} {
+		if got := CutOff(tc.up, tc.total); got != tc.want {
+			t.Errorf("CutOff(%d up of %d) = %v, want %v", tc.up, tc.total, got, tc.want)
+		}
+	}
+}

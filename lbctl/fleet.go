@@ -1,0 +1,86 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"lbdns/control"
+)
+
+// fleetCmd shows the fleet of LB hosts as the daemon's node reads it
+// from etcd ("status", the only subcommand): every node whose heartbeat
+// is alive, with its heartbeat's age, location, cluster, configuration
+// hash, the intent revision it applied (and the one in force when it is
+// behind), its SOA serial and version; the odd one out is marked with
+// "!" and why. With -o json: the control.FleetStatus, indented.
+func fleetCmd(*flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		if len(args) == 0 {
+			return usageErrorf("missing subcommand (status)")
+		}
+		if args[0] != "status" {
+			return usageErrorf("unknown fleet subcommand %q (want status)", args[0])
+		}
+		if err := wantArgs(args, "subcommand"); err != nil {
+			return err
+		}
+		ctx, cancel := e.request()
+		defer cancel()
+		st, err := e.client().Fleet(ctx)
+		if err != nil {
+			return err
+		}
+		if e.json() {
+			return e.writeJSON(st)
+		}
+		return writeFleet(e, st)
+	}
+}
+
+func writeFleet(e *env, st *control.FleetStatus) error {
+	ew := &errWriter{w: e.stdout}
+	if !st.On {
+		fmt.Fprintln(ew, "not in a fleet: the configuration has no [fleet] (this host's intent is its own)")
+		return ew.err
+	}
+	hb := "alive"
+	if !st.Heartbeat {
+		hb = "NOT alive (etcd unreachable? this node is missing from the fleet view)"
+	}
+	fmt.Fprintf(ew, "node %s (location %s, cluster %s), heartbeat %s\n", st.Node, st.Location, dash(st.Cluster), hb)
+	if st.Error != "" {
+		fmt.Fprintf(ew, "the fleet view cannot be read: %s\n", st.Error)
+		return ew.err
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tNODE\tLOCATION\tCLUSTER\tAGE\tCONFIG\tINTENT\tSERIAL\tVERSION\tSTARTED\tODD")
+	odd := 0
+	for _, n := range st.Nodes {
+		mark, why := "", "-"
+		if len(n.Odd) > 0 {
+			mark, why = "!", strings.Join(n.Odd, "; ")
+			odd++
+		}
+		rev := fmt.Sprint(n.IntentRevision)
+		if n.IntentRevision != n.CurrentRevision {
+			rev = fmt.Sprintf("%d/%d", n.IntentRevision, n.CurrentRevision)
+		}
+		age := compact(time.Duration(n.AgeSeconds * float64(time.Second)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", mark, n.Name, n.Location, dash(n.Cluster), age, dash(n.ConfigHash), rev, n.Serial, dash(n.Version), stamp(n.Started), why)
+	}
+	if err := tw.Flush(); err != nil && ew.err == nil {
+		return fmt.Errorf("write fleet: %w", err)
+	}
+	switch {
+	case len(st.Nodes) == 0:
+		fmt.Fprintln(ew, "no node has a live heartbeat")
+	case odd == 0:
+		fmt.Fprintf(ew, "%d nodes agree\n", len(st.Nodes))
+	default:
+		fmt.Fprintf(ew, "%d of %d nodes differ (marked !)\n", odd, len(st.Nodes))
+	}
+	return ew.err
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"lbdns/control"
+)
+
+// TestFleetStatus lists the nodes and marks the odd one out.
+func TestFleetStatus(t *testing.T) {
+	st := control.FleetStatus{On: true, Node: "lb1", Location: "dc1", Cluster: "c1", Heartbeat: true, Nodes: []control.FleetNode{
+		{Name: "lb1", Location: "dc1", Cluster: "c1", ConfigHash: "aaaa", IntentRevision: 12, CurrentRevision: 12, Serial: 7, AgeSeconds: 1.2, Started: time.Unix(1700000000, 0)},
+		{Name: "lb2", Location: "dc2", Cluster: "c1", ConfigHash: "aaaa", IntentRevision: 11, CurrentRevision: 12, Serial: 7, AgeSeconds: 3,
+			Odd: []string{"intent revision 11 applied, 12 in force"}},
+	}}
+	f := startFake(t, map[string]reply{"GET /v1/fleet": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "fleet", "status")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"node lb1 (location dc1, cluster c1), heartbeat alive",
+		"lb1   dc1       c1       1s   aaaa    12",
+		"!  lb2   dc2       c1       3s   aaaa    11/12",
+		"intent revision 11 applied, 12 in force",
+		"1 of 2 nodes differ (marked !)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = lbctl(t, "-socket", f.socket, "-o", "json", "fleet", "status")
+	var got control.FleetStatus
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Nodes) != 2 || got.Nodes[1].Odd == nil {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+}
+
+// TestFleetStatusAlone: a daemon in no fleet says so.
+func TestFleetStatusAlone(t *testing.T) {
+	f := startFake(t, map[string]reply{"GET /v1/fleet": {body: control.FleetStatus{Nodes: []control.FleetNode{}}}})
+	r := lbctl(t, "-socket", f.socket, "fleet", "status")
+	if r.code != exitOK || !strings.Contains(r.stdout, "not in a fleet") {
+		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	if r := lbctl(t, "-socket", f.socket, "fleet", "nodes"); r.code != exitUsage {
+		t.Errorf("fleet nodes: exit %d, want usage", r.code)
+	}
+}
+
+// TestStaleWriteSaysSo: an override another node's change made stale is
+// refused (409): lbctl prints why and exits 1.
+func TestStaleWriteSaysSo(t *testing.T) {
+	msg := "the operator intent changed meanwhile (revision 4, now 5: 1 override, 1 emergency switch, 0 TTL raises); nothing was changed: check it and retry"
+	f := startFake(t, map[string]reply{"POST /v1/overrides": {code: 409, body: control.ErrorReply{Error: msg}}})
+	r := lbctl(t, "-socket", f.socket, "drain", "bind-1")
+	if r.code != exitRefused || !strings.Contains(r.stderr, msg) {
+		t.Fatalf("exit %d, stderr %q; want %d and the conflict", r.code, r.stderr, exitRefused)
+	}
+}
