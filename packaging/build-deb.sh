@@ -95,9 +95,13 @@ Description: health checks for DNS resolvers driving Linux IPVS
  the kernel's IPVS table so that only resolvers that answer correctly
  receive traffic: pools with a minimum of healthy members that fail open,
  vendor-wide and upstream failure diagnosis, operator drain and disable,
- cache prefetch and GSLB member monitors.
+ and cache prefetch. It also monitors GSLB members and answers GSLB zones
+ as an authoritative DNS server: the healthy members by the client's
+ location (topology, EDNS Client Subnet, policies, pool algorithms), with
+ an emergency switch to static answers and TTL raises.
  .
- lbctl shows the daemon's state and drains, disables, enables and reloads.
+ lbctl shows the daemon's state, drains, disables, enables and reloads,
+ explains GSLB answers and switches intelligent resolution off and on.
  The package ships a hardened systemd unit (Type=notify with a watchdog),
  Prometheus alert rules and a Grafana dashboard as examples.
 CONTROL
