@@ -228,8 +228,14 @@ func TestQuickstartWalkThrough(t *testing.T) {
 	run(t, binaries.lbctl, "status", "-socket", q.socket)
 
 	// 2. The page.
-	if page := q.getPage(); !strings.Contains(page, "pool local") || !strings.Contains(page, "GSLB responder") {
-		t.Errorf("the page lacks the pool or the GSLB responder")
+	page := q.getPage()
+	for _, want := range []string{"pool local", "GSLB responder", `<h2 id="events">Recent events`, `data-kind="state"`, `<div id="legend">`, `lbdnsd <span id="daemon-version">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if st, err := control.NewClient(q.socket).Status(t.Context()); err != nil || !strings.Contains(st.Daemon.Version, " rev ") {
+		t.Errorf("/status has no daemon version: %v", err)
 	}
 
 	// GSLB: dig without ECS is answered for the loopback (west), with

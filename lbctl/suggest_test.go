@@ -76,3 +76,13 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsDaemonVersion: lbctl status names the daemon's build.
+func TestStatusShowsDaemonVersion(t *testing.T) {
+	f := startFake(t, map[string]reply{"GET /v1/status": {body: control.Status{Version: control.StatusVersion,
+		Daemon: control.Daemon{Config: "/etc/lbdns/lbdns.toml", Version: "v1.2.0 rev 0123456789ab"}}}})
+	r := lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitOK || !strings.Contains(r.stdout, ", version v1.2.0 rev 0123456789ab\n") {
+		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
