@@ -513,6 +513,11 @@ const (
 	EventMissed = "missed"
 )
 
+// EventKinds returns every event kind, in the order of their constants.
+func EventKinds() []string {
+	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventMissed}
+}
+
 // Event is one entry of the event log (GET /v1/events).
 type Event struct {
 	// Seq numbers events from 1, without gaps, since the daemon started.

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,4 +57,20 @@ func TestPageLegendAndVersion(t *testing.T) {
 	_, page := renderPage(t, st, now, time.Second)
 	contains(t, "page", page, `<div id="legend"><b>Legend:</b>`, `<span class="swatch sw-up">up</span>healthy`,
 		`<span class="swatch sw-down">down</span>failing`, `lbdnsd <span id="daemon-version">v1.2.0 rev 0123456789ab</span>`)
+}
+
+// TestEventKindsListsEveryKind: EventKinds has every Event* kind constant
+// of api.go (lbctl events sizes its KIND column by them).
+func TestEventKindsListsEveryKind(t *testing.T) {
+	b, err := os.ReadFile("api.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+Event[A-Za-z]+\s+= "([a-z-]+)"`).FindAllStringSubmatch(string(b), -1) {
+		want = append(want, m[1])
+	}
+	if got := EventKinds(); !slices.Equal(got, want) || len(want) < 10 {
+		t.Errorf("EventKinds() = %q, the constants are %q", got, want)
+	}
 }
