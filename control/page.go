@@ -125,6 +125,8 @@ type vipView struct {
 	Serving       *bool
 	ServingReason string
 	ServingClass  string
+	// ServingText is "yes", "no", or "-" without a verdict.
+	ServingText string
 }
 
 type serviceView struct {
@@ -278,11 +280,18 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		p.Generated = cell(now, now)
 	}
 	for _, v := range st.VIPs {
-		vv := vipView{Name: v.Name, Address: v.Address, Pool: v.Pool, Serving: v.Serving, ServingReason: v.ServingReason, ServingClass: "unknown"}
-		if v.Serving != nil && !st.Daemon.DryRun {
-			vv.ServingClass = "crit"
+		vv := vipView{Name: v.Name, Address: v.Address, Pool: v.Pool, Serving: v.Serving, ServingReason: v.ServingReason,
+			ServingClass: "unknown", ServingText: "-"}
+		if v.Serving != nil {
+			vv.ServingText = "no"
 			if *v.Serving {
-				vv.ServingClass = "ok"
+				vv.ServingText = "yes"
+			}
+			if !st.Daemon.DryRun {
+				vv.ServingClass = "crit"
+				if *v.Serving {
+					vv.ServingClass = "ok"
+				}
 			}
 		}
 		for _, s := range v.Services {

@@ -177,6 +177,14 @@ func TestPageColours(t *testing.T) {
 		if got := buildPage(st, now, "h", time.Second).VIPs[0].ServingClass; got != tc.want {
 			t.Errorf("VIP serving %v dry run %v: %s, want %s", fmt.Sprint(tc.serving != nil && *tc.serving), tc.dryRun, got, tc.want)
 		}
+		// The page says the verdict itself: a VIP that does not serve is
+		// never shown as serving.
+		text := "-"
+		if tc.serving != nil {
+			text = map[bool]string{true: "yes", false: "no"}[*tc.serving]
+		}
+		_, page := renderPage(t, st, now, time.Second)
+		contains(t, "page", page, `data-serving="`+text+`" data-serving-class="`+tc.want+`">`)
 	}
 
 	// On the rendered page: the dry run and an emergency switch are
