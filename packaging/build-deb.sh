@@ -46,8 +46,12 @@ amd64 | arm64 | riscv64 | ppc64el | s390x) ;;
 esac
 goarch=$arch
 [ "$arch" = ppc64el ] && goarch=ppc64le
-GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$root/usr/sbin/lbdnsd" ./cmd/lbdnsd
-GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$root/usr/bin/lbctl" ./lbctl
+# -version of both binaries says the package version and the commit (the
+# build records no VCS information: -buildvcs=false keeps it reproducible).
+revision=$(git rev-parse HEAD 2>/dev/null || true)
+ldflags="-s -w -X lbdns/internal/buildinfo.linkVersion=$LBDNS_VERSION -X lbdns/internal/buildinfo.linkRevision=$revision"
+GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$root/usr/sbin/lbdnsd" ./cmd/lbdnsd
+GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$root/usr/bin/lbctl" ./lbctl
 
 install -m 0644 packaging/systemd/lbdnsd.service "$root/lib/systemd/system/lbdnsd.service"
 install -m 0644 packaging/modules-load.d/lbdns.conf "$root/usr/lib/modules-load.d/lbdns.conf"

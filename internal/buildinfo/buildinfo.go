@@ -8,6 +8,15 @@ import (
 	"runtime/debug"
 )
 
+// linkVersion and linkRevision are set by the linker for builds that
+// record no VCS information (packaging/build-deb.sh builds with
+// -buildvcs=false, so that the package is reproducible):
+//
+//	-ldflags "-X lbdns/internal/buildinfo.linkVersion=0.1.0 -X lbdns/internal/buildinfo.linkRevision=$(git rev-parse HEAD)"
+//
+// They are never written at run time. Empty: nothing was set.
+var linkVersion, linkRevision string
+
 // Info is what the build recorded.
 type Info struct {
 	// Module is the main module's version: a tag such as "v1.2.0", or
@@ -25,10 +34,24 @@ type Info struct {
 // Read returns the running binary's build information.
 func Read() Info {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return Info{Module: "(unknown)"}
+	in := Info{Module: "(unknown)"}
+	if ok {
+		in = From(bi)
 	}
-	return From(bi)
+	return in.linked(linkVersion, linkRevision)
+}
+
+// linked is in with the version and revision the linker set (-X) where
+// the build info has none: a module version of "(devel)" or unknown, no
+// VCS revision.
+func (in Info) linked(version, revision string) Info {
+	if version != "" && (in.Module == "(devel)" || in.Module == "(unknown)") {
+		in.Module = version
+	}
+	if revision != "" && in.Revision == "" {
+		in.Revision = revision
+	}
+	return in
 }
 
 // From extracts the Info of bi.

@@ -30,3 +30,19 @@ func TestReadRunningBinary(t *testing.T) {
 		t.Errorf("Read() has no module version: %+v", in)
 	}
 }
+
+// TestLinked: the version and revision set at link time fill in what the
+// build info lacks, never replace what it has.
+func TestLinked(t *testing.T) {
+	bare := From(&debug.BuildInfo{})
+	if got := bare.linked("0.1.0", "0123456789abcdef").String(); got != "0.1.0 rev 0123456789ab" {
+		t.Errorf("linked into a bare build: %q", got)
+	}
+	tagged := From(&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba9876543210"}}})
+	if got := tagged.linked("0.1.0", "0123456789abcdef").String(); got != "v1.2.0 rev fedcba987654" {
+		t.Errorf("linked into a stamped build: %q", got)
+	}
+	if got := bare.linked("", "").String(); got != "(devel) rev unknown" {
+		t.Errorf("nothing linked: %q", got)
+	}
+}
