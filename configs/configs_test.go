@@ -134,6 +134,22 @@ func TestQuickstartLoopbackOnly(t *testing.T) {
 	if cfg.Daemon.StateDir != "/tmp/lbdns-quickstart" {
 		t.Errorf("state_dir = %q", cfg.Daemon.StateDir)
 	}
+	// The GSLB half too: the responder and every member on loopback.
+	if len(cfg.GSLB.Server.ListenAddrs) == 0 || len(cfg.GSLB.Names) == 0 {
+		t.Error("the quick start has no GSLB responder or names")
+	}
+	for _, a := range cfg.GSLB.Server.ListenAddrs {
+		if !a.Addr().IsLoopback() {
+			t.Errorf("gslb listen %v is not on loopback", a)
+		}
+	}
+	for _, p := range cfg.GSLB.Pools {
+		for _, m := range p.Members {
+			if !m.Addr.IsLoopback() || !m.ProbeAddr.IsLoopback() {
+				t.Errorf("gslb member %s/%s at %v is not on loopback", p.Name, m.Name, m.Addr)
+			}
+		}
+	}
 	vendors := map[string]bool{}
 	for _, r := range cfg.Resolvers {
 		if !r.AddrPort.Addr().IsLoopback() {
@@ -655,5 +671,46 @@ func TestKeepRestartOnly(t *testing.T) {
 				t.Errorf("log_level = %q, want the new config's", next.Daemon.LogLevel)
 			}
 		})
+	}
+}
+
+// TestExamplesCoverEveryKind: the shipped example configs use a check of
+// every kind, each in a check profile a pool or a GSLB member is probed
+// with, so every kind's shipped example is loaded and validated.
+func TestExamplesCoverEveryKind(t *testing.T) {
+	files, err := filepath.Glob("*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string][]string{}
+	for _, f := range files {
+		cfg, err := Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		names := map[string]bool{}
+		for _, p := range cfg.Pools {
+			names[p.Check] = true
+		}
+		for _, p := range cfg.GSLB.Pools {
+			for _, n := range p.Monitors {
+				names[n] = true
+			}
+			for _, m := range p.Members {
+				for _, n := range m.Monitors {
+					names[n] = true
+				}
+			}
+		}
+		for n := range names {
+			if c := cfg.Checks[n]; c != nil {
+				used[c.Kind] = append(used[c.Kind], f)
+			}
+		}
+	}
+	for _, k := range CheckKinds() {
+		if len(used[k]) == 0 {
+			t.Errorf("no shipped example config (configs/*.toml) probes anything with a check of kind %q", k)
+		}
 	}
 }

@@ -77,6 +77,10 @@ type Daemon struct {
 	// since start.
 	IPVSOps    uint64 `json:"ipvs_ops"`
 	IPVSErrors uint64 `json:"ipvs_errors"`
+	// Version is the daemon's build: its module version and the VCS
+	// revision it was built from ("(devel) rev 0123456789ab"), as
+	// lbdnsd -version prints it. Empty from a daemon that predates it.
+	Version string `json:"version,omitempty"`
 }
 
 // VIP is one virtual IP with the IPVS services the daemon owns for it.
@@ -238,7 +242,9 @@ type GSLBMonitor struct {
 	// round-trip time.
 	LastProbe  time.Time `json:"last_probe,omitzero"`
 	LastResult string    `json:"last_result"`
-	RTTMillis  float64   `json:"rtt_ms"`
+	// LastOK is true when the last probe passed.
+	LastOK    bool    `json:"last_ok,omitempty"`
+	RTTMillis float64 `json:"rtt_ms"`
 	// CertDaysLeft is the days until the server certificate expires
 	// (https only; nil otherwise or before a handshake).
 	CertDaysLeft *int `json:"cert_days_left,omitempty"`
@@ -506,6 +512,11 @@ const (
 	// dropped before they could be sent (Seq 0).
 	EventMissed = "missed"
 )
+
+// EventKinds returns every event kind, in the order of their constants.
+func EventKinds() []string {
+	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventMissed}
+}
 
 // Event is one entry of the event log (GET /v1/events).
 type Event struct {

@@ -66,7 +66,7 @@ func TestPageGSLBEmergencyBanner(t *testing.T) {
 		t.Fatalf("code %d", code)
 	}
 	contains(t, "page", body,
-		`<div class="banner crit gslb-off">GSLB EMERGENCY: intelligent resolution OFF for zone g.test. — static answers, ECS scope 0 (set 5m ago by uid 0: wrong &lt;answers&gt;)</div>`,
+		`<div class="banner warn gslb-off">GSLB EMERGENCY: intelligent resolution OFF for zone g.test. — static answers, ECS scope 0 (set 5m ago by uid 0: wrong &lt;answers&gt;)</div>`,
 		`<div class="banner warn gslb-ttl">GSLB TTL RAISED to 600s for name www.g.test.`,
 		`<table id="gslb-intent">`, "ORPHANED")
 	if strings.Count(body, "gslb-off") != 1 {

@@ -40,6 +40,20 @@ type pageData struct {
 	GSLBIntent []gslbIntentView
 	// GSLBResponder is the GSLB responder; nil when none runs.
 	GSLBResponder *gslbResponderView
+	// Events are the newest events of the daemon's event log, newest
+	// first; EventsShown says whether the page has an event log at all.
+	Events      []eventView
+	EventsShown bool
+	// DaemonVersion is the daemon's build ("(devel) rev 0123456789ab").
+	DaemonVersion string
+}
+
+// eventView is one event of the log.
+type eventView struct {
+	Seq                    uint64
+	Time                   timeCell
+	Kind, Subject, Message string
+	Error                  bool
 }
 
 // gslbResponderView is the GSLB responder: where it listens, what it
@@ -56,6 +70,9 @@ type gslbResponderView struct {
 	LastResortNames string
 	// Listeners are the listen addresses' serving verdicts.
 	Listeners []GSLBListener
+	// DryRun is the daemon's dry run (no VIP serves then, which is no
+	// failure).
+	DryRun bool
 }
 
 // lastResortView is one name and type answering by its last resort.
@@ -102,9 +119,14 @@ type vipView struct {
 	Name, Address, Pool string
 	Services            []serviceView
 	// Serving is the VIP's serving verdict (nil: none yet);
-	// ServingReason says why.
+	// ServingReason says why. ServingClass is its colour: ok when it
+	// serves, crit when it does not, unknown without a verdict or in a
+	// dry run (where nothing is applied, so no VIP serves by design).
 	Serving       *bool
 	ServingReason string
+	ServingClass  string
+	// ServingText is "yes", "no", or "-" without a verdict.
+	ServingText string
 }
 
 type serviceView struct {
@@ -119,7 +141,10 @@ type poolView struct {
 	VIPs                            []string
 	Healthy, Enabled, Total, MinHlt int
 	BelowMin                        bool
-	FailOpen                        bool
+	// HealthyClass is the healthy count's colour: crit below the
+	// minimum, warn when members are out for any reason, ok otherwise.
+	HealthyClass string
+	FailOpen     bool
 	// Cause says why the pool fails open, for the banner: an upstream
 	// failure, below its minimum, or recovering (fail-open held until
 	// recover_healthy members are healthy).
@@ -129,8 +154,17 @@ type poolView struct {
 	// it holds in traffic and those it keeps out, when failing open.
 	FailOpenAll bool
 	Held, Out   []string
-	Vendors     []VendorCount
+	Vendors     []vendorView
 	Members     []memberView
+}
+
+// vendorView is one vendor's count in a pool, with its colour: crit when
+// a member of it fails, warn when one is out for another reason (drained,
+// disabled, no verdict yet), ok when all are healthy.
+type vendorView struct {
+	Vendor         string
+	Healthy, Total int
+	Class          string
 }
 
 type memberView struct {
@@ -152,7 +186,10 @@ type memberView struct {
 	OverrideClass     string
 	Reason            string
 	InTraffic         bool
-	Weight            uint32
+	// Drained is true when the member is in the table at weight 0 by an
+	// operator's drain (shown as "drained", not as "yes").
+	Drained bool
+	Weight  uint32
 	// Why is the reason code for being in or out of traffic, WhyText its
 	// text, WhyClass the CSS class for it (in, held, drained, out or
 	// other).
@@ -169,8 +206,10 @@ type statsView struct {
 type gslbPoolView struct {
 	Name, Combine string
 	Up, Total     int
-	// AllUp is true when every member is up.
+	// AllUp is true when every member is up; UpClass is the count's
+	// colour: ok when all are up, crit when none is, warn otherwise.
 	AllUp   bool
+	UpClass string
 	Members []gslbMemberView
 }
 
@@ -182,7 +221,10 @@ type gslbMemberView struct {
 	State, StateClass string
 	Since             timeCell
 	Reason            string
-	Monitors          []gslbMonitorView
+	// ReasonClass is the reason's colour: ok for a member up, bad for one
+	// down, muted while it is unknown.
+	ReasonClass string
+	Monitors    []gslbMonitorView
 }
 
 type gslbMonitorView struct {
@@ -218,10 +260,11 @@ type prefetchView struct {
 // buildPage computes the page's data from st at now.
 func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pageData {
 	p := pageData{
-		Host:      host,
-		Refresh:   refreshSeconds(refresh),
-		Generated: cell(st.Generated, now),
-		Version:   st.Version,
+		Host:          host,
+		Refresh:       refreshSeconds(refresh),
+		Generated:     cell(st.Generated, now),
+		Version:       st.Version,
+		DaemonVersion: st.Daemon.Version,
 		Daemon: daemonView{
 			Config:      st.Daemon.Config,
 			Started:     cell(st.Daemon.Started, now),
@@ -237,7 +280,20 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		p.Generated = cell(now, now)
 	}
 	for _, v := range st.VIPs {
-		vv := vipView{Name: v.Name, Address: v.Address, Pool: v.Pool}
+		vv := vipView{Name: v.Name, Address: v.Address, Pool: v.Pool, Serving: v.Serving, ServingReason: v.ServingReason,
+			ServingClass: "unknown", ServingText: "-"}
+		if v.Serving != nil {
+			vv.ServingText = "no"
+			if *v.Serving {
+				vv.ServingText = "yes"
+			}
+			if !st.Daemon.DryRun {
+				vv.ServingClass = "crit"
+				if *v.Serving {
+					vv.ServingClass = "ok"
+				}
+			}
+		}
 		for _, s := range v.Services {
 			vv.Services = append(vv.Services, serviceView{Proto: s.Proto, Address: s.Address, Scheduler: s.Scheduler, Dests: len(s.Destinations)})
 		}
@@ -274,7 +330,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	}
 	if r := st.GSLBResponder; r != nil {
 		v := &gslbResponderView{On: r.On, Listen: strings.Join(r.Listen, ", "), Zones: strings.Join(r.Zones, ", "), Serial: r.Serial,
-			ListenError: r.ListenError, LastBuildError: r.LastBuildError, LastBuild: cell(r.LastBuild, now)}
+			ListenError: r.ListenError, LastBuildError: r.LastBuildError, LastBuild: cell(r.LastBuild, now), DryRun: st.Daemon.DryRun}
 		var names []string
 		for _, lr := range r.LastResort {
 			v.LastResort = append(v.LastResort, lastResortView{Name: lr.Name, Type: lr.Type, LastResort: lr.LastResort, Warming: lr.Warming, Since: cell(lr.Since, now)})
@@ -289,7 +345,13 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 
 // buildGSLBPool computes the view of a GSLB pool at now.
 func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
-	v := gslbPoolView{Name: g.Name, Combine: g.Combine, Up: g.Up, Total: g.Total, AllUp: g.Up == g.Total}
+	v := gslbPoolView{Name: g.Name, Combine: g.Combine, Up: g.Up, Total: g.Total, AllUp: g.Up == g.Total, UpClass: "warn"}
+	switch {
+	case g.Up == g.Total:
+		v.UpClass = "ok"
+	case g.Up == 0:
+		v.UpClass = "crit"
+	}
 	if g.Combine == "at_least" {
 		v.Combine = "at least " + strconv.Itoa(g.AtLeast)
 	}
@@ -299,6 +361,14 @@ func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
 			State: m.State, StateClass: oneOf(m.State, "up", "down", "unknown"),
 			Since: cell(m.Since, now), Reason: m.Reason,
 		}
+		switch mv.StateClass {
+		case "up":
+			mv.ReasonClass = "ok"
+		case "down":
+			mv.ReasonClass = "bad"
+		default:
+			mv.ReasonClass = "muted"
+		}
 		if m.ProbeAddress != m.Address {
 			mv.ProbeAddress = m.ProbeAddress
 		}
@@ -306,7 +376,7 @@ func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
 			ov := gslbMonitorView{
 				Check: mo.Check, Kind: mo.Kind, State: mo.State, StateClass: oneOf(mo.State, "up", "down", "unknown"),
 				Since: cell(mo.Since, now), LastProbe: cell(mo.LastProbe, now),
-				LastResult: mo.LastResult, LastOK: mo.LastResult == "ok", Socket: mo.Socket,
+				LastResult: mo.LastResult, LastOK: mo.LastOK, Socket: mo.Socket,
 			}
 			if !mo.LastProbe.IsZero() {
 				ov.RTT = strconv.FormatFloat(mo.RTTMillis, 'f', 1, 64)
@@ -337,7 +407,27 @@ func buildPool(pl Pool, now time.Time) poolView {
 		Name: pl.Name, Check: pl.Check, Diagnosis: pl.Diagnosis, Detail: pl.Detail,
 		DiagClass: diagnosisClass(pl.Diagnosis), VIPs: pl.VIPs,
 		Healthy: pl.Healthy, Enabled: pl.Enabled, Total: pl.Total, MinHlt: pl.MinHealthy,
-		BelowMin: pl.Healthy < pl.MinHealthy, FailOpen: pl.FailOpen, Vendors: pl.Vendors,
+		BelowMin: pl.Healthy < pl.MinHealthy, FailOpen: pl.FailOpen, HealthyClass: "ok",
+	}
+	if pl.Healthy < pl.Total {
+		v.HealthyClass = "warn"
+	}
+	if v.BelowMin {
+		v.HealthyClass = "crit"
+	}
+	for _, vc := range pl.Vendors {
+		vv := vendorView{Vendor: vc.Vendor, Healthy: vc.Healthy, Total: vc.Total, Class: "ok"}
+		for _, m := range pl.Members {
+			if m.Vendor != vc.Vendor || m.Why == WhyHealthy {
+				continue
+			}
+			if failing(m) {
+				vv.Class = "crit"
+				break
+			}
+			vv.Class = "warn"
+		}
+		v.Vendors = append(v.Vendors, vv)
 	}
 	for _, m := range pl.Members {
 		mv := memberView{
@@ -351,7 +441,7 @@ func buildPool(pl Pool, now time.Time) poolView {
 			Flaps:    m.Flaps,
 			Override: m.Override, OverrideClass: oneOf(m.Override, "none", "drain", "disable"),
 			Reason:    m.OverrideReason,
-			InTraffic: m.InTraffic, Weight: m.Weight,
+			InTraffic: m.InTraffic, Weight: m.Weight, Drained: m.InTraffic && m.Why == WhyDrained,
 			Why: m.Why, WhyText: m.WhyText, WhyClass: whyClass(m.Why),
 		}
 		if pl.FailOpen {
@@ -406,8 +496,16 @@ func failOpenCause(pl Pool) string {
 	return "fails open"
 }
 
+// failing reports whether m fails its check (down, or facts too old to
+// trust), whatever an operator said of it: what the page shows red.
+func failing(m Member) bool {
+	return m.State == "down" || (m.State == "up" && !m.Fresh)
+}
+
 // whyClass is the CSS class of a member's reason for being in or out of
-// traffic.
+// traffic: in (green), held (amber: failing, kept by fail-open), drained
+// and disabled (an operator's, not a failure), out (red: failing) and
+// unknown (no verdict yet).
 func whyClass(why string) string {
 	switch why {
 	case WhyHealthy:
@@ -416,10 +514,27 @@ func whyClass(why string) string {
 		return "held"
 	case WhyDrained:
 		return "drained"
-	case WhyNoVerdict, WhyDown, WhyStale, WhyDisabled, WhyOutFailOpen:
+	case WhyDisabled:
+		return "disabled"
+	case WhyNoVerdict:
+		return "unknown"
+	case WhyDown, WhyStale, WhyOutFailOpen:
 		return "out"
 	}
 	return "other"
+}
+
+// eventViews are the newest n events of evs (oldest first), newest first.
+func eventViews(evs []Event, n int, now time.Time) []eventView {
+	if len(evs) > n {
+		evs = evs[len(evs)-n:]
+	}
+	out := make([]eventView, 0, len(evs))
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		out = append(out, eventView{Seq: e.Seq, Time: cell(e.Time, now), Kind: e.Kind, Subject: e.Subject, Message: e.Message, Error: e.Error})
+	}
+	return out
 }
 
 // diagnosisClass is the severity of a pool diagnosis.

@@ -78,30 +78,48 @@ func longestStatus(now time.Time) *Status {
 }
 
 // TestPageLayoutInBrowser renders the status page with the longest
-// realistic texts in Debian's Chromium at 1280 px, driven over the
-// DevTools protocol, and checks from the live page that nothing overflows
-// horizontally (no scrollbar pushing the pool counts off-screen) and that
-// the texts that matter are on it.
+// realistic texts in Debian's Chromium at 390 px (a phone), 1280 px and
+// 1920 px, driven over the DevTools protocol, and checks from the live
+// page that nothing overflows horizontally (no scrollbar pushing the pool
+// counts off-screen; a wide table scrolls inside itself), that every state
+// cell is on screen without scrolling sideways, and that the texts that
+// matter are on it.
 func TestPageLayoutInBrowser(t *testing.T) {
 	browser.Require(t)
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	st := longestStatus(now)
+	events := NewEventLog(100, func() time.Time { return now })
+	for i := range 30 {
+		events.Append(Event{Time: now.Add(-time.Duration(i) * time.Minute), Kind: EventState,
+			Subject: "gslb:www-global-anycast-frontends/frontend-05.eu-central-1.example.net/https-health-check",
+			Message: "up to down: GET https://[2001:db8:eeee::8443]/healthz: 503 Service Unavailable (want 200): body \"draining for maintenance\"", Error: i%3 == 0})
+	}
 	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
-		Now: func() time.Time { return now }}).Handler())
+		Now: func() time.Time { return now }, Events: events}).Handler())
 	t.Cleanup(srv.Close)
 
+	for _, width := range []int{390, 1280, 1920} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) { layoutAt(t, srv.URL+"/", width) })
+	}
+}
+
+// layoutAt checks the page at url in a window width px wide.
+func layoutAt(t *testing.T, url string, width int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
+	l, err := browser.Measure(ctx, url, width, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.ClientWidth < 1200 || l.ClientWidth > 1280 {
-		t.Errorf("client width %d px, want the 1280 px window (less a scrollbar)", l.ClientWidth)
+	if l.ClientWidth < width-80 || l.ClientWidth > width {
+		t.Errorf("client width %d px, want the %d px window (less a scrollbar)", l.ClientWidth, width)
 	}
 	if l.Overflows() {
-		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q",
-			l.ScrollWidth, l.ClientWidth, l.Overflowing)
+		t.Errorf("page overflows at %d px: scroll width %d > client width %d; elements past the edge: %q",
+			width, l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	if len(l.OffScreen) > 0 {
+		t.Errorf("at %d px, state cells are off-screen: %q", width, l.OffScreen)
 	}
 	for _, want := range []string{
 		"FAIL-OPEN: pool datacenter-east-recursive fails open: every member fails its check at once",
@@ -112,6 +130,8 @@ func TestPageLayoutInBrowser(t *testing.T) {
 		"computed, not applied",
 		"www-global-anycast-frontends",
 		"frontend-05.eu-central-1.example.net",
+		"Recent events",
+		"Legend:",
 	} {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
@@ -120,8 +140,8 @@ func TestPageLayoutInBrowser(t *testing.T) {
 	if t.Failed() {
 		t.Logf("rendered text:\n%s", l.Text)
 	}
-	shot := filepath.Join(browser.ArtifactDir(t), "status-page-longest-1280.png")
-	if err := browser.Screenshot(ctx, srv.URL+"/", shot, 1280, 900); err != nil {
+	shot := filepath.Join(browser.ArtifactDir(t), fmt.Sprintf("status-page-longest-%d.png", width))
+	if err := browser.Screenshot(ctx, url, shot, width, 900); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else {
 		t.Logf("screenshot: %s", shot)

@@ -52,8 +52,8 @@ func TestPageMembers(t *testing.T) {
 		`<td title="`+now.Add(-3*time.Minute-12*time.Second).Local().Format("2006-01-02 15:04:05 MST")+`">3m12s</td>`, // since
 		`udp/192.0.2.53:53 (2), tcp/192.0.2.53:53 (1)`,
 		`<span class="badge diag-warn">degraded</span> 1 of 3 down`,
-		`<span class="bad">1</span> / 3 / 3`, // below min healthy
-		`bind <b class="bad">1/2</b>`,
+		`<span class="bad" data-class="crit">1</span> / 3 / 3`, // below min healthy
+		`bind <b class="bad" data-vendor="bind" data-class="crit">1/2</b>`,
 		`class="wrap mismatch" title="identified as powerdns, declared bind"`, `(is powerdns)`,
 		`<span class="stale"`,
 		`timeout after 1s`,
@@ -64,7 +64,7 @@ func TestPageMembers(t *testing.T) {
 		`<th>why in / out</th>`,
 		`<td class="wrap why-in">healthy</td>`,
 		`<td class="wrap why-out">drained by an operator and down: timeout after 1s &lt;id mismatch&gt;</td>`,
-		`<td class="wrap why-out">disabled by an operator</td>`,
+		`<td class="wrap why-disabled">disabled by an operator</td>`,
 		`12 / 340`, `1.5k / 1.5k`, `2.4M / 9.1M`,
 		`ORPHANED`, `uid 1000`,
 		`www.example.com.`, `in 4m`,
@@ -103,7 +103,7 @@ func TestPageBanners(t *testing.T) {
 	st.Pools[0].FailOpen = true
 	_, page = renderPage(t, st, now, 0)
 	contains(t, "page", page,
-		`<div class="banner crit" id="dry-run">DRY RUN — IPVS table computed, NOT applied</div>`,
+		`<div class="banner warn" id="dry-run">DRY RUN — IPVS table computed, NOT applied (no VIP serves)</div>`,
 		`<div class="banner warn" id="warming">warming up`,
 		`<div class="banner crit fail-open">FAIL-OPEN: pool main`,
 		`<span class="err">pools.main.check: no such check</span>`,
@@ -336,8 +336,8 @@ func TestPageGSLB(t *testing.T) {
 	}
 	contains(t, "page", page,
 		`<h2 id="gslb">GSLB pools</h2>`,
-		`<td><b>web</b></td>`, `<td>all</td>`, `<span class="bad">1</span> / 3`,
-		`<td><b>edge</b></td>`, `<td>at least 1</td>`, `<span class="ok">1</span> / 1`,
+		`<td><b>web</b></td>`, `<td>all</td>`, `<span class="warn" data-class="warn">1</span> / 3`,
+		`<td><b>edge</b></td>`, `<td>at least 1</td>`, `<span class="ok" data-class="ok">1</span> / 1`,
 		`<td class="mono brk">10.0.0.11</td>`,
 		`<span class="bad">https-health down: certificate expired</span>`,
 		`<span class="bad">x509: certificate has expired</span>`,

@@ -54,7 +54,17 @@ type StatusOptions struct {
 	// Registerer receives lbdns_status_requests_refused_total, the
 	// requests refused for MaxRequests. Nil: not exported.
 	Registerer prometheus.Registerer
+	// Events is the event log whose newest events the page shows. Nil:
+	// the page has no events section.
+	Events *EventLog
+	// PageEvents is how many events the page shows. Default
+	// DefaultPageEvents.
+	PageEvents int
 }
+
+// DefaultPageEvents is how many of the newest events the status page
+// shows.
+const DefaultPageEvents = 20
 
 // StatusServer is the read-only status server for dashboards and people:
 // GET /status (Status as JSON), GET /metrics (Prometheus) and GET / (the
@@ -68,6 +78,8 @@ type StatusServer struct {
 	hostname string
 	page     *template.Template
 	handler  http.Handler
+	events   *EventLog
+	nEvents  int
 	// slots holds a token per request being served, at most MaxRequests.
 	slots   chan struct{}
 	refused prometheus.Counter
@@ -82,6 +94,11 @@ func NewStatusServer(opts StatusOptions) *StatusServer {
 		timeout: opts.Timeout,
 		now:     opts.Now,
 		page:    newPageTemplate(),
+		events:  opts.Events,
+		nEvents: opts.PageEvents,
+	}
+	if s.nEvents <= 0 {
+		s.nEvents = DefaultPageEvents
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -198,7 +215,12 @@ func (s *StatusServer) handlePage(w http.ResponseWriter, r *http.Request) {
 		code = httpStatus(err)
 		data = errorPage(now, s.hostname, s.refresh, err)
 	} else {
-		data = buildPage(st, now, s.hostname, s.refresh)
+		p := buildPage(st, now, s.hostname, s.refresh)
+		if s.events != nil {
+			evs, _, _ := s.events.Since(0)
+			p.Events, p.EventsShown = eventViews(evs, s.nEvents, now), true
+		}
+		data = p
 	}
 	var buf bytes.Buffer
 	if err := s.page.Execute(&buf, data); err != nil {

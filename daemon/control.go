@@ -49,7 +49,7 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	d.log.Info("control socket listening", "socket", d.ctlLn.Addr().String())
 	d.gslb.Start(ctx, &wg)
 	if d.statusLn != nil {
-		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status"),
+		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status"), Events: d.evlog,
 			MaxRequests: d.cfg.Daemon.StatusMaxRequests, Registerer: d.registry})
 		wg.Go(func() {
 			if err := ss.Serve(ctx, d.statusLn); err != nil {

@@ -187,7 +187,7 @@ func TestGSLBOnlyConfig(t *testing.T) {
 			}
 		}
 		want := map[string]string{"ns/ns-east": "down", "ns/ns-west": "up", "edge/edge-1": "up", "edge/edge-2": "up",
-			"www/www-1": "up", "www/www-2": "up", "www/www-3": "up"}
+			"www/www-1": "up", "www/www-2": "up", "www/www-3": "up", "api/api-1": "up", "api/api-2": "up", "time/ntp-1": "up", "time/ntp-2": "up"}
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	})
 }

@@ -14,7 +14,7 @@ import (
 // binaries are the programs under test, built once per test binary run by
 // TestMain (package state set before any test runs and only read after).
 var binaries struct {
-	lbdnsd, lbctl string
+	lbdnsd, lbctl, quickstart string
 }
 
 // TestMain builds lbdnsd and lbctl into a temporary directory, runs the
@@ -37,6 +37,7 @@ func runTests(m *testing.M) int {
 	}
 	binaries.lbdnsd = filepath.Join(dir, "lbdnsd")
 	binaries.lbctl = filepath.Join(dir, "lbctl")
+	binaries.quickstart = filepath.Join(dir, "lbdns-quickstart")
 
 	before := runtime.NumGoroutine()
 	code := m.Run()
@@ -49,7 +50,7 @@ func runTests(m *testing.M) int {
 	return code
 }
 
-// build compiles lbdnsd and lbctl into dir. When the tests run with the
+// build compiles lbdnsd, lbctl and lbdns-quickstart into dir. When the tests run with the
 // race detector, lbdnsd is built with it too (a race in the daemon fails
 // the test that started it); lbctl is not: its own tests run it under the
 // detector in-process, and here it is started dozens of times at once.
@@ -59,7 +60,7 @@ func build(dir string) error {
 	if raceBuild {
 		daemon = append(daemon, "-race")
 	}
-	for _, args := range [][]string{append(daemon, "lbdns/cmd/lbdnsd"), {"build", "-o", out, "lbdns/lbctl"}} {
+	for _, args := range [][]string{append(daemon, "lbdns/cmd/lbdnsd"), {"build", "-o", out, "lbdns/lbctl"}, {"build", "-o", out, "lbdns/cmd/lbdns-quickstart"}} {
 		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
 		}

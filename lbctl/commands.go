@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"lbdns/control"
+	"lbdns/internal/buildinfo"
 )
 
 // command is one lbctl command.
@@ -38,6 +39,7 @@ func commands() []*command {
 		{name: "reload", summary: "validate and apply the daemon's configuration file", setup: reloadCmd},
 		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},
 		{name: "help", args: "[COMMAND]", summary: "show this usage, or a command's", setup: helpCmd},
+		{name: "version", summary: "print lbctl's version (module version and VCS revision; also -version)", setup: versionCmd},
 	}
 }
 
@@ -51,12 +53,25 @@ func findCommand(cmds []*command, name string) *command {
 	return nil
 }
 
+// commandNames returns the names of cmds, in order.
+func commandNames(cmds []*command) []string {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	return names
+}
+
 // flagSet returns the command's flag set with the flags every command
-// takes (-o), output discarded: lbctl prints the errors itself.
+// takes: -o, and the global -socket and -timeout (so that they may follow
+// the command and its arguments too; their defaults are the values given
+// before the command), output discarded: lbctl prints the errors itself.
 func (c *command) flagSet(e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Var(&e.format, "o", "output `format`: table or json")
+	fs.StringVar(&e.socket, "socket", e.socket, "control `socket` of lbdnsd (a global flag, also accepted here)")
+	fs.DurationVar(&e.timeout, "timeout", e.timeout, "deadline of each request (a global flag, also accepted here)")
 	return fs
 }
 
@@ -99,6 +114,17 @@ func helpCmd(*flag.FlagSet) action {
 			return nil
 		}
 		return usageErrorf("too many arguments: %q", args[1:])
+	}
+}
+
+// versionCmd prints lbctl's version.
+func versionCmd(*flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		if err := wantArgs(args); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "lbctl %s\n", buildinfo.Version())
+		return nil
 	}
 }
 

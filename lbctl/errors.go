@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"lbdns/control"
 )
@@ -43,8 +44,8 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "lbctl %s: %s\n\n", c.name, ue.msg)
-		c.printUsage(e.stderr, fs)
+		fmt.Fprintf(e.stderr, "lbctl %s: %s\n", c.name, ue.msg)
+		fmt.Fprintf(e.stderr, "Usage: lbctl [global flags] %s\n'lbctl help %s' lists its flags\n", strings.TrimSpace(c.name+" "+c.args), c.name)
 		return exitUsage
 	case errors.As(err, &xe):
 		return xe.code

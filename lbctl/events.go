@@ -33,6 +33,7 @@ func eventsCmd(fs *flag.FlagSet) action {
 			evs = evs[len(evs)-*n:]
 		}
 		pr := e.eventPrinter()
+		pr.fit(evs)
 		if rep.Missed > 0 && !e.json() {
 			fmt.Fprintf(e.stdout, "(%d older events are no longer kept; lbdnsd's log has them)\n", rep.Missed)
 		}
@@ -51,23 +52,45 @@ func eventsCmd(fs *flag.FlagSet) action {
 	}
 }
 
-// eventPrinter writes events one line each, in columns of fixed width so
-// that followed events line up with the ones printed before them.
+// eventPrinter writes events one line each, in columns whose widths are
+// fixed once (fit), so that followed events line up with the ones printed
+// before them.
 type eventPrinter struct {
 	w    io.Writer
 	json bool
+	// seq, kind and subject are the column widths.
+	seq, kind, subject int
 }
 
 // eventPrinter returns the printer for e's output format.
-func (e *env) eventPrinter() *eventPrinter { return &eventPrinter{w: e.stdout, json: e.json()} }
+func (e *env) eventPrinter() *eventPrinter {
+	p := &eventPrinter{w: e.stdout, json: e.json(), seq: 6, subject: 24}
+	for _, k := range control.EventKinds() {
+		p.kind = max(p.kind, len(k))
+	}
+	return p
+}
 
-// eventLine is the layout of a table line: SEQ TIME KIND SUBJECT MESSAGE.
-const eventLine = "%-6s  %-19s  %-8s  %-24s  %s\n"
+// fit widens the columns to the longest sequence number and subject of
+// evs (the kinds' width is the longest kind's already).
+func (p *eventPrinter) fit(evs []control.Event) {
+	for _, ev := range evs {
+		p.seq = max(p.seq, len(fmt.Sprint(ev.Seq)))
+		p.kind = max(p.kind, len(ev.Kind))
+		p.subject = max(p.subject, len(ev.Subject))
+	}
+}
+
+// line writes one table line: SEQ TIME KIND SUBJECT MESSAGE.
+func (p *eventPrinter) line(seq, time, kind, subject, msg string) error {
+	_, err := fmt.Fprintf(p.w, "%-*s  %-19s  %-*s  %-*s  %s\n", p.seq, seq, time, p.kind, kind, p.subject, subject, msg)
+	return err
+}
 
 // header writes the column titles (table format only).
 func (p *eventPrinter) header() {
 	if !p.json {
-		fmt.Fprintf(p.w, eventLine, "SEQ", "TIME", "KIND", "SUBJECT", "MESSAGE")
+		p.line("SEQ", "TIME", "KIND", "SUBJECT", "MESSAGE")
 	}
 }
 
@@ -85,6 +108,5 @@ func (p *eventPrinter) print(ev control.Event) error {
 	if ev.Error {
 		msg = "ERROR: " + msg
 	}
-	_, err := fmt.Fprintf(p.w, eventLine, fmt.Sprint(ev.Seq), stamp(ev.Time), ev.Kind, ev.Subject, msg)
-	return err
+	return p.line(fmt.Sprint(ev.Seq), stamp(ev.Time), ev.Kind, ev.Subject, msg)
 }

@@ -150,3 +150,34 @@ func TestEventsFollow(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsColumnsAlign: long kinds (last-resort) and long subjects
+// (gslb:POOL/MEMBER/MONITOR) keep the columns aligned: every line's
+// message starts where the header's MESSAGE does.
+func TestEventsColumnsAlign(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	evs := []control.Event{
+		{Seq: 1, Time: t0, Kind: control.EventState, Subject: "bind-1/recursive", Message: "M1"},
+		{Seq: 2, Time: t0, Kind: control.EventLastResort, Subject: "www.gslb.quickstart.test. A", Message: "M2"},
+		{Seq: 3, Time: t0, Kind: control.EventState, Subject: "gslb:www-global-anycast/frontend-05.eu-central-1/https-health", Message: "M3"},
+		{Seq: 1000, Time: t0, Kind: control.EventServing, Subject: "vip quickstart", Message: "M4"},
+	}
+	f := startFake(t, map[string]reply{"GET /v1/events": {body: control.EventsReply{Events: evs, Next: 1000}}})
+	r := lbctl(t, "-socket", f.socket, "events")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	col := strings.Index(lines[0], "MESSAGE")
+	kindCol := strings.Index(lines[0], "KIND")
+	subjCol := strings.Index(lines[0], "SUBJECT")
+	for i, l := range lines[1:] {
+		want := "M" + strconv.Itoa(i+1)
+		if strings.Index(l, want) != col {
+			t.Errorf("line %d: message at column %d, want %d:\n%s", i+1, strings.Index(l, want), col, r.stdout)
+		}
+		if strings.Index(l, evs[i].Kind) != kindCol || strings.Index(l, evs[i].Subject) != subjCol {
+			t.Errorf("line %d: kind or subject out of their columns:\n%s", i+1, r.stdout)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"lbdns/configs"
 	"lbdns/control"
 )
 
@@ -59,7 +60,8 @@ func gslbCmd(fs *flag.FlagSet) action {
 			return gslbSet(e, args, control.GSLBRequest{Action: args[0], Name: *name, Zone: *zone, Reason: *reason, Clear: *clear})
 		case "members", "status":
 		default:
-			return usageErrorf("unknown gslb subcommand %q (want members, status, explain, off, on or ttl)", args[0])
+			return usageErrorf("unknown gslb subcommand %q%s (want members, status, explain, off, on or ttl)", args[0],
+				configs.Suggest(args[0], []string{"members", "status", "explain", "off", "on", "ttl"}))
 		}
 		if err := only(append(explainOnly, intentOnly...), args[0]); err != nil {
 			return err

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/internal/buildinfo"
 )
 
 // Exit statuses.
@@ -33,6 +35,7 @@ type env struct {
 	socket  string
 	format  format
 	timeout time.Duration
+	version bool
 	cmds    []*command
 	// global is the flag set of the global flags (for usage).
 	global *flag.FlagSet
@@ -60,7 +63,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			printUsage(stdout, e.cmds, fs)
 			return exitOK
 		}
-		return usageFail(stderr, e.cmds, fs, err.Error())
+		fmt.Fprintf(stderr, "lbctl: %s\n%s", flagError(fs, err), shortUsage)
+		return exitUsage
+	}
+	if e.version {
+		fmt.Fprintf(stdout, "lbctl %s\n", buildinfo.Version())
+		return exitOK
 	}
 	if e.timeout <= 0 {
 		return usageFail(stderr, e.cmds, fs, fmt.Sprintf("-timeout must be positive, not %s", e.timeout))
@@ -70,7 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	cmd := findCommand(e.cmds, fs.Arg(0))
 	if cmd == nil {
-		return usageFail(stderr, e.cmds, fs, fmt.Sprintf("unknown command %q", fs.Arg(0)))
+		fmt.Fprintf(stderr, "lbctl: unknown command %q%s\n%s", fs.Arg(0), configs.Suggest(fs.Arg(0), commandNames(e.cmds)), shortUsage)
+		return exitUsage
 	}
 	return e.exec(cmd, fs.Args()[1:])
 }
@@ -87,7 +96,25 @@ func globalFlags(e *env, getenv func(string) string) *flag.FlagSet {
 	fs.StringVar(&e.socket, "socket", socket, "control `socket` of lbdnsd ($LBDNS_SOCKET overrides the default)")
 	fs.Var(&e.format, "o", "output `format`: table or json")
 	fs.DurationVar(&e.timeout, "timeout", defaultTimeout, "deadline of each request (not for events -f)")
+	fs.BoolVar(&e.version, "version", false, "print lbctl's version (module version and VCS revision) and exit")
 	return fs
+}
+
+// shortUsage is the usage line printed after a mistyped command.
+const shortUsage = "Usage: lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS]; 'lbctl help' lists the commands\n"
+
+// flagError is the message of a flag parsing error, with the closest flag
+// of fs suggested for an unknown one.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	const unknown = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(msg, unknown)
+	if !ok {
+		return msg
+	}
+	var known []string
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, "-"+f.Name) })
+	return msg + configs.Suggest("-"+name, known)
 }
 
 // usageFail prints msg and the usage to w and returns exitUsage.
@@ -108,7 +135,7 @@ func (e *env) exec(c *command, args []string) int {
 			c.printUsage(e.stdout, fs)
 			return exitOK
 		}
-		return e.fail(c, fs, usageErrorf("%v", err))
+		return e.fail(c, fs, usageErrorf("%s", flagError(fs, err)))
 	}
 	return e.fail(c, fs, act(e, pos))
 }

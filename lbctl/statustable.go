@@ -85,6 +85,9 @@ func (sw *statusWriter) daemon(d control.Daemon) {
 	if d.DryRun {
 		ipvs = fmt.Sprintf("ipvs %d ops computed, not applied", d.IPVSOps)
 	}
+	if d.Version != "" {
+		ipvs += ", version " + d.Version
+	}
 	sw.printf("lbdnsd: config %s, up since %s (%s), last reload %s (%s ago), %s\n",
 		dash(d.Config), stamp(d.Started), sw.ago(d.Started), stamp(d.LastReload), sw.ago(d.LastReload), ipvs)
 	if d.DryRun {

@@ -98,7 +98,8 @@ func TestAlertRules(t *testing.T) {
 	used := checkNames(t, "alerts.yml", string(raw), known)
 	for _, want := range []string{"lbdns_pool_fail_open", "lbdns_pool_diagnosis", "lbdns_backend_flaps_total", "lbdns_ipvs_failed_operations_total",
 		"lbdns_config_last_reload_successful", "lbdns_prefetch_expired_total", "lbdns_gslb_member_state", "lbdns_gslb_certificate_days_left",
-		"lbdns_gslb_last_resort_names", "lbdns_gslb_snapshot_builds_total", "lbdns_gslb_emergency", "lbdns_vip_serving", "lbdns_gslb_listener_serving"} {
+		"lbdns_gslb_last_resort_names", "lbdns_gslb_snapshot_builds_total", "lbdns_gslb_emergency", "lbdns_vip_serving", "lbdns_gslb_listener_serving",
+		"lbdns_gslb_queries_total", "lbdns_gslb_transitions_total"} {
 		if !slices.Contains(used, want) {
 			t.Errorf("alerts.yml has no rule over %s", want)
 		}

@@ -46,8 +46,12 @@ amd64 | arm64 | riscv64 | ppc64el | s390x) ;;
 esac
 goarch=$arch
 [ "$arch" = ppc64el ] && goarch=ppc64le
-GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$root/usr/sbin/lbdnsd" ./cmd/lbdnsd
-GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$root/usr/bin/lbctl" ./lbctl
+# -version of both binaries says the package version and the commit (the
+# build records no VCS information: -buildvcs=false keeps it reproducible).
+revision=$(git rev-parse HEAD 2>/dev/null || true)
+ldflags="-s -w -X lbdns/internal/buildinfo.linkVersion=$LBDNS_VERSION -X lbdns/internal/buildinfo.linkRevision=$revision"
+GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$root/usr/sbin/lbdnsd" ./cmd/lbdnsd
+GOARCH=$goarch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$root/usr/bin/lbctl" ./lbctl
 
 install -m 0644 packaging/systemd/lbdnsd.service "$root/lib/systemd/system/lbdnsd.service"
 install -m 0644 packaging/modules-load.d/lbdns.conf "$root/usr/lib/modules-load.d/lbdns.conf"
@@ -95,9 +99,13 @@ Description: health checks for DNS resolvers driving Linux IPVS
  the kernel's IPVS table so that only resolvers that answer correctly
  receive traffic: pools with a minimum of healthy members that fail open,
  vendor-wide and upstream failure diagnosis, operator drain and disable,
- cache prefetch and GSLB member monitors.
+ and cache prefetch. It also monitors GSLB members and answers GSLB zones
+ as an authoritative DNS server: the healthy members by the client's
+ location (topology, EDNS Client Subnet, policies, pool algorithms), with
+ an emergency switch to static answers and TTL raises.
  .
- lbctl shows the daemon's state and drains, disables, enables and reloads.
+ lbctl shows the daemon's state, drains, disables, enables and reloads,
+ explains GSLB answers and switches intelligent resolution off and on.
  The package ships a hardened systemd unit (Type=notify with a watchdog),
  Prometheus alert rules and a Grafana dashboard as examples.
 CONTROL

@@ -192,6 +192,18 @@ func TestDebianPackage(t *testing.T) {
 	if got := run(t, lbctl, "help", "reload"); !strings.Contains(got, "reload") {
 		t.Errorf("installed lbctl help reload: %q", got)
 	}
+	// -version names the package version and, from a git checkout, the
+	// commit.
+	rev := ""
+	if b, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		rev = strings.TrimSpace(string(b))[:12]
+	}
+	for _, bin := range []string{lbdnsd, lbctl} {
+		got := run(t, bin, "-version")
+		if !strings.HasPrefix(got, filepath.Base(bin)+" 0.0.0~test rev ") || (rev != "" && !strings.Contains(got, rev)) {
+			t.Errorf("installed %s -version: %q, want the package version 0.0.0~test and revision %q", filepath.Base(bin), got, rev)
+		}
+	}
 	unit, err := os.ReadFile(filepath.Join(root, "lib/systemd/system/lbdnsd.service"))
 	if err != nil {
 		t.Fatal(err)

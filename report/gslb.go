@@ -42,7 +42,7 @@ func GSLBPools(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatu
 func monitorView(mon gslb.MonitorState) control.GSLBMonitor {
 	out := control.GSLBMonitor{Check: mon.Check, Kind: mon.Kind,
 		State: mon.State.String(), Since: utc(mon.Since), LastProbe: utc(mon.LastAt),
-		LastResult: mon.Last.Detail, RTTMillis: float64(mon.Last.RTT.Microseconds()) / 1000,
+		LastResult: mon.Last.Detail, LastOK: !mon.LastAt.IsZero() && mon.Last.OK, RTTMillis: float64(mon.Last.RTT.Microseconds()) / 1000,
 		Socket: mon.Last.Socket, CertDaysLeft: mon.Last.CertDaysLeft}
 	if mon.Last.Sent > 0 {
 		loss := mon.Last.Loss

@@ -63,10 +63,10 @@ func TestGSLBPools(t *testing.T) {
 		t.Errorf("w1 = %+v", w1)
 	}
 	web, alt := w1.Monitors[0], w1.Monitors[1]
-	if web.Check != "web" || web.Kind != "dns" || web.State != "up" || web.LastResult != "NOERROR" || web.RTTMillis != 1.5 || !web.LastProbe.Equal(t0) {
+	if web.Check != "web" || web.Kind != "dns" || web.State != "up" || web.LastResult != "NOERROR" || !web.LastOK || web.RTTMillis != 1.5 || !web.LastProbe.Equal(t0) {
 		t.Errorf("web = %+v", web)
 	}
-	if alt.State != "down" || alt.LastResult != "rcode SERVFAIL" || alt.RTTMillis != 1000 {
+	if alt.State != "down" || alt.LastResult != "rcode SERVFAIL" || alt.LastOK || alt.RTTMillis != 1000 {
 		t.Errorf("alt = %+v", alt)
 	}
 	if w2.State != "unknown" || w2.ProbeAddress != "2001:db8::2" || w2.Weight != 100 || !w2.Monitors[0].LastProbe.IsZero() {

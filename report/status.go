@@ -17,6 +17,7 @@ import (
 	"lbdns/health"
 	"lbdns/hub"
 	"lbdns/intent"
+	"lbdns/internal/buildinfo"
 	"lbdns/monitor"
 	"lbdns/prefetch"
 	"lbdns/resolvers"
@@ -100,7 +101,7 @@ func Status(in Input) *control.Status {
 		Generated: in.Now.UTC(),
 		Daemon: control.Daemon{Config: in.Daemon.ConfigPath, Started: in.Daemon.Started.UTC(), DryRun: in.Daemon.DryRun,
 			Warm: in.Daemon.Warm, LastReload: in.Daemon.LastReload.UTC(), LastReloadError: in.Daemon.LastReloadError,
-			IPVSOps: in.IPVS.OpsApplied, IPVSErrors: in.IPVS.OpErrors},
+			IPVSOps: in.IPVS.OpsApplied, IPVSErrors: in.IPVS.OpErrors, Version: buildinfo.Version()},
 		VIPs:      []control.VIP{},
 		Pools:     []control.Pool{},
 		Overrides: in.Overrides,

@@ -11,6 +11,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/health"
+	"lbdns/internal/buildinfo"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
@@ -261,7 +262,7 @@ func TestStatusStats(t *testing.T) {
 func TestStatusDaemonAndOverrides(t *testing.T) {
 	st := Status(testInput(t))
 	want := control.Daemon{Config: "/etc/lbdns.toml", Started: t0.Add(-time.Hour).UTC(), Warm: true,
-		LastReload: t0.Add(-time.Minute).UTC(), IPVSOps: 7, IPVSErrors: 2}
+		LastReload: t0.Add(-time.Minute).UTC(), IPVSOps: 7, IPVSErrors: 2, Version: buildinfo.Version()}
 	if st.Daemon != want || st.Version != control.StatusVersion || st.Generated != t0.UTC() || st.Generated.Location() != time.UTC {
 		t.Errorf("daemon: %+v (generated %v)", st.Daemon, st.Generated)
 	}

@@ -680,3 +680,33 @@ func TestCollapseWindowReload(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainedNotCountedHealthy: a drained or disabled member counts as
+// healthy neither in the pool's count nor in its vendor's, so that the
+// two agree; a healthy drained member still proves its vendor works (the
+// pool is not diagnosed vendor-wide failure for it).
+func TestDrainedNotCountedHealthy(t *testing.T) {
+	cfg := testConfig("nat", true, 1)
+	f := facts(map[string]health.State{"bind-1": health.Up, "bind-2": health.Up, "unbound-1": health.Up, "unbound-2": health.Up}, nil)
+	p := Compute(Input{Config: cfg, Facts: f, Overrides: []Rule{{Resolver: "unbound-1", Override: Drain}, {Resolver: "unbound-2", Override: Disable}}, Now: t0})
+	ps := p.Pools[0]
+	if ps.Healthy != 2 {
+		t.Errorf("pool healthy %d, want 2 (bind-1, bind-2)", ps.Healthy)
+	}
+	if got := ps.Vendors["unbound"]; got.Healthy != 0 || got.Total != 2 {
+		t.Errorf("vendor unbound %d/%d, want 0/2 (one drained, one disabled)", got.Healthy, got.Total)
+	}
+	if got := ps.Vendors["bind"]; got.Healthy != 2 {
+		t.Errorf("vendor bind healthy %d, want 2", got.Healthy)
+	}
+	sum := 0
+	for _, v := range ps.Vendors {
+		sum += v.Healthy
+	}
+	if sum != ps.Healthy {
+		t.Errorf("vendor healthy counts sum to %d, pool healthy %d", sum, ps.Healthy)
+	}
+	if ps.Diagnosis == VendorWide {
+		t.Errorf("diagnosis %s: a drained vendor is not a failed one", ps.Diagnosis)
+	}
+}

@@ -420,11 +420,11 @@ func evalPool(in Input, p *configs.Pool, mem Memory) PoolStatus {
 		if m.Override != Disable {
 			ps.Enabled++
 		}
-		if m.Healthy() {
+		// A drained or disabled member counts as healthy neither in
+		// the pool nor in its vendor, so that the two counts agree.
+		if m.Healthy() && m.Override == None {
 			vc.Healthy++
-			if m.Override == None {
-				ps.Healthy++
-			}
+			ps.Healthy++
 		}
 		ps.Vendors[r.Vendor] = vc
 		ps.Members = append(ps.Members, m)
@@ -615,10 +615,12 @@ func diagnose(ps *PoolStatus, chk *configs.Check, anyKnown bool) (Diagnosis, str
 			down = append(down, m)
 		}
 	}
+	// A vendor is up when a member of it is healthy, overridden or not:
+	// a drained member that passes its checks proves the product works.
 	var downVendors, upVendors []string
-	for v, c := range ps.Vendors {
-		if c.Healthy > 0 {
-			upVendors = append(upVendors, v)
+	for i := range ps.Members {
+		if m := &ps.Members[i]; m.Healthy() && !slices.Contains(upVendors, m.Vendor) {
+			upVendors = append(upVendors, m.Vendor)
 		}
 	}
 	for v, c := range ps.Vendors {

@@ -7,14 +7,21 @@
 //     (unbound, BIND, Knot Resolver, PowerDNS Recursor, dnsmasq), started
 //     from the host's Debian packages on its configured address
 //     (internal/vendors);
-//   - lbdnsd in dry-run mode over the config, in this process.
+//   - every GSLB member of the config probed on a loopback address by a tcp
+//     monitor with a port: a process of this program listening there that
+//     writes a banner line to every connection (the monitor's expect), so
+//     that `kill -STOP PID` fails the member (its check times out) and
+//     `kill -CONT PID` brings it back;
+//   - lbdnsd in dry-run mode over the config, in this process (with the
+//     GSLB responder when the config has [gslb.server] listen).
 //
 // Usage:
 //
 //	go run ./cmd/lbdns-quickstart [-config configs/quickstart.toml] [-install=false]
 //
-// When a product is missing it runs scripts/install-test-deps.sh (apt, as
-// root or through sudo) unless -install=false. Ctrl-C (SIGINT) or SIGTERM
+// When a product is missing it runs scripts/install-test-deps.sh --quickstart
+// (apt, as root or through sudo: the five products and dig, about 37 MB to
+// fetch on a base Debian 12) unless -install=false. Ctrl-C (SIGINT) or SIGTERM
 // stops the daemon, kills every resolver and the authoritative, and removes
 // their files: nothing keeps running. The resolvers run in process groups
 // of their own and die with this program even when it is killed; this
@@ -28,11 +35,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +58,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if isMemberArgs(args) {
+		return serveMember(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("lbdns-quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "configs/quickstart.toml", "configuration file of the daemon; its resolvers are started on their addresses")
@@ -73,10 +85,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// world is the config's resolvers to start and the zone they must resolve.
+// world is the config's resolvers to start and the zone they must
+// resolve, and the GSLB members to run.
 type world struct {
 	zone      string
 	resolvers []configs.Resolver
+	members   []member
 }
 
 // plan reads what to start from the config: every resolver of a known
@@ -105,6 +119,7 @@ func plan(cfg *configs.Config) (world, error) {
 	if len(w.resolvers) == 0 {
 		return w, errors.New("the config has no resolver of a vendor this program can start")
 	}
+	w.members = planMembers(cfg)
 	return w, nil
 }
 
@@ -145,13 +160,17 @@ func quickstart(ctx context.Context, cfgPath string, install bool, stdout, stder
 	fmt.Fprintf(stdout, "quickstart: authoritative for %s on %v\n", w.zone, auth.Addr())
 
 	var procs []*vendors.Process
+	var members []*memberProc
 	defer func() {
+		for _, m := range members {
+			m.stop()
+		}
 		for _, p := range procs {
 			if err := p.Kill(); err != nil {
 				fmt.Fprintf(stderr, "lbdns-quickstart: %v\n", err)
 			}
 		}
-		fmt.Fprintf(stdout, "quickstart: stopped the daemon, %d resolvers and the authoritative\n", len(procs))
+		fmt.Fprintf(stdout, "quickstart: stopped the daemon, %d resolvers, %d gslb members and the authoritative\n", len(procs), len(members))
 	}()
 	for _, r := range w.resolvers {
 		if ctx.Err() != nil {
@@ -167,6 +186,18 @@ func quickstart(ctx context.Context, cfgPath string, install bool, stdout, stder
 		}
 		procs = append(procs, p)
 		fmt.Fprintf(stdout, "quickstart: resolver %s (%s) pid %d on %v\n", r.Name, r.Vendor, p.Pid(), r.AddrPort)
+	}
+	for _, m := range w.members {
+		if ctx.Err() != nil {
+			return nil
+		}
+		p, err := startMember(m, stderr)
+		if err != nil {
+			return err
+		}
+		members = append(members, p)
+		fmt.Fprintf(stdout, "quickstart: gslb member %s/%s pid %d on %s (kill -STOP %d stops it, kill -CONT %d starts it again)\n",
+			m.pool, m.name, p.cmd.Process.Pid, joinAddrs(m.listen), p.cmd.Process.Pid, p.cmd.Process.Pid)
 	}
 	guide(stdout, cfg)
 
@@ -210,7 +241,26 @@ func guide(w io.Writer, cfg *configs.Config) {
 	if l := cfg.Daemon.StatusListen; l != "" {
 		fmt.Fprintf(w, "quickstart: page:    http://%s/\n", l)
 	}
+	if l := cfg.GSLB.Server.ListenAddrs; len(l) > 0 {
+		for _, n := range cfg.GSLB.Names {
+			fmt.Fprintf(w, "quickstart: gslb:    dig @%s -p %d %s\n", l[0].Addr(), l[0].Port(), strings.TrimSuffix(n.Name, "."))
+			break
+		}
+	}
 }
+
+// joinAddrs is addrs separated by commas.
+func joinAddrs(addrs []netip.AddrPort) string {
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// installCommand installs what the quick start runs: the five resolver
+// products and dig, not the whole test toolchain.
+var installCommand = []string{"sh", "scripts/install-test-deps.sh", "--quickstart"}
 
 // ensureInstalled checks that every product the resolvers need is
 // installed, running scripts/install-test-deps.sh once when one is missing
@@ -230,10 +280,10 @@ func ensureInstalled(rs []configs.Resolver, install bool, stdout, stderr io.Writ
 		return nil
 	}
 	if !install {
-		return fmt.Errorf("resolver products missing: %v (run scripts/install-test-deps.sh)", m)
+		return fmt.Errorf("resolver products missing: %v (run scripts/install-test-deps.sh --quickstart)", m)
 	}
-	fmt.Fprintf(stdout, "quickstart: resolver products missing: %v; running scripts/install-test-deps.sh\n", m)
-	cmd := exec.Command("sh", "scripts/install-test-deps.sh")
+	fmt.Fprintf(stdout, "quickstart: resolver products missing: %v; running %s (apt: about 37 MB to fetch on a base Debian 12)\n", m, strings.Join(installCommand, " "))
+	cmd := exec.Command(installCommand[0], installCommand[1:]...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("install-test-deps: %w", err)

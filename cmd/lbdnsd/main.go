@@ -6,6 +6,7 @@
 //
 //	lbdnsd -config /etc/lbdns/lbdns.toml [-dry-run] [-log-format text|json] [-discard-bad-state]
 //	lbdnsd -check-config FILE
+//	lbdnsd -version
 //
 // Operators talk to the running daemon with lbctl over the control socket
 // (daemon.control_socket); dashboards read GET /status, /metrics and the
@@ -34,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +44,7 @@ import (
 	"lbdns/configs"
 	"lbdns/daemon"
 	"lbdns/gslb/topology"
+	"lbdns/internal/buildinfo"
 	"lbdns/internal/sdnotify"
 )
 
@@ -57,8 +60,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "run the checks and compute the IPVS table without applying it (no IPVS or root needed)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	discard := fs.Bool("discard-bad-state", false, "if a state file (operator overrides) cannot be parsed, move it aside (a copy is kept) and start without it, instead of refusing to start")
+	version := fs.Bool("version", false, "print lbdnsd's version (module version and VCS revision) and exit")
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage of lbdnsd:")
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "lbdnsd: %s\nUsage: lbdnsd [-config FILE] [-dry-run] [-log-format text|json] [-discard-bad-state] | -check-config FILE | -version ('lbdnsd -h' lists the flags)\n", flagError(fs, err))
 		return 2
+	}
+	if *version {
+		fmt.Fprintf(stdout, "lbdnsd %s\n", buildinfo.Version())
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lbdnsd: unexpected arguments: %v\n", fs.Args())
@@ -147,8 +163,53 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintln(stdout, cfg.Summary())
+	fmt.Fprintln(stdout, cfg.Summary()+gslbSummary(cfg))
 	return 0
+}
+
+// gslbSummary is what the configuration's responder serves, for the
+// -check-config summary: ", responder on ADDR..., N gslb zones (Z...), M gslb
+// names", or "" without zones, names or listen addresses.
+func gslbSummary(cfg *configs.Config) string {
+	g := cfg.GSLB
+	var s string
+	if len(g.Server.Listen) > 0 {
+		s += ", responder on " + strings.Join(g.Server.Listen, " ")
+	} else if len(g.Zones) > 0 {
+		s += ", responder off (no [gslb.server] listen)"
+	}
+	if n := len(g.Zones); n > 0 {
+		names := make([]string, n)
+		for i, z := range g.Zones {
+			names[i] = z.Name
+		}
+		s += fmt.Sprintf(", %d gslb zone%s (%s)", n, plural(n), strings.Join(names, " "))
+	}
+	if n := len(g.Names); n > 0 {
+		s += fmt.Sprintf(", %d gslb name%s", n, plural(n))
+	}
+	return s
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// flagError is the message of a flag parsing error, with the closest flag
+// of fs suggested for an unknown one.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "flag provided but not defined: -")
+	if !ok {
+		return msg
+	}
+	var known []string
+	fs.VisitAll(func(f *flag.Flag) { known = append(known, "-"+f.Name) })
+	return msg + configs.Suggest("-"+name, known)
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function

@@ -24,6 +24,10 @@ type Layout struct {
 	// viewport, as "tag#id.class (right edge px)": where to look when the
 	// page overflows.
 	Overflowing []string `json:"overflowing"`
+	// OffScreen lists the elements marked data-glance (what a reader
+	// must see without scrolling sideways, such as a state column) whose
+	// right edge passes the viewport, as "tag.class: text".
+	OffScreen []string `json:"offScreen"`
 }
 
 // Overflows reports whether the page is wider than its window.
@@ -43,7 +47,13 @@ const layoutJS = `(() => {
 		over.push(name + " (" + Math.round(r.right) + " px)");
 		if (over.length >= 20) break;
 	}
-	return {scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, text: document.body.innerText, overflowing: over};
+	const off = [];
+	for (const el of document.body.querySelectorAll("[data-glance]")) {
+		if (el.getBoundingClientRect().right <= de.clientWidth + 0.5) continue;
+		off.push(el.tagName.toLowerCase() + "." + String(el.className).trim().split(/\s+/).join(".") + ": " + el.innerText.trim());
+		if (off.length >= 20) break;
+	}
+	return {scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, text: document.body.innerText, overflowing: over, offScreen: off};
 })()`
 
 // Measure loads url in headless Chromium, driven over the DevTools

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestVersionFlag: -version prints the build's version and exits 0.
+func TestVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.HasPrefix(out, "lbdnsd ") || !strings.Contains(out, " rev ") {
+		t.Errorf("stdout %q, want \"lbdnsd VERSION rev REVISION\"", out)
+	}
+}
+
+// TestMistypedFlag: an unknown flag gets a suggestion and exit 2.
+func TestMistypedFlag(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"-dryrun", `flag provided but not defined: -dryrun (did you mean "-dry-run"?)`},
+		{"-chek-config", `(did you mean "-check-config"?)`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{tc.arg}, &stdout, &stderr); code != 2 {
+			t.Fatalf("%s: exit %d, want 2", tc.arg, code)
+		}
+		if !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: stderr does not contain %q:\n%s", tc.arg, tc.want, stderr.String())
+		}
+	}
+}
+
+// TestCheckConfigSummaryNamesZones: the summary of a configuration with a
+// responder says where it listens and counts its zones and names.
+func TestCheckConfigSummaryNamesZones(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := checkConfig("../../configs/testdata/gslb-names.toml", &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"gslb zone", "gslb names"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary %q lacks %q", out, want)
+		}
+	}
+}
