@@ -120,6 +120,8 @@ type decoder struct {
 	prefetchOK              bool
 	gslbRaw                 map[string]any
 	gslbOK                  bool
+	bgpRaw                  map[string]any // [bgp] (bgp.go)
+	bgpOK                   bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -136,6 +138,7 @@ type decoder struct {
 func (d *decoder) decode(raw map[string]any) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil,
+		"bgp": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -167,6 +170,7 @@ func (d *decoder) decode(raw map[string]any) {
 	}
 	d.decodeChecks(raw)
 	d.decodeGSLB(raw)
+	d.decodeBGP(raw)
 }
 
 // table decodes the single table key into v; it returns the generic table

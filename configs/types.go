@@ -16,6 +16,7 @@ type Config struct {
 	Checks    map[string]*Check `toml:"check"`
 	Prefetch  Prefetch          `toml:"prefetch"`
 	GSLB      GSLB              `toml:"gslb"`
+	BGP       BGP               `toml:"bgp"` // the route announcer ([bgp], bgp.go)
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

@@ -126,6 +126,9 @@ func (d *decoder) validate() {
 	if d.gslbOK {
 		d.validateGSLB()
 	}
+	if d.bgpOK {
+		d.validateBGP()
+	}
 }
 
 func (d *decoder) validateDaemon() {
