@@ -227,7 +227,9 @@ func TestBirdAnnouncer(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 5*time.Second) })
+		a.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
