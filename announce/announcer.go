@@ -31,6 +31,8 @@ type Change struct {
 
 // Status is what the Announcer does now.
 type Status struct {
+	// Enabled is set while the configuration has [bgp].
+	Enabled bool
 	// Peers are the sessions, in configuration order.
 	Peers []PeerStatus
 	// Routes are the prefixes of the configuration and what is decided
@@ -146,7 +148,13 @@ func (a *Announcer) Run(ctx context.Context, stopCtx func() (context.Context, co
 func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listeners []hub.Verdict, drain *intent.HostDrain) (time.Time, bool) {
 	ok := true
 	var errText string
-	if cfg != nil && cfg.BGP.Enabled && (a.bgp == nil || !sameBGP(*a.bgp, cfg.BGP)) {
+	enabled := cfg != nil && cfg.BGP.Enabled
+	if !enabled && a.bgp != nil {
+		// A reload removed [bgp]: withdraw everything, close the sessions.
+		a.stop(ctx)
+		a.bgp = nil
+	}
+	if enabled && (a.bgp == nil || !sameBGP(*a.bgp, cfg.BGP)) {
 		if err := a.opts.Speaker.Configure(ctx, cfg.BGP); err != nil {
 			ok, errText = false, err.Error()
 			a.opts.Logger.Error("bgp: configure the speaker", "err", err)
@@ -170,7 +178,7 @@ func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listene
 	a.tellRoutes(routes)
 	a.tellPeers(a.opts.Speaker.Peers())
 	a.mu.Lock()
-	a.status = Status{Routes: routes, Drain: drain, Error: errText}
+	a.status = Status{Enabled: enabled, Routes: routes, Drain: drain, Error: errText}
 	a.mu.Unlock()
 	return next, ok
 }
@@ -181,7 +189,7 @@ func (a *Announcer) stop(ctx context.Context) {
 		a.opts.Logger.Error("bgp: stop the speaker", "err", err)
 	}
 	if len(a.applied) > 0 {
-		a.opts.OnChange(Change{Subject: "speaker", Message: fmt.Sprintf("lbdnsd stopping: %d routes withdrawn, sessions closed", len(a.applied))})
+		a.opts.OnChange(Change{Subject: "speaker", Message: fmt.Sprintf("speaker stopped: %d routes withdrawn, sessions closed", len(a.applied))})
 	}
 	a.applied = nil
 	a.mu.Lock()

@@ -135,6 +135,7 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *server.Responder
+	bgp        *bgpPart // the route announcer (bgp.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -265,6 +266,7 @@ func New(opts Options) (*Daemon, error) {
 	})
 	// Made here, not in Run, so that Status never races its assignment.
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.bgp = newBGP(d)
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -437,6 +439,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
+	bgpDone := d.runBGP(mctx) // withdraws every route when mctx is done
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	d.journal.Started(d.opts.ConfigPath, d.cfg, d.dryRun)
@@ -454,6 +457,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-monDone
 			<-identDone
 			servers.Wait()
+			<-bgpDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()
