@@ -39,7 +39,7 @@ func (f *fakeSpeaker) Announce(_ context.Context, paths []Path) error {
 	return nil
 }
 
-func (f *fakeSpeaker) Peers() []PeerStatus           { return nil }
+func (f *fakeSpeaker) Peers() []PeerStatus          { return nil }
 func (f *fakeSpeaker) PeerChanges() <-chan struct{} { return f.changes }
 
 func (f *fakeSpeaker) Close(context.Context) error {

@@ -439,7 +439,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
-	bgpDone := d.runBGP(mctx) // withdraws every route when mctx is done
+	bgpDone := d.runBGP(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	d.journal.Started(d.opts.ConfigPath, d.cfg, d.dryRun)
