@@ -260,3 +260,91 @@ func TestBirdHoldTime(t *testing.T) {
 		t.Errorf("the session did not end by the hold timer:\n%s", st)
 	}
 }
+
+// TestBirdPassword: BIRD given a TCP MD5 password refuses a speaker with
+// another one (no session in 3 s of retries), and establishes the session
+// once a reload gives the speaker the right one (the peer reconfigured).
+func TestBirdPassword(t *testing.T) {
+	b := bird.Start(t, bird.Options{AS: routerAS, PeerAS: ourAS, Extra: "\tpassword \"s3cret\";\n"})
+	cfg := bgpConfig(b, time.Second)
+	cfg.BGP.Peers[0].Password = "wrong"
+	spk := announce.NewGoBGP(nil)
+	ctx := context.Background()
+	if err := spk.Configure(ctx, cfg.BGP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spk.Close(ctx) })
+	if err := spk.Announce(ctx, []announce.Path{{Prefix: netip.MustParsePrefix("192.0.2.53/32"), MED: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if out, _ := b.Birdc("show", "protocols", "lb"); strings.Contains(out, "Established") {
+			t.Fatalf("session established with the wrong password:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cfg.BGP.Peers[0].Password = "s3cret"
+	if err := spk.Configure(ctx, cfg.BGP); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitRoute("route announced over the signed session", "192.0.2.53/32", "100", "")
+}
+
+// TestBirdBFD: with BFD, a silent host's route is dropped when BFD sees
+// it down, well before the hold time (30 s here) would run out; the
+// session ends by BFD, not by the hold timer.
+func TestBirdBFD(t *testing.T) {
+	b := bird.Start(t, bird.Options{AS: routerAS, PeerAS: ourAS, HoldTime: 30, BFD: true})
+	cfg := bgpConfig(b, time.Second)
+	cfg.BGP.Peers[0].HoldTime.Duration, cfg.BGP.Peers[0].Keepalive.Duration = 30*time.Second, 10*time.Second
+	cfg.BGP.Peers[0].BFD = true
+	spk := announce.NewGoBGP(nil)
+	ctx := context.Background()
+	if err := spk.Configure(ctx, cfg.BGP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spk.Close(ctx) })
+	if err := spk.Announce(ctx, []announce.Path{{Prefix: netip.MustParsePrefix("192.0.2.53/32"), MED: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitRoute("route announced", "192.0.2.53/32", "100", "")
+	b.Eventually("BFD session up", func(out string) bool { return strings.Contains(out, "Up") }, "show", "bfd", "sessions")
+	b.Host().Drop("udp", 3784)
+	b.Host().Drop("tcp", 179)
+	b.WaitGone("route dropped when BFD saw the host go silent", "192.0.2.53/32")
+	st, _ := b.Birdc("show", "protocols", "all", "lb")
+	if !strings.Contains(st, "BFD session down") {
+		t.Errorf("the session did not end by BFD:\n%s", st)
+	}
+}
+
+// TestBirdListener: a GSLB listen address is announced while it serves
+// and withdrawn when it does not; 0.0.0.0 is never announced.
+func TestBirdListener(t *testing.T) {
+	b := bird.Start(t, bird.Options{AS: routerAS, PeerAS: ourAS})
+	h := hub.New(func() hub.Facts { return nil })
+	cfg := bgpConfig(b, time.Second)
+	cfg.GSLB.Server.Listen = []string{"192.0.2.80:53", "0.0.0.0:5353"}
+	cfg.GSLB.Server.ListenAddrs = []netip.AddrPort{netip.MustParseAddrPort("192.0.2.80:53"), netip.MustParseAddrPort("0.0.0.0:5353")}
+	h.Config.Publish(cfg)
+	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	listeners := func(serving bool) hub.ResponderState {
+		return hub.ResponderState{On: true, Listeners: []hub.Verdict{verdict("192.0.2.80:53", "192.0.2.80", serving, false), verdict("0.0.0.0:5353", "0.0.0.0", true, false)}}
+	}
+	h.Responder.Publish(listeners(true))
+	b.WaitRoute("listen address announced", "192.0.2.80/32", "100", "(65001,100)")
+	h.Responder.Publish(listeners(false))
+	b.WaitGone("listen address withdrawn", "192.0.2.80/32")
+	for p := range b.Routes() {
+		t.Errorf("announced %s", p)
+	}
+}

@@ -39,6 +39,8 @@ type Options struct {
 	// Extra is added to the BGP protocol's body (BIRD syntax), such as
 	// "neighbor port 1790;".
 	Extra string
+	// BFD runs BIRD's BFD protocol and ties the session to it.
+	BFD bool
 }
 
 // Router is a running bird.
@@ -76,7 +78,11 @@ func Start(t testing.TB, opts Options) *Router {
 	h := netns.New(t, "bird")
 	dir := t.TempDir()
 	r := &Router{t: t, host: h, sock: filepath.Join(dir, "bird.ctl")}
-	conf := fmt.Sprintf(`router id %[1]s;
+	top, extra := "", opts.Extra
+	if opts.BFD {
+		top, extra = "protocol bfd { interface \"*\" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }\n", extra+"\tbfd on;\n"
+	}
+	conf := top + fmt.Sprintf(`router id %[1]s;
 log stderr all;
 protocol device { scan time 1; }
 protocol bgp lb {
@@ -89,7 +95,7 @@ protocol bgp lb {
 	ipv4 { import all; export none; };
 %[7]s
 }
-`, h.AddrV4(), opts.AS, h.RootAddrV4(), opts.PeerAS, opts.HoldTime, max(opts.HoldTime/3, 1), opts.Extra)
+`, h.AddrV4(), opts.AS, h.RootAddrV4(), opts.PeerAS, opts.HoldTime, max(opts.HoldTime/3, 1), extra)
 	path := filepath.Join(dir, "bird.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
