@@ -19,6 +19,7 @@ import (
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/bird"
+	"lbdns/internal/leakcheck"
 )
 
 // Our AS and the router's.
@@ -182,12 +183,16 @@ func TestBirdUnknownPeer(t *testing.T) {
 // process for TestBirdKill9 (its value: the router's address).
 const helperEnv = "LBDNS_BGP_HELPER_PEER"
 
-// TestMain runs the helper speaker when asked to.
+// TestMain runs a helper speaker when asked to, else the tests, and
+// fails the package when an Announcer or a speaker outlives its test.
 func TestMain(m *testing.M) {
 	if peer := os.Getenv(helperEnv); peer != "" {
 		os.Exit(helperSpeaker(peer, os.Getenv(helperEnv+"_ID")))
 	}
-	os.Exit(m.Run())
+	if id := os.Getenv(ecmpEnvID); id != "" {
+		os.Exit(ecmpSpeaker(id, os.Getenv(ecmpEnvPeer)))
+	}
+	leakcheck.Main(m, "lbdns/announce.(*Announcer)", "lbdns/announce.(*GoBGP)")
 }
 
 // helperSpeaker announces 192.0.2.53/32 to peer until it is killed.
