@@ -353,3 +353,31 @@ func TestBirdListener(t *testing.T) {
 		t.Errorf("announced %s", p)
 	}
 }
+
+// TestBirdIPv6: over an IPv6 session a VIP's /128 is announced while it
+// serves and withdrawn when it dies; the IPv4 VIP is not sent there.
+func TestBirdIPv6(t *testing.T) {
+	b := bird.Start(t, bird.Options{AS: routerAS, PeerAS: ourAS, IPv6: true})
+	h := hub.New(func() hub.Facts { return nil })
+	cfg := bgpConfig(b, time.Second)
+	cfg.VIPs = append(cfg.VIPs, configs.VIP{Name: "v6", Addr: netip.MustParseAddr("2001:db8::53")})
+	cfg.BGP.Peers[0].Addr = b.Host().AddrV6()
+	h.Config.Publish(cfg)
+	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", true, false), verdict("v6", "2001:db8::53", true, false)})
+	b.WaitRoute("v6 announced", "2001:db8::53/128", "100", "(65001,100)")
+	if _, ok := b.Routes()["192.0.2.53/32"]; ok {
+		t.Errorf("the IPv4 VIP was sent over the IPv6 session")
+	}
+	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", true, false), verdict("v6", "2001:db8::53", false, false)})
+	b.WaitGone("v6 dead: withdrawn", "2001:db8::53/128")
+}

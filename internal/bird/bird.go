@@ -41,6 +41,9 @@ type Options struct {
 	Extra string
 	// BFD runs BIRD's BFD protocol and ties the session to it.
 	BFD bool
+	// IPv6 makes the session run between the IPv6 addresses
+	// (Host().AddrV6() and Host().RootAddrV6()) and carry IPv6 routes.
+	IPv6 bool
 }
 
 // Router is a running bird.
@@ -66,8 +69,9 @@ func Require(t testing.TB) {
 }
 
 // Start runs bird for t in a new namespace, with one BGP protocol "lb"
-// from Host().AddrV4() to the root namespace's Host().RootAddrV4(),
-// importing every IPv4 route and exporting none. It is stopped when t
+// from Host().AddrV4() to the root namespace's Host().RootAddrV4() (or
+// between their IPv6 addresses, see Options.IPv6), importing every route
+// and exporting none. It is stopped when t
 // ends, and its log is printed when t failed.
 func Start(t testing.TB, opts Options) *Router {
 	t.Helper()
@@ -82,20 +86,24 @@ func Start(t testing.TB, opts Options) *Router {
 	if opts.BFD {
 		top, extra = "protocol bfd { interface \"*\" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }\n", extra+"\tbfd on;\n"
 	}
+	local, peer, channel := h.AddrV4().String(), h.RootAddrV4().String(), "ipv4"
+	if opts.IPv6 {
+		local, peer, channel = h.AddrV6().String(), h.RootAddrV6().String(), "ipv6"
+	}
 	conf := top + fmt.Sprintf(`router id %[1]s;
 log stderr all;
 protocol device { scan time 1; }
 protocol bgp lb {
-	local %[1]s as %[2]d;
+	local %[8]s as %[2]d;
 	neighbor %[3]s as %[4]d;
 	hold time %[5]d;
 	keepalive time %[6]d;
 	connect retry time 1;
 	error wait time 1, 2;
-	ipv4 { import all; export none; };
+	%[9]s { import all; export none; };
 %[7]s
 }
-`, h.AddrV4(), opts.AS, h.RootAddrV4(), opts.PeerAS, opts.HoldTime, max(opts.HoldTime/3, 1), extra)
+`, h.AddrV4(), opts.AS, peer, opts.PeerAS, opts.HoldTime, max(opts.HoldTime/3, 1), extra, local, channel)
 	path := filepath.Join(dir, "bird.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
