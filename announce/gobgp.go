@@ -36,6 +36,12 @@ type GoBGP struct {
 	errs   map[netip.Addr]string
 }
 
+// BFD timers of a peer with bfd: intervals in microseconds (RFC 5880).
+const (
+	bfdInterval   = 300_000
+	bfdMultiplier = 3
+)
+
 // localOnly names the policy that accepts local paths only.
 const localOnly = "lbdns-local-only"
 
@@ -210,7 +216,8 @@ func apiPeer(p configs.BGPPeer) *api.Peer {
 		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.Multihop)}
 	}
 	if p.BFD {
-		ap.Bfd = &api.BfdPeerConfig{Enabled: true}
+		// 300 ms × 3: the router sees a silent host in under a second.
+		ap.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: bfdInterval, RequiredMinimumReceive: bfdInterval, DetectionMultiplier: bfdMultiplier}
 	}
 	return ap
 }

@@ -21,6 +21,9 @@ go test -run '^$' -bench 'BenchmarkDiff2000x20OneChange' -benchmem -benchtime "$
 echo "=== bench: one DNS probe on loopback"
 go test -run '^$' -bench 'BenchmarkDNSProbe' -benchmem -benchtime "$benchtime" ./probes
 
+echo "=== bench: BGP announcer against BIRD 2: verdict to withdrawal, kill -9, silent host (hold time, BFD)"
+go test -tags bgpbench -count=1 -v ./bench/bgp | grep -E '^(bgp:|--- |ok|FAIL)'
+
 echo "=== bench: IPVS in a VM: full sync of 1,000 x 10 vs ipvsadm -R; one change"
 scripts/ipvs-vm.sh ./bench/ipvs -test.v -test.timeout 10m
 
