@@ -86,16 +86,7 @@ func (sw *statusWriter) bgp(b *control.BGPStatus) {
 		return
 	}
 	sw.printf("BGP: router id %s, AS %d\n", b.RouterID, b.LocalAS)
-	if d := b.Drain; d != nil {
-		what := "routes marked GRACEFUL_SHUTDOWN (65535:0), withdrawn at " + d.WithdrawAt.UTC().Format(time.RFC3339)
-		if !sw.now.Before(d.WithdrawAt) {
-			what = "routes withdrawn"
-		}
-		sw.printf("!! HOST DRAINED since %s by %s%s: %s (lbctl host enable announces again)\n", d.Set.UTC().Format(time.RFC3339), d.By, reasonText(d.Reason), what)
-	}
-	if b.Error != "" {
-		sw.printf("!! speaker error: %s\n", b.Error)
-	}
+	sw.bgpBanner(b)
 	sw.printf("\n")
 	tw := sw.table()
 	fmt.Fprintf(tw, "PEER\tAS\tSTATE\tUPTIME\tLAST ERROR\n")
@@ -118,6 +109,30 @@ func (sw *statusWriter) bgp(b *control.BGPStatus) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Prefix, p.Kind, p.Name, ann, med, dash(strings.Join(p.Communities, " ")), p.Reason)
 	}
 	_ = tw.Flush()
+}
+
+// bgpBanner writes, in capitals, a host drain in force and the
+// speaker's error, and a session down (lbctl status and lbctl bgp
+// status).
+func (sw *statusWriter) bgpBanner(b *control.BGPStatus) {
+	if b == nil {
+		return
+	}
+	if d := b.Drain; d != nil {
+		what := "routes marked GRACEFUL_SHUTDOWN (65535:0), withdrawn at " + d.WithdrawAt.UTC().Format(time.RFC3339)
+		if !sw.now.Before(d.WithdrawAt) {
+			what = "routes withdrawn"
+		}
+		sw.printf("!! HOST DRAINED since %s by %s%s: %s (lbctl host enable announces again)\n", d.Set.UTC().Format(time.RFC3339), d.By, reasonText(d.Reason), what)
+	}
+	if b.Error != "" {
+		sw.printf("!! BGP speaker error: %s\n", b.Error)
+	}
+	for _, p := range b.Peers {
+		if p.State != "established" {
+			sw.printf("!! BGP SESSION DOWN with %s (AS %d): %s%s (lbctl bgp status)\n", p.Address, p.AS, p.State, reasonText(p.LastError))
+		}
+	}
 }
 
 // reasonText is ": REASON", or "" without one.

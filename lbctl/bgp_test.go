@@ -81,6 +81,10 @@ func TestBGPStatus(t *testing.T) {
 	if got.RouterID != "198.51.100.1" || len(got.Prefixes) != 2 || got.Drain == nil {
 		t.Errorf("json: %+v", got)
 	}
+	r = lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitOK || !strings.Contains(r.stdout, "!! HOST DRAINED since") || !strings.Contains(r.stdout, "!! BGP SESSION DOWN with 198.51.100.253 (AS 65000): active: Hold timer expired") {
+		t.Errorf("lbctl status without the BGP banners: exit %d\n%s", r.code, r.stdout)
+	}
 	off := startFake(t, map[string]reply{"GET /v1/status": {body: control.Status{Generated: now}}})
 	if r := lbctl(t, "-socket", off.socket, "bgp", "status"); r.code != exitOK || !strings.Contains(r.stdout, "BGP: off") {
 		t.Errorf("without [bgp]: exit %d %q", r.code, r.stdout)
