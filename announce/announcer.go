@@ -70,6 +70,7 @@ type Announcer struct {
 	applied []Path       // the paths the speaker announces
 	peers   []PeerStatus // the sessions last seen, for changes
 	routes  []Route      // the last decision, for changes
+	lastErr string       // the speaker's last error, told once
 
 	mu     sync.Mutex
 	status Status
@@ -157,8 +158,7 @@ func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listene
 	if enabled && (a.bgp == nil || !sameBGP(*a.bgp, cfg.BGP)) {
 		if err := a.opts.Speaker.Configure(ctx, cfg.BGP); err != nil {
 			ok, errText = false, err.Error()
-			a.opts.Logger.Error("bgp: configure the speaker", "err", err)
-			a.opts.OnChange(Change{Subject: "speaker", Message: "speaker configuration failed: " + err.Error(), Error: true})
+			a.tellError("speaker configuration failed", err)
 		} else {
 			b := cfg.BGP
 			a.bgp = &b
@@ -169,18 +169,31 @@ func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listene
 	if !slices.EqualFunc(paths, a.applied, Path.Equal) {
 		if err := a.opts.Speaker.Announce(ctx, paths); err != nil {
 			ok, errText = false, err.Error()
-			a.opts.Logger.Error("bgp: announce", "err", err)
-			a.opts.OnChange(Change{Subject: "speaker", Message: "announcing failed: " + err.Error(), Error: true})
+			a.tellError("announcing failed", err)
 		} else {
 			a.applied = paths
 		}
 	}
 	a.tellRoutes(routes)
 	a.tellPeers(a.opts.Speaker.Peers())
+	if errText == "" && a.lastErr != "" {
+		a.opts.OnChange(Change{Subject: "speaker", Message: "speaker working again"})
+	}
+	a.lastErr = errText
 	a.mu.Lock()
 	a.status = Status{Enabled: enabled, Routes: routes, Drain: drain, Error: errText}
 	a.mu.Unlock()
 	return next, ok
+}
+
+// tellError logs and tells a speaker error, once while it repeats (Run
+// retries every second).
+func (a *Announcer) tellError(what string, err error) {
+	if err.Error() == a.lastErr {
+		return
+	}
+	a.opts.Logger.Error("bgp: "+what, "err", err)
+	a.opts.OnChange(Change{Subject: "speaker", Message: what + ": " + err.Error(), Error: true})
 }
 
 // stop withdraws everything and closes the sessions.

@@ -2,8 +2,10 @@ package announce
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -126,6 +128,47 @@ func TestAnnouncerRun(t *testing.T) {
 		}
 		if len(changes) == 0 {
 			t.Errorf("no changes told")
+		}
+	})
+}
+
+// failingSpeaker refuses every configuration.
+type failingSpeaker struct{ fakeSpeaker }
+
+func (f *failingSpeaker) Configure(context.Context, configs.BGP) error {
+	return errors.New("bgp: start the speaker: listen tcp :179: bind: address already in use")
+}
+
+// TestAnnouncerErrorToldOnce: a speaker that keeps failing is retried
+// every second, and its error is told once, in the status too.
+func TestAnnouncerErrorToldOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := hub.New(func() hub.Facts { return nil })
+		h.Config.Publish(testConfig())
+		spk := &failingSpeaker{fakeSpeaker{changes: make(chan struct{}, 1)}}
+		var changes []Change
+		a := New(Options{Hub: h, Speaker: spk, OnChange: func(c Change) { changes = append(changes, c) }})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
+		}()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if st := a.Status(); !strings.Contains(st.Error, "address already in use") {
+			t.Errorf("status error = %q", st.Error)
+		}
+		cancel()
+		<-done
+		n := 0
+		for _, c := range changes {
+			if c.Error && strings.Contains(c.Message, "address already in use") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("error told %d times: %+v", n, changes)
 		}
 	})
 }
