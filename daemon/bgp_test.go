@@ -59,8 +59,8 @@ func TestBGPDaemon(t *testing.T) {
 	r.WaitRoute("VIP back to MED 100", "192.0.2.53/32", "100", "(65001,100)")
 
 	ctx := context.Background()
-	b := backend{h.d}
-	rep, err := b.SetHost(ctx, control.HostRequest{Action: control.HostDrain, Reason: "kernel upgrade"}, "uid 0")
+	// lbctl host drain, through the control socket.
+	rep, err := control.NewClient(h.d.ControlSocket()).SetHost(ctx, control.HostRequest{Action: control.HostDrain, Reason: "kernel upgrade"})
 	if err != nil || !rep.Changed || rep.Drain == nil {
 		t.Fatalf("drain: %+v %v", rep, err)
 	}
@@ -72,6 +72,9 @@ func TestBGPDaemon(t *testing.T) {
 	st, _ := h.d.Status(ctx)
 	if st.BGP == nil || st.BGP.Drain == nil || len(st.BGP.Prefixes) != 1 || st.BGP.Prefixes[0].Announced || len(st.BGP.Peers) != 1 || st.BGP.Peers[0].State != "established" {
 		t.Fatalf("status bgp = %+v", st.BGP)
+	}
+	if st.BGP.Drain.By == "" || st.BGP.Drain.Reason != "kernel upgrade" {
+		t.Errorf("drain (by from the socket's peer credentials) = %+v", st.BGP.Drain)
 	}
 
 	h.stop()
@@ -85,7 +88,7 @@ func TestBGPDaemon(t *testing.T) {
 	if _, ok := r.Routes()["192.0.2.53/32"]; ok {
 		t.Fatalf("a drained host announced after its restart")
 	}
-	if _, err := (backend{h.d}).SetHost(ctx, control.HostRequest{Action: control.HostEnable}, "uid 0"); err != nil {
+	if _, err := control.NewClient(h.d.ControlSocket()).SetHost(ctx, control.HostRequest{Action: control.HostEnable}); err != nil {
 		t.Fatal(err)
 	}
 	r.WaitRoute("enable: announced again", "192.0.2.53/32", "100", "(65001,100)")
