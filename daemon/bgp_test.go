@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,9 @@ keepalive = "1s"
 // serves, with MED 1000 while the pool fails open, marked (65535,0) by
 // lbctl host drain then withdrawn after the drain delay; the drain
 // survives a restart (nothing announced after it), lbctl host enable
-// announces again, and stopping lbdnsd (SIGTERM) withdraws the route.
+// announces again, a reload without [bgp] withdraws it and closes the
+// session (and one with [bgp] announces again), and stopping lbdnsd
+// (SIGTERM) withdraws the route.
 func TestBGPDaemon(t *testing.T) {
 	r := bird.Start(t, bird.Options{AS: 65000, PeerAS: 65001})
 	dir := t.TempDir()
@@ -66,9 +69,7 @@ func TestBGPDaemon(t *testing.T) {
 	}
 	r.WaitRoute("drain: GRACEFUL_SHUTDOWN", "192.0.2.53/32", "100", "(65001,100) (65535,0)")
 	r.WaitGone("drain: withdrawn after the delay", "192.0.2.53/32")
-	if tbl := mc.Table(); len(tbl) == 0 {
-		t.Errorf("the drain touched IPVS: %v", tbl)
-	}
+	waitDests(t, mc, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303") // IPVS left as it is
 	st, _ := h.d.Status(ctx)
 	if st.BGP == nil || st.BGP.Drain == nil || len(st.BGP.Prefixes) != 1 || st.BGP.Prefixes[0].Announced || len(st.BGP.Peers) != 1 || st.BGP.Peers[0].State != "established" {
 		t.Fatalf("status bgp = %+v", st.BGP)
@@ -92,6 +93,20 @@ func TestBGPDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.WaitRoute("enable: announced again", "192.0.2.53/32", "100", "(65001,100)")
+
+	// A reload without [bgp] withdraws and closes the session; one with
+	// it announces again.
+	writeConfig(t, dir, "")
+	if err := h.d.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitGone("reload without [bgp]: withdrawn", "192.0.2.53/32")
+	r.Eventually("reload without [bgp]: session closed", func(out string) bool { return !strings.Contains(out, "Established") }, "show", "protocols", "lb")
+	writeConfig(t, dir, bgpSection(r))
+	if err := h.d.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitRoute("reload with [bgp]: announced", "192.0.2.53/32", "100", "(65001,100)")
 
 	h.stop()
 	r.WaitGone("lbdnsd stopped: withdrawn", "192.0.2.53/32")
