@@ -147,3 +147,45 @@ func (c *Client) SetHost(ctx context.Context, req HostRequest) (*HostReply, erro
 	var rep HostReply
 	return &rep, c.do(ctx, http.MethodPost, "/host", req, &rep)
 }
+
+// bgpView is the BGP section of the status page.
+type bgpView struct {
+	RouterID string
+	LocalAS  uint32
+	Peers    []bgpPeerView
+	Prefixes []BGPPrefix
+	// Drain is the host drain in force (nil when enabled); Withdrawn is
+	// set once its delay is over.
+	Drain              *HostDrainStatus
+	DrainSet, Withdraw timeCell
+	Withdrawn          bool
+	Error              string
+}
+
+// bgpPeerView is one session on the page.
+type bgpPeerView struct {
+	BGPPeer
+	Established bool
+	Up          timeCell
+}
+
+// buildBGP is b's view at now (nil without [bgp]).
+func buildBGP(b *BGPStatus, now time.Time) *bgpView {
+	if b == nil {
+		return nil
+	}
+	v := &bgpView{RouterID: b.RouterID, LocalAS: b.LocalAS, Prefixes: b.Prefixes, Drain: b.Drain, Error: b.Error}
+	for _, p := range b.Peers {
+		pv := bgpPeerView{BGPPeer: p, Established: p.State == "established"}
+		if p.Since != nil {
+			pv.Up = cell(*p.Since, now)
+		} else {
+			pv.Up = timeCell{Zero: true}
+		}
+		v.Peers = append(v.Peers, pv)
+	}
+	if d := b.Drain; d != nil {
+		v.DrainSet, v.Withdraw, v.Withdrawn = cell(d.Set, now), cell(d.WithdrawAt, now), !now.Before(d.WithdrawAt)
+	}
+	return v
+}

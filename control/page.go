@@ -40,6 +40,8 @@ type pageData struct {
 	GSLBIntent []gslbIntentView
 	// GSLBResponder is the GSLB responder; nil when none runs.
 	GSLBResponder *gslbResponderView
+	// BGP is the route announcer (bgp.go); nil without [bgp].
+	BGP *bgpView
 }
 
 // gslbResponderView is the GSLB responder: where it listens, what it
@@ -284,6 +286,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
+	p.BGP = buildBGP(st.BGP, now) // bgp.go
 	return p
 }
 
