@@ -202,6 +202,13 @@ func Decide(in Input) ([]Route, time.Time) {
 				next = drainEnd
 			}
 		}
+		if r.Announce && !hasPeerOf(b.Peers, addr) {
+			fam := "IPv4"
+			if addr.Is6() {
+				fam = "IPv6"
+			}
+			r.Reason += " (no " + fam + " peer is configured: no router learns it)"
+		}
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(x, y Route) int { return cmpPrefix(x.Prefix, y.Prefix) })
@@ -227,6 +234,12 @@ func Allowed(cfg *configs.Config) []netip.Prefix {
 		out = append(out, r.Prefix)
 	}
 	return out
+}
+
+// hasPeerOf reports whether a peer of a's family is configured (a
+// prefix goes to the peers of its family only).
+func hasPeerOf(peers []configs.BGPPeer, a netip.Addr) bool {
+	return slices.ContainsFunc(peers, func(p configs.BGPPeer) bool { return p.Addr.Is4() == a.Is4() })
 }
 
 // announceable reports whether a listen address may be announced: not

@@ -26,7 +26,8 @@ func testConfig() *configs.Config {
 		cfg.GSLB.Server.ListenAddrs = append(cfg.GSLB.Server.ListenAddrs, netip.MustParseAddrPort(l))
 	}
 	cfg.BGP = configs.BGP{Enabled: true, MEDUp: 100, MEDDegraded: 1000, Up: []configs.Community{65001<<16 | 100},
-		Degraded: []configs.Community{65001<<16 | 200}, DrainDelay: configs.Duration{Duration: 30 * time.Second}}
+		Degraded: []configs.Community{65001<<16 | 200}, DrainDelay: configs.Duration{Duration: 30 * time.Second},
+		Peers: []configs.BGPPeer{{Addr: netip.MustParseAddr("198.51.100.254"), AS: 65000}}}
 	return cfg
 }
 
@@ -68,7 +69,7 @@ func TestDecide(t *testing.T) {
 		{name: "all serving", vips: []hub.Verdict{serving("v4", "192.0.2.53"), serving("v6", "2001:db8::53")}, listeners: allListeners, want: []want{
 			{"192.0.2.53/32", true, 100, up, "announced: vip v4"},
 			{"192.0.2.80/32", true, 100, up, "announced: listener 192.0.2.80:53"},
-			{"2001:db8::53/128", true, 100, up, "announced"},
+			{"2001:db8::53/128", true, 100, up, "(no IPv6 peer is configured: no router learns it)"},
 		}},
 		{name: "degraded: worse MED", vips: []hub.Verdict{degraded}, want: []want{
 			{"192.0.2.53/32", true, 1000, deg, "announced"},
