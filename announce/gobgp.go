@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -351,6 +350,3 @@ func (g *GoBGP) Close(ctx context.Context) error {
 }
 
 var _ Speaker = (*GoBGP)(nil)
-
-// portText formats a port for messages.
-func portText(p int) string { return strconv.Itoa(p) }
