@@ -127,6 +127,9 @@ func (d *decoder) validate() {
 		d.validateGSLB()
 	}
 	d.validateFleet()
+	if d.bgpOK {
+		d.validateBGP()
+	}
 }
 
 func (d *decoder) validateDaemon() {

@@ -54,6 +54,8 @@ type Status struct {
 	// serves and which names answer by their last resort; absent when
 	// the daemon runs none.
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
+	// BGP is the route announcer (bgp.go); absent without [bgp].
+	BGP *BGPStatus `json:"bgp,omitempty"`
 }
 
 // Daemon describes the running daemon.

@@ -46,6 +46,8 @@ type pageData struct {
 	EventsShown bool
 	// DaemonVersion is the daemon's build ("(devel) rev 0123456789ab").
 	DaemonVersion string
+	// BGP is the route announcer (bgp.go); nil without [bgp].
+	BGP *bgpView
 }
 
 // eventView is one event of the log.
@@ -340,6 +342,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
+	p.BGP = buildBGP(st.BGP, now) // bgp.go
 	return p
 }
 

@@ -83,6 +83,7 @@ func NewServer(opts ServerOptions) *Server {
 	rt.handle(http.MethodGet, APIPrefix+"/events", s.handleEvents)
 	rt.handle(http.MethodGet, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
 	rt.handle(http.MethodPost, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
+	s.hostRoutes(&rt) // POST /v1/host (bgp.go)
 	s.handler = s.deadlines(s.authorize(&rt))
 	return s
 }

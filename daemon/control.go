@@ -66,6 +66,7 @@ type overrideCall struct {
 	ctx   context.Context // the request's: if its client gave up first, nothing is applied
 	req   control.OverrideRequest
 	gslb  *control.GSLBRequest
+	host  *control.HostRequest // a host request (bgp.go)
 	by    string
 	reply chan overrideResult
 }
@@ -74,6 +75,7 @@ type overrideCall struct {
 type overrideResult struct {
 	rep  *control.OverrideReply
 	grep *control.GSLBReply
+	hrep *control.HostReply
 	err  error
 }
 
@@ -113,6 +115,9 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 	if g != nil {
 		what = "gslb request"
 	}
+	if call.host != nil {
+		what = "host request"
+	}
 	next, res, err := d.applyCall(call)
 	if err != nil {
 		return overrideResult{err: report.IntentError(err)}
@@ -135,7 +140,9 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 			d.log.Warn(what+" saved but the state directory could not be synced", "err", err)
 		}
 		d.setOverrides(next, rev)
-		if g != nil {
+		if call.host != nil {
+			d.hostChanged(*call.host, call.by, res)
+		} else if g != nil {
 			d.gslb.Refresh()
 			d.journal.GSLB(*g, call.by, res)
 		} else {
@@ -144,11 +151,15 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 		}
 	}
 	return overrideResult{rep: &control.OverrideReply{Message: res.Message, Changed: res.Changed, Overrides: report.Overrides(d.cfg, next.Overrides)},
-		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)}}
+		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)},
+		hrep: &control.HostReply{Message: res.Message, Changed: res.Changed, Drain: hostDrainStatus(d.cfg, next.Host)}}
 }
 
 // applyCall is what intent makes of call (loop only).
 func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, error) {
+	if call.host != nil {
+		return intent.ApplyHost(d.intent, intent.HostRequest{Action: call.host.Action, Reason: call.host.Reason, By: call.by, At: d.now()})
+	}
 	if g, by := call.gslb, call.by; g != nil {
 		return intent.ApplyGSLB(d.intent, intent.GSLBRequest{Action: g.Action, Name: g.Name, Zone: g.Zone, Seconds: g.Seconds,
 			Clear: g.Clear, Reason: g.Reason, By: by, At: d.now()}, d.cfg)

@@ -136,6 +136,7 @@ type Daemon struct {
 	overrideCh chan overrideCall
 	gslb       *server.Responder
 	fleet      *fleetNode // nil without [fleet] (fleet.go)
+	bgp        *bgpPart // the route announcer (bgp.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -274,6 +275,7 @@ func New(opts Options) (*Daemon, error) {
 	})
 	// Made here, not in Run, so that Status never races its assignment.
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.bgp = newBGP(d)
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -447,6 +449,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
+	bgpDone := d.runBGP(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -472,6 +475,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-identDone
 			servers.Wait()
 			<-fleetDone
+			<-bgpDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()

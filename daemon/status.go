@@ -13,7 +13,9 @@ import (
 
 // Status returns a snapshot of the daemon's state (control.Backend).
 func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
-	return report.Status(d.reportInput(ctx)), nil
+	st := report.Status(d.reportInput(ctx))
+	st.BGP = d.bgpStatus() // the route announcer (bgp.go)
+	return st, nil
 }
 
 // reportInput gathers what the status and the metrics are built from:

@@ -61,11 +61,14 @@ type State struct {
 	Emergencies []Emergency `json:"emergencies,omitempty"`
 	// TTLRaises are the GSLB TTL raises in force (lbctl gslb ttl).
 	TTLRaises []TTLRaise `json:"ttl_raises,omitempty"`
+	// Host is the host drain in force (lbctl host drain), nil when the
+	// host is enabled.
+	Host *HostDrain `json:"host_drain,omitempty"`
 }
 
 // Clone returns a copy of s that shares no slice with it.
 func (s State) Clone() State {
-	return State{Overrides: slices.Clone(s.Overrides), Emergencies: slices.Clone(s.Emergencies), TTLRaises: slices.Clone(s.TTLRaises)}
+	return State{Overrides: slices.Clone(s.Overrides), Emergencies: slices.Clone(s.Emergencies), TTLRaises: slices.Clone(s.TTLRaises), Host: s.Host.clone()}
 }
 
 // SameScope reports whether o and p override the same resolver in the

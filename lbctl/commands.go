@@ -36,6 +36,8 @@ func commands() []*command {
 		{name: "gslb", args: "members [--pool P] | status | explain NAME [--client IP] [--ecs PREFIX] [--type A|AAAA] | off|on [--name N | --zone Z] --reason R | ttl SECONDS|--clear [--name N | --zone Z] --reason R", summary: "show the GSLB pools' members (status: with the emergency switches); explain how the responder answers NAME (location, policies tried, pools and members, choice, ECS scope, TTL); switch intelligent resolution off or on, raise or restore TTLs", setup: gslbCmd},
 		{name: "prefetch", args: "[--resolver R] [--name NAME]", summary: "list the names kept warm in each resolver's cache: last refresh, TTL left, next run", setup: prefetchCmd},
 		{name: "fleet", args: "status", summary: "list the fleet's nodes (heartbeat age, config hash, intent revision, SOA serial) and flag the odd one out", setup: fleetCmd},
+		{name: "host", args: "drain [--reason TEXT] | enable", summary: "drain this host's BGP announcements (marked GRACEFUL_SHUTDOWN, withdrawn after the drain delay; IPVS left as it is), or announce them again", setup: hostCmd},
+		{name: "bgp", args: "status", summary: "show the BGP sessions and every prefix, announced or not, with its MED, communities and why", setup: bgpCmd},
 		{name: "reload", summary: "validate and apply the daemon's configuration file", setup: reloadCmd},
 		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},
 		{name: "help", args: "[COMMAND]", summary: "show this usage, or a command's", setup: helpCmd},

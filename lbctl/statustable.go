@@ -22,6 +22,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
 	sw.gslbBanner(st.GSLBIntent)
 	sw.gslbLastResortBanner(st.GSLBResponder)
+	sw.bgpBanner(st.BGP) // bgp.go
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs, st.Daemon.DryRun)
 	if len(st.Pools) == 0 {

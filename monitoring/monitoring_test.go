@@ -12,12 +12,14 @@ import (
 )
 
 // goldens are the metric families lbdnsd exports, one a line ("NAME
-// TYPE [LABELS]: HELP"): the daemon's (report), the GSLB responder's
-// and the status endpoint's, each kept by a test of its package.
-var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt"}
+// TYPE [LABELS]: HELP"): the daemon's (report), the GSLB responder's,
+// the status endpoint's and the BGP announcer's, each kept by a test of
+// its package.
+var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt",
+	"../announce/testdata/metrics.txt"}
 
 // golden names the goldens in messages.
-const golden = "report, gslb/server and control testdata/metrics.txt"
+const golden = "report, gslb/server, control and announce testdata/metrics.txt"
 
 // metricLabels reads the goldens: metric name (and, for histograms, its
 // _bucket, _sum and _count series) to its label names.
@@ -99,7 +101,8 @@ func TestAlertRules(t *testing.T) {
 	for _, want := range []string{"lbdns_pool_fail_open", "lbdns_pool_diagnosis", "lbdns_backend_flaps_total", "lbdns_ipvs_failed_operations_total",
 		"lbdns_config_last_reload_successful", "lbdns_prefetch_expired_total", "lbdns_gslb_member_state", "lbdns_gslb_certificate_days_left",
 		"lbdns_gslb_last_resort_names", "lbdns_gslb_snapshot_builds_total", "lbdns_gslb_emergency", "lbdns_vip_serving", "lbdns_gslb_listener_serving",
-		"lbdns_gslb_queries_total", "lbdns_gslb_transitions_total"} {
+		"lbdns_gslb_queries_total", "lbdns_gslb_transitions_total",
+		"lbdns_bgp_peer_up", "lbdns_bgp_prefix_announced"} {
 		if !slices.Contains(used, want) {
 			t.Errorf("alerts.yml has no rule over %s", want)
 		}

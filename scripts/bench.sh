@@ -23,6 +23,8 @@ go test -run '^$' -bench 'BenchmarkDNSProbe' -benchmem -benchtime "$benchtime" .
 
 echo "=== bench: fleet over a real etcd: intent propagation, assignments moved on a join, a killed node's lease"
 if [ "$mode" = quick ]; then LBDNS_BENCH_ROUNDS=20 bench/fleet/run.sh; else bench/fleet/run.sh; fi
+echo "=== bench: BGP announcer against BIRD 2: verdict to withdrawal, kill -9, silent host (hold time, BFD)"
+go test -tags bgpbench -count=1 -v ./bench/bgp | grep -E '^(bgp:|--- |ok|FAIL)'
 
 echo "=== bench: IPVS in a VM: full sync of 1,000 x 10 vs ipvsadm -R; one change"
 scripts/ipvs-vm.sh ./bench/ipvs -test.v -test.timeout 10m

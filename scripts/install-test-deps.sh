@@ -27,6 +27,9 @@ PKGS="unbound bind9 knot-resolver pdns-recursor dnsmasq dnsperf bind9-dnsutils k
 # lintian and promtool (package prometheus): the package and alert-rule
 # tests (packaging/, monitoring/).
 PKGS="$PKGS lintian prometheus"
+# BIRD 2 and FRR: the routers the BGP announcer's tests peer with (announce/),
+# each started by the tests in its own network namespace.
+PKGS="$PKGS bird2 frr"
 
 list=0
 for arg in "$@"; do
@@ -130,7 +133,7 @@ apt_retry install -y --no-install-recommends $missing
 # Stop any service an install may still have started, so nothing we installed
 # sits on port 53.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-	for s in bind9 named unbound dnsmasq pdns-recursor kresd@1; do
+	for s in bind9 named unbound dnsmasq pdns-recursor kresd@1 bird frr; do
 		$SUDO systemctl stop "$s" 2>/dev/null || true
 	done
 fi

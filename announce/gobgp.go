@@ -1,0 +1,352 @@
+package announce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
+
+	"lbdns/configs"
+)
+
+// GoBGP is the Speaker embedded in lbdnsd, on github.com/osrg/gobgp: it
+// imports nothing from its peers (every route they send is rejected),
+// announces only the paths it is given, and never negotiates graceful
+// restart. Make one with NewGoBGP.
+type GoBGP struct {
+	log     *slog.Logger
+	changes chan struct{}
+
+	mu     sync.Mutex
+	srv    *server.BgpServer
+	stop   context.CancelFunc // ends the peer watch
+	global globalConf
+	peers  []configs.BGPPeer
+	paths  map[netip.Prefix]Path
+	errs   map[netip.Addr]string
+}
+
+// BFD timers of a peer with bfd: intervals in microseconds (RFC 5880).
+const (
+	bfdInterval   = 300_000
+	bfdMultiplier = 3
+)
+
+// localOnly names the policy that accepts local paths only.
+const localOnly = "lbdns-local-only"
+
+// globalConf is what a running speaker cannot change without a restart.
+type globalConf struct {
+	routerID netip.Addr
+	as       uint32
+	port     int
+}
+
+// NewGoBGP returns a speaker that logs to log (GoBGP's own messages at
+// warning level and above); Configure starts it.
+func NewGoBGP(log *slog.Logger) *GoBGP {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &GoBGP{log: log, changes: make(chan struct{}, 1), paths: map[netip.Prefix]Path{}, errs: map[netip.Addr]string{}}
+}
+
+// PeerChanges implements Speaker.
+func (g *GoBGP) PeerChanges() <-chan struct{} { return g.changes }
+
+// Configure implements Speaker.
+func (g *GoBGP) Configure(ctx context.Context, b configs.BGP) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := globalConf{routerID: b.RouterAddr, as: uint32(b.LocalAS), port: b.ListenPort}
+	if g.srv != nil && g.global != want {
+		g.log.Info("bgp: router id, local AS or listen port changed: restarting the speaker")
+		g.stopLocked(ctx)
+	}
+	if g.srv == nil {
+		if err := g.startLocked(ctx, want); err != nil {
+			return err
+		}
+		for _, p := range g.paths {
+			if err := g.addLocked(p); err != nil {
+				return err
+			}
+		}
+	}
+	var errs []error
+	for _, old := range g.peers {
+		i := slices.IndexFunc(b.Peers, func(p configs.BGPPeer) bool { return p.Addr == old.Addr })
+		if i >= 0 && samePeer(old, b.Peers[i]) {
+			continue
+		}
+		if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: old.Addr.String()}); err != nil {
+			errs = append(errs, fmt.Errorf("bgp: remove peer %s: %w", old.Addr, err))
+		}
+	}
+	var kept []configs.BGPPeer
+	for _, p := range b.Peers {
+		i := slices.IndexFunc(g.peers, func(o configs.BGPPeer) bool { return o.Addr == p.Addr })
+		if i >= 0 && samePeer(g.peers[i], p) {
+			kept = append(kept, p)
+			continue
+		}
+		if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p)}); err != nil {
+			errs = append(errs, fmt.Errorf("bgp: add peer %s: %w", p.Addr, err))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	g.peers = kept
+	g.notify()
+	return errors.Join(errs...)
+}
+
+// samePeer reports whether a and b configure the same session.
+func samePeer(a, b configs.BGPPeer) bool { return a == b }
+
+// startLocked starts a new server with want.
+func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
+	lvl := &slog.LevelVar{}
+	lvl.Set(slog.LevelWarn)
+	srv := server.NewBgpServer(server.LoggerOption(g.log.With("component", "gobgp"), lvl))
+	go srv.Serve()
+	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: want.as, RouterId: want.routerID.String(), ListenPort: int32(want.port),
+	}})
+	if err != nil {
+		srv.Stop()
+		return fmt.Errorf("bgp: start the speaker (router id %s, AS %d, port %d): %w", want.routerID, want.as, want.port, err)
+	}
+	// Nothing a router sends is taken nor passed on: the speaker only
+	// announces the paths it is given (local ones).
+	err = srv.AddPolicy(ctx, &api.AddPolicyRequest{Policy: &api.Policy{Name: localOnly, Statements: []*api.Statement{{
+		Name:       localOnly,
+		Conditions: &api.Conditions{RouteType: api.Conditions_ROUTE_TYPE_LOCAL},
+		Actions:    &api.Actions{RouteAction: api.RouteAction_ROUTE_ACTION_ACCEPT},
+	}}}})
+	for _, dir := range []api.PolicyDirection{api.PolicyDirection_POLICY_DIRECTION_IMPORT, api.PolicyDirection_POLICY_DIRECTION_EXPORT} {
+		if err != nil {
+			break
+		}
+		err = srv.SetPolicyAssignment(ctx, &api.SetPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+			Name: "global", Direction: dir, Policies: []*api.Policy{{Name: localOnly}}, DefaultAction: api.RouteAction_ROUTE_ACTION_REJECT,
+		}})
+	}
+	if err != nil {
+		srv.Stop()
+		return fmt.Errorf("bgp: set the local-only policy: %w", err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
+			if ev.Type != apiutil.PEER_EVENT_STATE {
+				return
+			}
+			st := ev.Peer.State
+			if st.SessionState != bgp.BGP_FSM_ESTABLISHED && ev.Peer.State.DisconnectMessage != "" {
+				g.mu.Lock()
+				g.errs[st.NeighborAddress] = ev.Peer.State.DisconnectMessage
+				g.mu.Unlock()
+			}
+			g.notify()
+		},
+	}, server.WatchPeer())
+	if err != nil {
+		stop()
+		srv.Stop()
+		return fmt.Errorf("bgp: watch the peers: %w", err)
+	}
+	g.srv, g.stop, g.global, g.peers = srv, stop, want, nil
+	return nil
+}
+
+// stopLocked closes every session and stops the server.
+func (g *GoBGP) stopLocked(ctx context.Context) {
+	if g.srv == nil {
+		return
+	}
+	if len(g.paths) > 0 {
+		if err := g.srv.DeletePath(apiutil.DeletePathRequest{DeleteAll: true}); err != nil {
+			g.log.Warn("bgp: withdraw every path", "err", err)
+		}
+	}
+	// No graceful restart: the routers drop what we announced at once.
+	if err := g.srv.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
+		g.log.Warn("bgp: stop the speaker", "err", err)
+	}
+	g.srv.Stop()
+	g.stop()
+	g.srv, g.peers = nil, nil
+	g.notify()
+}
+
+// notify wakes PeerChanges' reader.
+func (g *GoBGP) notify() {
+	select {
+	case g.changes <- struct{}{}:
+	default:
+	}
+}
+
+// apiPeer is p as GoBGP configures it.
+func apiPeer(p configs.BGPPeer) *api.Peer {
+	family := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+	if p.Addr.Is6() {
+		family = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+	}
+	ap := &api.Peer{
+		Conf: &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: uint32(p.AS), AuthPassword: p.Password},
+		Timers: &api.Timers{Config: &api.TimersConfig{
+			HoldTime: uint64(p.HoldTime.Seconds()), KeepaliveInterval: uint64(p.Keepalive.Seconds()), ConnectRetry: 5,
+		}},
+		Transport: &api.Transport{RemotePort: uint32(p.Port)},
+		AfiSafis:  []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: family, Enabled: true}}},
+	}
+	if p.Multihop > 0 {
+		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.Multihop)}
+	}
+	if p.BFD {
+		// 300 ms × 3: the router sees a silent host in under a second.
+		ap.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: bfdInterval, RequiredMinimumReceive: bfdInterval, DetectionMultiplier: bfdMultiplier}
+	}
+	return ap
+}
+
+// Announce implements Speaker.
+func (g *GoBGP) Announce(ctx context.Context, paths []Path) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := make(map[netip.Prefix]Path, len(paths))
+	for _, p := range paths {
+		want[p.Prefix] = p
+	}
+	var errs []error
+	for pfx, old := range g.paths {
+		if _, ok := want[pfx]; ok {
+			continue
+		}
+		if g.srv != nil {
+			if err := g.srv.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{apiPath(old, true)}}); err != nil {
+				errs = append(errs, fmt.Errorf("bgp: withdraw %s: %w", pfx, err))
+				continue
+			}
+		}
+		delete(g.paths, pfx)
+	}
+	for _, p := range paths {
+		if old, ok := g.paths[p.Prefix]; ok && old.Equal(p) {
+			continue
+		}
+		if g.srv != nil {
+			if err := g.addLocked(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		g.paths[p.Prefix] = p
+	}
+	return errors.Join(errs...)
+}
+
+// addLocked announces p (replacing the path of its prefix).
+func (g *GoBGP) addLocked(p Path) error {
+	if _, err := g.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{apiPath(p, false)}}); err != nil {
+		return fmt.Errorf("bgp: announce %s: %w", p.Prefix, err)
+	}
+	return nil
+}
+
+// apiPath is p as GoBGP takes it; the next hop is left unspecified, so
+// that GoBGP sets the session's local address.
+func apiPath(p Path, withdraw bool) *apiutil.Path {
+	nlri, _ := bgp.NewIPAddrPrefix(p.Prefix)
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	family := bgp.RF_IPv4_UC
+	if p.Prefix.Addr().Is4() {
+		nh, _ := bgp.NewPathAttributeNextHop(netip.IPv4Unspecified())
+		attrs = append(attrs, nh)
+	} else {
+		family = bgp.RF_IPv6_UC
+		mp, _ := bgp.NewPathAttributeMpReachNLRI(family, []bgp.PathNLRI{{NLRI: nlri}}, netip.IPv6Unspecified())
+		attrs = append(attrs, mp)
+	}
+	if !withdraw {
+		attrs = append(attrs, bgp.NewPathAttributeMultiExitDisc(p.MED))
+		if len(p.Communities) > 0 {
+			cs := make([]uint32, len(p.Communities))
+			for i, c := range p.Communities {
+				cs[i] = uint32(c)
+			}
+			attrs = append(attrs, bgp.NewPathAttributeCommunities(cs))
+		}
+	}
+	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs, Withdrawal: withdraw}
+}
+
+// Peers implements Speaker.
+func (g *GoBGP) Peers() []PeerStatus {
+	g.mu.Lock()
+	srv, peers := g.srv, slices.Clone(g.peers)
+	errs := make(map[netip.Addr]string, len(g.errs))
+	for k, v := range g.errs {
+		errs[k] = v
+	}
+	g.mu.Unlock()
+	out := make([]PeerStatus, 0, len(peers))
+	got := map[string]*api.Peer{}
+	if srv != nil {
+		_ = srv.ListPeer(context.Background(), &api.ListPeerRequest{}, func(p *api.Peer) {
+			if p.State != nil {
+				got[p.State.NeighborAddress] = p
+			}
+		})
+	}
+	for _, p := range peers {
+		st := PeerStatus{Address: p.Addr, AS: uint32(p.AS), State: StateIdle, LastError: errs[p.Addr]}
+		if ap := got[p.Addr.String()]; ap != nil {
+			st.State = sessionState(ap.State.SessionState)
+			if st.State == StateEstablished && ap.Timers != nil && ap.Timers.State != nil && ap.Timers.State.Uptime != nil {
+				st.Since = ap.Timers.State.Uptime.AsTime()
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// sessionState names s.
+func sessionState(s api.PeerState_SessionState) string {
+	switch s {
+	case api.PeerState_SESSION_STATE_CONNECT:
+		return StateConnect
+	case api.PeerState_SESSION_STATE_ACTIVE:
+		return StateActive
+	case api.PeerState_SESSION_STATE_OPENSENT:
+		return StateOpenSent
+	case api.PeerState_SESSION_STATE_OPENCONFIRM:
+		return StateOpenConfirm
+	case api.PeerState_SESSION_STATE_ESTABLISHED:
+		return StateEstablished
+	}
+	return StateIdle
+}
+
+// Close implements Speaker.
+func (g *GoBGP) Close(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopLocked(ctx)
+	clear(g.paths)
+	return nil
+}
+
+var _ Speaker = (*GoBGP)(nil)

@@ -1,0 +1,116 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"lbdns/announce"
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/intent"
+)
+
+// bgpStopTimeout bounds the withdrawal of every route when lbdnsd stops.
+const bgpStopTimeout = 5 * time.Second
+
+// bgpPart is the route announcer: it follows the hub and announces over
+// BGP what serves ([bgp]; without it no session is opened).
+type bgpPart struct {
+	ann     *announce.Announcer
+	metrics *announce.Metrics
+}
+
+// newBGP builds the announcer over d's hub, its events and metrics.
+func newBGP(d *Daemon) *bgpPart {
+	log := d.log.With("component", "bgp")
+	spk := announce.NewGoBGP(log)
+	b := &bgpPart{}
+	b.ann = announce.New(announce.Options{Hub: d.hub, Speaker: spk, Logger: log, Now: d.now, OnChange: func(c announce.Change) {
+		if c.Error {
+			log.Warn(c.Message, "subject", c.Subject)
+		} else {
+			log.Info(c.Message, "subject", c.Subject)
+		}
+		d.evlog.Append(control.Event{Kind: control.EventBGP, Subject: c.Subject, Message: c.Message, Error: c.Error})
+	}})
+	b.metrics = announce.NewMetrics(b.ann.Status, d.now)
+	d.registry.MustRegister(b.metrics)
+	return b
+}
+
+// runBGP runs the announcer until ctx is done; on its way out it
+// withdraws every route and closes the sessions. The returned channel is
+// closed when it has.
+func (d *Daemon) runBGP(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.bgp.ann.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), bgpStopTimeout)
+		})
+	}()
+	return done
+}
+
+// SetHost applies a host request (lbctl host drain, enable): persisted
+// before it takes effect, like every operator intent.
+func (b backend) SetHost(ctx context.Context, req control.HostRequest, by string) (*control.HostReply, error) {
+	r := b.d.intentCall(ctx, overrideCall{host: &req, by: by})
+	return r.hrep, r.err
+}
+
+var _ control.HostBackend = backend{}
+
+// hostChanged tells a host request that changed the intent (loop only).
+func (d *Daemon) hostChanged(req control.HostRequest, by string, res intent.Result) {
+	msg := res.Message + " (by " + by + ")"
+	if req.Reason != "" {
+		msg += ": " + req.Reason
+	}
+	if !d.cfg.BGP.Enabled {
+		msg += "; no [bgp] in the configuration: nothing is announced"
+	}
+	d.log.Warn(msg, "action", req.Action)
+	d.evlog.Append(control.Event{Kind: control.EventBGP, Subject: "host", Message: msg})
+}
+
+// hostDrainStatus is h as the control API shows it.
+func hostDrainStatus(cfg *configs.Config, h *intent.HostDrain) *control.HostDrainStatus {
+	if h == nil {
+		return nil
+	}
+	return &control.HostDrainStatus{Reason: h.Reason, Set: h.Set, By: h.By, WithdrawAt: h.Set.Add(cfg.BGP.DrainDelay.Duration)}
+}
+
+// bgpStatus is the bgp section of /status (nil without [bgp]).
+func (d *Daemon) bgpStatus() *control.BGPStatus {
+	cfg := d.Config()
+	if cfg == nil || !cfg.BGP.Enabled {
+		return nil
+	}
+	return BGPStatus(cfg, d.bgp.ann.Status(), d.now())
+}
+
+// BGPStatus is st, of the announcer running cfg, as the control API
+// shows it at now.
+func BGPStatus(cfg *configs.Config, st announce.Status, now time.Time) *control.BGPStatus {
+	out := &control.BGPStatus{RouterID: cfg.BGP.RouterID, LocalAS: uint32(cfg.BGP.LocalAS), Peers: []control.BGPPeer{}, Prefixes: []control.BGPPrefix{},
+		Drain: hostDrainStatus(cfg, st.Drain), Error: st.Error}
+	for _, p := range st.Peers {
+		cp := control.BGPPeer{Address: p.Address.String(), AS: p.AS, State: p.State, LastError: p.LastError}
+		if !p.Since.IsZero() {
+			since := p.Since
+			cp.Since, cp.UptimeSeconds = &since, now.Sub(since).Seconds()
+		}
+		out.Peers = append(out.Peers, cp)
+	}
+	for _, r := range st.Routes {
+		cp := control.BGPPrefix{Prefix: r.Prefix.String(), Kind: r.Kind, Name: r.Name, Announced: r.Announce, MED: r.MED,
+			Degraded: r.Degraded, Draining: r.Draining, Reason: r.Reason}
+		for _, c := range r.Communities {
+			cp.Communities = append(cp.Communities, c.String())
+		}
+		out.Prefixes = append(out.Prefixes, cp)
+	}
+	return out
+}
