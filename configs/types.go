@@ -19,7 +19,7 @@ type Config struct {
 	// Fleet is this host's place in a fleet sharing intent through
 	// etcd; nil without [fleet] (the host is alone).
 	Fleet *Fleet `toml:"fleet"`
-	BGP       BGP               `toml:"bgp"` // the route announcer ([bgp], bgp.go)
+	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

@@ -136,7 +136,7 @@ type Daemon struct {
 	overrideCh chan overrideCall
 	gslb       *server.Responder
 	fleet      *fleetNode // nil without [fleet] (fleet.go)
-	bgp        *bgpPart // the route announcer (bgp.go)
+	bgp        *bgpPart   // the route announcer (bgp.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
