@@ -250,6 +250,17 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 		}
 	})
 	names := make([]name, len(g.Names)) // one array: a name is a few words
+	degraded := 0                       // s.status made at its size: every name is there while its members warm up
+	for i := range g.Names {
+		for f := range sets[setOf[i]].fam {
+			if nf := &sets[setOf[i]].fam[f]; nf.any && !nf.up {
+				degraded++
+			}
+		}
+	}
+	if degraded > 0 {
+		s.status = make([]NameStatus, 0, degraded)
+	}
 	for i := range g.Names {
 		n := &names[i]
 		initName(n, &g.Names[i], sets[setOf[i]], s.zoneOf, o.intent)
