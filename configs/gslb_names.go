@@ -111,6 +111,11 @@ type GSLBService struct {
 	// Policies are the service's policies ([[gslb.service.policy]]). At
 	// least one.
 	Policies []GSLBPolicy `toml:"policy"`
+	// Names lists dynamic names that answer with the service and its
+	// ttl, one string each (gdnsd's one-line DYNA records): each is as a
+	// [[gslb.name]] with only name and service, and Load appends it to
+	// GSLB.Names so. Default none.
+	Names []string `toml:"names" json:",omitempty"`
 
 	// StaticAddrs is Static parsed, set by Load.
 	StaticAddrs []netip.Addr `toml:"-"`
@@ -359,11 +364,16 @@ func (d *decoder) validateGSLBSelection() {
 	d.validateGSLBFallbacks()
 	zones := d.validateGSLBZones()
 	d.validateGSLBServices(ranks)
-	names := map[string]int{}
+	listed := 0
+	for i := range g.Services {
+		listed += len(g.Services[i].Names)
+	}
+	names := make(nameKeys, len(g.Names)+listed)
 	nraw, _ := tables(d.gslbRaw["name"])
 	for i := range g.Names {
 		d.validateGSLBName(i, elem(nraw, i), zones, names, ranks)
 	}
+	d.expandServiceNames(zones, names, listed)
 	d.validateGSLBRecords(names)
 	if g.Whoami != "" {
 		w, why := absName(g.Whoami, false)
@@ -372,8 +382,8 @@ func (d *decoder) validateGSLBSelection() {
 			d.p.add("gslb.whoami", g.Whoami, why)
 		case zoneOf(w, zones) == "":
 			d.p.add("gslb.whoami", g.Whoami, "not inside any [[gslb.zone]]")
-		case names[w] > 0:
-			d.p.add("gslb.whoami", g.Whoami, fmt.Sprintf("also a [[gslb.name]] (gslb.name[%d])", names[w]-1))
+		case names.has(w):
+			d.p.add("gslb.whoami", g.Whoami, fmt.Sprintf("also a [[gslb.name]] (%s)", names.key(w)))
 		}
 	}
 }
@@ -659,10 +669,28 @@ var serviceKeys = [...]struct{ key, what string }{
 	{"ecs", "its ecs setting"}, {"last_resort", "its last resort"}, {"static", "its static set"}, {"policy", "its policies"},
 }
 
-// validateGSLBName checks [[gslb.name]] i and records its name in names
-// (name → index+1). A name with a service takes the service's answer
+// nameKeys maps every dynamic name to where it is defined: a
+// [[gslb.name]] (svc -1, idx its index) or an entry of a service's names
+// list (svc the service's index), for the messages that name it.
+type nameKeys map[string]struct{ svc, idx int32 }
+
+// has reports whether fq is a dynamic name.
+func (nk nameKeys) has(fq string) bool { _, ok := nk[fq]; return ok }
+
+// key is the key of dynamic name fq ("gslb.name[3]",
+// "gslb.service[0].names[7]").
+func (nk nameKeys) key(fq string) string {
+	at := nk[fq]
+	if at.svc < 0 {
+		return indexKey("gslb.name", int(at.idx))
+	}
+	return indexKey(joinKey(indexKey("gslb.service", int(at.svc)), "names"), int(at.idx))
+}
+
+// validateGSLBName checks [[gslb.name]] i and records its name in names.
+// A name with a service takes the service's answer
 // keys (its ttl unless it sets its own).
-func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bool, names map[string]int, ranks map[string]int) {
+func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bool, names nameKeys, ranks map[string]int) {
 	g := &d.cfg.GSLB
 	n := &g.Names[i]
 	base := indexKey("gslb.name", i)
@@ -672,10 +700,11 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 		d.p.add(joinKey(base, "name"), n.Name, why)
 	} else if zoneOf(fq, zones) == "" {
 		d.p.add(joinKey(base, "name"), n.Name, "not inside any [[gslb.zone]]")
-	} else if j := names[fq]; j > 0 {
-		d.p.add(joinKey(base, "name"), n.Name, fmt.Sprintf("duplicate name (also gslb.name[%d])", j-1))
+	} else if names.has(fq) {
+		d.p.add(joinKey(base, "name"), n.Name, fmt.Sprintf("duplicate name (also %s)", names.key(fq)))
 	} else {
-		n.FQDN, names[fq] = fq, i+1
+		n.FQDN = fq
+		names[fq] = struct{ svc, idx int32 }{-1, int32(i)}
 	}
 	if !hasKey(nm, "service") {
 		n.StaticAddrs = d.validateAnswerKeys(base, nm, "[[gslb.name.policy]]", answerKeys{
@@ -703,6 +732,35 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 	n.ECS, n.LastResort, n.Static, n.StaticAddrs, n.Policies = sv.ECS, sv.LastResort, sv.Static, sv.StaticAddrs, nil
 }
 
+// expandServiceNames checks the listed names every service lists (names:
+// the [[gslb.name]]s and the lists before) and appends each to
+// GSLB.Names as a name with the service, its ttl and its keys.
+func (d *decoder) expandServiceNames(zones map[string]bool, names nameKeys, listed int) {
+	g := &d.cfg.GSLB
+	g.Names = slices.Grow(g.Names, listed)
+	for i := range g.Services {
+		sv := &g.Services[i]
+		base := joinKey(indexKey("gslb.service", i), "names")
+		for j, nm := range sv.Names {
+			fq, why := absName(nm, false)
+			switch {
+			case why != "":
+				d.p.add(indexKey(base, j), nm, why)
+				continue
+			case zoneOf(fq, zones) == "":
+				d.p.add(indexKey(base, j), nm, "not inside any [[gslb.zone]]")
+				continue
+			case names.has(fq):
+				d.p.add(indexKey(base, j), nm, fmt.Sprintf("duplicate name (also %s)", names.key(fq)))
+				continue
+			}
+			names[fq] = struct{ svc, idx int32 }{int32(i), int32(j)}
+			g.Names = append(g.Names, GSLBName{Name: nm, Service: sv.Name, TTL: sv.TTL, ECS: sv.ECS, LastResort: sv.LastResort,
+				Static: sv.Static, StaticAddrs: sv.StaticAddrs, FQDN: fq})
+		}
+	}
+}
+
 // matchText is a match as "level=value,..." in level order.
 func matchText(m map[string]string) string {
 	var parts []string
@@ -713,8 +771,8 @@ func matchText(m map[string]string) string {
 }
 
 // validateGSLBRecords checks the zones' static records against each other
-// and the dynamic names (names: name → index+1).
-func (d *decoder) validateGSLBRecords(names map[string]int) {
+// and the dynamic names.
+func (d *decoder) validateGSLBRecords(names nameKeys) {
 	g := &d.cfg.GSLB
 	whoami := ""
 	if w, why := absName(g.Whoami, false); why == "" && g.Whoami != "" {
@@ -765,8 +823,8 @@ func (d *decoder) validateGSLBRecords(names map[string]int) {
 			case r.Type == "CNAME" && owner == z.Apex:
 				d.p.add(joinKey(rb, "type"), r.Type, "a CNAME cannot be at the zone's apex")
 				continue
-			case names[owner] > 0 && (r.Type == "A" || r.Type == "AAAA" || r.Type == "CNAME"):
-				d.p.add(joinKey(rb, "type"), r.Type, fmt.Sprintf("the name is dynamic (gslb.name[%d]): it answers A and AAAA itself", names[owner]-1))
+			case names.has(owner) && (r.Type == "A" || r.Type == "AAAA" || r.Type == "CNAME"):
+				d.p.add(joinKey(rb, "type"), r.Type, fmt.Sprintf("the name is dynamic (%s): it answers A and AAAA itself", names.key(owner)))
 				continue
 			}
 			have := types[owner]

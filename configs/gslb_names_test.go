@@ -122,6 +122,7 @@ pool = "www"
 [[gslb.service]]
 name = "plain"
 ttl = 7
+names = ["e.gslb.example.com", "F.gslb.example.com."]
 [[gslb.service.policy]]
 pool = "www"
 
@@ -170,5 +171,15 @@ pool = "www"
 	}
 	if p := cfg.NamePolicies(d); len(p) != 1 || &p[0] != &d.Policies[0] {
 		t.Errorf("NamePolicies(d) = %v", p)
+	}
+	// The service's names list: appended to Names after the tables.
+	if len(g.Names) != 6 {
+		t.Fatalf("%d names, want 4 tables and 2 listed", len(g.Names))
+	}
+	for i, fq := range []string{"e.gslb.example.com.", "f.gslb.example.com."} {
+		n := &g.Names[4+i]
+		if n.FQDN != fq || n.Service != "plain" || n.TTL != 7 || n.LastResort != LastResortFailOpen || n.Policies != nil || len(cfg.NamePolicies(n)) != 1 {
+			t.Errorf("listed name %d = %+v", i, n)
+		}
 	}
 }
