@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -66,10 +67,18 @@ func (r *Responder) Status() *control.GSLBResponder {
 	return st
 }
 
+// lastResortEach is the most names starting (or stopping) to answer by
+// their last resort in one change that are logged and evented one by
+// one; a bigger change (the warm-up of thousands of names of one
+// service) is logged and evented once per type, last resort and warm-up
+// (lastResortGroup), with the count and the first names.
+const lastResortEach = 16
+
 // noteDegraded makes the degraded names of snap (nil: none, the responder
 // is off) the ones in force, and logs and events every name that starts
 // or stops answering by its last resort (a change of last resort, or the
-// end of the warm-up, starts it anew). Called under r.mu.
+// end of the warm-up, starts it anew), one by one or, beyond
+// lastResortEach names, by group. Called under r.mu.
 func (r *Responder) noteDegraded(snap gslb.Answerer) {
 	var now []gslb.NameStatus
 	if d, ok := snap.(Degrading); ok {
@@ -81,6 +90,7 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 		prev[lastResortKey{d.Name, d.Type}] = d
 	}
 	next := make([]lastResort, 0, len(now))
+	var started, stopped []gslb.NameStatus
 	for _, ns := range now {
 		k := lastResortKey{ns.Name, ns.Type}
 		old, was := prev[k]
@@ -90,16 +100,85 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 			continue
 		}
 		next = append(next, lastResort{NameStatus: ns, since: at})
-		r.lastResortStarted(ns, at)
+		started = append(started, ns)
 	}
 	for _, d := range r.degraded { // in their order
 		if _, gone := prev[lastResortKey{d.Name, d.Type}]; gone {
-			r.lastResortStopped(d.NameStatus, at)
+			stopped = append(stopped, d.NameStatus)
 		}
+	}
+	if len(started) <= lastResortEach {
+		for _, ns := range started {
+			r.lastResortStarted(ns, at)
+		}
+	} else {
+		r.lastResortGroup(started, true, at)
+	}
+	if len(stopped) <= lastResortEach {
+		for _, ns := range stopped {
+			r.lastResortStopped(ns, at)
+		}
+	} else {
+		r.lastResortGroup(stopped, false, at)
 	}
 	r.degraded = next
 	if r.metrics != nil {
 		r.metrics.setLastResorts(now)
+	}
+}
+
+// lastResortShown is the number of names a grouped line and event name.
+const lastResortShown = 5
+
+// lastResortGroup logs and events the names of list starting (started)
+// or stopping to answer by their last resort: once per type, last
+// resort and warm-up, in the order of their first name, at the level of
+// lastResortStarted and lastResortStopped, with the count and the first
+// lastResortShown names.
+func (r *Responder) lastResortGroup(list []gslb.NameStatus, started bool, at time.Time) {
+	type groupKey struct {
+		typ        uint16
+		lastResort string
+		warming    bool
+	}
+	var order []groupKey
+	groups := map[groupKey][]string{}
+	for _, ns := range list {
+		k := groupKey{ns.Type, ns.LastResort, ns.Warming && started}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], ns.Name)
+	}
+	for _, k := range order {
+		names := groups[k]
+		typ := dns.TypeToString[k.typ]
+		shown := strings.Join(names[:min(len(names), lastResortShown)], ", ")
+		if len(names) > lastResortShown {
+			shown += fmt.Sprintf(" and %d more", len(names)-lastResortShown)
+		}
+		subject := fmt.Sprintf("%d names/%s", len(names), typ)
+		if !started {
+			r.log.Info("gslb names no longer answer by their last resort", "names", len(names), "type", typ, "was", k.lastResort, "first", names[0])
+			if r.o.Events != nil {
+				r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: subject,
+					Message: fmt.Sprintf("%d names %s no longer answer by their last resort (%s): %s", len(names), typ, k.lastResort, shown)})
+			}
+			continue
+		}
+		level, loud := slog.LevelError, true
+		msg := fmt.Sprintf("%d names %s answer by their last resort (%s): no pool of their policies has a member up: %s", len(names), typ, k.lastResort, shown)
+		switch {
+		case k.warming:
+			level, loud = slog.LevelWarn, false
+			msg = fmt.Sprintf("%d names %s answer by their last resort (%s) while their members are warming (no verdict yet): %s", len(names), typ, k.lastResort, shown)
+		case k.lastResort == gslb.TraceStatic:
+			level, loud = slog.LevelWarn, false
+		}
+		r.log.Log(context.Background(), level, "gslb names answer by their last resort", "names", len(names), "type", typ, "last_resort", k.lastResort, "warming", k.warming, "first", names[0])
+		if r.o.Events != nil {
+			r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: subject, Message: msg, Error: loud})
+		}
 	}
 }
 

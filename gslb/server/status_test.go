@@ -75,6 +75,15 @@ func (h *recordHandler) lastResortLines() []string {
 // on 127.0.0.1:0 unless off.
 func lastResortConfig(t *testing.T, dir string, off bool) *configs.Config {
 	t.Helper()
+	cfg, err := configs.Parse([]byte(lastResortText(dir, off)), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// lastResortText is lastResortConfig's document.
+func lastResortText(dir string, off bool) string {
 	doc := fmt.Sprintf(`[daemon]
 state_dir = %q
 
@@ -116,11 +125,7 @@ pool = "p"
 	if !off {
 		doc += "\n[gslb.server]\nlisten = [\"127.0.0.1:0\"]\n"
 	}
-	cfg, err := configs.Parse([]byte(doc), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return doc
 }
 
 // memberStates are the monitor statuses of m1 and m2.
@@ -283,5 +288,87 @@ func TestResponderStatusBuildError(t *testing.T) {
 	st := r.Status()
 	if !st.LastBuild.Equal(built) || st.LastBuildError != "boom" || len(st.LastResort) != 3 {
 		t.Errorf("status after a failed build: last build %v %q, %d names on last resort; want %v, boom, 3", st.LastBuild, st.LastBuildError, len(st.LastResort), built)
+	}
+}
+
+// TestResponderLastResortGrouped: beyond lastResortEach names changing
+// at once (the warm-up of a service's names), the responder logs and
+// events once per type and last resort, with the count and the first
+// names, while the status still lists every name.
+func TestResponderLastResortGrouped(t *testing.T) {
+	h := &recordHandler{}
+	clock := time.Unix(1_800_000_000, 0).UTC()
+	evlog := control.NewEventLog(100, func() time.Time { return clock })
+	r := NewResponder(ResponderOptions{Logger: slog.New(h), Events: evlog, Now: func() time.Time { return clock }})
+	defer r.Stop(context.Background())
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("%q", fmt.Sprintf("n%d.g.test", i)))
+	}
+	doc := "\n[[gslb.service]]\nname = \"many\"\nnames = [" + strings.Join(names, ", ") + "]\n[[gslb.service.policy]]\npool = \"p\"\n"
+	cfg, err := configs.Parse([]byte(strings.Replace(lastResortText(t.TempDir(), false), "[gslb.server]", doc+"\n[gslb.server]", 1)), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(m1, m2 health.State) {
+		t.Helper()
+		if err := r.Update(cfg, gslb.Evaluate(cfg, memberStates(m1, m2), clock)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen uint64
+	events := func() []string {
+		evs, next, _ := evlog.Since(seen)
+		seen = next
+		var out []string
+		for _, ev := range evs {
+			out = append(out, fmt.Sprintf("%s error=%v: %s", ev.Subject, ev.Error, ev.Message))
+		}
+		return out
+	}
+	lines := func() []string {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var out []string
+		for _, l := range h.lines {
+			if strings.Contains(l.msg, "last resort") {
+				out = append(out, fmt.Sprintf("%s %s: %s %s %s %s first %s", l.level, l.msg, l.attrs["names"], l.attrs["type"], l.attrs["last_resort"]+l.attrs["was"], l.attrs["warming"], l.attrs["first"]))
+			}
+		}
+		h.lines = nil
+		return out
+	}
+	update(health.Unknown, health.Unknown)
+	wantLogs := []string{
+		"WARN gslb names answer by their last resort: 41 A fail-open true first fo.g.test.",
+		"WARN gslb names answer by their last resort: 1 A static true first st.g.test.",
+		"WARN gslb names answer by their last resort: 1 A servfail true first sf.g.test.",
+	}
+	wantEvs := []string{
+		"41 names/A error=false: 41 names A answer by their last resort (fail-open) while their members are warming (no verdict yet): fo.g.test., n0.g.test., n1.g.test., n2.g.test., n3.g.test. and 36 more",
+		"1 names/A error=false: 1 names A answer by their last resort (static) while their members are warming (no verdict yet): st.g.test.",
+		"1 names/A error=false: 1 names A answer by their last resort (servfail) while their members are warming (no verdict yet): sf.g.test.",
+	}
+	if got := lines(); !slices.Equal(got, wantLogs) {
+		t.Errorf("warming: logs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLogs, "\n"))
+	}
+	if got := events(); !slices.Equal(got, wantEvs) {
+		t.Errorf("warming: events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantEvs, "\n"))
+	}
+	if st := r.Status(); len(st.LastResort) != 43 {
+		t.Errorf("status lists %d names on their last resort, want 43", len(st.LastResort))
+	}
+	clock = clock.Add(time.Minute)
+	update(health.Up, health.Up)
+	wantLogs = []string{
+		"INFO gslb names no longer answer by their last resort: 41 A fail-open  first fo.g.test.",
+		"INFO gslb names no longer answer by their last resort: 1 A static  first st.g.test.",
+		"INFO gslb names no longer answer by their last resort: 1 A servfail  first sf.g.test.",
+	}
+	if got := lines(); !slices.Equal(got, wantLogs) {
+		t.Errorf("up: logs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLogs, "\n"))
+	}
+	if got := events(); len(got) != 3 || !strings.HasPrefix(got[0], "41 names/A error=false: 41 names A no longer answer by their last resort (fail-open): fo.g.test., n0.g.test.") {
+		t.Errorf("up: events %q", got)
 	}
 }
