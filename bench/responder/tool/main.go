@@ -1,8 +1,13 @@
 // Command tool is the helper of the GSLB responder benchmark
-// (bench/responder/run.sh). It has two subcommands:
+// (bench/responder/run.sh, mem.sh). It has three subcommands:
 //
+//	tool config -dir DIR [-names N] [-static N] [-regions R] [-prefixes P] [-form inline|service] [-lb-port P] [-gd-port P] [-mon-port P] [-interval S]
 //	tool queries -out FILE [-n N] [-zone Z] [-dyn N] [-static N] [-regions R] [-prefixes P] [-seed S]
 //	tool listen ADDR:PORT
+//
+// config writes one description's configurations for both servers:
+// lbdnsd's DIR/lbdns.toml (and DIR/nets/ with -prefixes), gdnsd's
+// DIR/gdnsd/ (see layout in config.go).
 //
 // queries writes N queries in dnsperf's binary input format (dnsperf -B:
 // each a 2-byte length and the message, as over TCP), so that each query
@@ -40,11 +45,13 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tool queries|listen ...")
+		fmt.Fprintln(os.Stderr, "usage: tool config|queries|listen ...")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
+	case "config":
+		err = config(os.Args[2:])
 	case "queries":
 		err = queries(os.Args[2:])
 	case "listen":
