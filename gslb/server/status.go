@@ -90,8 +90,8 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 		prev[lastResortKey{d.Name, d.Type}] = d
 	}
 	next := make([]lastResort, 0, len(now))
-	var started, stopped []gslb.NameStatus
-	for _, ns := range now {
+	var started []int32 // indices in now: a warm-up starts every name
+	for i, ns := range now {
 		k := lastResortKey{ns.Name, ns.Type}
 		old, was := prev[k]
 		delete(prev, k)
@@ -100,26 +100,27 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 			continue
 		}
 		next = append(next, lastResort{NameStatus: ns, since: at})
-		started = append(started, ns)
+		started = append(started, int32(i))
 	}
-	for _, d := range r.degraded { // in their order
+	var stopped []int32 // indices in r.degraded, in their order
+	for i, d := range r.degraded {
 		if _, gone := prev[lastResortKey{d.Name, d.Type}]; gone {
-			stopped = append(stopped, d.NameStatus)
+			stopped = append(stopped, int32(i))
 		}
 	}
 	if len(started) <= lastResortEach {
-		for _, ns := range started {
-			r.lastResortStarted(ns, at)
+		for _, i := range started {
+			r.lastResortStarted(now[i], at)
 		}
 	} else {
-		r.lastResortGroup(started, true, at)
+		r.lastResortGroup(len(started), func(i int) gslb.NameStatus { return now[started[i]] }, true, at)
 	}
 	if len(stopped) <= lastResortEach {
-		for _, ns := range stopped {
-			r.lastResortStopped(ns, at)
+		for _, i := range stopped {
+			r.lastResortStopped(r.degraded[i].NameStatus, at)
 		}
 	} else {
-		r.lastResortGroup(stopped, false, at)
+		r.lastResortGroup(len(stopped), func(i int) gslb.NameStatus { return r.degraded[stopped[i]].NameStatus }, false, at)
 	}
 	r.degraded = next
 	if r.metrics != nil {
@@ -130,52 +131,64 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 // lastResortShown is the number of names a grouped line and event name.
 const lastResortShown = 5
 
-// lastResortGroup logs and events the names of list starting (started)
-// or stopping to answer by their last resort: once per type, last
-// resort and warm-up, in the order of their first name, at the level of
-// lastResortStarted and lastResortStopped, with the count and the first
-// lastResortShown names.
-func (r *Responder) lastResortGroup(list []gslb.NameStatus, started bool, at time.Time) {
+// lastResortGroup logs and events the n names of list (list(i) the
+// i-th) starting (started) or stopping to answer by their last resort:
+// once per type, last resort and warm-up, in the order of their first
+// name, at the level of lastResortStarted and lastResortStopped, with
+// the count and the first lastResortShown names.
+func (r *Responder) lastResortGroup(n int, list func(int) gslb.NameStatus, started bool, at time.Time) {
 	type groupKey struct {
 		typ        uint16
 		lastResort string
 		warming    bool
 	}
+	type group struct {
+		count int
+		first []string // the first lastResortShown names
+	}
 	var order []groupKey
-	groups := map[groupKey][]string{}
-	for _, ns := range list {
+	groups := map[groupKey]*group{}
+	for i := range n {
+		ns := list(i)
 		k := groupKey{ns.Type, ns.LastResort, ns.Warming && started}
-		if _, ok := groups[k]; !ok {
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
 			order = append(order, k)
 		}
-		groups[k] = append(groups[k], ns.Name)
+		g.count++
+		if len(g.first) < lastResortShown {
+			g.first = append(g.first, ns.Name)
+		}
 	}
 	for _, k := range order {
-		names := groups[k]
+		g := groups[k]
+		count, names := g.count, g.first
 		typ := dns.TypeToString[k.typ]
-		shown := strings.Join(names[:min(len(names), lastResortShown)], ", ")
-		if len(names) > lastResortShown {
-			shown += fmt.Sprintf(" and %d more", len(names)-lastResortShown)
+		shown := strings.Join(names, ", ")
+		if count > len(names) {
+			shown += fmt.Sprintf(" and %d more", count-len(names))
 		}
-		subject := fmt.Sprintf("%d names/%s", len(names), typ)
+		subject := fmt.Sprintf("%d names/%s", count, typ)
 		if !started {
-			r.log.Info("gslb names no longer answer by their last resort", "names", len(names), "type", typ, "was", k.lastResort, "first", names[0])
+			r.log.Info("gslb names no longer answer by their last resort", "names", count, "type", typ, "was", k.lastResort, "first", names[0])
 			if r.o.Events != nil {
 				r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: subject,
-					Message: fmt.Sprintf("%d names %s no longer answer by their last resort (%s): %s", len(names), typ, k.lastResort, shown)})
+					Message: fmt.Sprintf("%d names %s no longer answer by their last resort (%s): %s", count, typ, k.lastResort, shown)})
 			}
 			continue
 		}
 		level, loud := slog.LevelError, true
-		msg := fmt.Sprintf("%d names %s answer by their last resort (%s): no pool of their policies has a member up: %s", len(names), typ, k.lastResort, shown)
+		msg := fmt.Sprintf("%d names %s answer by their last resort (%s): no pool of their policies has a member up: %s", count, typ, k.lastResort, shown)
 		switch {
 		case k.warming:
 			level, loud = slog.LevelWarn, false
-			msg = fmt.Sprintf("%d names %s answer by their last resort (%s) while their members are warming (no verdict yet): %s", len(names), typ, k.lastResort, shown)
+			msg = fmt.Sprintf("%d names %s answer by their last resort (%s) while their members are warming (no verdict yet): %s", count, typ, k.lastResort, shown)
 		case k.lastResort == gslb.TraceStatic:
 			level, loud = slog.LevelWarn, false
 		}
-		r.log.Log(context.Background(), level, "gslb names answer by their last resort", "names", len(names), "type", typ, "last_resort", k.lastResort, "warming", k.warming, "first", names[0])
+		r.log.Log(context.Background(), level, "gslb names answer by their last resort", "names", count, "type", typ, "last_resort", k.lastResort, "warming", k.warming, "first", names[0])
 		if r.o.Events != nil {
 			r.o.Events.Append(control.Event{Time: at, Kind: control.EventLastResort, Subject: subject, Message: msg, Error: loud})
 		}
