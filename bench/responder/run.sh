@@ -195,16 +195,28 @@ latency() {
 		}' "$out.us"
 }
 
+# checked NAME PORT ROUND: a sample of answers compared with the pool
+# each client gets (tool check); a wrong one fails the run.
+checked() {
+	"$WORK/tool" check -server "127.0.0.1:$2" -n 200 -names "$NAMES" -regions "$REGIONS" -prefixes "$PREFIXES" -seed "$3" >"$WORK/$1.check.$3" 2>&1 ||
+		die "$1 answered wrong after round $3: $(tail -1 "$WORK/$1.check.$3")"
+}
+
 echo "== throughput: $ROUNDS rounds, lbdnsd then gdnsd, ${DURATION} s each; dnsperf -B -c $CLIENTS -T $THREADS -q $OUTSTANDING; $(nproc) CPUs shared with dnsperf, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= ROUNDS; r++)); do
 	throughput lbdnsd "$LB_PORT" "$LPID" "$r"
 	throughput gdnsd "$GD_PORT" "$GPID" "$r"
+	checked lbdnsd "$LB_PORT" "$r"
+	checked gdnsd "$GD_PORT" "$r"
 done
 echo "== latency: $ROUNDS rounds at a fixed $LAT_QPS qps (dnsperf -Q), ${LAT_DURATION} s each, from dnsperf -v"
 for ((r = 1; r <= ROUNDS; r++)); do
 	latency lbdnsd "$LB_PORT" "$LPID" "$r"
 	latency gdnsd "$GD_PORT" "$GPID" "$r"
+	checked lbdnsd "$LB_PORT" "$((ROUNDS + r))"
+	checked gdnsd "$GD_PORT" "$((ROUNDS + r))"
 done
+echo "answers checked after every round: 200 per server, each the members of the client's pool"
 echo "== summary"
 awk '{ n[$1]++; q[$1] += $2; u[$1] += $3 }
 END {

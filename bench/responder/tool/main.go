@@ -1,9 +1,14 @@
 // Command tool is the helper of the GSLB responder benchmark
-// (bench/responder/run.sh, mem.sh). It has three subcommands:
+// (bench/responder/run.sh, mem.sh). It has four subcommands:
 //
 //	tool config -dir DIR [-names N] [-static N] [-regions R] [-prefixes P] [-form inline|service] [-lb-port P] [-gd-port P] [-mon-port P] [-interval S]
 //	tool queries -out FILE [-n N] [-zone Z] [-dyn N] [-static N] [-regions R] [-prefixes P] [-mix M] [-seed S]
 //	tool listen ADDR:PORT
+//	tool check [-server ADDR:PORT] [-n N] [-names N] [-regions R] [-prefixes P] [-seed S]
+//
+// check asks a server of config's layout a sample of its dynamic names
+// and exits 1 on the first answer that is not the client's pool (see
+// check.go): run.sh runs it after every round.
 //
 // config writes one description's configurations for both servers:
 // lbdnsd's DIR/lbdns.toml (and DIR/nets/ with -prefixes), gdnsd's
@@ -50,13 +55,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tool config|queries|listen ...")
+		fmt.Fprintln(os.Stderr, "usage: tool config|queries|listen|check ...")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "config":
 		err = config(os.Args[2:])
+	case "check":
+		err = check(os.Args[2:])
 	case "queries":
 		err = queries(os.Args[2:])
 	case "listen":
