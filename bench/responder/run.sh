@@ -15,13 +15,13 @@
 # PREFIXES (0: region R is 10.R.0.0/16; else a map of that many
 # interleaved /24s), FORM (lbdnsd's names: service, list or inline; see
 # tool config), MIX (the queries: friendly, realistic or hostile; see
-# tool queries),
+# tool queries), FLOOR (1: measure the floor responder too, 0: not),
 # RELOAD (1: the reload test, 0: skip), RELOAD_DURATION (s: half before
 # the reload, half after its new snapshot is in force), BIG_NAMES,
 # BIG_MEMBERS, BIG_PREFIXES (the reload test's size), BIG_INTERVAL (its
 # tcp monitor's interval, s), LBDNSD_SRC (build lbdnsd from another
 # checkout), KEEP=1 (keep the work directory), NETNS=0 (run in this
-# network namespace: ports 5301, 5302 and 8053 must be free, and the IPv6
+# network namespace: ports 5301, 5302, 5303 and 8053 must be free, and the IPv6
 # members up needs "ip -6 route add local fd00::/64 dev lo" done by hand).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -40,6 +40,8 @@ NAMES=${NAMES:-100}
 PREFIXES=${PREFIXES:-0}
 FORM=${FORM:-service}
 MIX=${MIX:-friendly}
+FLOOR=${FLOOR:-1}
+FL_PORT=5303
 STATICS=100
 RELOAD=${RELOAD:-1}
 RELOAD_DURATION=${RELOAD_DURATION:-20}
@@ -118,6 +120,19 @@ PIDS+=("$LPID")
 gdnsd -c "$WORK/gdnsd" start >"$WORK/gdnsd.out" 2>"$WORK/gdnsd.log" &
 GPID=$!
 PIDS+=("$GPID")
+# The floor (FLOOR=1): a responder that does no DNS work (floor.c:
+# recvmmsg, QR set, sendmmsg), measured in the same rounds.
+if [[ $FLOOR == 1 ]] && ! command -v cc >/dev/null; then
+	echo "no C compiler (cc): the floor responder is left out"
+	FLOOR=0
+fi
+if [[ $FLOOR == 1 ]]; then
+	cc -O2 -o "$WORK/floor" "$ROOT/bench/responder/floor.c" || die "floor: cc failed"
+	"$WORK/floor" 127.0.0.1 "$FL_PORT" >"$WORK/floor.out" 2>"$WORK/floor.log" &
+	FPID=$!
+	PIDS+=("$FPID")
+	wait_for 5 grep -q ready "$WORK/floor.out" || die "floor: $(cat "$WORK/floor.log")"
+fi
 
 # answers PORT NAME TYPE [ECS]: the sorted addresses answered.
 answers() {
@@ -204,6 +219,7 @@ checked() {
 
 echo "== throughput: $ROUNDS rounds, lbdnsd then gdnsd, ${DURATION} s each; dnsperf -B -c $CLIENTS -T $THREADS -q $OUTSTANDING; $(nproc) CPUs shared with dnsperf, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= ROUNDS; r++)); do
+	[[ $FLOOR == 1 ]] && throughput floor "$FL_PORT" "$FPID" "$r"
 	throughput lbdnsd "$LB_PORT" "$LPID" "$r"
 	throughput gdnsd "$GD_PORT" "$GPID" "$r"
 	checked lbdnsd "$LB_PORT" "$r"
@@ -211,6 +227,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 echo "== latency: $ROUNDS rounds at a fixed $LAT_QPS qps (dnsperf -Q), ${LAT_DURATION} s each, from dnsperf -v"
 for ((r = 1; r <= ROUNDS; r++)); do
+	[[ $FLOOR == 1 ]] && latency floor "$FL_PORT" "$FPID" "$r"
 	latency lbdnsd "$LB_PORT" "$LPID" "$r"
 	latency gdnsd "$GD_PORT" "$GPID" "$r"
 	checked lbdnsd "$LB_PORT" "$((ROUNDS + r))"
@@ -232,9 +249,11 @@ awk '{ n[$1]++; u[$1] += $2; if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2
 END {
 	for (k in n) printf "%-7s server CPU per query at a fixed %s qps, mean of %d runs: %.2f us (%.2f..%.2f)\n", k, "'"$LAT_QPS"'", n[k], u[k] / n[k], lo[k], hi[k]
 	if (n["gdnsd"] && u["gdnsd"] > 0) printf "CPU per query at %s qps, lbdnsd/gdnsd: %.2f\n", "'"$LAT_QPS"'", (u["lbdnsd"] / n["lbdnsd"]) / (u["gdnsd"] / n["gdnsd"])
+	if (n["floor"] && u["floor"] > 0) printf "CPU per query at %s qps as multiples of the floor: lbdnsd %.2f, gdnsd %.2f\n", "'"$LAT_QPS"'", (u["lbdnsd"] / n["lbdnsd"]) / (u["floor"] / n["floor"]), (u["gdnsd"] / n["gdnsd"]) / (u["floor"] / n["floor"])
 }' "$WORK/fixed" | sort
 stop "$GPID"
 stop "$LPID"
+[[ $FLOOR == 1 ]] && stop "$FPID"
 
 [[ $RELOAD == 1 ]] || exit 0
 
