@@ -56,6 +56,7 @@ func (c *Config) buildIndex() {
 		pools:     make(map[string]int, len(c.Pools)),
 		vips:      make(map[string]int, len(c.VIPs)),
 		gslbPools: make(map[string]int, len(c.GSLB.Pools)),
+		services:  make(map[string]int, len(c.GSLB.Services)),
 	}
 	for i := range c.Resolvers {
 		if _, dup := ix.resolvers[c.Resolvers[i].Name]; !dup {
@@ -75,6 +76,11 @@ func (c *Config) buildIndex() {
 	for i := range c.GSLB.Pools {
 		if _, dup := ix.gslbPools[c.GSLB.Pools[i].Name]; !dup {
 			ix.gslbPools[c.GSLB.Pools[i].Name] = i
+		}
+	}
+	for i := range c.GSLB.Services {
+		if _, dup := ix.services[c.GSLB.Services[i].Name]; !dup {
+			ix.services[c.GSLB.Services[i].Name] = i
 		}
 	}
 	c.index = ix

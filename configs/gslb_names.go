@@ -25,6 +25,9 @@ type GSLBSelection struct {
 	Whoami string `toml:"whoami"`
 	// Zones are the zones served ([[gslb.zone]]).
 	Zones []GSLBZone `toml:"zone"`
+	// Services are the named policy sets that names share
+	// ([[gslb.service]]).
+	Services []GSLBService `toml:"service" json:",omitempty"`
 	// Names are the dynamic names ([[gslb.name]]).
 	Names []GSLBName `toml:"name"`
 }
@@ -86,11 +89,49 @@ type GSLBRecord struct {
 	Owner string `toml:"-"`
 }
 
+// GSLBService is one set of policies, with its TTL, ECS setting, last
+// resort and static set, that names share ([[gslb.service]]): gdnsd's
+// resource, a cloud GSLB's instance. A name with a service answers as
+// the same name with the service's keys written under it would.
+type GSLBService struct {
+	// Name identifies the service. Required, unique among services.
+	Name string `toml:"name"`
+	// TTL is the TTL of its names' answers in seconds (a name's own ttl
+	// wins). Default 30.
+	TTL int `toml:"ttl"`
+	// ECS, when set, locates its names' clients by their EDNS Client
+	// Subnet. Default false.
+	ECS bool `toml:"ecs"`
+	// LastResort is what answers when no policy has a healthy member:
+	// "fail_open", "static" or "servfail". Default "fail_open".
+	LastResort string `toml:"last_resort"`
+	// Static is the static answer set (addresses). Required with
+	// last_resort = "static".
+	Static []string `toml:"static"`
+	// Policies are the service's policies ([[gslb.service.policy]]). At
+	// least one.
+	Policies []GSLBPolicy `toml:"policy"`
+	// Names lists dynamic names that answer with the service and its
+	// ttl, one string each (gdnsd's one-line DYNA records): each is as a
+	// [[gslb.name]] with only name and service, and Load appends it to
+	// GSLB.Names so. Default none.
+	Names []string `toml:"names" json:",omitempty"`
+
+	// StaticAddrs is Static parsed, set by Load.
+	StaticAddrs []netip.Addr `toml:"-"`
+}
+
 // GSLBName is one dynamic name ([[gslb.name]]).
 type GSLBName struct {
 	// Name is the fully qualified name, inside a zone. Required, unique.
 	Name string `toml:"name"`
-	// TTL of its answers in seconds. Default 30.
+	// Service, when set, names the [[gslb.service]] whose policies, ECS
+	// setting, last resort and static set the name answers with; the
+	// name then sets none of those keys itself (Load copies the
+	// service's ECS, LastResort, Static and StaticAddrs into the name,
+	// and leaves Policies nil: see GSLB.NamePolicies). Default none.
+	Service string `toml:"service" json:",omitempty"`
+	// TTL of its answers in seconds. Default 30, or its service's ttl.
 	TTL int `toml:"ttl"`
 	// ECS, when set, locates clients by their EDNS Client Subnet (RFC
 	// 7871, opt-in per name). Default false.
@@ -102,7 +143,7 @@ type GSLBName struct {
 	// last_resort = "static".
 	Static []string `toml:"static"`
 	// Policies are the name's policies ([[gslb.name.policy]]). At least
-	// one.
+	// one, unless the name has a service (then none).
 	Policies []GSLBPolicy `toml:"policy"`
 
 	// FQDN is Name canonical and StaticAddrs is Static parsed, set by
@@ -200,6 +241,27 @@ func (g *GSLB) PolicyRanks() map[string]int {
 	return r
 }
 
+// Service returns the GSLB service called name, or nil.
+func (c *Config) Service(name string) *GSLBService {
+	var idx map[string]int
+	if c.index != nil {
+		idx = c.index.services
+	}
+	return lookup(c.GSLB.Services, idx, name, func(s *GSLBService) string { return s.Name })
+}
+
+// NamePolicies returns the policies name n answers with: its service's
+// when it has one (nil when that service does not exist), else its own.
+func (c *Config) NamePolicies(n *GSLBName) []GSLBPolicy {
+	if n.Service == "" {
+		return n.Policies
+	}
+	if s := c.Service(n.Service); s != nil {
+		return s.Policies
+	}
+	return nil
+}
+
 // WhoamiFQDN returns the whoami name canonical, or "" when none is set.
 func (g *GSLB) WhoamiFQDN() string {
 	if g.Whoami == "" {
@@ -251,6 +313,17 @@ func (d *decoder) decodeGSLBSelection() {
 			}
 		}
 	}
+	sraw, _ := tables(d.gslbRaw["service"])
+	for i := range g.Services {
+		sv := &g.Services[i]
+		sm := elem(sraw, i)
+		if !hasKey(sm, "ttl") {
+			sv.TTL = DefaultNameTTL
+		}
+		if !hasKey(sm, "last_resort") {
+			sv.LastResort = LastResortFailOpen
+		}
+	}
 	nraw, _ := tables(d.gslbRaw["name"])
 	for i := range g.Names {
 		n := &g.Names[i]
@@ -290,11 +363,17 @@ func (d *decoder) validateGSLBSelection() {
 	ranks := d.validatePolicyOrder()
 	d.validateGSLBFallbacks()
 	zones := d.validateGSLBZones()
-	names := map[string]int{}
+	d.validateGSLBServices(ranks)
+	listed := 0
+	for i := range g.Services {
+		listed += len(g.Services[i].Names)
+	}
+	names := make(nameKeys, len(g.Names)+listed)
 	nraw, _ := tables(d.gslbRaw["name"])
 	for i := range g.Names {
 		d.validateGSLBName(i, elem(nraw, i), zones, names, ranks)
 	}
+	d.expandServiceNames(zones, names, listed)
 	d.validateGSLBRecords(names)
 	if g.Whoami != "" {
 		w, why := absName(g.Whoami, false)
@@ -303,8 +382,8 @@ func (d *decoder) validateGSLBSelection() {
 			d.p.add("gslb.whoami", g.Whoami, why)
 		case zoneOf(w, zones) == "":
 			d.p.add("gslb.whoami", g.Whoami, "not inside any [[gslb.zone]]")
-		case names[w] > 0:
-			d.p.add("gslb.whoami", g.Whoami, fmt.Sprintf("also a [[gslb.name]] (gslb.name[%d])", names[w]-1))
+		case names.has(w):
+			d.p.add("gslb.whoami", g.Whoami, fmt.Sprintf("also a [[gslb.name]] (%s)", names.key(w)))
 		}
 	}
 }
@@ -485,55 +564,71 @@ func (d *decoder) validateGSLBZones() map[string]bool {
 	return zones
 }
 
-// validateGSLBName checks [[gslb.name]] i and records its name in names
-// (name → index+1).
-func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bool, names map[string]int, ranks map[string]int) {
-	g := &d.cfg.GSLB
-	n := &g.Names[i]
-	base := indexKey("gslb.name", i)
-	if !hasKey(nm, "name") {
-		d.p.add(joinKey(base, "name"), "", "missing required key")
-	} else if fq, why := absName(n.Name, false); why != "" {
-		d.p.add(joinKey(base, "name"), n.Name, why)
-	} else if zoneOf(fq, zones) == "" {
-		d.p.add(joinKey(base, "name"), n.Name, "not inside any [[gslb.zone]]")
-	} else if j := names[fq]; j > 0 {
-		d.p.add(joinKey(base, "name"), n.Name, fmt.Sprintf("duplicate name (also gslb.name[%d])", j-1))
-	} else {
-		n.FQDN, names[fq] = fq, i+1
+// validateGSLBServices checks the [[gslb.service]]s: their names, and
+// their keys as those of a name.
+func (d *decoder) validateGSLBServices(ranks map[string]int) {
+	svcs := d.cfg.GSLB.Services
+	sraw, _ := tables(d.gslbRaw["service"])
+	d.checkListNames("gslb.service", len(svcs), func(i int) string { return svcs[i].Name },
+		func(i int) bool { return hasKey(elem(sraw, i), "name") })
+	for i := range svcs {
+		sv := &svcs[i]
+		base := indexKey("gslb.service", i)
+		sv.StaticAddrs = d.validateAnswerKeys(base, elem(sraw, i), "[[gslb.service.policy]]", answerKeys{
+			ttl: sv.TTL, lastResort: sv.LastResort, static: sv.Static, policies: sv.Policies}, ranks)
 	}
-	if n.TTL < 0 || n.TTL > MaxTTL {
-		d.p.add(joinKey(base, "ttl"), strconv.Itoa(n.TTL), fmt.Sprintf("must be between 0 and %d seconds", MaxTTL))
+}
+
+// answerKeys are the keys a name and a service share: how the name
+// answers.
+type answerKeys struct {
+	ttl        int
+	lastResort string
+	static     []string
+	policies   []GSLBPolicy
+}
+
+// validateAnswerKeys checks the answer keys k of the name or service at
+// base (raw its table; table the header of its policies) and returns
+// its static addresses parsed.
+func (d *decoder) validateAnswerKeys(base string, raw map[string]any, table string, k answerKeys, ranks map[string]int) []netip.Addr {
+	g := &d.cfg.GSLB
+	if k.ttl < 0 || k.ttl > MaxTTL {
+		d.p.add(joinKey(base, "ttl"), strconv.Itoa(k.ttl), fmt.Sprintf("must be between 0 and %d seconds", MaxTTL))
 	}
 	lrs := []string{LastResortFailOpen, LastResortStatic, LastResortServfail}
-	if !oneOf(n.LastResort, lrs) {
-		d.p.add(joinKey(base, "last_resort"), n.LastResort, "unknown last resort (want one of "+listText(lrs)+")")
+	if !oneOf(k.lastResort, lrs) {
+		d.p.add(joinKey(base, "last_resort"), k.lastResort, "unknown last resort (want one of "+listText(lrs)+")")
 	}
-	if n.LastResort == LastResortStatic && len(n.Static) == 0 {
+	if k.lastResort == LastResortStatic && len(k.static) == 0 {
 		d.p.add(joinKey(base, "static"), "", `missing: last_resort = "static" needs at least one address`)
 	}
-	n.StaticAddrs = nil
-	for j, s := range n.Static {
+	var addrs []netip.Addr
+	for j, s := range k.static {
 		a, why := parseAddr(s)
 		if why != "" {
 			d.p.add(indexKey(joinKey(base, "static"), j), s, why)
 			continue
 		}
-		if slices.Contains(n.StaticAddrs, a) {
+		if slices.Contains(addrs, a) {
 			d.p.add(indexKey(joinKey(base, "static"), j), s, "listed twice")
 			continue
 		}
-		n.StaticAddrs = append(n.StaticAddrs, a)
+		addrs = append(addrs, a)
 	}
 	pkey := joinKey(base, "policy")
-	if len(n.Policies) == 0 {
-		d.p.add(pkey, "", "missing: at least one [[gslb.name.policy]] is required")
+	if len(k.policies) == 0 {
+		why := "missing: at least one " + table + " is required"
+		if table == "[[gslb.name.policy]]" {
+			why += " (or a service)"
+		}
+		d.p.add(pkey, "", why)
 	}
-	praw, _ := tables(nm["policy"])
+	praw, _ := tables(raw["policy"])
 	levels := d.selectionLevels()
 	seen := map[string]int{}
-	for j := range n.Policies {
-		p := &n.Policies[j]
+	for j := range k.policies {
+		p := &k.policies[j]
 		pb := indexKey(pkey, j)
 		if !hasKey(elem(praw, j), "pool") {
 			d.p.add(joinKey(pb, "pool"), "", "missing required key")
@@ -554,15 +649,114 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 		if !ok {
 			continue
 		}
-		k := PolicyKey(p.Match)
-		if _, ranked := ranks[k]; !ranked {
-			d.p.add(joinKey(pb, "match"), "", fmt.Sprintf("levels %q are not in gslb.policy_order (%s)", k, listText(g.PolicyOrder)))
+		pk := PolicyKey(p.Match)
+		if _, ranked := ranks[pk]; !ranked {
+			d.p.add(joinKey(pb, "match"), "", fmt.Sprintf("levels %q are not in gslb.policy_order (%s)", pk, listText(g.PolicyOrder)))
 		}
 		mk := matchText(p.Match)
 		if o, dup := seen[mk]; dup {
 			d.p.add(joinKey(pb, "match"), mk, fmt.Sprintf("the same match as %s: it would never answer", indexKey(pkey, o)))
 		} else {
 			seen[mk] = j
+		}
+	}
+	return addrs
+}
+
+// serviceKeys are the keys of [[gslb.name]] that a name with a service
+// takes from it, with what they set.
+var serviceKeys = [...]struct{ key, what string }{
+	{"ecs", "its ecs setting"}, {"last_resort", "its last resort"}, {"static", "its static set"}, {"policy", "its policies"},
+}
+
+// nameKeys maps every dynamic name to where it is defined: a
+// [[gslb.name]] (svc -1, idx its index) or an entry of a service's names
+// list (svc the service's index), for the messages that name it.
+type nameKeys map[string]struct{ svc, idx int32 }
+
+// has reports whether fq is a dynamic name.
+func (nk nameKeys) has(fq string) bool { _, ok := nk[fq]; return ok }
+
+// key is the key of dynamic name fq ("gslb.name[3]",
+// "gslb.service[0].names[7]").
+func (nk nameKeys) key(fq string) string {
+	at := nk[fq]
+	if at.svc < 0 {
+		return indexKey("gslb.name", int(at.idx))
+	}
+	return indexKey(joinKey(indexKey("gslb.service", int(at.svc)), "names"), int(at.idx))
+}
+
+// validateGSLBName checks [[gslb.name]] i and records its name in names.
+// A name with a service takes the service's answer
+// keys (its ttl unless it sets its own).
+func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bool, names nameKeys, ranks map[string]int) {
+	g := &d.cfg.GSLB
+	n := &g.Names[i]
+	base := indexKey("gslb.name", i)
+	if !hasKey(nm, "name") {
+		d.p.add(joinKey(base, "name"), "", "missing required key")
+	} else if fq, why := absName(n.Name, false); why != "" {
+		d.p.add(joinKey(base, "name"), n.Name, why)
+	} else if zoneOf(fq, zones) == "" {
+		d.p.add(joinKey(base, "name"), n.Name, "not inside any [[gslb.zone]]")
+	} else if names.has(fq) {
+		d.p.add(joinKey(base, "name"), n.Name, fmt.Sprintf("duplicate name (also %s)", names.key(fq)))
+	} else {
+		n.FQDN = fq
+		names[fq] = struct{ svc, idx int32 }{-1, int32(i)}
+	}
+	if !hasKey(nm, "service") {
+		n.StaticAddrs = d.validateAnswerKeys(base, nm, "[[gslb.name.policy]]", answerKeys{
+			ttl: n.TTL, lastResort: n.LastResort, static: n.Static, policies: n.Policies}, ranks)
+		return
+	}
+	sv := d.cfg.Service(n.Service)
+	if sv == nil {
+		d.p.add(joinKey(base, "service"), n.Service, "no [[gslb.service]] of that name")
+	}
+	for _, k := range serviceKeys {
+		if hasKey(nm, k.key) {
+			d.p.add(joinKey(base, k.key), "", fmt.Sprintf("not with service = %q: the name takes %s from the service (set it there, or leave service out)", n.Service, k.what))
+		}
+	}
+	if n.TTL < 0 || n.TTL > MaxTTL {
+		d.p.add(joinKey(base, "ttl"), strconv.Itoa(n.TTL), fmt.Sprintf("must be between 0 and %d seconds", MaxTTL))
+	}
+	if sv == nil {
+		return
+	}
+	if !hasKey(nm, "ttl") {
+		n.TTL = sv.TTL
+	}
+	n.ECS, n.LastResort, n.Static, n.StaticAddrs, n.Policies = sv.ECS, sv.LastResort, sv.Static, sv.StaticAddrs, nil
+}
+
+// expandServiceNames checks the listed names every service lists (names:
+// the [[gslb.name]]s and the lists before) and appends each to
+// GSLB.Names as a name with the service, its ttl and its keys.
+func (d *decoder) expandServiceNames(zones map[string]bool, names nameKeys, listed int) {
+	g := &d.cfg.GSLB
+	g.Names = slices.Grow(g.Names, listed)
+	for i := range g.Services {
+		sv := &g.Services[i]
+		base := joinKey(indexKey("gslb.service", i), "names")
+		for j, nm := range sv.Names {
+			fq, why := absName(nm, false)
+			switch {
+			case why != "":
+				d.p.add(indexKey(base, j), nm, why)
+				continue
+			case zoneOf(fq, zones) == "":
+				d.p.add(indexKey(base, j), nm, "not inside any [[gslb.zone]]")
+				continue
+			case names.has(fq):
+				d.p.add(indexKey(base, j), nm, fmt.Sprintf("duplicate name (also %s)", names.key(fq)))
+				continue
+			}
+			names[fq] = struct{ svc, idx int32 }{int32(i), int32(j)}
+			g.Names = append(g.Names, GSLBName{Name: nm, Service: sv.Name, TTL: sv.TTL, ECS: sv.ECS, LastResort: sv.LastResort,
+				Static: sv.Static, StaticAddrs: sv.StaticAddrs, FQDN: fq})
 		}
 	}
 }
@@ -577,8 +771,8 @@ func matchText(m map[string]string) string {
 }
 
 // validateGSLBRecords checks the zones' static records against each other
-// and the dynamic names (names: name → index+1).
-func (d *decoder) validateGSLBRecords(names map[string]int) {
+// and the dynamic names.
+func (d *decoder) validateGSLBRecords(names nameKeys) {
 	g := &d.cfg.GSLB
 	whoami := ""
 	if w, why := absName(g.Whoami, false); why == "" && g.Whoami != "" {
@@ -629,8 +823,8 @@ func (d *decoder) validateGSLBRecords(names map[string]int) {
 			case r.Type == "CNAME" && owner == z.Apex:
 				d.p.add(joinKey(rb, "type"), r.Type, "a CNAME cannot be at the zone's apex")
 				continue
-			case names[owner] > 0 && (r.Type == "A" || r.Type == "AAAA" || r.Type == "CNAME"):
-				d.p.add(joinKey(rb, "type"), r.Type, fmt.Sprintf("the name is dynamic (gslb.name[%d]): it answers A and AAAA itself", names[owner]-1))
+			case names.has(owner) && (r.Type == "A" || r.Type == "AAAA" || r.Type == "CNAME"):
+				d.p.add(joinKey(rb, "type"), r.Type, fmt.Sprintf("the name is dynamic (%s): it answers A and AAAA itself", names.key(owner)))
 				continue
 			}
 			have := types[owner]

@@ -86,3 +86,100 @@ name = "m"
 address = "192.0.2.1"
 `
 }
+
+// TestGSLBServices: a name with a service takes the service's answer
+// keys (its ttl unless it sets one) and its policies through
+// NamePolicies; a name without keeps its own.
+func TestGSLBServices(t *testing.T) {
+	doc := `
+[check.web]
+kind = "tcp"
+[check.web.tcp]
+port = 80
+
+[[gslb.pool]]
+name = "www"
+monitors = ["web"]
+[[gslb.pool.member]]
+name = "a"
+address = "192.0.2.1"
+
+[[gslb.zone]]
+name = "gslb.example.com"
+ns = ["ns1.example.com."]
+
+[[gslb.service]]
+name = "geo"
+ecs = true
+last_resort = "static"
+static = ["192.0.2.9"]
+[[gslb.service.policy]]
+match = { carrier = "cmcc" }
+pool = "www"
+[[gslb.service.policy]]
+pool = "www"
+
+[[gslb.service]]
+name = "plain"
+ttl = 7
+names = ["e.gslb.example.com", "F.gslb.example.com."]
+[[gslb.service.policy]]
+pool = "www"
+
+[[gslb.name]]
+name = "a.gslb.example.com"
+service = "geo"
+
+[[gslb.name]]
+name = "b.gslb.example.com"
+service = "plain"
+ttl = 90
+
+[[gslb.name]]
+name = "c.gslb.example.com"
+service = "plain"
+
+[[gslb.name]]
+name = "d.gslb.example.com"
+[[gslb.name.policy]]
+pool = "www"
+`
+	cfg, err := Parse([]byte(doc), "services.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &cfg.GSLB
+	geo, plain := cfg.Service("geo"), cfg.Service("plain")
+	if geo == nil || plain == nil || cfg.Service("nope") != nil {
+		t.Fatalf("Service: geo %v, plain %v", geo, plain)
+	}
+	if geo.TTL != DefaultNameTTL || !geo.ECS || geo.LastResort != LastResortStatic || !slices.Equal(geo.StaticAddrs, []netip.Addr{netip.MustParseAddr("192.0.2.9")}) {
+		t.Errorf("geo = %+v", geo)
+	}
+	if plain.TTL != 7 || plain.ECS || plain.LastResort != LastResortFailOpen {
+		t.Errorf("plain = %+v", plain)
+	}
+	a, b, c, d := &g.Names[0], &g.Names[1], &g.Names[2], &g.Names[3]
+	if a.TTL != DefaultNameTTL || !a.ECS || a.LastResort != LastResortStatic || !slices.Equal(a.StaticAddrs, geo.StaticAddrs) || a.Policies != nil {
+		t.Errorf("a = %+v", a)
+	}
+	if b.TTL != 90 || c.TTL != 7 || b.ECS || c.LastResort != LastResortFailOpen {
+		t.Errorf("b = %+v, c = %+v", b, c)
+	}
+	if p := cfg.NamePolicies(a); len(p) != 2 || &p[0] != &geo.Policies[0] {
+		t.Errorf("NamePolicies(a) = %v: want the service's own slice", p)
+	}
+	if p := cfg.NamePolicies(d); len(p) != 1 || &p[0] != &d.Policies[0] {
+		t.Errorf("NamePolicies(d) = %v", p)
+	}
+	// The service's names list: appended to Names after the tables.
+	if len(g.Names) != 6 {
+		t.Fatalf("%d names, want 4 tables and 2 listed", len(g.Names))
+	}
+	for i, fq := range []string{"e.gslb.example.com.", "f.gslb.example.com."} {
+		n := &g.Names[4+i]
+		if n.FQDN != fq || n.Service != "plain" || n.TTL != 7 || n.LastResort != LastResortFailOpen || n.Policies != nil || len(cfg.NamePolicies(n)) != 1 {
+			t.Errorf("listed name %d = %+v", i, n)
+		}
+	}
+}

@@ -36,6 +36,7 @@ type index struct {
 	pools     map[string]int
 	vips      map[string]int
 	gslbPools map[string]int
+	services  map[string]int
 }
 
 // Daemon holds process-wide settings.

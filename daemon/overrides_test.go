@@ -451,6 +451,7 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 	mc := vip.NewMemClient()
 	h := start(t, path, mc, fp)
 	ctx := context.Background()
+	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
 	for _, a := range []string{"drain", "enable"} { // revision 2
 		if _, err := h.d.SetOverride(ctx, control.OverrideRequest{Action: a, Resolver: "bind-1", Reason: "x"}, "uid 0"); err != nil {
 			t.Fatal(err)

@@ -237,7 +237,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			if len(rrs) == 0 {
 				continue
 			}
-			r := Response{Answer: rrs, Name: n.fqdn, Policy: p.label, Pool: fp.name}
+			r := Response{Answer: q.Records.fill(rrs, n.fqdn, n.ttl), Name: n.fqdn, Policy: p.label, Pool: fp.name}
 			if tr == nil {
 				r.Reuse = fp.reuse(own)
 				// Located or hashed by the source address.
@@ -262,7 +262,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			return r
 		}
 	}
-	r := s.lastResort(n, nf, z, tr)
+	r := s.lastResort(n, f, z, tr, q.Records)
 	if ecs && located && nf.up {
 		// Other locations may still get policy answers: the last
 		// resort holds only over the location that led to it.
@@ -281,11 +281,12 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 // off: its precomputed emergency set in rotation, scope 0, no policy or
 // topology work.
 func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
-	nf := &n.fam[0]
+	f := 0
 	if q.Type == dns.TypeAAAA {
-		nf = &n.fam[1]
+		f = 1
 	}
-	r := Response{Name: n.fqdn, Policy: PolicyEmergency, Answer: nf.emergency.take(nf.counter.Add(1)-1, s.max)}
+	nf := &n.fam[f]
+	r := Response{Name: n.fqdn, Policy: PolicyEmergency, Answer: q.Records.fill(nf.emergency.take(n.counter[f].Add(1)-1, s.max), n.fqdn, n.ttl)}
 	if len(r.Answer) == 0 {
 		r.Authority = z.neg
 	}
@@ -302,9 +303,11 @@ func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
 // intelligent resolution is off (lbctl gslb off).
 const PolicyEmergency = "emergency"
 
-// lastResort answers by the name's last resort, scope 0 (dynamic sets
-// the location's scope when the answer depends on it).
-func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response {
+// lastResort answers family f of name n by its last resort, scope 0
+// (dynamic sets the location's scope when the answer depends on it), its
+// records in recs.
+func (s *Snapshot) lastResort(n *name, f int, z *zone, tr *Trace, recs *Records) Response {
+	nf := &n.fam[f]
 	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort)}
 	if tr != nil {
 		tr.Warming = nf.warming
@@ -316,12 +319,12 @@ func (s *Snapshot) lastResort(n *name, nf *nameFam, z *zone, tr *Trace) Response
 		r.Rcode = dns.RcodeServerFailure
 		return r
 	case configs.LastResortStatic:
-		r.Answer = nf.static.take((nf.counter.Add(1) - 1), s.max)
+		r.Answer = recs.fill(nf.static.take(n.counter[f].Add(1)-1, s.max), n.fqdn, n.ttl)
 		if tr != nil {
 			tr.Static = true
 		}
 	default:
-		r.Answer = nf.failOpen.take((nf.counter.Add(1) - 1), s.max)
+		r.Answer = recs.fill(nf.failOpen.take(n.counter[f].Add(1)-1, s.max), n.fqdn, n.ttl)
 	}
 	if len(r.Answer) == 0 {
 		r.Authority = z.neg
@@ -359,4 +362,60 @@ func addrsOf(rrs []dns.RR) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// Records is storage for the records of answers, for a caller that
+// answers one query at a time (a UDP reader, a TCP connection): with
+// Query.Records set, a dynamic name's records are written there, and
+// Response.Answer points into it until the next query that passes it.
+// Its zero value is ready to use.
+type Records struct {
+	a    []dns.A
+	aaaa []dns.AAAA
+	rrs  []dns.RR
+}
+
+// fill returns the records tmpl (a dynamic name's: shared by the names
+// of an answer set, without owner or TTL) with owner and ttl: in rec
+// when it is not nil (no allocation once it has grown), else in new
+// storage. The slice is capped so that appending to it copies.
+func (rec *Records) fill(tmpl []dns.RR, owner string, ttl uint32) []dns.RR {
+	if len(tmpl) == 0 {
+		return nil
+	}
+	if rec == nil {
+		rec = new(Records)
+	}
+	na := 0
+	for _, rr := range tmpl {
+		if _, ok := rr.(*dns.A); ok {
+			na++
+		}
+	}
+	// Room for all first: the pointers handed out stay valid.
+	if cap(rec.a) < na {
+		rec.a = make([]dns.A, 0, max(na, 8))
+	}
+	if cap(rec.aaaa) < len(tmpl)-na {
+		rec.aaaa = make([]dns.AAAA, 0, max(len(tmpl)-na, 8))
+	}
+	if cap(rec.rrs) < len(tmpl) {
+		rec.rrs = make([]dns.RR, 0, max(len(tmpl), 8))
+	}
+	rec.a, rec.aaaa, rec.rrs = rec.a[:0], rec.aaaa[:0], rec.rrs[:0]
+	for _, rr := range tmpl {
+		switch v := rr.(type) {
+		case *dns.A:
+			rec.a = append(rec.a, *v)
+			c := &rec.a[len(rec.a)-1]
+			c.Hdr.Name, c.Hdr.Ttl = owner, ttl
+			rec.rrs = append(rec.rrs, c)
+		case *dns.AAAA:
+			rec.aaaa = append(rec.aaaa, *v)
+			c := &rec.aaaa[len(rec.aaaa)-1]
+			c.Hdr.Name, c.Hdr.Ttl = owner, ttl
+			rec.rrs = append(rec.rrs, c)
+		}
+	}
+	return rec.rrs[:len(rec.rrs):len(rec.rrs)]
 }

@@ -65,10 +65,30 @@ type node struct {
 	zone int
 }
 
-// name is one dynamic name, precomputed for answering.
+// name is one dynamic name, precomputed for answering: what is its own
+// (its owner, TTL, intent, the turn of its last resort) and the compiled
+// answer set it shares with every name of the same policies.
 type name struct {
-	fqdn       string
-	ttl        uint32
+	fqdn string
+	ttl  uint32
+	*answerSet
+	// counter turns the name's last resort and emergency set, per
+	// family (0: A, 1: AAAA).
+	counter [2]atomic.Uint64
+	// off is set when an emergency switch is in force for the name: it
+	// answers fam's emergency set, with no policy or topology work.
+	off bool
+	// raised is set when a TTL raise applies to the name.
+	raised bool
+}
+
+// answerSet is how names answer whatever their owner and TTL: the
+// policies with their pools and fallback chains, the ECS setting, the
+// last resort, the static and fail-open sets, compiled once per
+// [[gslb.service]] and once per distinct set of a name's own keys, and
+// shared by every name that has them. Its records carry no owner and no
+// TTL (Records.fill gives them the name's).
+type answerSet struct {
 	ecs        bool
 	located    bool // some policy matches on the location
 	lastResort string
@@ -81,21 +101,16 @@ type name struct {
 	unlocated     int
 	locatedBefore bool
 	fam           [2]nameFam
-	// off is set when an emergency switch is in force for the name: it
-	// answers fam's emergency set, with no policy or topology work.
-	off bool
-	// raised is set when a TTL raise applies to the name.
-	raised bool
 }
 
-// nameFam is what a name answers for one address family (0: A, 1: AAAA).
+// nameFam is what an answer set answers for one address family (0: A,
+// 1: AAAA).
 type nameFam struct {
 	any      bool // a member or static address of the family exists
 	warming  bool // a member of the family is still without a verdict
 	up       bool // a pool of some policy has a member of the family up (anyUp)
-	counter  atomic.Uint64
-	failOpen ring // every member of the name's pools
-	static   ring // the name's static set
+	failOpen ring // every member of the set's pools
+	static   ring // the set's static set
 	// emergency is what the name answers with intelligent resolution
 	// off: its static set of the family, or, without one, every member
 	// of its pools of the family, whatever their health.
@@ -193,32 +208,62 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 	for i := range pools {
 		states[pools[i].Name] = &pools[i]
 	}
-	counters := map[string]rotor{}
-	for i := range g.Pools {
-		counters[g.Pools[i].Name] = rotor{new(atomic.Uint64), i}
-	}
 	s.rotations = len(g.Pools)
-	ranks := g.PolicyRanks()
-	// The names, each share by a goroutine (newName reads what is built
-	// above, and only that); then, in configuration order, into the
-	// snapshot.
-	names := make([]*name, len(g.Names))
-	parts = max(1, min(parts, len(names)))
-	var wg sync.WaitGroup
-	for k := range parts {
-		lo, hi := k*len(names)/parts, (k+1)*len(names)/parts
-		wg.Go(func() {
-			var rrs rrArena
-			for i := lo; i < hi; i++ {
-				names[i] = newName(cfg, &g.Names[i], states, counters, ranks, s.zoneOf, o.intent, &rrs)
-			}
-		})
-	}
-	wg.Wait()
-	for _, n := range names {
-		if n == nil {
-			continue
+	// Every pool once, for every set that answers from it: its members'
+	// records carry no owner, so one famPool serves every name.
+	famPools := make([][2]*famPool, len(g.Pools))
+	poolIdx := make(map[string]int, len(g.Pools))
+	for i := range g.Pools {
+		if _, dup := poolIdx[g.Pools[i].Name]; !dup {
+			poolIdx[g.Pools[i].Name] = i
 		}
+	}
+	inParts(len(g.Pools), parts, func(lo, hi int) {
+		var rrs rrArena
+		for i := lo; i < hi; i++ {
+			famPools[i] = newPoolFams(&g.Pools[i], states[g.Pools[i].Name], rotor{new(atomic.Uint64), i}, &rrs)
+		}
+	})
+	ranks := g.PolicyRanks()
+	// The answer sets: one per service, one per distinct set of a name's
+	// own keys; each built once (in shares by goroutines), then the
+	// names, in configuration order, point at theirs.
+	setOf := make([]int, len(g.Names))
+	var firsts []int // the first name of each set
+	keys := map[string]int{}
+	var kb []byte
+	for i := range g.Names {
+		kb = setKey(kb[:0], cfg, &g.Names[i])
+		k, ok := keys[string(kb)]
+		if !ok {
+			k = len(firsts)
+			keys[string(kb)] = k
+			firsts = append(firsts, i)
+		}
+		setOf[i] = k
+	}
+	sets := make([]*answerSet, len(firsts))
+	inParts(len(sets), parts, func(lo, hi int) {
+		var rrs rrArena
+		for k := lo; k < hi; k++ {
+			sets[k] = newAnswerSet(cfg, &g.Names[firsts[k]], famPools, poolIdx, ranks, &rrs)
+		}
+	})
+	names := make([]name, len(g.Names)) // one array: a name is a few words
+	degraded := 0                       // s.status made at its size: every name is there while its members warm up
+	for i := range g.Names {
+		for f := range sets[setOf[i]].fam {
+			if nf := &sets[setOf[i]].fam[f]; nf.any && !nf.up {
+				degraded++
+			}
+		}
+	}
+	if degraded > 0 {
+		s.status = make([]NameStatus, 0, degraded)
+	}
+	for i := range g.Names {
+		n := &names[i]
+		initName(n, &g.Names[i], sets[setOf[i]], s.zoneOf, o.intent)
 		if n.off || n.raised {
 			s.off = append(s.off, NameEmergency{Name: n.fqdn, Off: n.off, Raised: n.raised, TTL: n.ttl})
 		}
@@ -489,65 +534,143 @@ func famOf(a netip.Addr) int {
 	return 1
 }
 
-// newName precomputes name n under the operator intent st (zoneOf finds
-// its zone; rrs makes its members' records).
-func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolState, counters map[string]rotor, ranks map[string]int,
-	zoneOf func(string) *zone, st intent.State, rrs *rrArena) *name {
-	fqdn := n.FQDN
-	if fqdn == "" {
-		fqdn = dns.CanonicalName(n.Name)
+// inParts runs fn over [0, n) in shares, by parts goroutines at most.
+func inParts(n, parts int, fn func(lo, hi int)) {
+	parts = max(1, min(parts, n))
+	if parts == 1 {
+		fn(0, n)
+		return
 	}
-	nm := &name{fqdn: fqdn, ttl: uint32(n.TTL), ecs: n.ECS, lastResort: n.LastResort}
-	if z := zoneOf(fqdn); z != nil {
-		nm.off = st.EmergencyFor(z.apex, fqdn) != nil
-		if r := st.TTLFor(z.apex, fqdn); r != nil {
-			nm.ttl, nm.raised = max(nm.ttl, uint32(r.Seconds)), true
-		}
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := k*n/parts, (k+1)*n/parts
+		wg.Go(func() { fn(lo, hi) })
 	}
-	built := map[string]*[2]*famPool{}
-	var failOpen [2][]dns.RR
-	seen := map[netip.Addr]bool{}
-	poolOf := func(pname string) *[2]*famPool {
-		if fp, ok := built[pname]; ok {
-			return fp
+	wg.Wait()
+}
+
+// newPoolFams precomputes pool p per family with its members' states ps
+// (nil: every member unknown); rrs makes the members' records.
+func newPoolFams(p *configs.GSLBPool, ps *PoolState, rot rotor, rrs *rrArena) [2]*famPool {
+	var ms [2][]member
+	for j := range p.Members {
+		cm := &p.Members[j]
+		m := member{name: cm.Name, addr: cm.Addr, weight: cm.Weight, priority: cm.Priority, key: stringKey(cm.Name)}
+		if ps != nil && j < len(ps.Members) && ps.Members[j].Name == cm.Name {
+			st := ps.Members[j]
+			m.addr, m.weight, m.priority, m.state = st.Addr, st.Weight, st.Priority, st.State
 		}
-		p := cfg.GSLBPool(pname)
-		if p == nil {
-			return nil
+		if !m.addr.IsValid() {
+			continue
 		}
-		var ms [2][]member
-		for j := range p.Members {
-			cm := &p.Members[j]
-			m := member{name: cm.Name, addr: cm.Addr, weight: cm.Weight, priority: cm.Priority, key: stringKey(cm.Name)}
-			if ps := states[pname]; ps != nil && j < len(ps.Members) && ps.Members[j].Name == cm.Name {
-				st := ps.Members[j]
-				m.addr, m.weight, m.priority, m.state = st.Addr, st.Weight, st.Priority, st.State
-			}
-			if !m.addr.IsValid() {
-				continue
-			}
-			m.rr = rrs.rr(fqdn, m.addr, nm.ttl)
-			f := famOf(m.addr)
-			if ms[f] == nil {
-				ms[f] = make([]member, 0, len(p.Members))
-			}
-			ms[f] = append(ms[f], m)
-			if !seen[m.addr] {
-				seen[m.addr] = true
-				failOpen[f] = slices.Grow(failOpen[f], len(p.Members)-j)
-				failOpen[f] = append(failOpen[f], m.rr)
-			}
-			nm.fam[f].any = true
-			if m.state == health.Unknown {
-				nm.fam[f].warming = true
-			}
+		m.rr = rrs.rr("", m.addr, 0)
+		f := famOf(m.addr)
+		if ms[f] == nil {
+			ms[f] = make([]member, 0, len(p.Members))
 		}
-		fps := &[2]*famPool{newFamPool(p, counters[pname], ms[0]), newFamPool(p, counters[pname], ms[1])}
-		built[pname] = fps
-		return fps
+		ms[f] = append(ms[f], m)
+	}
+	return [2]*famPool{newFamPool(p, rot, ms[0]), newFamPool(p, rot, ms[1])}
+}
+
+// setKey appends to b the key of name n's answer set: its service, or
+// its own answer keys (names with the same keys share one set).
+func setKey(b []byte, cfg *configs.Config, n *configs.GSLBName) []byte {
+	if n.Service != "" {
+		return append(append(b, "service\x00"...), n.Service...)
+	}
+	b = append(b, "name\x00"...)
+	b = strconv.AppendBool(b, n.ECS)
+	b = append(append(b, 0), n.LastResort...)
+	for _, a := range staticAddrs(n) {
+		b = a.AppendTo(append(b, 0))
 	}
 	for i := range n.Policies {
-		cp := &n.Policies[i]
+		p := &n.Policies[i]
+		b = append(b, 1)
+		for _, l := range sortedLevels(p.Match) {
+			b = append(append(append(append(b, l...), '='), p.Match[l]...), ',')
+		}
+		b = append(append(b, 2), p.Pool...)
+	}
+	return b
+}
+
+// sortedLevels are the levels of a match, sorted.
+func sortedLevels(m map[string]string) []string {
+	ls := make([]string, 0, len(m))
+	for l := range m {
+		ls = append(ls, l)
+	}
+	slices.Sort(ls)
+	return ls
+}
+
+// staticAddrs are n's static addresses (parsed by configs.Load; parsed
+// here for a Config built by hand).
+func staticAddrs(n *configs.GSLBName) []netip.Addr {
+	if n.StaticAddrs != nil {
+		return n.StaticAddrs
+	}
+	var addrs []netip.Addr
+	for _, s := range n.Static {
+		if a, err := netip.ParseAddr(s); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// initName sets up n, the name cn answering from set, under the
+// operator intent st (zoneOf finds its zone).
+func initName(n *name, cn *configs.GSLBName, set *answerSet, zoneOf func(string) *zone, st intent.State) {
+	fqdn := cn.FQDN
+	if fqdn == "" {
+		fqdn = dns.CanonicalName(cn.Name)
+	}
+	n.fqdn, n.ttl, n.answerSet = fqdn, uint32(cn.TTL), set
+	if z := zoneOf(fqdn); z != nil {
+		n.off = st.EmergencyFor(z.apex, fqdn) != nil
+		if r := st.TTLFor(z.apex, fqdn); r != nil {
+			n.ttl, n.raised = max(n.ttl, uint32(r.Seconds)), true
+		}
+	}
+}
+
+// newAnswerSet compiles the answer set of name n (its service's, or its
+// own keys) over the snapshot's pools (famPools, by poolIdx); rrs makes
+// its static records.
+func newAnswerSet(cfg *configs.Config, n *configs.GSLBName, famPools [][2]*famPool, poolIdx map[string]int, ranks map[string]int, rrs *rrArena) *answerSet {
+	set := &answerSet{ecs: n.ECS, lastResort: n.LastResort}
+	var failOpen [2][]dns.RR
+	seen := map[netip.Addr]bool{}
+	used := map[int]bool{}
+	poolOf := func(pname string) (*[2]*famPool, *configs.GSLBPool) {
+		i, ok := poolIdx[pname]
+		if !ok {
+			return nil, nil
+		}
+		fps := &famPools[i]
+		if !used[i] {
+			used[i] = true
+			for f, fp := range fps {
+				for _, m := range fp.members {
+					if !seen[m.addr] {
+						seen[m.addr] = true
+						failOpen[f] = append(failOpen[f], m.rr)
+					}
+					set.fam[f].any = true
+					if m.state == health.Unknown {
+						set.fam[f].warming = true
+					}
+				}
+			}
+		}
+		return fps, &cfg.GSLB.Pools[i]
+	}
+	pols := cfg.NamePolicies(n)
+	for i := range pols {
+		cp := &pols[i]
 		pol := &policy{match: cp.Match}
 		for l, v := range cp.Match {
 			pol.pairs = append(pol.pairs, [2]string{l, v})
@@ -555,61 +678,53 @@ func newName(cfg *configs.Config, n *configs.GSLBName, states map[string]*PoolSt
 		slices.SortFunc(pol.pairs, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
 		pol.label = policyLabel(pol.pairs)
 		if len(cp.Match) > 0 {
-			nm.located = true
+			set.located = true
 		}
 		visited := map[string]bool{}
 		for pname := cp.Pool; pname != "" && !visited[pname]; {
 			visited[pname] = true
-			fps := poolOf(pname)
+			fps, cp := poolOf(pname)
 			if fps == nil {
 				break
 			}
 			pol.chain[0] = append(pol.chain[0], fps[0])
 			pol.chain[1] = append(pol.chain[1], fps[1])
-			pname = cfg.GSLBPool(pname).Fallback
+			pname = cp.Fallback
 		}
-		nm.policies = append(nm.policies, pol)
+		set.policies = append(set.policies, pol)
 	}
 	// Most specific first by policy_order; configuration order within a
 	// rank (validation forbids equal matches).
-	slices.SortStableFunc(nm.policies, func(a, b *policy) int {
+	slices.SortStableFunc(set.policies, func(a, b *policy) int {
 		return cmp.Compare(rank(ranks, a.match), rank(ranks, b.match))
 	})
-	nm.unlocated = len(nm.policies)
-	for i, p := range nm.policies {
+	set.unlocated = len(set.policies)
+	for i, p := range set.policies {
 		if len(p.match) == 0 {
-			nm.unlocated = i
+			set.unlocated = i
 			break
 		}
-		nm.locatedBefore = true
+		set.locatedBefore = true
 	}
 	var static [2][]dns.RR
-	addrs := n.StaticAddrs
-	if addrs == nil {
-		for _, s := range n.Static {
-			if a, err := netip.ParseAddr(s); err == nil {
-				addrs = append(addrs, a)
-			}
-		}
-	}
-	for _, a := range addrs {
+	for _, a := range staticAddrs(n) {
 		f := famOf(a)
-		static[f] = append(static[f], addrRR(fqdn, a, nm.ttl))
+		static[f] = append(static[f], rrs.rr("", a, 0))
 	}
-	for f := range nm.fam {
-		nf := &nm.fam[f]
+	for f := range set.fam {
+		nf := &set.fam[f]
 		nf.failOpen = newRing(failOpen[f])
 		nf.static = newRing(static[f])
 		nf.emergency = nf.static
 		if len(static[f]) == 0 {
 			nf.emergency = nf.failOpen
 		}
-		if nm.lastResort == configs.LastResortStatic && len(static[f]) > 0 {
+		if set.lastResort == configs.LastResortStatic && len(static[f]) > 0 {
 			nf.any = true
 		}
-		nf.up = nm.anyUp(f)
+		nf.up = set.anyUp(f)
 	}
-	return nm
+	return set
 }
 
 // rank is the policy_order rank of a match (unranked last).
@@ -620,10 +735,10 @@ func rank(ranks map[string]int, match map[string]string) int {
 	return len(ranks)
 }
 
-// anyUp reports whether some pool of some policy of n has a member of
+// anyUp reports whether some pool of some policy of set has a member of
 // family f up.
-func (n *name) anyUp(f int) bool {
-	for _, p := range n.policies {
+func (set *answerSet) anyUp(f int) bool {
+	for _, p := range set.policies {
 		for _, fp := range p.chain[f] {
 			if len(fp.up) > 0 {
 				return true

@@ -61,6 +61,9 @@ type scratch struct {
 	asked  bool
 	hadECS bool
 	echo   bool
+	// recs holds the records of the snapshot's answer (gslb.Query.Records):
+	// good until the next query.
+	recs gslb.Records
 
 	// counters caches the metrics' counters by label values.
 	counters counterCache

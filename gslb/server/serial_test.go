@@ -1,9 +1,12 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lbdns/configs"
@@ -151,5 +154,52 @@ func TestSerialServe(t *testing.T) {
 	}
 	if !serialAfter(1, 1<<32-1) || serialAfter(1<<32-1, 1) || serialAfter(5, 5) {
 		t.Error("serialAfter does not follow RFC 1982 across the wrap")
+	}
+}
+
+// TestConfigHashAsMarshal: the hash written name by name is the hash of
+// json.Marshal's whole [gslb] table (so that no serial moves on an
+// upgrade), for the shipped configurations, documents with and without
+// names and services, and a TXT record whose text is the spliced key.
+func TestConfigHashAsMarshal(t *testing.T) {
+	old := func(cfg *configs.Config) string {
+		g := cfg.GSLB
+		g.Server = configs.GSLBServer{}
+		data, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		return hex.EncodeToString(sum[:])
+	}
+	var cfgs []*configs.Config
+	files, err := filepath.Glob("../../configs/*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("shipped configs: %v %v", files, err)
+	}
+	for _, f := range files {
+		cfg, err := configs.Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	tricky := strings.Replace(cacheDoc(), "[[gslb.zone.record]]", "[[gslb.zone.record]]\nname = \"trick\"\ntype = \"TXT\"\nvalue = ',\"Names\":null,\"Names\":[]'\n\n[[gslb.zone.record]]", 1)
+	for _, doc := range []string{cacheDoc(), serviceDoc(), asServices(serviceDoc()), tricky} {
+		cfg, err := configs.Parse([]byte(doc), "doc.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	empty := *cfgs[len(cfgs)-1]
+	empty.GSLB.Names = []configs.GSLBName{}
+	none := *cfgs[len(cfgs)-1]
+	none.GSLB.Names = nil
+	cfgs = append(cfgs, &empty, &none, &configs.Config{})
+	for i, cfg := range cfgs {
+		if got, want := ConfigHash(cfg), old(cfg); got != want {
+			t.Errorf("config %d: hash %s, json.Marshal's %s", i, got, want)
+		}
 	}
 }

@@ -415,7 +415,7 @@ func (s *Server) answer(sc *scratch, req *dns.Msg, src netip.Addr, q *ecs) (rcod
 	if name == "" {
 		name = lowerFQDN(req.Question[0].Name)
 	}
-	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src}
+	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src, Records: &sc.recs}
 	if q != nil {
 		query.ECS = q.prefix
 	}

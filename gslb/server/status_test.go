@@ -20,6 +20,15 @@ import (
 // on 127.0.0.1:0 unless off.
 func lastResortConfig(t *testing.T, dir string, off bool) *configs.Config {
 	t.Helper()
+	cfg, err := configs.Parse([]byte(lastResortText(dir, off)), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// lastResortText is lastResortConfig's document.
+func lastResortText(dir string, off bool) string {
 	doc := fmt.Sprintf(`[daemon]
 state_dir = %q
 
@@ -61,11 +70,7 @@ pool = "p"
 	if !off {
 		doc += "\n[gslb.server]\nlisten = [\"127.0.0.1:0\"]\n"
 	}
-	cfg, err := configs.Parse([]byte(doc), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return doc
 }
 
 // memberStates are the monitor statuses of m1 and m2.

@@ -293,6 +293,10 @@ func sortEntries(raw []entry) []entry {
 		}
 	}
 	radixSort(keys)
+	if len(v6) == 0 {
+		permute(raw, keys)
+		return raw
+	}
 	out := make([]entry, 0, len(raw))
 	for _, k := range keys {
 		out = append(out, raw[k&(maxEntries-1)])
@@ -301,6 +305,30 @@ func sortEntries(raw []entry) []entry {
 		return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo), cmp.Compare(x.bits, y.bits), cmp.Compare(x.kidStart, y.kidStart))
 	})
 	return append(out, v6...)
+}
+
+// permute puts raw (IPv4 entries only) in the order of the sorted keys
+// (the low seqBits of keys[p] are the index in raw of the entry that
+// goes to position p), in place, cycle by cycle: no second array of
+// entries (40 MB for 1,000,000 prefixes).
+func permute(raw []entry, keys []uint64) {
+	done := make([]uint64, (len(keys)+63)/64)
+	for start := range keys {
+		if done[start/64]&(1<<(start%64)) != 0 {
+			continue
+		}
+		tmp := raw[start]
+		for p := start; ; {
+			done[p/64] |= 1 << (p % 64)
+			q := int(keys[p] & (maxEntries - 1))
+			if q == start {
+				raw[p] = tmp
+				break
+			}
+			raw[p] = raw[q]
+			p = q
+		}
+	}
 }
 
 // radixSort sorts keys: already sorted, as it is; else least significant

@@ -112,7 +112,7 @@ func readSources(c *configs.Config, h *maphash.Hash) *sources {
 			src.errs[i], src.unread = fmt.Errorf("prefix list: %w", err), true
 			continue
 		}
-		data, err := io.ReadAll(f)
+		data, err := readFile(f)
 		var fi os.FileInfo
 		if err == nil {
 			fi, err = f.Stat()
@@ -237,4 +237,28 @@ func (src *sources) build(c *configs.Config) (*Map, error) {
 		}
 	}
 	return b.Build(), nil
+}
+
+// readFile reads f whole, into a buffer of its size as os.ReadFile does
+// (io.ReadAll grows one by doubling: 38 MB of buffers for the 14 MB of
+// 1,000,000 prefixes).
+func readFile(f *os.File) ([]byte, error) {
+	size := 512
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<40 {
+		size = int(fi.Size()) + 1 // one more: EOF seen without growing
+	}
+	data := make([]byte, 0, size)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // grown (the file grew)
+		}
+	}
 }

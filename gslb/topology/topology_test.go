@@ -1,10 +1,12 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -336,6 +338,30 @@ func TestScopeLarge(t *testing.T) {
 				t.Fatalf("Locate(%s) = %+v, want %v", a, got, want)
 			}
 			checkScope(t, ps, a, got)
+		}
+	}
+}
+
+// TestSortEntriesInPlace: IPv4 entries sorted in place (permute) come in
+// the order of the copy the sort makes with IPv6 among them: address,
+// length, then order of addition; shuffled lists of every size.
+func TestSortEntriesInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, 3, 10, 1000, 5000} {
+		raw := make([]entry, n)
+		for i := range raw {
+			bits := uint8(8 + rng.IntN(25))
+			hi := uint64(rng.Uint32()&^(1<<(32-bits)-1)) << 32
+			if rng.IntN(5) == 0 && i > 0 {
+				hi, bits = raw[rng.IntN(i)].hi, raw[rng.IntN(i)].bits // the same prefix again
+			}
+			raw[i] = entry{hi: hi, bits: bits, labels: uint32(i), kidStart: uint32(i)}
+		}
+		want := slices.Clone(raw)
+		slices.SortStableFunc(want, func(x, y entry) int { return cmp.Or(cmp.Compare(x.hi, y.hi), cmp.Compare(x.bits, y.bits)) })
+		got := sortEntries(slices.Clone(raw))
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d entries: sorted in place differs from the stable sort", n)
 		}
 	}
 }

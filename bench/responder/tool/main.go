@@ -1,8 +1,18 @@
 // Command tool is the helper of the GSLB responder benchmark
-// (bench/responder/run.sh). It has two subcommands:
+// (bench/responder/run.sh, mem.sh). It has four subcommands:
 //
-//	tool queries -out FILE [-n N] [-zone Z] [-dyn N] [-static N] [-regions R] [-prefixes P] [-seed S]
+//	tool config -dir DIR [-names N] [-static N] [-regions R] [-prefixes P] [-form inline|service] [-lb-port P] [-gd-port P] [-mon-port P] [-interval S]
+//	tool queries -out FILE [-n N] [-zone Z] [-dyn N] [-static N] [-regions R] [-prefixes P] [-mix M] [-seed S]
 //	tool listen ADDR:PORT
+//	tool check [-server ADDR:PORT] [-n N] [-names N] [-regions R] [-prefixes P] [-seed S]
+//
+// check asks a server of config's layout a sample of its dynamic names
+// and exits 1 on the first answer that is not the client's pool (see
+// check.go): run.sh runs it after every round.
+//
+// config writes one description's configurations for both servers:
+// lbdnsd's DIR/lbdns.toml (and DIR/nets/ with -prefixes), gdnsd's
+// DIR/gdnsd/ (see layout in config.go).
 //
 // queries writes N queries in dnsperf's binary input format (dnsperf -B:
 // each a 2-byte length and the message, as over TCP), so that each query
@@ -14,7 +24,12 @@
 // ECS networks are those run.sh maps: 10.R.0.0/16 for region R of
 // 0..regions-1, or with -prefixes P the P /24s of the big topology
 // (prefix i is 1.0.0.0/24 + i × 256, as run.sh writes them). It prints
-// the mix on stdout.
+// the mix on stdout. -mix realistic asks the dynamic names by Zipf
+// popularity (s = 1.1: dyn0 the most asked) with ECS on every dynamic
+// query; -mix hostile puts a distinct ECS /24 on every dynamic query (the
+// map's /24s in a random order, each once before any again; 65,536 /24s
+// of 10/8 without -prefixes), so that no reply is asked twice; -mix
+// friendly (the default) is the mix above.
 //
 // listen accepts TCP connections on ADDR:PORT and closes them at once:
 // the one listener every member's tcp monitor (lbdnsd's and gdnsd's
@@ -40,11 +55,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tool queries|listen ...")
+		fmt.Fprintln(os.Stderr, "usage: tool config|queries|listen|check ...")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
+	case "config":
+		err = config(os.Args[2:])
+	case "check":
+		err = check(os.Args[2:])
 	case "queries":
 		err = queries(os.Args[2:])
 	case "listen":
@@ -71,12 +90,23 @@ func queries(args []string) error {
 	regions := fs.Int("regions", 8, "regions: ECS from 10.R.0.0/16")
 	prefixes := fs.Int("prefixes", 0, "ECS from these many /24s from 1.0.0.0 (0: the regions' networks)")
 	seed := fs.Uint64("seed", 1, "random seed")
+	mixName := fs.String("mix", "friendly", "friendly (names and ECS uniform, 30% of dynamic queries with ECS), realistic (Zipf names, ECS on every dynamic query) or hostile (every dynamic query a distinct ECS /24)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *out == "" || *n < 1 || *dyn < 1 || *static < 1 || *regions < 1 || *regions > 256 {
 		return errors.New("queries: -out is required; -n, -dyn, -static at least 1, -regions 1..256")
 	}
+	var zipf *rand.Zipf
+	switch *mixName {
+	case "friendly", "hostile":
+	case "realistic":
+		zipf = rand.NewZipf(rand.New(rand.NewPCG(*seed, 11)), 1.1, 1, uint64(*dyn-1))
+	default:
+		return fmt.Errorf("queries: -mix %q: want friendly, realistic or hostile", *mixName)
+	}
+	hostile := *mixName == "hostile"
+	perm := rand.New(rand.NewPCG(*seed, 13)).Perm(max(1, *prefixes)) // hostile: each /24 once, then again
 	f, err := os.Create(*out)
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
@@ -99,8 +129,12 @@ func queries(args []string) error {
 			} else {
 				m.dynA++
 			}
-			q.SetQuestion(fmt.Sprintf("dyn%d.%s.", rng.IntN(*dyn), *zone), t)
-			ecs = rng.IntN(10) < 3
+			k := rng.IntN(*dyn)
+			if zipf != nil {
+				k = int(zipf.Uint64()) // popular names first: dyn0 the most asked
+			}
+			q.SetQuestion(fmt.Sprintf("dyn%d.%s.", k, *zone), t)
+			ecs = zipf != nil || hostile || rng.IntN(10) < 3
 		case r < 90:
 			q.SetQuestion(fmt.Sprintf("s%d.%s.", rng.IntN(*static), *zone), dns.TypeA)
 			m.static++
@@ -113,10 +147,16 @@ func queries(args []string) error {
 		if ecs {
 			m.ecs++
 			var a net.IP
-			if *prefixes > 0 {
+			switch {
+			case hostile && *prefixes > 0:
+				p := uint32(0x01000000) + uint32(perm[m.ecs%len(perm)])<<8
+				a = net.IPv4(byte(p>>24), byte(p>>16), byte(p>>8), 0)
+			case hostile:
+				a = net.IPv4(10, byte(m.ecs>>8), byte(m.ecs), 0) // 65,536 distinct /24s of 10/8
+			case *prefixes > 0:
 				p := uint32(0x01000000) + uint32(rng.IntN(*prefixes))<<8
 				a = net.IPv4(byte(p>>24), byte(p>>16), byte(p>>8), 0)
-			} else {
+			default:
 				a = net.IPv4(10, byte(rng.IntN(*regions)), byte(rng.IntN(256)), 0)
 			}
 			opt := q.IsEdns0()
