@@ -2,9 +2,6 @@ package announce
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +11,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/intent"
+	"lbdns/internal/promgolden"
 )
 
 func metricsStatus(now time.Time) Status {
@@ -68,33 +66,5 @@ func TestMetricFamilies(t *testing.T) {
 	now := time.Now()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewMetrics(func() Status { return metricsStatus(now) }, func() time.Time { return now }))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, mf := range mfs {
-		var labels []string
-		if ms := mf.GetMetric(); len(ms) > 0 {
-			for _, lp := range ms[0].GetLabel() {
-				labels = append(labels, lp.GetName())
-			}
-		}
-		lines = append(lines, mf.GetName()+" "+mf.GetType().String()+" ["+strings.Join(labels, " ")+"]: "+mf.GetHelp())
-	}
-	slices.Sort(lines)
-	text := strings.Join(lines, "\n") + "\n"
-	golden := filepath.Join("testdata", "metrics.txt")
-	if os.Getenv("LBDNS_UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != text {
-		t.Errorf("the announcer's metric families changed; the dashboard and alert rules depend on them:\ngot:\n%s\nwant:\n%s", text, b)
-	}
+	promgolden.Check(t, "the announcer", promgolden.Lines(t, reg))
 }

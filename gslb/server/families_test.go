@@ -1,10 +1,8 @@
 package server
 
 import (
-	"os"
-	"path/filepath"
+	"lbdns/internal/promgolden"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -68,33 +66,5 @@ func TestMetricFamilies(t *testing.T) {
 	for _, c := range got {
 		touch(t, c)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, mf := range mfs {
-		var labels []string
-		if ms := mf.GetMetric(); len(ms) > 0 {
-			for _, lp := range ms[0].GetLabel() {
-				labels = append(labels, lp.GetName())
-			}
-		}
-		lines = append(lines, mf.GetName()+" "+mf.GetType().String()+" ["+strings.Join(labels, " ")+"]: "+mf.GetHelp())
-	}
-	slices.Sort(lines)
-	text := strings.Join(lines, "\n") + "\n"
-	golden := filepath.Join("testdata", "metrics.txt")
-	if os.Getenv("LBDNS_UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != text {
-		t.Errorf("the responder's metric families changed; the dashboard and alert rules depend on them:\ngot:\n%s\nwant:\n%s", text, b)
-	}
+	promgolden.Check(t, "the GSLB responder", promgolden.Lines(t, reg))
 }
