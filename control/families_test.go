@@ -1,10 +1,11 @@
 package control
 
 import (
-	"lbdns/internal/promgolden"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/internal/promgolden"
 )
 
 // TestMetricFamilies: the families the status endpoint exports, with

@@ -1,12 +1,13 @@
 package server
 
 import (
-	"lbdns/internal/promgolden"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/internal/promgolden"
 )
 
 // recorder is a Registerer that registers on reg and keeps what it was
