@@ -67,15 +67,7 @@ func TestBirdAnnouncer(t *testing.T) {
 	changed := make(chan announce.Change, 100)
 	spk := announce.NewGoBGP(nil)
 	a := announce.New(announce.Options{Hub: h, Speaker: spk, OnChange: func(c announce.Change) { changed <- c }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := runAnnouncer(t, a)
 
 	b.Established()
 	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", true, false), verdict("v2", "192.0.2.54", true, false)})
@@ -124,8 +116,7 @@ func TestBirdAnnouncer(t *testing.T) {
 	if len(st.Peers) != 1 || st.Peers[0].State != announce.StateEstablished || st.Peers[0].Since.IsZero() {
 		t.Errorf("status peers = %+v", st.Peers)
 	}
-	cancel()
-	<-done
+	stop()
 	b.WaitGone("stopped: v1 withdrawn", "192.0.2.53/32")
 	close(changed)
 	for c := range changed {
@@ -333,15 +324,7 @@ func TestBirdListener(t *testing.T) {
 	cfg.GSLB.Server.ListenAddrs = []netip.AddrPort{netip.MustParseAddrPort("192.0.2.80:53"), netip.MustParseAddrPort("0.0.0.0:5353")}
 	h.Config.Publish(cfg)
 	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runAnnouncer(t, a)
 	listeners := func(serving bool) hub.ResponderState {
 		return hub.ResponderState{On: true, Listeners: []hub.Verdict{verdict("192.0.2.80:53", "192.0.2.80", serving, false), verdict("0.0.0.0:5353", "0.0.0.0", true, false)}}
 	}
@@ -364,15 +347,7 @@ func TestBirdIPv6(t *testing.T) {
 	cfg.BGP.Peers[0].Addr = b.Host().AddrV6()
 	h.Config.Publish(cfg)
 	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runAnnouncer(t, a)
 	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", true, false), verdict("v6", "2001:db8::53", true, false)})
 	b.WaitRoute("v6 announced", "2001:db8::53/128", "100", "(65001,100)")
 	if _, ok := b.Routes()["192.0.2.53/32"]; ok {

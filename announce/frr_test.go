@@ -5,6 +5,7 @@ package announce_test
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,15 +31,7 @@ func TestFRRAnnouncer(t *testing.T) {
 	}
 	h.Config.Publish(cfg)
 	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runAnnouncer(t, a)
 	r.Established()
 	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", true, false)})
 	r.WaitRoute("announced", "192.0.2.53/32", 100, "65001:100")
@@ -52,4 +45,22 @@ func TestFRRAnnouncer(t *testing.T) {
 	r.WaitRoute("enabled", "192.0.2.53/32", 100, "65001:100")
 	h.VIPs.Publish([]hub.Verdict{verdict("v1", "192.0.2.53", false, false)})
 	r.WaitGone("dead: withdrawn", "192.0.2.53/32")
+}
+
+// runAnnouncer runs a until the test ends, or until the stop it returns
+// is called; a stopping announcer withdraws, within 5 s.
+func runAnnouncer(t *testing.T, a *announce.Announcer) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		})
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
