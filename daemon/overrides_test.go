@@ -309,17 +309,10 @@ func (s *memStore) Watch(ctx context.Context) <-chan intent.Stored {
 func TestOverrideNotPersistedChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, dir, "")
-	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
 	store := &memStore{st: intent.State{Overrides: []intent.Override{{Resolver: "bind-1", Action: intent.ActionDrain, Reason: "disk"}}}}
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
+	h := startWithStore(t, path, store)
+	d, mc, ctx := h.d, h.client, context.Background()
+	var err error
 	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 0, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
 
 	store.mu.Lock()
@@ -362,17 +355,10 @@ func TestOverrideNotPersistedChangesNothing(t *testing.T) {
 func TestIntentChangedElsewhere(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, dir, "")
-	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
 	store := &memStore{changes: make(chan intent.State)}
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
+	h := startWithStore(t, path, store)
+	d, mc, ctx := h.d, h.client, context.Background()
+	var err error
 	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
 
 	store.changes <- intent.State{Overrides: []intent.Override{{Resolver: "unbound-1", Action: intent.ActionDrain, Reason: "upgrade", By: "lb-2"}}}
@@ -407,17 +393,10 @@ func TestIntentChangedElsewhere(t *testing.T) {
 func TestOverrideStaleWriteRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, dir, "")
-	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
 	store := &memStore{}
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
+	h := startWithStore(t, path, store)
+	d, mc, ctx := h.d, h.client, context.Background()
+	var err error
 	waitWeights(t, mc, map[string]uint32{"127.0.0.1:5301": 100, "127.0.0.1:5302": 100, "127.0.0.1:5303": 100})
 
 	store.mu.Lock() // the other writer
@@ -472,4 +451,22 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 	if err != nil || st.Revision != 1 || len(st.State.Overrides) != 1 || st.State.Overrides[0].Resolver != "knot-1" {
 		t.Errorf("file after the retry: %+v %v, want revision 1 with knot-1 only", st, err)
 	}
+}
+
+// startWithStore runs the daemon of the configuration at path over a
+// memory IPVS client and a fake probe (every target up), keeping its
+// intent in store, until the test ends.
+func startWithStore(t *testing.T, path string, store intent.Store) *harness {
+	t.Helper()
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	mc := vip.NewMemClient()
+	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h
 }
