@@ -48,6 +48,9 @@ type pageData struct {
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
 	BGP *bgpView
+	// EtcdLost is the fleet's etcd out of reach (page_fleet.go); nil
+	// while it is reachable or without [fleet].
+	EtcdLost *etcdLostView
 }
 
 // eventView is one event of the log.
@@ -342,7 +345,8 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
-	p.BGP = buildBGP(st.BGP, now) // bgp.go
+	p.BGP = buildBGP(st.BGP, now)             // bgp.go
+	p.EtcdLost = buildEtcdLost(st.Fleet, now) // page_fleet.go
 	return p
 }
 
