@@ -39,8 +39,14 @@ key_file = %q
 // own, with more (TOML) appended.
 func fleetConfig(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name, cluster string, more ...string) string {
 	t.Helper()
-	eps := make([]string, len(c.Endpoints))
-	for i, e := range c.Endpoints {
+	return fleetConfigAt(t, c.Endpoints, cr, name, cluster, more...)
+}
+
+// fleetConfigAt is fleetConfig with the etcd endpoints endpoints.
+func fleetConfigAt(t *testing.T, endpoints []string, cr etcdtest.Creds, name, cluster string, more ...string) string {
+	t.Helper()
+	eps := make([]string, len(endpoints))
+	for i, e := range endpoints {
 		eps[i] = fmt.Sprintf("%q", e)
 	}
 	return writeConfig(t, t.TempDir(), strings.Join(more, "")+fmt.Sprintf(fleetExtra, strings.Join(eps, ", "), name, cluster, cr.CAFile, cr.CertFile, cr.KeyFile))

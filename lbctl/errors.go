@@ -88,7 +88,7 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 // stdout, else its message and every problem on stderr.
 func (e *env) refused(ce *control.Error) {
 	if e.json() {
-		if err := e.writeJSON(control.ErrorReply{Error: ce.Message, Problems: ce.Problems}); err != nil {
+		if err := e.writeJSON(control.ErrorReply{Error: ce.Message, Problems: ce.Problems, Unavailable: ce.Unavailable}); err != nil {
 			fmt.Fprintf(e.stderr, "lbctl: %v\n", err)
 		}
 		return
