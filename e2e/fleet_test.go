@@ -48,6 +48,7 @@ type fleetLab struct {
 	// members are the GSLB members' hosts, by name, in the order made.
 	members     map[string]*netns.Host
 	memberNames []string
+	listeners   map[string]*tcpMember
 	nodes       map[string]*fleetNode
 }
 
@@ -74,7 +75,7 @@ func newFleetLab(t *testing.T, members ...string) *fleetLab {
 		}
 		t.Skipf("no etcd: %v", err)
 	}
-	l := &fleetLab{t: t, dir: t.TempDir(), members: map[string]*netns.Host{}, nodes: map[string]*fleetNode{}}
+	l := &fleetLab{t: t, dir: t.TempDir(), members: map[string]*netns.Host{}, listeners: map[string]*tcpMember{}, nodes: map[string]*fleetNode{}}
 	l.etcdNS = netns.New(t, "fleet-etcd")
 	l.etcdNS.Forward()
 	c, err := etcdtest.StartWith(l.dir, 3, etcdtest.Options{Addr: l.etcdNS.AddrV4(), Command: l.etcdNS.Command})
@@ -96,7 +97,7 @@ func newFleetLab(t *testing.T, members ...string) *fleetLab {
 	for _, m := range members {
 		h := netns.New(t, "fleet-"+m)
 		h.Forward()
-		newTCPMember(t, h)
+		l.listeners[m] = newTCPMember(t, h)
 		l.members[m] = h
 		l.memberNames = append(l.memberNames, m)
 	}
@@ -111,6 +112,39 @@ func (l *fleetLab) memberAddrs() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// memberDown closes member m's listener: its TCP check fails.
+func (l *fleetLab) memberDown(m string) { l.listeners[m].close() }
+
+// memberUp opens member m's listener again.
+func (l *fleetLab) memberUp(m string) { l.listeners[m].open() }
+
+// memberAddrsBut returns the members' addresses without those of skip.
+func (l *fleetLab) memberAddrsBut(skip ...string) []string {
+	var out []string
+	for name, h := range l.members {
+		if !slices.Contains(skip, name) {
+			out = append(out, h.AddrV4().String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cutFromMembers cuts node n off from every member (nftables in its
+// namespace), not from etcd; the returned function ends the cut. With
+// the fleet's verdicts, a prober cut off this way must flip no verdict
+// on any node: that scenario calls it.
+func (l *fleetLab) cutFromMembers(n *fleetNode) (restore func()) {
+	for _, h := range l.members {
+		n.host.DropFrom(h.AddrV4())
+	}
+	return func() {
+		for _, h := range l.members {
+			n.host.UndropFrom(h.AddrV4())
+		}
+	}
 }
 
 // config is node n's configuration: its [daemon] and [fleet], the rest
@@ -264,6 +298,7 @@ func TestFleetNetns(t *testing.T) {
 	}
 	a.waitFleet("three nodes, converged", 10*time.Second, converged("a", "b", "c"))
 
+	scenarioMemberDeath(l, "m1", a, b, c)
 	scenarioEmergency(l, a, b, c)
 	scenarioStaleWrite(l, a, b, c)
 	scenarioCutOff(l, b, a)
@@ -291,6 +326,20 @@ func scenarioEmergency(l *fleetLab, a *fleetNode, others ...*fleetNode) {
 	others[0].mustLbctl("gslb", "on", "--name", "www.g.test", "--reason", "fleet e2e done")
 	a.waitAnswer("www.g.test", l.memberAddrs()...)
 	for _, n := range others {
+		n.waitAnswer("www.g.test", l.memberAddrs()...)
+	}
+}
+
+// scenarioMemberDeath: member m's death makes every node stop answering
+// it, and its return brings it back everywhere.
+func scenarioMemberDeath(l *fleetLab, m string, nodes ...*fleetNode) {
+	l.t.Log("scenario: a member's death makes every node stop answering it")
+	l.memberDown(m)
+	for _, n := range nodes {
+		n.waitAnswer("www.g.test", l.memberAddrsBut(m)...)
+	}
+	l.memberUp(m)
+	for _, n := range nodes {
 		n.waitAnswer("www.g.test", l.memberAddrs()...)
 	}
 }
