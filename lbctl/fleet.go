@@ -92,3 +92,13 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 	}
 	return ew.err
 }
+
+// etcdBanner says, first, that the daemon cannot reach the fleet's etcd
+// (nothing without [fleet] or while etcd is reachable).
+func (sw *statusWriter) etcdBanner(f *control.FleetEtcd) {
+	if f == nil || f.Reachable {
+		return
+	}
+	sw.printf("FLEET: ETCD UNREACHABLE since %s (%s ago): serving the intent applied last (revision %d, from %s); intent changes are refused (exit 5) until it is back\n",
+		stamp(f.Since), sw.ago(f.Since), f.IntentRevision, f.IntentSource)
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"lbdns/control"
 )
@@ -40,5 +41,23 @@ func TestFleetStatusEtcdUnreachable(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "ETCD UNREACHABLE since") ||
 		!strings.Contains(r.stdout, "serving the intent applied last (revision 7, from local copy); intent changes are refused (exit 5) until it is back: context deadline exceeded") {
 		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestStatusEtcdUnreachable: lbctl status on a node cut off from etcd
+// starts with a line saying so; reachable, there is none.
+func TestStatusEtcdUnreachable(t *testing.T) {
+	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	for _, f := range []*control.FleetEtcd{
+		{Reachable: true, Since: now.Add(-time.Hour), IntentRevision: 3, IntentSource: control.IntentFromEtcd},
+		{Since: now.Add(-2 * time.Minute), IntentRevision: 3, IntentSource: control.IntentFromEtcd, Error: "context deadline exceeded"},
+	} {
+		st := control.Status{Generated: now, Fleet: f}
+		fk := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+		r := lbctl(t, "-socket", fk.socket, "status")
+		banner := strings.HasPrefix(r.stdout, "FLEET: ETCD UNREACHABLE since ") && strings.Contains(r.stdout, "(2m0s ago): serving the intent applied last (revision 3, from etcd)")
+		if r.code != exitOK || banner == f.Reachable {
+			t.Errorf("reachable %v: exit %d, stdout:\n%s", f.Reachable, r.code, r.stdout)
+		}
 	}
 }
