@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
@@ -230,22 +228,7 @@ func TestFleetEmergencySwitch(t *testing.T) {
 	}
 	a := start(t, fleetConfig(t, c, cr, "a", "c1", gslbFor("a")), vip.NewMemClient(), fp)
 	b := start(t, fleetConfig(t, c, cr, "b", "c2", gslbFor("b")), vip.NewMemClient(), fp)
-	answers := func(node string, want string) {
-		t.Helper()
-		poll.Until(t, 10*time.Second, node+" to answer "+want, func() (bool, string) {
-			m := new(dns.Msg)
-			m.SetQuestion("www.gslb.example.", dns.TypeA)
-			r, err := dns.Exchange(m, fmt.Sprintf("127.0.0.1:%d", ports[node]))
-			if err != nil {
-				return false, err.Error()
-			}
-			var got []string
-			for _, rr := range r.Answer {
-				got = append(got, rr.(*dns.A).A.String())
-			}
-			return fmt.Sprint(got) == want, fmt.Sprint(got)
-		})
-	}
+	answers := func(node string, want string) { t.Helper(); answersA(t, node, ports[node], want) }
 	answers("a", "[192.0.2.80]")
 	answers("b", "[192.0.2.80]")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -13,6 +13,7 @@ import (
 	"lbdns/control"
 	"lbdns/daemon"
 	"lbdns/internal/etcdtest"
+	"lbdns/internal/vendors"
 )
 
 // daemonConfig is a GSLB-only lbdnsd in a fleet: one TCP member on
@@ -67,26 +68,6 @@ pool = "site"
 listen = ["127.0.0.1:%d"]
 `
 
-// freePort returns a port free on 127.0.0.1 for TCP and UDP a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
 // TestDaemonPropagation: whole lbdnsd daemons (3, then 5) in one fleet;
 // an operator switches www.g.test off and on again on node 0 through its
 // control socket, rounds times; each time, how long from the request
@@ -123,10 +104,14 @@ func TestDaemonPropagation(t *testing.T) {
 		ds := make([]*daemon.Daemon, n)
 		done := make(chan error, n)
 		for i := range ds {
+			port, err := vendors.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
 			dir := t.TempDir()
 			path := filepath.Join(dir, "lbdns.toml")
 			cfg := fmt.Sprintf(daemonConfig, filepath.Join(dir, "state"), filepath.Join(dir, "ctl.sock"), strings.Join(eps, ", "), fmt.Sprintf("n%d", i), prefix,
-				cr.CAFile, cr.CertFile, cr.KeyFile, member.Addr().(*net.TCPAddr).Port, freePort(t))
+				cr.CAFile, cr.CertFile, cr.KeyFile, member.Addr().(*net.TCPAddr).Port, port)
 			if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}
