@@ -408,9 +408,10 @@ func scenarioStaleWrite(l *fleetLab, a, b, c *fleetNode) {
 // scenarioCutOff: node n cut off from etcd (nftables in its namespace
 // drops what etcd sends) keeps answering as it did, says so, refuses a
 // change (exit 5) and leaves the others' fleet view with its lease;
-// meanwhile other switches www off and the history is compacted; when
-// the cut ends n catches up whole: it answers the static set, at other's
-// revision.
+// meanwhile other switches www off and the history is compacted; n,
+// restarted while still cut off, starts from its local copy of the
+// intent; when the cut ends it catches up whole: it answers the static
+// set, at other's revision.
 func scenarioCutOff(l *fleetLab, n, other *fleetNode) {
 	l.t.Log("scenario: a node cut off from etcd keeps serving, says so, refuses writes and catches up after a compaction")
 	etcdAddr := l.etcdNS.AddrV4()
@@ -437,6 +438,17 @@ func scenarioCutOff(l *fleetLab, n, other *fleetNode) {
 		l.t.Fatal(err)
 	}
 	n.waitAnswer("www.g.test", l.memberAddrs()...) // the change did not reach it
+
+	// Restarted while cut off, it starts from its local copy of the
+	// intent and says so.
+	n.d.stop()
+	n.start()
+	n.d.waitReady()
+	st = n.waitFleet("restarted without etcd", 10*time.Second, func(st control.FleetStatus) bool { return st.Etcd != nil && !st.Etcd.Reachable })
+	if st.Etcd.IntentSource != control.IntentFromLocalCopy {
+		l.t.Errorf("%s restarted without etcd: %+v, want the intent from its local copy", n.name, *st.Etcd)
+	}
+	n.waitAnswer("www.g.test", l.memberAddrs()...)
 
 	n.host.UndropFrom(etcdAddr)
 	cut = false
