@@ -43,6 +43,13 @@ func (k *sink) handle(m *dnstap.Message) {
 	}
 }
 
+// snapshot returns the messages received so far.
+func (k *sink) snapshot() []dnstap.Message {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]dnstap.Message(nil), k.msgs...)
+}
+
 // wait returns once the sink holds n messages, failing t after 10 s.
 func (k *sink) wait(t *testing.T, n int) []dnstap.Message {
 	t.Helper()
