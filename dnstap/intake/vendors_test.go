@@ -155,4 +155,3 @@ func queryFrom(t *testing.T, client netip.Addr, server netip.AddrPort, name stri
 	}
 	return r
 }
-
