@@ -85,6 +85,8 @@ type Config struct {
 	// HandshakeTimeout bounds the time from accept to START, and every
 	// write to a peer (ACCEPT, FINISH). Default DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// Now is the clock of the per-sender view. Default time.Now.
+	Now func() time.Time
 }
 
 // Server is a dnstap intake: its listeners and their connections.
@@ -93,13 +95,17 @@ type Server struct {
 	handle Handler
 	log    *slog.Logger
 	m      *metrics
+	// senders is the per-sender view (Senders).
+	senders *senders
 
 	open atomic.Int64
 
 	mu        sync.Mutex // guards the fields below
 	listeners []net.Listener
+	names     []string // of listeners: unix, tcp
 	conns     map[net.Conn]struct{}
 	closing   bool
+	serving   bool
 	wg        sync.WaitGroup
 }
 
@@ -116,6 +122,9 @@ func New(cfg Config, h Handler, reg prometheus.Registerer, log *slog.Logger) (*S
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if h == nil {
 		h = func(*dnstap.Message) {}
 	}
@@ -126,13 +135,22 @@ func New(cfg Config, h Handler, reg prometheus.Registerer, log *slog.Logger) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, handle: h, log: log, m: m, conns: map[net.Conn]struct{}{}}, nil
+	return &Server{cfg: cfg, handle: h, log: log, m: m, senders: newSenders(m.senders, cfg.Now), conns: map[net.Conn]struct{}{}}, nil
 }
 
-// Start binds the configured listeners and starts accepting; it returns
-// once both are bound (or with the error of the first that failed, the
-// other closed).
+// Start is Listen and Serve.
 func (s *Server) Start() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.Serve()
+	return nil
+}
+
+// Listen binds the configured listeners (or returns the error of the
+// first that failed, the other closed); connections queue in the kernel
+// until Serve.
+func (s *Server) Listen() error {
 	var ls []net.Listener
 	var names []string
 	if s.cfg.Unix != "" {
@@ -170,11 +188,23 @@ func (s *Server) Start() error {
 		return errors.New("dnstap: server shut down")
 	}
 	s.listeners = append(s.listeners, ls...)
-	for i, l := range ls {
-		s.wg.Add(1)
-		go s.accept(l, names[i])
-	}
+	s.names = append(s.names, names...)
 	return nil
+}
+
+// Serve starts accepting on the listeners Listen bound; it returns at
+// once.
+func (s *Server) Serve() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.serving {
+		return
+	}
+	s.serving = true
+	for i, l := range s.listeners {
+		s.wg.Add(1)
+		go s.accept(l, s.names[i])
+	}
 }
 
 // Addrs returns the addresses the server listens on, Unix first.
@@ -187,6 +217,10 @@ func (s *Server) Addrs() []net.Addr {
 	}
 	return as
 }
+
+// Senders returns what the intake knows of each sender identity, sorted
+// by identity: at most MaxSenders of them and OtherSenders.
+func (s *Server) Senders() []Sender { return s.senders.list() }
 
 // Open returns how many connections are open.
 func (s *Server) Open() int { return int(s.open.Load()) }
@@ -306,6 +340,8 @@ func (s *Server) read(c net.Conn) (int, string, error) {
 	c.SetReadDeadline(time.Time{})
 	var d dnstap.Decoder
 	var m dnstap.Message
+	var from *sender // of identity
+	identity := ""
 	n := 0
 	for {
 		f, err := r.Next()
@@ -326,6 +362,10 @@ func (s *Server) read(c net.Conn) (int, string, error) {
 			s.m.other.Inc()
 			continue
 		}
+		if from == nil || m.Identity != identity {
+			from, identity = s.senders.get(m.Identity), m.Identity
+		}
+		from.note(&m, s.cfg.Now())
 		s.handle(&m)
 	}
 }

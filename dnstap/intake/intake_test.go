@@ -242,6 +242,18 @@ func TestStreamBothListeners(t *testing.T) {
 			waitReason(t, f, ReasonFinished, float64(i+1))
 		})
 	}
+	ss := f.srv.Senders()
+	if len(ss) != 2 || ss[0].Identity != "resolver-tcp" || ss[1].Identity != "resolver-unix" {
+		t.Fatalf("senders %+v", ss)
+	}
+	for _, s := range ss {
+		if s.Messages != 2 || s.Version != "test 1" || len(s.Recent) != 2 || s.Recent[0].Name != "two.example." || s.Recent[1].Name != "one.example." || s.Last.IsZero() {
+			t.Errorf("sender %+v", s)
+		}
+		if v := testutil.ToFloat64(f.srv.m.senders.WithLabelValues(s.Identity)); v != 2 {
+			t.Errorf("sender %s: metric %v, want 2", s.Identity, v)
+		}
+	}
 	if v := testutil.ToFloat64(f.srv.m.malformed); v != 2 {
 		t.Errorf("malformed %v, want 2", v)
 	}
@@ -432,5 +444,49 @@ func TestListenErrors(t *testing.T) {
 
 func TestMetricsGolden(t *testing.T) {
 	f := start(t, Config{})
+	c := f.dial(t, "unix")
+	handshake(t, c)
+	if _, err := c.Write(queryFrame(t, "r1", dnstap.ClientQuery, "192.0.2.1:1", "a.")); err != nil {
+		t.Fatal(err)
+	}
+	stop(t, c)
+	f.sink.wait(t, 1)
 	promgolden.Check(t, "the dnstap intake", promgolden.Lines(t, f.reg))
+}
+
+// TestSendersBounded: beyond MaxSenders identities the rest count
+// together, and each keeps only its RecentPerSender latest messages.
+func TestSendersBounded(t *testing.T) {
+	f := start(t, Config{})
+	c := f.dial(t, "tcp")
+	handshake(t, c)
+	const extra = 10
+	var b []byte
+	for i := range MaxSenders + extra {
+		b = append(b, queryFrame(t, fmt.Sprintf("r%03d", i), dnstap.ClientQuery, "192.0.2.1:1", "a.")...)
+	}
+	for i := range 3 * RecentPerSender {
+		b = append(b, queryFrame(t, "r000", dnstap.ClientQuery, "192.0.2.1:1", fmt.Sprintf("n%d.", i))...)
+	}
+	b = append(b, queryFrame(t, "", dnstap.ClientQuery, "192.0.2.1:1", "anon.")...)
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	stop(t, c)
+	f.sink.wait(t, MaxSenders+extra+3*RecentPerSender+1)
+	ss := f.srv.Senders()
+	if len(ss) != MaxSenders+1 {
+		t.Fatalf("%d senders, want %d", len(ss), MaxSenders+1)
+	}
+	byID := map[string]Sender{}
+	for _, s := range ss {
+		byID[s.Identity] = s
+	}
+	if o := byID[OtherSenders]; o.Messages != extra+1 {
+		t.Errorf("others: %d messages, want %d (the senders beyond the cap and the one without identity)", o.Messages, extra+1)
+	}
+	r0 := byID["r000"]
+	if r0.Messages != 1+3*RecentPerSender || len(r0.Recent) != RecentPerSender || r0.Recent[0].Name != fmt.Sprintf("n%d.", 3*RecentPerSender-1) {
+		t.Errorf("r000: %d messages, recent %+v", r0.Messages, r0.Recent)
+	}
 }

@@ -13,6 +13,7 @@ type metrics struct {
 	closed                    map[string]prometheus.Counter
 	queries, responses, other prometheus.Counter
 	malformed                 prometheus.Counter
+	senders                   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -43,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "dnstap data frames that were not a dnstap message (skipped; the connection goes on).",
 		}),
 	}
+	m.senders = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "lbdns", Name: "dnstap_sender_messages_total",
+		Help: "dnstap client messages by the sender's identity: at most 64 identities, those beyond under \"(others)\", senders without one under \"(none)\".",
+	}, []string{"identity"})
 	for _, r := range Reasons() {
 		m.closed[r] = closed.WithLabelValues(r)
 	}
@@ -52,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{accepted, m.open, closed, messages, m.malformed} {
+	for _, c := range []prometheus.Collector{accepted, m.open, closed, messages, m.malformed, m.senders} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("dnstap metrics: %w", err)
 		}
