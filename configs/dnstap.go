@@ -96,3 +96,11 @@ func (d *decoder) validateDnstap() {
 		d.p.add(joinKey(base, "handshake_timeout"), fmtDur(h), "must be between 100ms and "+fmtDur(time.Minute))
 	}
 }
+
+// Equal reports whether t and o say the same (both nil included).
+func (t *Dnstap) Equal(o *Dnstap) bool {
+	if t == nil || o == nil {
+		return t == o
+	}
+	return *t == *o
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"testing"
 )
 
@@ -163,4 +164,63 @@ func FuzzReader(f *testing.F) {
 			out = out[8+n:]
 		}
 	})
+}
+
+// TestWriterAgainstReader runs a Writer and a Reader over a real pipe:
+// the handshake, frames and STOP/FINISH in both directions.
+func TestWriterAgainstReader(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	done := make(chan error, 1)
+	var got []string
+	go func() {
+		r := NewReader(b, ct, 100, 0)
+		if err := r.Handshake(); err != nil {
+			done <- err
+			return
+		}
+		for {
+			f, err := r.Next()
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				done <- err
+				return
+			}
+			got = append(got, string(f))
+		}
+	}()
+	w := NewWriter(a, ct)
+	if err := w.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(AppendData(AppendData(nil, []byte("one")), []byte("two"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "one" || got[1] != "two" {
+		t.Errorf("frames %q", got)
+	}
+}
+
+// TestWriterRefused: a reader that accepts another content type is an
+// error of the writer's handshake.
+func TestWriterRefused(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() {
+		NewReader(b, "other", 100, 0).Handshake()
+		b.Close()
+	}()
+	if err := NewWriter(a, ct).Handshake(); err == nil {
+		t.Fatal("handshake with a reader of another content type succeeded")
+	}
 }

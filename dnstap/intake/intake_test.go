@@ -2,9 +2,7 @@ package intake
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -124,47 +122,16 @@ func (f *fixture) dial(t *testing.T, network string) net.Conn {
 // handshake sends READY, expects ACCEPT naming dnstap, sends START.
 func handshake(t *testing.T, c net.Conn) {
 	t.Helper()
-	if _, err := c.Write(fstrm.AppendControl(nil, fstrm.ControlReady, dnstap.ContentType)); err != nil {
+	if err := fstrm.NewWriter(c, dnstap.ContentType).Handshake(); err != nil {
 		t.Fatal(err)
 	}
-	typ, cts := readControl(t, c)
-	if typ != fstrm.ControlAccept || len(cts) != 1 || cts[0] != dnstap.ContentType {
-		t.Fatalf("answer to READY: control %d %q, want ACCEPT %q", typ, cts, dnstap.ContentType)
-	}
-	if _, err := c.Write(fstrm.AppendControl(nil, fstrm.ControlStart, dnstap.ContentType)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readControl(t *testing.T, c net.Conn) (uint32, []string) {
-	t.Helper()
-	var hdr [8]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		t.Fatalf("read control frame: %v", err)
-	}
-	n := binary.BigEndian.Uint32(hdr[4:])
-	if binary.BigEndian.Uint32(hdr[:4]) != 0 || n > fstrm.MaxControlFrame {
-		t.Fatalf("not a control frame: %x", hdr)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(c, b); err != nil {
-		t.Fatal(err)
-	}
-	typ, cts, err := fstrm.ParseControl(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return typ, cts
 }
 
 // stop sends STOP and expects FINISH.
 func stop(t *testing.T, c net.Conn) {
 	t.Helper()
-	if _, err := c.Write(fstrm.AppendControl(nil, fstrm.ControlStop)); err != nil {
+	if err := fstrm.NewWriter(c, dnstap.ContentType).Stop(); err != nil {
 		t.Fatal(err)
-	}
-	if typ, _ := readControl(t, c); typ != fstrm.ControlFinish {
-		t.Fatalf("answer to STOP: control %d, want FINISH", typ)
 	}
 }
 
