@@ -3,6 +3,10 @@ package dnstap
 import (
 	"errors"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +190,56 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("rcode %d", m.Rcode)
 		}
 	})
+}
+
+// TestDecodeVendorCaptures decodes the frames captured from Debian's
+// unbound, BIND and Knot Resolver (the seed corpus of FuzzDecode): each
+// was a query from 127.0.0.2 for www or nope under dnstest's zone, sent
+// with identity resolver-1.
+func TestDecodeVendorCaptures(t *testing.T) {
+	files, err := filepath.Glob("testdata/fuzz/FuzzDecode/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 12 {
+		t.Fatalf("%d captures, want 12 (4 per vendor)", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lit, ok := strings.Cut(strings.TrimSpace(string(raw)), "\n[]byte(")
+			if !ok {
+				t.Fatalf("not a fuzz corpus file: %q", raw)
+			}
+			b, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d Decoder
+			var m Message
+			if err := d.Decode([]byte(b), &m); err != nil {
+				t.Fatal(err)
+			}
+			wantType := ClientQuery
+			if strings.Contains(f, "client_response") {
+				wantType = ClientResponse
+			}
+			if m.Type != wantType || m.Identity != "resolver-1" || m.Client != netip.MustParseAddr("127.0.0.2") || m.ClientPort == 0 ||
+				(m.Name != "www.lbdns.example." && m.Name != "nope.lbdns.example.") || m.QType != dns.TypeA || m.Time.IsZero() || m.Version == "" {
+				t.Errorf("decoded %+v", m)
+			}
+			if m.Type == ClientResponse {
+				want := dns.RcodeSuccess
+				if m.Name == "nope.lbdns.example." {
+					want = dns.RcodeNameError
+				}
+				if m.Rcode != want {
+					t.Errorf("rcode %d, want %d", m.Rcode, want)
+				}
+			}
+		})
+	}
 }
