@@ -85,10 +85,7 @@ func TestDnstapIntake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
+	h := run(t, d, fp, nil)
 
 	st, err := d.Status(context.Background())
 	if err != nil {

@@ -161,21 +161,18 @@ func (d *Decoder) Decode(b []byte, m *Message) error {
 		}
 		b = b[n:]
 		switch {
-		case num == fDnstapIdentity && typ == protowire.BytesType:
+		case (num == fDnstapIdentity || num == fDnstapVersion) && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return fmt.Errorf("%w: identity: %v", ErrMalformed, protowire.ParseError(n))
+				return fmt.Errorf("%w: identity or version: %v", ErrMalformed, protowire.ParseError(n))
 			}
-			d.identity = keep(d.identity, v)
-			m.Identity = d.identity
-			b = b[n:]
-		case num == fDnstapVersion && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return fmt.Errorf("%w: version: %v", ErrMalformed, protowire.ParseError(n))
+			if num == fDnstapIdentity {
+				d.identity = keep(d.identity, v)
+				m.Identity = d.identity
+			} else {
+				d.version = keep(d.version, v)
+				m.Version = d.version
 			}
-			d.version = keep(d.version, v)
-			m.Version = d.version
 			b = b[n:]
 		case num == fDnstapMessage && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
