@@ -59,6 +59,8 @@ type Status struct {
 	// Fleet is the node's link to the fleet's etcd; absent without
 	// [fleet].
 	Fleet *FleetEtcd `json:"fleet,omitempty"`
+	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
+	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }
 
 // Daemon describes the running daemon.
