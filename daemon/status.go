@@ -16,7 +16,6 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	st.Fleet = d.fleetEtcd()     // the link to the fleet's etcd (fleet_loss.go)
-	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	return st, nil
 }
