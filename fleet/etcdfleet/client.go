@@ -68,6 +68,7 @@ func Connect(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
 	var ue *UnreachableError
 	if errors.As(err, &ue) {
 		cli.Close()
+		return nil, err
 	}
 	return cli, err
 }
