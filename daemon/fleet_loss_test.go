@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +196,31 @@ func TestFleetEtcdLost(t *testing.T) {
 		et := a2.d.fleetEtcd()
 		return et.IntentSource == control.IntentFromEtcd, fmt.Sprintf("%+v", et)
 	})
+}
+
+// TestFleetBadLocalCopy: a node that cannot reach etcd and whose local
+// copy of the intent cannot be parsed does not start, naming the file.
+func TestFleetBadLocalCopy(t *testing.T) {
+	c := etcdtest.StartT(t, 1)
+	cr, err := c.User("lbdns", "/lbdns-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := fleetConfigAt(t, c.Endpoints, cr, "a", "c1")
+	copyPath := filepath.Join(filepath.Dir(path), "state", FleetCopyFile)
+	if err := os.MkdirAll(filepath.Dir(copyPath), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyPath, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.StopMember(0)
+	_, err = New(Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: (&fakeProbe{}).probe, Identify: noIdentify})
+	if err == nil || !strings.Contains(err.Error(), copyPath) || !strings.Contains(err.Error(), "remove it to start without intent") {
+		t.Fatalf("New without etcd and with a bad local copy: %v, want a refusal naming %s", err, copyPath)
+	}
+	t.Logf("refused: %v", err)
+	if err := c.StartMember(0); err != nil {
+		t.Fatal(err)
+	}
 }
