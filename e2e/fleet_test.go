@@ -425,6 +425,12 @@ func scenarioCutOff(l *fleetLab, n, other *fleetNode) {
 	st := n.waitFleet("etcd unreachable", 10*time.Second, func(st control.FleetStatus) bool { return st.Etcd != nil && !st.Etcd.Reachable })
 	l.t.Logf("%s cut off: %+v", n.name, *st.Etcd)
 	n.waitAnswer("www.g.test", l.memberAddrs()...) // still serving what it applied
+	if r := n.mustLbctl("fleet", "status"); !strings.Contains(r.stdout, "ETCD UNREACHABLE since") {
+		l.t.Errorf("lbctl fleet status on a node cut off from etcd does not say so:\n%s", r.stdout)
+	}
+	if !hasFleetEvent(n, "etcd unreachable") {
+		l.t.Error("no fleet event for the loss of etcd")
+	}
 	r := n.lbctl("gslb", "off", "--name", "www.g.test", "--reason", "while cut off")
 	if r.code != 5 || !strings.Contains(r.stderr, "etcd is unreachable") {
 		l.t.Errorf("a change on a node cut off from etcd: %s, want exit 5 saying etcd is unreachable", r)
@@ -456,9 +462,23 @@ func scenarioCutOff(l *fleetLab, n, other *fleetNode) {
 	n.waitFleet("etcd back, converged", 15*time.Second, func(st control.FleetStatus) bool {
 		return st.Etcd != nil && st.Etcd.Reachable && converged("a", "b", "c")(st)
 	})
+	if !hasFleetEvent(n, "etcd reachable again") {
+		l.t.Error("no fleet event for the return of etcd")
+	}
 	other.mustLbctl("gslb", "on", "--reason", "cut over")
 	other.mustLbctl("gslb", "ttl", "--clear", "--reason", "cut over")
 	n.waitAnswer("www.g.test", l.memberAddrs()...)
+}
+
+// hasFleetEvent reports whether n's lbctl events holds a fleet event
+// whose message contains s.
+func hasFleetEvent(n *fleetNode, s string) bool {
+	for _, ev := range decodeEvents(n.lab.t, n.mustLbctl("-o", "json", "events").stdout) {
+		if ev.Kind == control.EventFleet && strings.Contains(ev.Message, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // scenarioKill9: a node killed with SIGKILL (its lease not revoked)
