@@ -111,12 +111,21 @@ type harness struct {
 
 func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *harness {
 	t.Helper()
-	d, err := New(Options{ConfigPath: path, Client: client, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	return startOpts(t, Options{ConfigPath: path, Client: client, Probe: fp.probe}, fp)
+}
+
+// startOpts runs a daemon of opts (its probe fp's, its IPVS client a
+// *vip.MemClient, no vendor identification, ticks of 50ms) until the
+// test ends.
+func startOpts(t *testing.T, opts Options, fp *fakeProbe) *harness {
+	t.Helper()
+	opts.Identify, opts.TickInterval = noIdentify, 50*time.Millisecond
+	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: client, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{d: d, probe: fp, client: opts.Client.(*vip.MemClient), cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	return h
