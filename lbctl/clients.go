@@ -86,25 +86,8 @@ func clientsCmd(*flag.FlagSet) action {
 		if len(args) > 0 {
 			return usageErrorf("unexpected argument %q", args[0])
 		}
-		ctx, cancel := e.request()
-		defer cancel()
-		st, err := e.client().Status(ctx)
-		if err != nil {
-			return err
-		}
-		if e.json() {
-			if st.Clients == nil {
-				return e.writeJSON(struct{}{})
-			}
-			return e.writeJSON(st.Clients)
-		}
-		now := st.Generated
-		if now.IsZero() {
-			now = time.Now()
-		}
-		sw := &statusWriter{ew: &errWriter{w: e.stdout}, now: now}
-		sw.clients(st.Clients, true)
-		return sw.ew.err
+		return statusSection(e, func(st *control.Status) *control.ClientsStatus { return st.Clients },
+			func(sw *statusWriter, st *control.Status) { sw.clients(st.Clients, true) })
 	}
 }
 

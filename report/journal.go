@@ -159,14 +159,20 @@ func (j *Journal) RestartOnlyKept(running *configs.Config) {
 // the scope in control.Scope's wording and the result), and a second line
 // here would tell the same override twice.
 func (j *Journal) Override(req control.OverrideRequest, by string, res intent.Result) {
+	j.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: said(res, req.Reason, by)})
+}
+
+// said is an intent change's message with the operator's reason and who
+// asked: "MESSAGE (reason: REASON) by BY".
+func said(res intent.Result, reason, by string) string {
 	text := res.Message
-	if req.Reason != "" {
-		text += " (reason: " + req.Reason + ")"
+	if reason != "" {
+		text += " (reason: " + reason + ")"
 	}
 	if by != "" {
 		text += " by " + by
 	}
-	j.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: text})
+	return text
 }
 
 // Orphans tells every override of list that cfg no longer matches (it is
@@ -373,13 +379,7 @@ func (j *Journal) LastResorts(before, after []gslb.NameStatus) {
 // warning line: packets of a client are now dropped or limited, or no
 // longer.
 func (j *Journal) Client(req control.ClientRequest, by string, res intent.Result) {
-	text := res.Message
-	if req.Reason != "" {
-		text += " (reason: " + req.Reason + ")"
-	}
-	if by != "" {
-		text += " by " + by
-	}
+	text := said(res, req.Reason, by)
 	j.log.Warn(text, "action", req.Action, "client", req.Client)
 	j.event(control.Event{Kind: control.EventClient, Subject: req.Client, Message: text})
 }
