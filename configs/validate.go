@@ -133,6 +133,7 @@ func (d *decoder) validate() {
 	if d.actionsOK {
 		d.validateActions()
 	}
+	d.validateDnstap()
 }
 
 func (d *decoder) validateDaemon() {

@@ -59,6 +59,8 @@ type Status struct {
 	// Clients are the client actions (clients.go): blocks and limits in
 	// force and whether the kernel enforces them.
 	Clients *ClientsStatus `json:"clients,omitempty"`
+	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
+	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }
 
 // Daemon describes the running daemon.
