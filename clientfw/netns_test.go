@@ -17,8 +17,11 @@ import (
 	"lbdns/internal/netns"
 )
 
-// vip is the address the LB namespace answers DNS on.
-var vip = netip.MustParseAddrPort("192.0.2.53:53")
+// vip and vip6 are the addresses the LB namespace answers DNS on.
+var (
+	vip  = netip.MustParseAddrPort("192.0.2.53:53")
+	vip6 = netip.MustParseAddrPort("[2001:db8::53]:53")
+)
 
 // lab is an LB namespace with a UDP DNS listener on the VIP, and two
 // client namespaces, each on its own veth pair to it.
@@ -33,7 +36,8 @@ type lab struct {
 }
 
 const (
-	c1Addr = "10.0.1.2"
+	c1Addr6 = "fd00:53:1::2"
+	c1Addr  = "10.0.1.2"
 	c2Addr = "10.0.2.2"
 	table  = "lbdns_test"
 )
@@ -48,11 +52,18 @@ func newLab(t *testing.T) *lab {
 	netns.IP(t, "-n", l.lb.Name(), "addr", "add", vip.Addr().String()+"/32", "dev", "lo")
 	netns.IP(t, "-n", l.c1.Name(), "route", "replace", vip.Addr().String()+"/32", "via", "10.0.1.1")
 	netns.IP(t, "-n", l.c2.Name(), "route", "replace", vip.Addr().String()+"/32", "via", "10.0.2.1")
-	pc, err := l.lb.ListenPacket("udp4", vip.String())
-	if err != nil {
-		t.Fatal(err)
+	// Client 1 speaks IPv6 too.
+	netns.IP(t, "-n", l.lb.Name(), "addr", "add", "fd00:53:1::1/64", "dev", "c1", "nodad")
+	netns.IP(t, "-n", l.c1.Name(), "addr", "add", c1Addr6+"/64", "dev", "eth1", "nodad")
+	netns.IP(t, "-n", l.lb.Name(), "addr", "add", vip6.Addr().String()+"/128", "dev", "lo")
+	netns.IP(t, "-n", l.c1.Name(), "-6", "route", "replace", vip6.Addr().String()+"/128", "via", "fd00:53:1::1")
+	for _, a := range []netip.AddrPort{vip, vip6} {
+		pc, err := l.lb.ListenPacket("udp", a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go l.serve(pc)
 	}
-	go l.serve(pc)
 	fd, err := unix.Open("/run/netns/"+l.lb.Name(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +100,13 @@ func (l *lab) serve(pc net.PacketConn) {
 // up to wait for its answer, and returns how many were answered.
 func (l *lab) answered(host *netns.Host, n int, wait time.Duration) int {
 	l.t.Helper()
-	pc, err := host.ListenPacket("udp4", "0.0.0.0:0")
+	return l.answeredAt(host, vip, n, wait)
+}
+
+// answeredAt is answered, the queries sent to to.
+func (l *lab) answeredAt(host *netns.Host, to netip.AddrPort, n int, wait time.Duration) int {
+	l.t.Helper()
+	pc, err := host.ListenPacket("udp", ":0")
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -100,7 +117,7 @@ func (l *lab) answered(host *netns.Host, n int, wait time.Duration) int {
 		q := new(dns.Msg).SetQuestion("flood.example.", dns.TypeA)
 		q.Id = uint16(i + 1)
 		b, _ := q.Pack()
-		if _, err := pc.WriteTo(b, net.UDPAddrFromAddrPort(vip)); err != nil {
+		if _, err := pc.WriteTo(b, net.UDPAddrFromAddrPort(to)); err != nil {
 			l.t.Fatal(err)
 		}
 		_ = pc.SetReadDeadline(time.Now().Add(wait))
@@ -212,6 +229,20 @@ func TestEnforceInNamespace(t *testing.T) {
 	st := enf.Status()
 	if !st.Enforced || st.Block != 1 || st.Limit != 0 {
 		t.Errorf("status %+v", st)
+	}
+	if got := l.answeredAt(l.c1, vip6, 3, time.Second); got != 3 {
+		t.Errorf("client 1 over IPv6, not blocked, got %d of 3 answers", got)
+	}
+
+	// IPv6: client 1's /64 blocked, its IPv4 address not.
+	if _, err := enf.Apply([]intent.ClientAction{action(intent.ActionBlock, "fd00:53:1::/64", 0, hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.answeredAt(l.c1, vip6, 3, 300*time.Millisecond); got != 0 {
+		t.Errorf("client 1 over IPv6, its /64 blocked, got %d of 3 answers", got)
+	}
+	if got := l.answered(l.c1, 3, time.Second); got != 3 {
+		t.Errorf("client 1 over IPv4, only its IPv6 /64 blocked, got %d of 3 answers", got)
 	}
 
 	// Limit client 2 to 20/s; client 1's block is lifted by the change
