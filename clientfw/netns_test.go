@@ -38,8 +38,8 @@ type lab struct {
 const (
 	c1Addr6 = "fd00:53:1::2"
 	c1Addr  = "10.0.1.2"
-	c2Addr = "10.0.2.2"
-	table  = "lbdns_test"
+	c2Addr  = "10.0.2.2"
+	table   = "lbdns_test"
 )
 
 func newLab(t *testing.T) *lab {
