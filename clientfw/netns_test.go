@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"golang.org/x/sys/unix"
 
 	"lbdns/clientfw"
 	"lbdns/intent"
@@ -64,12 +63,7 @@ func newLab(t *testing.T) *lab {
 		}
 		go l.serve(pc)
 	}
-	fd, err := unix.Open("/run/netns/"+l.lb.Name(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	l.fd = fd
+	l.fd = l.lb.FD()
 	return l
 }
 

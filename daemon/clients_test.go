@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -11,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"lbdns/control"
 	"lbdns/intent"
+	"lbdns/internal/etcdtest"
 	"lbdns/internal/netns"
+	"lbdns/internal/poll"
 	"lbdns/vip"
 )
 
@@ -60,11 +61,7 @@ func clientEntries(t *testing.T, d *Daemon) (*control.ClientsStatus, []string) {
 // table.
 func TestClientActions(t *testing.T) {
 	ns := netns.New(t, "d-clients")
-	fd, err := unix.Open("/run/netns/"+ns.Name(), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
+	fd := ns.FD()
 	nft := func() string {
 		out, _ := ns.Command("nft", "list", "table", "inet", clientsTable).CombinedOutput()
 		return string(out)
@@ -218,4 +215,39 @@ func TestClientActionsNotEnforced(t *testing.T) {
 	if !found {
 		t.Error("no event says the client actions are not enforced")
 	}
+}
+
+// TestFleetClientActions: with [fleet], a block set on one node is in
+// force and enforced on a node of another cluster (client actions are
+// the whole fleet's), and its unblock there goes everywhere.
+func TestFleetClientActions(t *testing.T) {
+	c := etcdtest.StartT(t, 3)
+	cr, err := c.User("lbdns", "/lbdns-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := "\n[actions]\nnft_table = \"" + clientsTable + "\"\n"
+	nsA, nsB := netns.New(t, "d-fleet-a"), netns.New(t, "d-fleet-b")
+	a := clientsDaemon(t, fleetConfig(t, c, cr, "a", "c1", more), nsA.FD())
+	b := clientsDaemon(t, fleetConfig(t, c, cr, "b", "c2", more), nsB.FD())
+	ctx := context.Background()
+	if _, err := a.d.SetClient(ctx, control.ClientRequest{Action: control.ClientBlock, Client: "203.0.113.66", ForSeconds: 600, Reason: "fleet flood"}, "uid 0"); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(ns *netns.Host) string {
+		out, _ := ns.Command("nft", "list", "table", "inet", clientsTable).CombinedOutput()
+		return string(out)
+	}
+	poll.Until(t, 10*time.Second, "b to enforce a's block", func() (bool, string) {
+		_, got := clientEntries(t, b.d)
+		return strings.Join(got, "|") == "block 203.0.113.66 enforced" && strings.Contains(listed(nsB), "203.0.113.66"), fmt.Sprint(got)
+	})
+	if _, err := b.d.SetClient(ctx, control.ClientRequest{Action: control.ClientUnblock, Client: "203.0.113.66"}, "uid 0"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "a to remove the block b lifted", func() (bool, string) {
+		_, got := clientEntries(t, a.d)
+		out := listed(nsA)
+		return len(got) == 0 && !strings.Contains(out, "203.0.113.66"), fmt.Sprint(got) + "\n" + out
+	})
 }

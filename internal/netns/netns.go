@@ -517,3 +517,16 @@ func (h *Host) Sysctl(kv string) {
 		h.t.Fatalf("netns: %v", err)
 	}
 }
+
+// FD returns an open descriptor of the Host's namespace (for netlink
+// clients that take one, such as nftables.WithNetNSFd), closed when the
+// test ends.
+func (h *Host) FD() int {
+	h.t.Helper()
+	fd, err := unix.Open("/run/netns/"+h.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		h.t.Fatalf("netns: open %s: %v", h.name, err)
+	}
+	h.t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
