@@ -75,16 +75,13 @@ func (e *Enforcer) Status() Status {
 // Apply makes the table the ruleset of the client actions in force now:
 // it reads the table and, when it differs (Same), replaces it whole in
 // one transaction, or removes it when no action is in force. It reports
-// whether it wrote. Without the permission to read the ruleset and no
-// action in force, there is nothing to enforce and no error.
+// whether it wrote. With no action in force, a ruleset that cannot be
+// read (no permission, no nf_tables) is no error: nothing is to enforce.
 func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	want := Desired(actions, e.opts.Now())
 	wrote, err := e.apply(want)
-	if err != nil && want.Empty() && errors.Is(err, ErrPermission) {
-		err = nil // nothing to enforce: a daemon without the capability needs none
-	}
 	if err != nil {
 		e.st.Errors++
 		e.st.Enforced, e.st.Error = false, err.Error()
@@ -107,10 +104,19 @@ func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 
 func (e *Enforcer) apply(want Ruleset) (bool, error) {
 	c, err := e.conn()
+	if err != nil && want.Empty() {
+		return false, nil // nothing to enforce, nowhere to look
+	}
 	if err != nil {
 		return false, err
 	}
 	got, err := read(c, e.opts.Table)
+	if err != nil && want.Empty() {
+		// Nothing to enforce: a daemon without CAP_NET_ADMIN or on a
+		// kernel without nf_tables needs none (a table it cannot read
+		// it could not have written; its elements time out on their own).
+		return false, nil
+	}
 	if err != nil {
 		return false, e.wrap("read table", err)
 	}
