@@ -146,3 +146,31 @@ func (c *Client) SetClient(ctx context.Context, req ClientRequest) (*ClientReply
 	var rep ClientReply
 	return &rep, c.do(ctx, http.MethodPost, "/clients", req, &rep)
 }
+
+// clientsView is the client actions on the status page.
+type clientsView struct {
+	Table, Error string
+	Enforced     bool
+	Entries      []clientView
+}
+
+// clientView is one client action on the page.
+type clientView struct {
+	Client, Action, Reason, By string
+	Rate                       int
+	Until, Set                 timeCell
+	Enforced                   bool
+}
+
+// buildClients is c's view at now (nil for nil).
+func buildClients(c *ClientsStatus, now time.Time) *clientsView {
+	if c == nil {
+		return nil
+	}
+	v := &clientsView{Table: c.Table, Error: c.Error, Enforced: c.Enforced}
+	for _, e := range c.Entries {
+		v.Entries = append(v.Entries, clientView{Client: e.Client, Action: e.Action, Reason: e.Reason, By: e.By, Rate: e.Rate,
+			Until: cell(e.Until, now), Set: cell(e.Set, now), Enforced: e.Enforced})
+	}
+	return v
+}

@@ -2,11 +2,15 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"lbdns/internal/browser"
 )
 
 // clientsBackend is a fakeBackend that answers client requests.
@@ -61,5 +65,64 @@ func TestServerClients(t *testing.T) {
 	NewServer(ServerOptions{Backend: &fakeBackend{}}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, APIPrefix+"/clients", strings.NewReader(`{"action":"block"}`)))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("without client requests: %d %s, want 404", rec.Code, rec.Body.String())
+	}
+}
+
+// TestPageClients: the page shows the client actions, and says when
+// they are not enforced.
+func TestPageClients(t *testing.T) {
+	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	st := &Status{Generated: now, Clients: &ClientsStatus{Table: "lbdns", Error: "no permission", MaxEntries: 1024, Entries: []ClientEntry{
+		{Client: "203.0.113.7", Action: ClientBlock, Until: now.Add(10 * time.Minute), Reason: "flood", Set: now.Add(-time.Minute), By: "uid 0"},
+		{Client: "198.51.100.0/24", Action: ClientLimit, Rate: 50, Until: now.Add(time.Hour), Reason: "launch storm", Set: now.Add(-2 * time.Minute), By: "uid 1000"},
+	}}}
+	var b strings.Builder
+	if err := newPageTemplate().Execute(&b, buildPage(st, now, "lb1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{`id="clients-not-enforced"`, "NOT ENFORCED: no permission", `data-client="203.0.113.7" data-action="block"`,
+		"in 10m", "launch storm", `<td class="num">50</td>`, "2m ago"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	b.Reset()
+	if err := newPageTemplate().Execute(&b, buildPage(&Status{Generated: now, Clients: &ClientsStatus{Table: "lbdns", Enforced: true}}, now, "lb1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "no client blocked or limited") || strings.Contains(b.String(), "NOT ENFORCED") {
+		t.Errorf("a page without client actions:\n%s", b.String())
+	}
+}
+
+// TestPageClientsInBrowser renders the longest status with many client
+// actions with long reasons in Debian's Chromium at 1280 px: nothing
+// overflows.
+func TestPageClientsInBrowser(t *testing.T) {
+	browser.Require(t)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := longestStatus(now)
+	st.Clients = &ClientsStatus{Table: "lbdns", Enforced: false, Error: strings.Repeat("clientfw: no permission to change the nftables ruleset ", 3), MaxEntries: 1024}
+	for i := range 8 {
+		st.Clients.Entries = append(st.Clients.Entries, ClientEntry{Client: fmt.Sprintf("2001:db8:ffff:ffff:%x::/80", 0x1000+i), Action: ClientLimit, Rate: 1000000,
+			Until: now.Add(7 * 24 * time.Hour), Reason: strings.Repeat("application misconfigured at its launch ", 4), Set: now.Add(-time.Minute), By: "uid 4294967294"})
+	}
+	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
+		Now: func() time.Time { return now }}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Overflows() {
+		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	for _, want := range []string{"Client actions", "NOT ENFORCED", "2001:db8:ffff:ffff:1007::/80"} {
+		if !strings.Contains(l.Text, want) {
+			t.Errorf("rendered text lacks %q", want)
+		}
 	}
 }
