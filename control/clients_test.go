@@ -108,18 +108,7 @@ func TestPageClientsInBrowser(t *testing.T) {
 		st.Clients.Entries = append(st.Clients.Entries, ClientEntry{Client: fmt.Sprintf("2001:db8:ffff:ffff:%x::/80", 0x1000+i), Action: ClientLimit, Rate: 1000000,
 			Until: now.Add(7 * 24 * time.Hour), Reason: strings.Repeat("application misconfigured at its launch ", 4), Set: now.Add(-time.Minute), By: "uid 4294967294"})
 	}
-	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
-		Now: func() time.Time { return now }}).Handler())
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Overflows() {
-		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
-	}
+	l, _ := pageAt1280(t, st, now)
 	for _, want := range []string{"Client actions", "NOT ENFORCED", "2001:db8:ffff:ffff:1007::/80"} {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
