@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"time"
 
 	"lbdns/clientfw"
 	"lbdns/configs"
@@ -18,7 +19,15 @@ type clientsPart struct {
 	// failing is set while enforcement fails (loop only), so that the
 	// journal tells a failure and a recovery once each.
 	failing bool
+	// retryAt is when expireClients may try the store again after it
+	// failed (loop only): an unreachable store must not hold the loop
+	// up on every tick.
+	retryAt time.Time
 }
+
+// expireRetry is the pause after the store failed to take the removal
+// of ended client actions.
+const expireRetry = 30 * time.Second
 
 // newClients builds the enforcer of cfg's table and registers its
 // metrics.
@@ -66,11 +75,13 @@ func (d *Daemon) enforceClients() {
 // expireClients removes from the intent the client actions that ended
 // (loop only, on every tick and at start): the kernel dropped their
 // elements on its own; the store is told so that status and the fleet
-// agree. A store that fails or changed meanwhile is tried again at the
-// next tick (the actions are out of force either way).
+// agree. A store that changed meanwhile is adopted and tried again at
+// the next tick; one that fails, after expireRetry (the actions are out
+// of force either way).
 func (d *Daemon) expireClients(ctx context.Context) {
-	next, gone := d.intent.Expire(d.now())
-	if len(gone) == 0 {
+	now := d.now()
+	next, gone := d.intent.Expire(now)
+	if len(gone) == 0 || now.Before(d.clients.retryAt) {
 		return
 	}
 	rev, err := d.store.Save(ctx, next, d.rev)
@@ -81,7 +92,8 @@ func (d *Daemon) expireClients(ctx context.Context) {
 		d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual})
 		return
 	case err != nil && !errors.As(err, &ds):
-		d.log.Warn("cannot remove the ended client actions from the stored intent; retrying at the next tick", "err", err)
+		d.log.Warn("cannot remove the ended client actions from the stored intent; retrying later", "retry_in", expireRetry, "err", err)
+		d.clients.retryAt = now.Add(expireRetry)
 		return
 	}
 	d.setOverrides(next, rev)

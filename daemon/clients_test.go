@@ -251,3 +251,27 @@ func TestFleetClientActions(t *testing.T) {
 		return len(got) == 0 && !strings.Contains(out, "203.0.113.66"), fmt.Sprint(got) + "\n" + out
 	})
 }
+
+// TestClientExpiryStoreDown: an action ended, but the store cannot take
+// its removal: the action is out of force at once, and the store is not
+// asked again on every tick (an unreachable etcd would hold the loop up
+// for its timeout each time).
+func TestClientExpiryStoreDown(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "\n[actions]\nnft_table = \""+clientsTable+"\"\n")
+	ended := intent.ClientAction{Client: netip.MustParsePrefix("198.51.100.10/32"), Action: intent.ActionBlock, Until: time.Now().Add(-time.Second),
+		Reason: "old", Set: time.Now().Add(-time.Hour)}
+	store := &memStore{st: intent.State{Clients: []intent.ClientAction{ended}}, rev: 1, fail: errors.New("etcd unreachable")}
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	h := startOpts(t, Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: fp.probe, Store: store, ClientsNetNS: 1 << 20}, fp)
+	time.Sleep(500 * time.Millisecond) // ten ticks
+	if _, got := clientEntries(t, h.d); len(got) != 0 {
+		t.Errorf("the ended action is listed: %q", got)
+	}
+	store.mu.Lock()
+	tries := store.tries
+	store.mu.Unlock()
+	if tries != 1 {
+		t.Errorf("the failing store was asked %d times in ten ticks, want once", tries)
+	}
+}
