@@ -193,6 +193,13 @@ func action(kind, client string, rate int, until time.Time) intent.ClientAction 
 func TestEnforceInNamespace(t *testing.T) {
 	l := newLab(t)
 	enf := clientfw.New(clientfw.Options{Table: table, NetNS: l.fd})
+	// Someone else's table, which lbdnsd must leave alone.
+	for _, cmd := range [][]string{{"add", "table", "inet", "other"}, {"add", "chain", "inet", "other", "input", "{ type filter hook input priority 0; policy accept; }"},
+		{"add", "rule", "inet", "other", "input", "tcp", "dport", "22", "counter", "accept"}} {
+		if out, err := l.nft(cmd...); err != nil {
+			t.Fatalf("nft %v: %v: %s", cmd, err, out)
+		}
+	}
 	if got := l.answered(l.c1, 5, time.Second); got != 5 {
 		t.Fatalf("before any action, client 1 got %d of 5 answers", got)
 	}
@@ -314,5 +321,8 @@ func TestEnforceInNamespace(t *testing.T) {
 	}
 	if err := again.Remove(); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := l.nft("list", "table", "inet", "other"); err != nil || !strings.Contains(out, "tcp dport 22 counter") {
+		t.Errorf("the other table after lbdnsd's reconciles and removal: %v\n%s", err, out)
 	}
 }
