@@ -216,13 +216,14 @@ func sortedKeys[V any](m map[string]V) []string {
 // scalarText formats a scalar TOML value for a message; "" for tables and
 // arrays.
 func scalarText(v any) string {
+	if t, ok := asTime(v); ok {
+		return t.Format(time.RFC3339Nano)
+	}
 	switch x := v.(type) {
 	case string:
 		return x
 	case int64, float64, bool:
 		return fmt.Sprint(x)
-	case time.Time:
-		return x.Format(time.RFC3339Nano)
 	case fmt.Stringer:
 		return x.String()
 	}
