@@ -23,7 +23,8 @@ import (
 // accept (decode_test.go and FuzzDecode compare them).
 
 // decodeTOML decodes a TOML document into its generic map (tables as
-// map[string]any, arrays as []any or []map[string]any, integers as
+// map[string]any, arrays of tables as []map[string]any, other arrays as
+// []any, integers as
 // int64, floats as float64, date-times as time.Time or go-toml/v2's
 // local date and time types).
 func decodeTOML(data []byte) (map[string]any, error) {
@@ -32,9 +33,54 @@ func decodeTOML(data []byte) (map[string]any, error) {
 		if raw == nil {
 			raw = map[string]any{}
 		}
+		tablesIn(raw)
 		return raw, nil
 	}
 	return decodeBurntSushi(data)
+}
+
+// tablesIn makes every array of tables under m a []map[string]any, as
+// BurntSushi/toml gives [[P]] arrays (go-toml/v2 gives []any): the
+// validation takes the elements of an array of tables (tables) once per
+// element in places, which must not copy the array each time.
+func tablesIn(m map[string]any) {
+	for k, v := range m {
+		if t := tablesOf(v); t != nil {
+			m[k] = t
+		}
+	}
+}
+
+// tablesOf returns v with the arrays of tables under it made
+// []map[string]any, or nil when v holds none (v is then unchanged).
+func tablesOf(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		tablesIn(v)
+	case []any:
+		ms := make([]map[string]any, len(v))
+		for i, e := range v {
+			m, ok := e.(map[string]any)
+			if !ok {
+				ms = nil
+				break
+			}
+			ms[i] = m
+		}
+		if len(ms) == 0 {
+			for i, e := range v {
+				if t := tablesOf(e); t != nil {
+					v[i] = t
+				}
+			}
+			return nil
+		}
+		for _, m := range ms {
+			tablesIn(m)
+		}
+		return ms
+	}
+	return nil
 }
 
 // decodeBurntSushi is BurntSushi/toml's decode of the whole document.
