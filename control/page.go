@@ -379,16 +379,19 @@ func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
 			ov := gslbMonitorView{
 				Check: mo.Check, Kind: mo.Kind, State: mo.State, StateClass: oneOf(mo.State, "up", "down", "unknown"),
 				Since: cell(mo.Since, now), LastProbe: cell(mo.LastProbe, now),
-				LastResult: mo.LastResult, LastOK: mo.LastOK, Socket: mo.Socket,
+				LastResult: mo.LastResult, LastOK: mo.LastOK,
 			}
 			if !mo.LastProbe.IsZero() {
 				ov.RTT = strconv.FormatFloat(mo.RTTMillis, 'f', 1, 64)
 			}
-			if d := mo.CertDaysLeft; d != nil {
-				ov.CertDays, ov.CertExpired = strconv.Itoa(*d), *d < 0
+			if f, ok := mo.Fact("cert_days_left"); ok {
+				ov.CertDays, ov.CertExpired = strconv.FormatFloat(f.Value, 'f', -1, 64), f.Value < 0
 			}
-			if l := mo.LossPercent; l != nil {
-				ov.Loss = strconv.FormatFloat(*l, 'f', -1, 64)
+			if f, ok := mo.Fact("loss_percent"); ok {
+				ov.Loss = strconv.FormatFloat(f.Value, 'f', -1, 64)
+			}
+			if f, ok := mo.Fact("socket"); ok {
+				ov.Socket = f.Text
 			}
 			mv.Monitors = append(mv.Monitors, ov)
 		}

@@ -289,7 +289,7 @@ func (sw *statusWriter) gslbPool(p control.GSLBPool) {
 		}
 		for _, mo := range m.Monitors {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
-				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo), certDays(mo.CertDaysLeft), loss(mo.LossPercent), dash(mo.Socket))
+				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo), certDays(mo), loss(mo), dash(socket(mo)))
 		}
 	}
 	tw.Flush()
@@ -321,19 +321,27 @@ func monitorRTT(mo control.GSLBMonitor) string {
 }
 
 // certDays is the certificate's days to expiry, "-" when not known.
-func certDays(d *int) string {
-	if d == nil {
+func certDays(mo control.GSLBMonitor) string {
+	f, ok := mo.Fact("cert_days_left")
+	if !ok {
 		return "-"
 	}
-	return strconv.Itoa(*d)
+	return strconv.FormatFloat(f.Value, 'f', -1, 64)
 }
 
 // loss is the ICMP loss in percent, "-" when not known.
-func loss(p *float64) string {
-	if p == nil {
+func loss(mo control.GSLBMonitor) string {
+	f, ok := mo.Fact("loss_percent")
+	if !ok {
 		return "-"
 	}
-	return strconv.FormatFloat(*p, 'f', -1, 64) + "%"
+	return strconv.FormatFloat(f.Value, 'f', -1, 64) + "%"
+}
+
+// socket is the ICMP socket of the monitor, "" when not known.
+func socket(mo control.GSLBMonitor) string {
+	f, _ := mo.Fact("socket")
+	return f.Text
 }
 
 // gslb writes the short GSLB section of lbctl status: per pool its up

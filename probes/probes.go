@@ -64,6 +64,12 @@ func NewBuilder(deps Deps) *Builder {
 	}}
 }
 
+// FactMetrics returns the metrics the kinds export their facts as (see
+// check.FactMetric), each declared beside its kind.
+func FactMetrics() []check.FactMetric {
+	return append(httpFactMetrics(), icmpFactMetrics()...)
+}
+
 // Kinds returns the kinds b builds (in no particular order).
 func (b *Builder) Kinds() []string {
 	out := make([]string, 0, len(b.kinds))
