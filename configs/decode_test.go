@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -316,9 +317,28 @@ func FuzzDecode(f *testing.F) {
 
 // BenchmarkDecode decodes a document shaped like the big reload's (10,000
 // names, 50,000 members, 5 MB) with decodeTOML and, beside it, with
-// BurntSushi/toml alone.
+// BurntSushi/toml alone and with go-toml/v2's strict typed decode (not
+// used: it stops at the first value of a wrong type); "lines" builds the
+// line index that problem messages take their lines from.
 func BenchmarkDecode(b *testing.B) {
 	doc := []byte(bigDoc(10000))
+	b.Run("gotoml-strict", func(b *testing.B) {
+		for b.Loop() {
+			var c Config
+			d := gotoml.NewDecoder(bytes.NewReader(doc))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("lines", func(b *testing.B) {
+		for b.Loop() {
+			if len(scanLines(doc)) == 0 {
+				b.Fatal("no lines")
+			}
+		}
+	})
 	b.Run("burntsushi", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := decodeBurntSushi(doc); err != nil {

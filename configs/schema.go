@@ -104,7 +104,7 @@ func (w walker) table(path string, raw map[string]any, rv reflect.Value) bool {
 	sound := true
 	for k, v := range raw {
 		f, found := known[k]
-		if !found || !w.value(keyPath{parent: path, key: k}, v, rv.FieldByIndex(f.index)) {
+		if !found || !w.value(keyAt(path, k), v, rv.FieldByIndex(f.index)) {
 			sound = false
 			break
 		}
@@ -125,7 +125,7 @@ func (w walker) table(path string, raw map[string]any, rv reflect.Value) bool {
 			}
 			continue
 		}
-		if !w.value(keyPath{parent: path, key: k}, raw[k], rv.FieldByIndex(f.index)) {
+		if !w.value(keyAt(path, k), raw[k], rv.FieldByIndex(f.index)) {
 			ok = false
 		}
 	}
@@ -134,16 +134,19 @@ func (w walker) table(path string, raw map[string]any, rv reflect.Value) bool {
 
 // keyPath is the key path of a value, built only when a problem names it
 // or a table below it is walked: its parent's path and its last
-// component, a key or (key "") an array index.
+// component, a key (index < 0) or an array index.
 type keyPath struct {
 	parent string
 	key    string
 	index  int
 }
 
+// keyAt is the key path of key k of the table at parent.
+func keyAt(parent, k string) keyPath { return keyPath{parent: parent, key: k, index: -1} }
+
 // String returns the key path as messages show it.
 func (k keyPath) String() string {
-	if k.key == "" {
+	if k.index >= 0 {
 		return indexKey(k.parent, k.index)
 	}
 	return joinKey(k.parent, k.key)
@@ -217,7 +220,7 @@ func (w walker) value(at keyPath, v any, rv reflect.Value) bool {
 		ok := true
 		for _, k := range sortedKeys(m) {
 			ev := reflect.New(t.Elem()).Elem()
-			ok = w.value(keyPath{parent: path, key: k}, m[k], ev) && ok
+			ok = w.value(keyAt(path, k), m[k], ev) && ok
 			rv.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
 		}
 		return ok

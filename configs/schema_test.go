@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -50,4 +51,21 @@ func TestWalkMatchesTOMLDecode(t *testing.T) {
 		t.Fatalf("compared %d documents, want at least the 4 examples", compared)
 	}
 	t.Logf("%d documents compared", compared)
+}
+
+// TestWalkKeyPaths checks the key paths the walker names: an empty key is
+// a key (`daemon.""`), not an array index, and an element of an array is
+// indexed.
+func TestWalkKeyPaths(t *testing.T) {
+	_, err := Parse([]byte("[daemon]\n\"\" = 1\n\n[[vip]]\nname = 1\n"), "k.toml")
+	var keys []string
+	for _, p := range Problems(err) {
+		keys = append(keys, p.Key)
+	}
+	want := []string{`daemon.""`, "vip[0].name"}
+	for _, k := range want {
+		if !slices.Contains(keys, k) {
+			t.Errorf("problems at %q, want one at %q", keys, k)
+		}
+	}
 }
