@@ -10,10 +10,10 @@ import (
 
 // The TOML decode.
 //
-// pelletier/go-toml/v2 parses the document into its generic map: about
-// seven times as fast as BurntSushi/toml on the big reload's 5 MB
-// document, on one core (bench/README.md, "2026-12-01: the TOML decode
-// by go-toml/v2"). A document it rejects is decoded again by
+// pelletier/go-toml/v2 parses the document into its generic map: five
+// to seven times as fast as BurntSushi/toml (serial or in chunks on two
+// cores) on the big reload's 5 MB document, on one core (bench/README.md,
+// "2026-12-01: the TOML decode by go-toml/v2"). A document it rejects is decoded again by
 // BurntSushi/toml, whose error is the one reported: its messages name
 // what was wrong with the value ("Invalid float value: "192.0.2.53""),
 // where go-toml/v2 names the byte it stopped at ("expected newline but
