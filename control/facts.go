@@ -3,7 +3,9 @@ package control
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -73,7 +75,7 @@ func (m *GSLBMonitor) UnmarshalJSON(b []byte) error {
 	}
 	known := jsonKeys(reflect.TypeFor[gslbMonitorFields]())
 	f.Facts = nil
-	for _, k := range sortedNames(all) {
+	for _, k := range slices.Sorted(maps.Keys(all)) {
 		if known[k] {
 			continue
 		}
@@ -102,15 +104,5 @@ func jsonKeys(t reflect.Type) map[string]bool {
 		}
 		out[name] = true
 	}
-	return out
-}
-
-// sortedNames returns m's keys in order.
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
