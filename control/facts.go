@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,40 @@ func (m GSLBMonitor) Fact(name string) (Fact, bool) {
 		}
 	}
 	return Fact{}, false
+}
+
+// Format returns the fact's value as the tables show it: a text fact's
+// text, a number in its shortest form ("41", "33.333333333333336").
+func (f Fact) Format() string {
+	if f.Text != "" {
+		return f.Text
+	}
+	return strconv.FormatFloat(f.Value, 'f', -1, 64)
+}
+
+// FactColumn is one column of the monitor tables of lbctl and the status
+// page: the fact named Fact of each monitor that has it.
+type FactColumn struct {
+	Fact string
+	// Header is lbctl's column header, Title the page's.
+	Header, Title string
+	// Unit follows the value in lbctl ("%").
+	Unit string
+	// Text is true for a text fact (the page aligns numbers right).
+	Text bool
+	// BadBelowZero shows a negative value as bad on the page (an
+	// expired certificate).
+	BadBelowZero bool
+}
+
+// FactColumns returns the fact columns of the monitor tables, in order:
+// a kind's new fact is shown by a row here.
+func FactColumns() []FactColumn {
+	return []FactColumn{
+		{Fact: "cert_days_left", Header: "CERT DAYS", Title: "cert days left", BadBelowZero: true},
+		{Fact: "loss_percent", Header: "LOSS", Title: "ICMP loss %", Unit: "%"},
+		{Fact: "socket", Header: "SOCKET", Title: "ICMP socket", Text: true},
+	}
 }
 
 // gslbMonitorFields is GSLBMonitor without its methods (for the JSON of

@@ -282,14 +282,23 @@ func (sw *statusWriter) gslbPool(p control.GSLBPool) {
 	tw.Flush()
 	sw.printf("\n")
 	tw = sw.table()
-	fmt.Fprintf(tw, "  MEMBER\tCHECK\tKIND\tSTATE\tSINCE\tLAST\tRTT\tCERT DAYS\tLOSS\tSOCKET\n")
+	cols := control.FactColumns()
+	fmt.Fprintf(tw, "  MEMBER\tCHECK\tKIND\tSTATE\tSINCE\tLAST\tRTT")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.Header)
+	}
+	fmt.Fprintf(tw, "\n")
 	for _, m := range p.Members {
 		if len(m.Monitors) == 0 {
-			fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", m.Name)
+			fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-%s\n", m.Name, strings.Repeat("\t-", len(cols)))
 		}
 		for _, mo := range m.Monitors {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
-				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo), certDays(mo), loss(mo), dash(socket(mo)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
+				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo))
+			for _, c := range cols {
+				fmt.Fprintf(tw, "\t%s", factCell(mo, c))
+			}
+			fmt.Fprintf(tw, "\n")
 		}
 	}
 	tw.Flush()
@@ -320,28 +329,14 @@ func monitorRTT(mo control.GSLBMonitor) string {
 	return fmt.Sprintf("%.1fms", mo.RTTMillis)
 }
 
-// certDays is the certificate's days to expiry, "-" when not known.
-func certDays(mo control.GSLBMonitor) string {
-	f, ok := mo.Fact("cert_days_left")
-	if !ok {
+// factCell is monitor mo's fact of column c with its unit, "-" when
+// mo has none.
+func factCell(mo control.GSLBMonitor, c control.FactColumn) string {
+	f, ok := mo.Fact(c.Fact)
+	if !ok || f.Format() == "" {
 		return "-"
 	}
-	return strconv.FormatFloat(f.Value, 'f', -1, 64)
-}
-
-// loss is the ICMP loss in percent, "-" when not known.
-func loss(mo control.GSLBMonitor) string {
-	f, ok := mo.Fact("loss_percent")
-	if !ok {
-		return "-"
-	}
-	return strconv.FormatFloat(f.Value, 'f', -1, 64) + "%"
-}
-
-// socket is the ICMP socket of the monitor, "" when not known.
-func socket(mo control.GSLBMonitor) string {
-	f, _ := mo.Fact("socket")
-	return f.Text
+	return f.Format() + c.Unit
 }
 
 // gslb writes the short GSLB section of lbctl status: per pool its up
