@@ -125,7 +125,7 @@ func (s *Server) Start() error {
 	var udp []*udpSocket
 	var addrs []netip.AddrPort
 	for _, ap := range s.Listen {
-		pcs, ln, err := listenBoth(ap, udpSockets())
+		pc, ln, err := listenBoth(ap)
 		if err != nil {
 			for _, ln := range tcp {
 				ln.Close()
@@ -136,8 +136,8 @@ func (s *Server) Start() error {
 			return err
 		}
 		tcp = append(tcp, ln)
-		udp = append(udp, pcs...)
-		addrs = append(addrs, pcs[0].LocalAddr().(*net.UDPAddr).AddrPort())
+		udp = append(udp, pc)
+		addrs = append(addrs, pc.LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	conns, done := newTCPConns(s.TCP, s.Metrics), make(chan struct{})
 	for _, ln := range tcp {
@@ -149,7 +149,7 @@ func (s *Server) Start() error {
 	}
 	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = tcp, conns, done, udp, addrs
 	for _, a := range addrs {
-		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String(), "udp_sockets", udpSockets())
+		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String())
 	}
 	if s.NotifyStartedFunc != nil {
 		s.NotifyStartedFunc()
@@ -157,9 +157,9 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// listenBoth opens n UDP sockets on ap (SO_REUSEPORT), then TCP on the
+// listenBoth opens the UDP socket of ap (SO_REUSEPORT), then TCP on the
 // port UDP got.
-func listenBoth(ap netip.AddrPort, n int) ([]*udpSocket, net.Listener, error) {
+func listenBoth(ap netip.AddrPort) (*udpSocket, net.Listener, error) {
 	for try := 0; ; try++ {
 		pc, err := listenUDP(ap)
 		if err != nil {
@@ -174,19 +174,7 @@ func listenBoth(ap netip.AddrPort, n int) ([]*udpSocket, net.Listener, error) {
 			}
 			continue // the free UDP port was taken for TCP: pick another
 		}
-		pcs := []*udpSocket{pc}
-		for len(pcs) < n {
-			more, err := listenUDP(netip.AddrPortFrom(ap.Addr(), got.Port()))
-			if err != nil {
-				for _, c := range pcs {
-					c.Close()
-				}
-				ln.Close()
-				return nil, nil, err
-			}
-			pcs = append(pcs, more)
-		}
-		return pcs, ln, nil
+		return pc, ln, nil
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"lbdns/internal/mmsg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -32,9 +34,6 @@ import (
 // its reader's reply cache (replyCache). Sockets bound to a wildcard address receive
 // each query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and
 // answer from it.
-
-// udpSockets is how many UDP sockets serve one listen address.
-func udpSockets() int { return 1 }
 
 // udpReaders is how many readers read one UDP socket: n, or by default
 // one per P of the Go runtime (GOMAXPROCS) but one, at least one. The P
@@ -82,11 +81,8 @@ func listenUDP(ap netip.AddrPort) (*udpSocket, error) {
 		return nil, fmt.Errorf("server: listen udp %s: getsockname: %w", ap, err)
 	}
 	local := ap
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		local = netip.AddrPortFrom(ap.Addr(), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		local = netip.AddrPortFrom(ap.Addr(), uint16(sa.Port))
+	if bound, ok := mmsg.FromSockaddr(sa); ok {
+		local = netip.AddrPortFrom(ap.Addr(), bound.Port())
 	}
 	return &udpSocket{local: local, fd: fd, done: make(chan struct{})}, nil
 }
