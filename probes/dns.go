@@ -22,6 +22,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/configs"
+	"lbdns/internal/dnswire"
 )
 
 // defaultTimeout is the probe budget when neither the context nor the check
@@ -654,57 +655,11 @@ func equalFoldASCII(a, b []byte) bool {
 	return true
 }
 
-// skipName returns the offset after the domain name at off in msg, or
-// false where dns.UnpackDomainName fails: the same label, length,
-// pointer-count and bounds rules.
-func skipName(msg []byte, off int) (int, bool) {
-	const maxPointers = (255+1)/2 - 2 // dns.maxCompressionPointers
-	budget, ptrs, after := 255, 0, 0
-	for {
-		if off >= len(msg) {
-			return 0, false
-		}
-		c := int(msg[off])
-		off++
-		switch c & 0xC0 {
-		case 0x00:
-			if c == 0 {
-				if ptrs == 0 {
-					after = off
-				}
-				return after, true
-			}
-			if off+c > len(msg) {
-				return 0, false
-			}
-			if budget -= c + 1; budget <= 0 {
-				return 0, false
-			}
-			off += c
-		case 0xC0:
-			if off >= len(msg) {
-				return 0, false
-			}
-			c1 := int(msg[off])
-			off++
-			if ptrs == 0 {
-				after = off
-			}
-			if ptrs++; ptrs > maxPointers {
-				return 0, false
-			}
-			off = (c^0xC0)<<8 | c1
-		default:
-			return 0, false
-		}
-	}
-}
-
 // skipRR returns the offset after the resource record at off in msg, or
 // false where dns.UnpackRR fails or where the record is one judgeWire
 // leaves to Unpack (OPT, types other than A, AAAA, CNAME, NS, PTR, SOA).
 func skipRR(msg []byte, off int) (int, bool) {
-	off, ok := skipName(msg, off)
+	off, ok := dnswire.SkipName(msg, off)
 	if !ok || off+10 > len(msg) {
 		return 0, false
 	}
@@ -724,19 +679,19 @@ func skipRR(msg []byte, off int) (int, bool) {
 	case dns.TypeAAAA:
 		return end, end-off == 16
 	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
-		o, ok := skipName(rd, off)
+		o, ok := dnswire.SkipName(rd, off)
 		return end, ok && o == end
 	case dns.TypeSOA:
 		// Two names, then up to five 32-bit fields: Unpack stops at
 		// the end of the RDATA between fields.
-		o, ok := skipName(rd, off)
+		o, ok := dnswire.SkipName(rd, off)
 		if !ok {
 			return 0, false
 		}
 		if o == end {
 			return end, true
 		}
-		if o, ok = skipName(rd, o); !ok {
+		if o, ok = dnswire.SkipName(rd, o); !ok {
 			return 0, false
 		}
 		rest := end - o
