@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"lbdns/check"
+	"lbdns/internal/timerheap"
 )
 
 // connectTick is the longest the engine's goroutine waits in epoll_wait,
@@ -51,7 +51,7 @@ type connectEngine struct {
 	// none is): the numbers are small and reused at once, so a slice
 	// costs less than a map, and nothing per check.
 	inflight []*connectProbe
-	byDue    connectHeap
+	byDue    timerheap.Heap[*connectProbe]
 }
 
 // connectProbe is one connection in flight.
@@ -159,7 +159,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 		e.inflight = append(e.inflight, make([]*connectProbe, n-len(e.inflight))...)
 	}
 	e.inflight[p.fd] = p
-	heap.Push(&e.byDue, p)
+	e.byDue.Push(p)
 	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
 	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
 		e.removeLocked(p)
@@ -185,8 +185,8 @@ func (e *connectEngine) loop(epfd int) {
 		// earlier deadline is timed out at most that late.
 		e.mu.Lock()
 		wait := connectTick
-		if len(e.byDue) > 0 {
-			wait = min(wait, time.Until(e.byDue[0].deadline))
+		if e.byDue.Len() > 0 {
+			wait = min(wait, time.Until((*e.byDue.At(0)).deadline))
 		}
 		e.mu.Unlock()
 		// A deadline passed already still polls, without waiting, so
@@ -210,13 +210,13 @@ func (e *connectEngine) loop(epfd int) {
 				ended = append(ended, p)
 			}
 		}
-		for len(e.byDue) > 0 && !e.byDue[0].deadline.After(now) {
-			p := e.byDue[0]
+		for e.byDue.Len() > 0 && !(*e.byDue.At(0)).deadline.After(now) {
+			p := *e.byDue.At(0)
 			e.removeLocked(p)
 			p.expired = true
 			ended = append(ended, p)
 		}
-		if len(e.byDue) > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
+		if e.byDue.Len() > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
 			idleSince = now
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
@@ -291,7 +291,7 @@ func connectErr(fd int) error {
 // removeLocked takes p out of flight; e.mu is held.
 func (e *connectEngine) removeLocked(p *connectProbe) {
 	e.inflight[p.fd] = nil
-	heap.Remove(&e.byDue, p.idx)
+	e.byDue.Remove(p.idx)
 }
 
 // end reports p's result: connected when err is nil.
@@ -308,29 +308,8 @@ func (p *connectProbe) end(err error) {
 	p.done(Result{RTT: rtt, Detail: describeErr(context.Background(), err, p.deadline.Sub(p.start))})
 }
 
-// connectHeap orders connections in flight by deadline.
-type connectHeap []*connectProbe
+// Before orders connections in flight by deadline (timerheap.Item).
+func (p *connectProbe) Before(o *connectProbe) bool { return p.deadline.Before(o.deadline) }
 
-func (h connectHeap) Len() int           { return len(h) }
-func (h connectHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h connectHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-
-// Push adds x (heap.Interface).
-func (h *connectHeap) Push(x any) {
-	p := x.(*connectProbe)
-	p.idx = len(*h)
-	*h = append(*h, p)
-}
-
-// Pop removes the last element (heap.Interface).
-func (h *connectHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	p.idx = -1
-	return p
-}
+// SetIndex records p's place in connectEngine.byDue (timerheap.Item).
+func (p *connectProbe) SetIndex(i int) { p.idx = i }
