@@ -7,8 +7,9 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lbdns/check"
 	"lbdns/internal/timerheap"
@@ -22,7 +23,7 @@ const connectTick = 10 * time.Millisecond
 // in flight before it ends (and closes its epoll instance).
 const connectIdle = time.Second
 
-// epollET is EPOLLET as a uint32 (syscall's constant is negative).
+// epollET is EPOLLET as a uint32 (unix.EPOLLET is a negative int).
 const epollET = 1 << 31
 
 // connectEngine runs the connect-only tcp checks of one Builder (those
@@ -86,11 +87,11 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 	case err != nil:
 		p.end(err)
 	case connected: // at once, as loopback may
-		rawClose(int(p.fd))
+		unix.Close(int(p.fd))
 		p.end(nil)
 	default:
-		if err := e.add(p, syscall.EPOLLOUT); err != nil {
-			rawClose(int(p.fd))
+		if err := e.add(p, unix.EPOLLOUT); err != nil {
+			unix.Close(int(p.fd))
 			p.end(err)
 		}
 	}
@@ -114,8 +115,8 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	}
 	// Edge-triggered, for both directions at once: the connection made
 	// (or made already: epoll reports it at once), then the response.
-	if err := e.add(p, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|epollET); err != nil {
-		rawClose(int(p.fd))
+	if err := e.add(p, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|epollET); err != nil {
+		unix.Close(int(p.fd))
 		p.end(err)
 	}
 }
@@ -124,20 +125,20 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 // p.addr; connected reports a connection made at once. On an error the
 // socket is closed.
 func (p *connectProbe) connect() (connected bool, err error) {
-	family := syscall.AF_INET
+	family := unix.AF_INET
 	if !p.addr.Addr().Unmap().Is4() {
-		family = syscall.AF_INET6
+		family = unix.AF_INET6
 	}
-	fd, err := rawSocket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return false, os.NewSyscallError("socket", err)
 	}
 	p.fd = int32(fd)
-	switch err := rawConnect(fd, p.addr); {
+	switch err := connectTo(fd, p.addr); {
 	case err == nil:
 		return true, nil
-	case !errors.Is(err, syscall.EINPROGRESS):
-		rawClose(fd)
+	case !errors.Is(err, unix.EINPROGRESS):
+		unix.Close(fd)
 		return false, os.NewSyscallError("connect", err)
 	}
 	return false, nil
@@ -148,7 +149,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.epfd < 0 {
-		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			return os.NewSyscallError("epoll_create1", err)
 		}
@@ -160,8 +161,8 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	}
 	e.inflight[p.fd] = p
 	e.byDue.Push(p)
-	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
-	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
+	ev := unix.EpollEvent{Events: events, Fd: p.fd}
+	if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
 		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -171,7 +172,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 // loop waits for connections, responses and deadlines on epfd until
 // nothing has been in flight for connectIdle.
 func (e *connectEngine) loop(epfd int) {
-	events := make([]syscall.EpollEvent, 128)
+	events := make([]unix.EpollEvent, 128)
 	var (
 		ended []*connectProbe // out of flight: connected, or past the deadline
 		ready []httpReady     // http checks with I/O to do
@@ -243,7 +244,7 @@ func (e *connectEngine) loop(epfd int) {
 			}
 			e.mu.Unlock()
 			for i, p := range fin {
-				rawClose(int(p.fd))
+				unix.Close(int(p.fd))
 				p.http.release(&bufs)
 				p.done(p.http.res)
 				fin[i] = nil
@@ -255,7 +256,7 @@ func (e *connectEngine) loop(epfd int) {
 				if p.http.finished {
 					continue // ended by its I/O above
 				}
-				rawClose(int(p.fd))
+				unix.Close(int(p.fd))
 				p.http.release(&bufs)
 				p.timedOut()
 				continue
@@ -265,10 +266,10 @@ func (e *connectEngine) loop(epfd int) {
 			var err error
 			if p.expired {
 				err = os.ErrDeadlineExceeded
-			} else if p.events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			} else if p.events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 				err = connectErr(int(p.fd))
 			}
-			rawClose(int(p.fd)) // also out of the epoll set
+			unix.Close(int(p.fd)) // also out of the epoll set
 			p.end(err)
 		}
 		for i := range ready {
@@ -279,11 +280,11 @@ func (e *connectEngine) loop(epfd int) {
 
 // connectErr returns the error of fd's connect, nil when it has none.
 func connectErr(fd int) error {
-	switch soErr, err := rawSoError(fd); {
+	switch soErr, err := soError(fd); {
 	case err != nil:
 		return os.NewSyscallError("getsockopt", err)
 	case soErr != 0:
-		return os.NewSyscallError("connect", syscall.Errno(soErr))
+		return os.NewSyscallError("connect", unix.Errno(soErr))
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // peekSize is the buffer of the first look at a reply: the largest reply
@@ -36,11 +38,11 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 	)
 	err = rc.Read(func(fd uintptr) bool {
 		var peek [peekSize]byte
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&peek[0])), peekSize,
-			syscall.MSG_PEEK|syscall.MSG_TRUNC, 0, 0)
+		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&peek[0])), peekSize,
+			unix.MSG_PEEK|unix.MSG_TRUNC, 0, 0)
 		switch errno {
 		case 0:
-		case syscall.EAGAIN, syscall.EINTR:
+		case unix.EAGAIN, unix.EINTR:
 			return false // wait until readable (or the deadline)
 		default:
 			opErr = errno
@@ -51,11 +53,11 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 			return true
 		}
 		buf = make([]byte, int(n))
-		m, err := syscall.Read(int(fd), buf)
+		m, err := unix.Read(int(fd), buf)
 		switch err {
 		case nil:
 			buf = buf[:m]
-		case syscall.EAGAIN, syscall.EINTR:
+		case unix.EAGAIN, unix.EINTR:
 			return false
 		default:
 			opErr = err
@@ -88,12 +90,12 @@ func recvDatagram(conn *net.UDPConn, bufs *sync.Pool) ([]byte, error) {
 	err = rc.Read(func(fd uintptr) bool {
 		bp := scratch(bufs)
 		defer bufs.Put(bp)
-		n, err := syscall.Read(int(fd), *bp)
+		n, err := unix.Read(int(fd), *bp)
 		switch err {
 		case nil:
 			out = make([]byte, n)
 			copy(out, (*bp)[:n])
-		case syscall.EAGAIN, syscall.EINTR:
+		case unix.EAGAIN, unix.EINTR:
 			return false // wait until readable (or the deadline)
 		default:
 			opErr = err
