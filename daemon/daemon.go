@@ -177,10 +177,10 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	if opts.Checkers == nil {
-		// On Linux the DNS checks go through probes' batch engine
-		// (shared sockets, sendmmsg/recvmmsg); the prober's own
-		// connected sockets serve the other systems. None exists until
-		// the first probe, so a failed New leaks nothing.
+		// On Linux the UDP DNS checks go through probes' batch
+		// engine (shared sockets, sendmmsg/recvmmsg); elsewhere each
+		// probe opens its own socket. The engine starts with the first
+		// probe, so a failed New leaks nothing.
 		pr := probes.NewDNSProber()
 		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}

@@ -52,7 +52,8 @@ const (
 // question and the judgement parsed from the profile once.
 type dnsChecker struct {
 	target netip.AddrPort
-	// p, when set, lends UDP sockets (DNSProber).
+	// p, when set, runs UDP checks through its batch engine
+	// (StartCheck; DNSProber).
 	p *DNSProber
 	// name is the fixed query name, or the zone when random is set.
 	name    string
@@ -238,20 +239,13 @@ func newJudge(s *configs.DNSCheck) (judge, error) {
 // RTT runs from the start of the probe (including the TCP handshake for
 // TCP) to the reply, or to giving up.
 //
-// DNS opens a fresh socket per probe; DNSProber.Probe is the same probe
-// with UDP sockets reused.
+// DNS opens a fresh socket per probe.
 func DNS(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result {
-	return probeDNS(ctx, nil, target, chk)
-}
-
-// probeDNS is DNS, with UDP sockets from p when p is not nil.
-func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *configs.Check) Result {
 	start := time.Now()
 	c, err := buildDNSChecker(chk, target)
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
 	}
-	c.p = p
 	return c.Check(ctx)
 }
 
@@ -269,7 +263,7 @@ func (c *dnsChecker) Check(ctx context.Context) Result {
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()}
 	}
-	r, viaTCP, detail := roundTrip(ctx, c.p, c.target, c.network, q, wire, deadline.Sub(start))
+	r, viaTCP, detail := roundTrip(ctx, c.target, c.network, q, wire, deadline.Sub(start))
 	if r == nil {
 		return Result{RTT: time.Since(start), Detail: detail}
 	}
@@ -308,23 +302,15 @@ func (c *dnsChecker) queryOf(id uint16, rnd uint64) *dns.Msg {
 
 // roundTrip is the one DNS exchange-and-validate core of health checks,
 // Identify and Exchange: it sends wire (the packed q) to target over
-// network (UDP sockets from p when set), validates the reply against q
+// network (a fresh socket), validates the reply against q
 // (validate), and asks again over TCP within the same deadline when a UDP
 // reply is truncated. It returns the valid reply and whether it came over
 // TCP after a truncation, or nil and why not ("timeout after 1s",
 // "id mismatch: ...", "truncated over udp; tcp: ..."). budget is the
 // whole deadline, for the timeout's text. The rcode and the answer are the
 // caller's to judge.
-func roundTrip(ctx context.Context, p *DNSProber, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
-	var (
-		raw []byte
-		err error
-	)
-	if p != nil && network == "udp" {
-		raw, err = p.exchangeUDP(ctx, target, q, wire)
-	} else {
-		raw, err = exchange(ctx, network, target, wire)
-	}
+func roundTrip(ctx context.Context, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
+	raw, err := exchange(ctx, network, target, wire)
 	if err != nil {
 		return nil, false, describeErr(ctx, err, budget)
 	}

@@ -23,15 +23,15 @@ import (
 // Result is the outcome of one probe (check.Result).
 type Result = check.Result
 
-// Func is the signature of a one-off probe of a check profile: DNS, and
-// DNSProber.Probe. It parses the profile on every call; health checks use
+// Func is the signature of a one-off probe of a check profile, such as
+// DNS. It parses the profile on every call; health checks use
 // checkers made by a Builder instead.
 type Func func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result
 
 // Deps are what the checkers of one Builder share.
 type Deps struct {
-	// DNS, when set, keeps one idle UDP socket per target for the checks
-	// of kind "dns" (see DNSProber); nil opens a socket per probe.
+	// DNS, when set, runs the UDP checks of kind "dns" through its batch
+	// engine on Linux (see DNSProber); nil opens a socket per probe.
 	DNS *DNSProber
 
 	// tcp runs the connect-only tcp checks; NewBuilder makes it.

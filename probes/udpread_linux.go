@@ -2,7 +2,6 @@ package probes
 
 import (
 	"net"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -71,42 +70,4 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 		return nil, &net.OpError{Op: "read", Net: "udp", Source: conn.LocalAddr(), Addr: conn.RemoteAddr(), Err: err}
 	}
 	return buf, nil
-}
-
-// recvDatagram consumes the next datagram from the connected UDP socket
-// conn and returns a copy of it, whole. The datagram is received into a
-// buffer of the largest DNS message size from bufs, taken only once the
-// socket is readable and given back at once, so that a probe waiting for
-// its reply holds no buffer. conn's deadline applies as to conn.Read.
-func recvDatagram(conn *net.UDPConn, bufs *sync.Pool) ([]byte, error) {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		out   []byte
-		opErr error
-	)
-	err = rc.Read(func(fd uintptr) bool {
-		bp := scratch(bufs)
-		defer bufs.Put(bp)
-		n, err := unix.Read(int(fd), *bp)
-		switch err {
-		case nil:
-			out = make([]byte, n)
-			copy(out, (*bp)[:n])
-		case unix.EAGAIN, unix.EINTR:
-			return false // wait until readable (or the deadline)
-		default:
-			opErr = err
-		}
-		return true
-	})
-	if err == nil {
-		err = opErr
-	}
-	if err != nil {
-		return nil, &net.OpError{Op: "read", Net: "udp", Source: conn.LocalAddr(), Addr: conn.RemoteAddr(), Err: err}
-	}
-	return out, nil
 }
