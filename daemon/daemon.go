@@ -34,6 +34,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/report"
@@ -67,7 +68,7 @@ type Options struct {
 	// Probe with its address and check profile; tests use it.
 	Probe probes.Func
 	// Identify, when set, replaces the CHAOS version.bind identification
-	// the resolvers.Identifier runs.
+	// the identify.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
@@ -103,7 +104,7 @@ type Daemon struct {
 	noIPVS bool
 
 	mon   *monitor.Monitor
-	ident *resolvers.Identifier
+	ident *identify.Identifier
 	rec   *vip.Reconciler
 
 	events   chan monitor.Event
@@ -276,7 +277,7 @@ func New(opts Options) (*Daemon, error) {
 	// Made here, not in Run, so that Status never races its assignment.
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.bgp = newBGP(d)
-	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
+	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
 		VendorOf: probes.VendorOf,
@@ -551,7 +552,7 @@ func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 
 // Identifier returns the vendor identification of the back ends, for
 // status.
-func (d *Daemon) Identifier() *resolvers.Identifier { return d.ident }
+func (d *Daemon) Identifier() *identify.Identifier { return d.ident }
 
 // Applied returns the IPVS table the daemon believes the kernel holds for
 // its services (in dry-run, the table it would have programmed).
