@@ -339,15 +339,9 @@ func roundTrip(ctx context.Context, target netip.AddrPort, network string, q *dn
 	return nil, false, "truncated over udp; tcp: " + detail
 }
 
-// randomName returns a fresh random label under zone: "lbdns-<16 hex>."
-// and zone as a fully qualified name without a leading dot. It builds the
-// name in one allocation, as it runs once per probe.
-func randomName(zone string) string {
-	return randomNameOf(zone, rand.Uint64())
-}
-
-// randomNameOf is randomName with the label's value v: "lbdns-" and v in
-// 16 hex digits.
+// randomNameOf returns a random label under zone: "lbdns-" and v in 16
+// hex digits, then zone as a fully qualified name without a leading dot.
+// It builds the name in one allocation, as it runs once per probe.
 func randomNameOf(zone string, v uint64) string {
 	zone = strings.TrimPrefix(zone, ".") // ".zone" and "." alike
 	var b strings.Builder
@@ -531,21 +525,6 @@ func validate(q *dns.Msg, reply []byte) (*dns.Msg, verdict, string) {
 		return nil, verdictTruncated, "truncated"
 	}
 	return r, verdictOK, ""
-}
-
-// checkReply judges one raw reply to q: validate, then j. The order of the
-// checks decides the Detail: header, question, TC, rcode, then the answer
-// expectations.
-func checkReply(q *dns.Msg, reply []byte, j *judge) (verdict, string) {
-	r, v, detail := validate(q, reply)
-	if v != verdictOK {
-		return v, detail
-	}
-	ok, detail := j.judge(r)
-	if !ok {
-		return verdictFail, detail
-	}
-	return verdictOK, detail
 }
 
 // judge judges a valid reply: rcode, then expect, then expect_regexp.

@@ -64,15 +64,6 @@ func NewBuilder(deps Deps) *Builder {
 	}}
 }
 
-// Kinds returns the kinds b builds (in no particular order).
-func (b *Builder) Kinds() []string {
-	out := make([]string, 0, len(b.kinds))
-	for k := range b.kinds {
-		out = append(out, k)
-	}
-	return out
-}
-
 // Build returns the checker of chk's kind for target.
 func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checker, error) {
 	if chk == nil {
@@ -91,11 +82,6 @@ func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checke
 		return nil, fmt.Errorf("probes: check %q: %w", chk.Name, err)
 	}
 	return c, nil
-}
-
-// Build returns the checker of chk's kind for target, with deps.
-func Build(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
-	return NewBuilder(deps).Build(chk, target)
 }
 
 // bounded returns ctx with its deadline: its own, or timeout from now when
