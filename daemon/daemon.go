@@ -605,7 +605,9 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 
 func (d *Daemon) handleReload(ctx context.Context) error {
 	// A reload allocates tens of times its file's size: the GC is held
-	// back meanwhile (heap goal 5x live, not 2x; bench/README.md).
+	// back meanwhile (heap goal 5x live, not 2x; bench/README.md,
+	// "2026-11-30 (session 15): everything merged, the GC held back
+	// during a reload, the answer path").
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	var targets []monitor.Target

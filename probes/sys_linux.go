@@ -35,7 +35,8 @@ func soError(fd int) (int, error) {
 // A thread blocked in a system call keeps its P out of the idle set, so
 // sysmon never sleeps deeply and, once the call lasts 10 ms (between two
 // rounds of checks), takes the P back and wakes another thread: 12% of
-// the daemon's CPU in the GSLB bench was sysmon.
+// the daemon's CPU in the GSLB bench was sysmon (bench/README.md,
+// "2026-11-30, round 2 (branch `gslb2`)").
 type epollWaiter struct {
 	epfd int
 	f    *os.File        // owns epfd; nil when epfd could not be made nonblocking

@@ -43,7 +43,8 @@ import (
 // On the 2-CPU benchmark host, one reader with a P to spare answered at
 // 3.2-4.1 us of CPU per query where two readers (with or without a spare
 // P) took 4.8-6.5 us, and one reader without one 3.4-4.9 us
-// (bench/README.md).
+// (bench/README.md, "2026-11-30 (session 16): the reply cache, one
+// reader with a P to spare").
 func udpReaders(n int) int {
 	if n > 0 {
 		return n

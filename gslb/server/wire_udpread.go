@@ -15,7 +15,8 @@ import (
 // replies sends in one sendmmsg (at most: recvmmsg returns what is
 // queued once one has come). 64 rather than 16: on the 2-CPU benchmark
 // host lbdnsd's CPU per query against gdnsd's went from 0.95-1.10 to
-// 0.82-0.93 (bench/README.md, session 16).
+// 0.82-0.93 (bench/README.md, "2026-11-30 (session 16): the reply
+// cache, one reader with a P to spare").
 const udpBatch = 64
 
 // batch is a reader's reused storage: the headers of the queries read
@@ -94,9 +95,10 @@ func (s *Server) serveUDP(u *udpSocket, pktinfo bool) {
 // queued), answering them, and writing their replies at once (sendmmsg)
 // to the senders' addresses as read. Batches pay under load: on loopback
 // under dnsperf, the server's CPU per query went from 7.4-7.6 us with one
-// read and one write per query to 4.2-6.6 us (bench/README.md). The
-// reader keeps its thread: without, the CPU per query rose from 5.4-5.8
-// us to 7.2 us.
+// read and one write per query to 4.2-6.6 us (bench/README.md, "The
+// responder's own UDP loop, 2026-11-30"). The reader keeps its thread:
+// without, the CPU per query rose from 5.4-5.8 us to 7.2 us (ibid.,
+// "Blocking readers, 2026-11-30").
 func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
