@@ -77,7 +77,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 	fd := int(p.fd)
 	if !r.connected {
 		if events&unix.EPOLLERR != 0 {
-			if soErr, err := soError(fd); err != nil {
+			if soErr, err := rawSoError(fd); err != nil {
 				return p.finish(os.NewSyscallError("getsockopt", err), true)
 			} else if soErr != 0 {
 				return p.finish(os.NewSyscallError("connect", unix.Errno(soErr)), true)
@@ -89,7 +89,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 		r.connected = true
 	}
 	for req := r.c.wire; r.sent < len(req); {
-		n, err := unix.Write(fd, req[r.sent:])
+		n, err := rawWrite(fd, req[r.sent:])
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			return false
@@ -117,7 +117,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 			r.buf = grown
 		}
 		space := cap(r.buf) - len(r.buf)
-		n, err := unix.Read(fd, r.buf[len(r.buf):cap(r.buf)])
+		n, err := rawRead(fd, r.buf[len(r.buf):cap(r.buf)])
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			return false

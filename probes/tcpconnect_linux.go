@@ -87,11 +87,11 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 	case err != nil:
 		p.end(err)
 	case connected: // at once, as loopback may
-		unix.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(nil)
 	default:
 		if err := e.add(p, unix.EPOLLOUT); err != nil {
-			unix.Close(int(p.fd))
+			rawClose(int(p.fd))
 			p.end(err)
 		}
 	}
@@ -116,7 +116,7 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	// Edge-triggered, for both directions at once: the connection made
 	// (or made already: epoll reports it at once), then the response.
 	if err := e.add(p, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|epollET); err != nil {
-		unix.Close(int(p.fd))
+		rawClose(int(p.fd))
 		p.end(err)
 	}
 }
@@ -129,16 +129,16 @@ func (p *connectProbe) connect() (connected bool, err error) {
 	if !p.addr.Addr().Unmap().Is4() {
 		family = unix.AF_INET6
 	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	fd, err := rawSocket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return false, os.NewSyscallError("socket", err)
 	}
 	p.fd = int32(fd)
-	switch err := connectTo(fd, p.addr); {
+	switch err := rawConnect(fd, p.addr); {
 	case err == nil:
 		return true, nil
 	case !errors.Is(err, unix.EINPROGRESS):
-		unix.Close(fd)
+		rawClose(fd)
 		return false, os.NewSyscallError("connect", err)
 	}
 	return false, nil
@@ -162,7 +162,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	e.inflight[p.fd] = p
 	e.byDue.Push(p)
 	ev := unix.EpollEvent{Events: events, Fd: p.fd}
-	if err := unix.EpollCtl(e.epfd, unix.EPOLL_CTL_ADD, int(p.fd), &ev); err != nil {
+	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
 		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -244,7 +244,7 @@ func (e *connectEngine) loop(epfd int) {
 			}
 			e.mu.Unlock()
 			for i, p := range fin {
-				unix.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.done(p.http.res)
 				fin[i] = nil
@@ -256,7 +256,7 @@ func (e *connectEngine) loop(epfd int) {
 				if p.http.finished {
 					continue // ended by its I/O above
 				}
-				unix.Close(int(p.fd))
+				rawClose(int(p.fd))
 				p.http.release(&bufs)
 				p.timedOut()
 				continue
@@ -269,7 +269,7 @@ func (e *connectEngine) loop(epfd int) {
 			} else if p.events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 				err = connectErr(int(p.fd))
 			}
-			unix.Close(int(p.fd)) // also out of the epoll set
+			rawClose(int(p.fd)) // also out of the epoll set
 			p.end(err)
 		}
 		for i := range ready {
@@ -280,7 +280,7 @@ func (e *connectEngine) loop(epfd int) {
 
 // connectErr returns the error of fd's connect, nil when it has none.
 func connectErr(fd int) error {
-	switch soErr, err := soError(fd); {
+	switch soErr, err := rawSoError(fd); {
 	case err != nil:
 		return os.NewSyscallError("getsockopt", err)
 	case soErr != 0:

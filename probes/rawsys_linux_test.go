@@ -27,7 +27,7 @@ func TestEpollWaiter(t *testing.T) {
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p[0])}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, p[0], &ev); err != nil {
+	if err := rawEpollAdd(epfd, p[0], &ev); err != nil {
 		t.Fatal(err)
 	}
 	events := make([]unix.EpollEvent, 4)
