@@ -1,0 +1,174 @@
+package flood
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Source is where a query was seen.
+type Source uint8
+
+// The sources of queries.
+const (
+	// SourceResponder: the GSLB responder's own UDP and TCP readers.
+	SourceResponder Source = iota
+	// SourceDnstap: a back-end resolver's CLIENT_QUERY or
+	// CLIENT_RESPONSE message.
+	SourceDnstap
+	numSources
+)
+
+// String is the source's name ("responder", "dnstap").
+func (s Source) String() string {
+	switch s {
+	case SourceResponder:
+		return "responder"
+	case SourceDnstap:
+		return "dnstap"
+	}
+	return fmt.Sprintf("source%d", uint8(s))
+}
+
+// NoRcode is the Rcode of a query that got no reply (or whose reply is
+// not known, as for a dnstap CLIENT_QUERY).
+const NoRcode = 0xff
+
+// Query is one DNS query seen: who asked what, and what it got.
+type Query struct {
+	// Client is the address the query came from.
+	Client netip.Addr
+	// Name is the question's name, in presentation form (any case, with
+	// or without the final dot); empty for a query without a question.
+	Name string
+	// Type is the question's type.
+	Type uint16
+	// Rcode is the reply's response code (the header's 4 bits), or
+	// NoRcode.
+	Rcode uint8
+	// Source is where it was seen.
+	Source Source
+}
+
+// Kind is a kind of key counted.
+type Kind uint8
+
+// The kinds of key, each with its own summaries.
+const (
+	// KindClient: the client's address.
+	KindClient Kind = iota
+	// KindPrefix: the client's network, /24 for IPv4 and /56 for IPv6
+	// (PrefixBits4, PrefixBits6).
+	KindPrefix
+	// KindName: the query name, lower-cased, fully qualified.
+	KindName
+	// KindSuffix: the part of the name that one owner answers for
+	// (Suffix).
+	KindSuffix
+	// KindNameType: the query name and type ("www.example.com. A").
+	KindNameType
+	numKinds
+)
+
+// Kinds are all kinds, in order.
+var kindNames = [numKinds]string{"clients", "prefixes", "names", "suffixes", "nametypes"}
+
+// String is the kind's plural name, as lbctl top and GET /v1/top take
+// it ("clients", "prefixes", "names", "suffixes", "nametypes").
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind%d", uint8(k))
+}
+
+// ParseKind is the kind named s (as Kind.String gives it; the singular
+// is accepted too).
+func ParseKind(s string) (Kind, error) {
+	for k, n := range kindNames {
+		if s == n || s+"s" == n || s+"es" == n {
+			return Kind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("flood: unknown kind %q (want clients, prefixes, names, suffixes or nametypes)", s)
+}
+
+// The client prefix lengths of KindPrefix.
+const (
+	PrefixBits4 = 24
+	PrefixBits6 = 56
+)
+
+// Prefix is the client prefix a is counted under (KindPrefix).
+func Prefix(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := PrefixBits6
+	if a.Is4() {
+		bits = PrefixBits4
+	}
+	p, _ := a.WithZone("").Prefix(bits)
+	return p
+}
+
+// Suffixer tells the suffix of a name (KindSuffix): under one of its
+// zones (the GSLB zones), the zone and one label more
+// ("app.gslb.example.com." for "www.app.gslb.example.com." in zone
+// "gslb.example.com."; the zone itself for its apex); under none, the
+// last two labels ("example.com.", and "co.uk." for "www.example.co.uk.":
+// no public suffix list is consulted), or the name itself when it has
+// fewer. Names are lower-cased and fully qualified. The zero Suffixer
+// has no zones.
+type Suffixer struct {
+	zones []string
+}
+
+// NewSuffixer returns a Suffixer over zones (any case, with or without
+// the final dot).
+func NewSuffixer(zones []string) Suffixer {
+	var s Suffixer
+	for _, z := range zones {
+		s.zones = append(s.zones, dns.Fqdn(strings.ToLower(z)))
+	}
+	return s
+}
+
+// Suffix is name's suffix; name must be lower-cased and fully qualified.
+// It does not allocate: the result is a tail of name.
+func (s Suffixer) Suffix(name string) string {
+	best := ""
+	for _, z := range s.zones {
+		if len(z) > len(best) && (name == z || z == "." || strings.HasSuffix(name, z) && name[len(name)-len(z)-1] == '.') {
+			best = z
+		}
+	}
+	if best != "" {
+		if len(name) == len(best) {
+			return name
+		}
+		head := name[:len(name)-len(best)-1] // without the dot before the zone
+		if i := strings.LastIndexByte(head, '.'); i >= 0 {
+			return name[i+1:]
+		}
+		return name
+	}
+	return lastLabels(name, 2)
+}
+
+// lastLabels is the tail of the fully qualified name of its last n labels.
+func lastLabels(name string, n int) string {
+	if name == "." {
+		return name
+	}
+	end := len(name) - 1 // the final dot
+	for i := end - 1; i >= 0; i-- {
+		if name[i] == '.' {
+			n--
+			if n == 0 {
+				return name[i+1:]
+			}
+		}
+	}
+	return name
+}
