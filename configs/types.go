@@ -20,6 +20,8 @@ type Config struct {
 	// etcd; nil without [fleet] (the host is alone).
 	Fleet *Fleet `toml:"fleet"`
 	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
+	// Flood is the flood alarms ([flood], flood.go).
+	Flood Flood `toml:"flood"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

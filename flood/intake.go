@@ -217,15 +217,17 @@ func (p *Producer) Add(q Query) {
 // Drain hands every batch recorded so far (full ones, then what each
 // producer has begun) to fn, and takes them back for reuse. It returns
 // how many queries the producers saw since the last Drain, recorded or
-// not. Only one goroutine may drain.
-func (in *Intake) Drain(fn func(*batch)) (seen uint64) {
+// not, by source. Only one goroutine may drain.
+func (in *Intake) Drain(fn func(*batch)) (seen [numSources]uint64) {
 	in.handle(fn) // the full ones first: their return leaves spares
 	in.mu.Lock()
 	producers := append([]*Producer(nil), in.producers...)
 	in.mu.Unlock()
 	for _, p := range producers {
 		p.mu.Lock()
-		seen += p.total
+		if p.source < numSources {
+			seen[p.source] += p.total
+		}
 		p.total = 0
 		if p.cur != nil && len(p.cur.recs) > 0 {
 			in.mu.Lock()

@@ -1,29 +1,50 @@
 package flood
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
+// Config is a Pipeline's configuration.
+type Config struct {
+	Tracker TrackerConfig
+	Alarms  AlarmConfig
+	// Top is how many keys of each kind an alarm names. Default 5.
+	Top int
+}
+
+// AlarmWindow is the time an alarm's Top covers: the last seconds, the
+// ones that raised it.
+const AlarmWindow = 2 * Epoch
+
 // Pipeline is the one way in for every input (the responder's readers,
-// dnstap, anything else that sees queries) and the one place the
-// heavy hitters are kept: an Intake drained into a Tracker. Inputs
-// either take a Producer of their own (one per goroutine that records,
-// the cheapest way: a lock nobody else takes but the drainer) or call
-// Observe. Step (or Run, which calls it) drains, rotates the epochs and
-// evaluates the alarms. Top is safe to call from any goroutine.
+// dnstap, anything else that sees queries) and the one place the heavy
+// hitters and alarms are kept: an Intake drained into a Tracker, and
+// Alarms over the rates and shares. Inputs either take a Producer of
+// their own (one per goroutine that records: the cheapest way, a lock
+// nobody else takes but the drainer) or call Observe. Step drains,
+// rotates the epochs and evaluates the alarms; the caller runs it (and
+// Drain when Wake has a value) from one goroutine. Every method is safe
+// to call from any goroutine.
 type Pipeline struct {
 	intake *Intake
+	top    int
 
 	mu      sync.Mutex
 	tracker *Tracker
+	alarms  *Alarms
 	inputs  map[Source]*Producer
 }
 
-// NewPipeline returns a pipeline whose tracker is sized by cfg and
-// whose first epoch starts at now.
-func NewPipeline(cfg TrackerConfig, now time.Time) *Pipeline {
-	return &Pipeline{intake: NewIntake(), tracker: NewTracker(cfg, now), inputs: map[Source]*Producer{}}
+// NewPipeline returns a pipeline of cfg whose first epoch starts at now.
+func NewPipeline(cfg Config, now time.Time) *Pipeline {
+	if cfg.Top <= 0 {
+		cfg.Top = 5
+	}
+	return &Pipeline{intake: NewIntake(), top: cfg.Top, tracker: NewTracker(cfg.Tracker, now),
+		alarms: NewAlarms(cfg.Alarms), inputs: map[Source]*Producer{}}
 }
 
 // Producer returns a new producer of queries from source (close it when
@@ -53,16 +74,89 @@ func (p *Pipeline) Wake() <-chan struct{} { return p.intake.Wake() }
 func (p *Pipeline) Drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.intake.Drain(p.tracker.addBatch)
+	p.drain()
 }
 
-// Rotate drains, then closes the epochs that ended by now (see
-// Tracker.Rotate).
-func (p *Pipeline) Rotate(now time.Time) []EpochTotal {
+// drain is Drain with p.mu held: the queries seen but not recorded
+// (no batch was free) are added to the epoch's totals.
+func (p *Pipeline) drain() {
+	cur := p.tracker.cur
+	before := cur.sources
+	seen := p.intake.Drain(p.tracker.addBatch)
+	for s, n := range seen {
+		if got := cur.sources[s] - before[s]; n > got {
+			cur.sources[s] += n - got
+			cur.total += n - got
+		}
+	}
+}
+
+// Step drains, closes the epochs that ended by now, and takes each
+// closed epoch's rate of every source of queries, then (once a second)
+// rates, the other sources' rates (a VIP's packets a second from IPVS:
+// "vip NAME"), and the shares of the short window. It returns the
+// alarms raised (with their Top) and cleared.
+func (p *Pipeline) Step(now time.Time, rates map[string]float64) []Alarm {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.intake.Drain(p.tracker.addBatch)
-	return p.tracker.Rotate(now)
+	p.drain()
+	closed := p.tracker.Rotate(now)
+	if len(closed) == 0 {
+		return nil
+	}
+	var out []Alarm
+	for _, e := range closed {
+		end := e.Start.Add(Epoch)
+		for s := range numSources {
+			if s != SourceResponder && e.Sources[s] == 0 && p.inputs[s] == nil {
+				continue
+			}
+			if al, ok := p.alarms.Rate(s.String(), float64(e.Sources[s]), end); ok {
+				out = append(out, al)
+			}
+		}
+	}
+	for name, r := range rates {
+		if al, ok := p.alarms.Rate(name, r, now); ok {
+			out = append(out, al)
+		}
+	}
+	p.alarms.Forget(func(s string) bool {
+		if _, ok := rates[s]; ok {
+			return true
+		}
+		for src := range numSources {
+			if s == src.String() {
+				return true
+			}
+		}
+		return false
+	})
+	for _, k := range p.alarms.cfg.ShareKinds {
+		out = append(out, p.alarms.Shares(p.tracker.View(k, p.tracker.cfg.Short, p.top), now)...)
+	}
+	slices.SortStableFunc(out, func(a, b Alarm) int { return strings.Compare(a.ID, b.ID) })
+	var top []View
+	for i := range out {
+		if !out[i].Raised {
+			continue
+		}
+		if top == nil {
+			for _, k := range []Kind{KindClient, KindPrefix, KindName} {
+				top = append(top, p.tracker.View(k, AlarmWindow, p.top))
+			}
+		}
+		out[i].Top = top
+		p.alarms.setTop(out[i].ID, top)
+	}
+	return out
+}
+
+// Active are the alarms raised now.
+func (p *Pipeline) Active() []Alarm {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.alarms.Active()
 }
 
 // Dropped is how many queries producers could not record (see Intake).
@@ -76,9 +170,9 @@ func (p *Pipeline) Top(kind Kind, window time.Duration, top int) View {
 	return p.tracker.View(kind, window, top)
 }
 
-// Config is the tracker's configuration.
-func (p *Pipeline) Config() TrackerConfig {
+// Config is the tracker's and the alarms' configuration, with defaults.
+func (p *Pipeline) Config() Config {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tracker.Config()
+	return Config{Tracker: p.tracker.Config(), Alarms: p.alarms.Config(), Top: p.top}
 }

@@ -128,7 +128,7 @@ func TestProducer(t *testing.T) {
 
 	tr := NewTracker(TrackerConfig{}, t0)
 	seen := in.Drain(tr.addBatch)
-	if seen != 5 {
+	if seen[SourceResponder] != 5 {
 		t.Errorf("seen %d, want 5", seen)
 	}
 	tr.Rotate(t0.Add(Epoch))
@@ -154,7 +154,7 @@ func TestProducer(t *testing.T) {
 	}
 	var recorded int
 	seen = in.Drain(func(b *batch) { recorded += len(b.recs) })
-	if seen != uint64(n) || recorded != n-100 {
+	if seen[SourceResponder] != uint64(n) || recorded != n-100 {
 		t.Errorf("seen %d recorded %d, want %d and %d", seen, recorded, n, n-100)
 	}
 	select {
@@ -164,7 +164,7 @@ func TestProducer(t *testing.T) {
 	}
 	p.Close()
 	p.Add(Query{Name: "x."})
-	if in.Drain(func(*batch) {}) != 0 {
+	if in.Drain(func(*batch) {})[SourceResponder] != 0 {
 		t.Error("a closed producer still counts")
 	}
 }
