@@ -3,6 +3,7 @@ package flood
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -32,23 +33,48 @@ func BenchmarkAddMessage(b *testing.B) {
 	}
 }
 
-// BenchmarkTrackerAdd is the drainer's cost per query: five summaries.
+// BenchmarkTrackerAdd is the drainer's cost per query: five summaries,
+// on Zipf-distributed clients (of 100,000) and names (of 10,000), as
+// DNS traffic is: "every" counts every query in the summaries, the
+// others sample beyond the default Full at the rate they name (an epoch
+// rotated every so many queries).
 func BenchmarkTrackerAdd(b *testing.B) {
-	tr := NewTracker(TrackerConfig{Zones: []string{"gslb.example.com"}}, t0)
+	for _, c := range []struct {
+		name string
+		full int
+		rate int
+	}{{"every", -1, 1 << 30}, {"20kqps", 0, 20000}, {"50kqps", 0, 50000}, {"200kqps", 0, 200000}, {"1Mqps", 0, 1000000}} {
+		b.Run(c.name, func(b *testing.B) { benchTrackerAdd(b, c.full, c.rate) })
+	}
+}
+
+func benchTrackerAdd(b *testing.B, full, rate int) {
+	tr := NewTracker(TrackerConfig{Zones: []string{"gslb.example.com"}, Full: full}, t0)
+	now := t0
 	in := NewIntake()
 	p := in.NewProducer(SourceResponder)
-	msgs := make([][]byte, 1000)
+	r := rand.New(rand.NewPCG(1, 2))
+	zc := rand.NewZipf(r, 1.1, 1, 99999)
+	zn := rand.NewZipf(r, 1.1, 1, 9999)
+	const n = 1 << 16
+	msgs := make([][]byte, n)
+	clients := make([]netip.Addr, n)
 	for i := range msgs {
-		msgs[i], _ = new(dns.Msg).SetQuestion(fmt.Sprintf("n%d.gslb.example.com.", i%200), dns.TypeA).Pack()
+		msgs[i], _ = new(dns.Msg).SetQuestion(fmt.Sprintf("n%d.gslb.example.com.", zn.Uint64()), dns.TypeA).Pack()
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(zc.Uint64()))
+		clients[i] = netip.AddrFrom4(a)
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		var a [4]byte
-		binary.BigEndian.PutUint32(a[:], uint32(i%5000))
-		p.AddMessage(netip.AddrFrom4(a), msgs[i%len(msgs)], nil)
+		p.AddMessage(clients[i%n], msgs[i%n], nil)
 		if i++; i%batchRecords == 0 {
 			in.Drain(tr.addBatch)
+		}
+		if i%rate == 0 {
+			now = now.Add(Epoch)
+			tr.Rotate(now)
 		}
 	}
 }
@@ -67,7 +93,7 @@ func TestMemoryBound(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := heap()
-	cfg := TrackerConfig{Zones: []string{"gslb.example.com"}}
+	cfg := TrackerConfig{Zones: []string{"gslb.example.com"}, Full: -1}
 	tr := NewTracker(cfg, t0)
 	// 70 s at 20,000 queries a second, every one a new client and a
 	// new name of 250 octets: 1.4 million distinct keys of each kind.

@@ -263,6 +263,10 @@ func (in *Intake) handle(fn func(*batch)) {
 func (t *Tracker) addBatch(b *batch) {
 	for i := range b.recs {
 		r := &b.recs[i]
+		w := t.count(r.rcode, r.source)
+		if w == 0 {
+			continue
+		}
 		raw := b.names[r.off : r.off+uint32(r.n)]
 		switch {
 		case !r.named:
@@ -272,7 +276,7 @@ func (t *Tracker) addBatch(b *batch) {
 		default:
 			t.name = appendLowerFQDN(t.name[:0], string(raw))
 		}
-		t.add(r.client, t.name, r.qtype, r.rcode, r.source)
+		t.add(r.client, t.name, r.qtype, w)
 	}
 }
 

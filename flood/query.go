@@ -136,39 +136,48 @@ func NewSuffixer(zones []string) Suffixer {
 
 // Suffix is name's suffix; name must be lower-cased and fully qualified.
 // It does not allocate: the result is a tail of name.
-func (s Suffixer) Suffix(name string) string {
-	best := ""
-	for _, z := range s.zones {
-		if len(z) > len(best) && (name == z || z == "." || strings.HasSuffix(name, z) && name[len(name)-len(z)-1] == '.') {
-			best = z
+func (s Suffixer) Suffix(name string) string { return name[suffixStart(s.zones, name):] }
+
+// suffixStart is where the suffix of name (lower-cased, fully
+// qualified) starts.
+func suffixStart[T string | []byte](zones []string, name T) int {
+	best := -1
+	for _, z := range zones {
+		if len(z) <= best || len(z) > len(name) || string(name[len(name)-len(z):]) != z {
+			continue
+		}
+		if len(z) == len(name) || z == "." || name[len(name)-len(z)-1] == '.' {
+			best = len(z)
 		}
 	}
-	if best != "" {
-		if len(name) == len(best) {
-			return name
+	if best >= 0 {
+		if best == len(name) {
+			return 0
 		}
-		head := name[:len(name)-len(best)-1] // without the dot before the zone
-		if i := strings.LastIndexByte(head, '.'); i >= 0 {
-			return name[i+1:]
+		// The label before the zone's (and its dot).
+		for i := len(name) - best - 2; i >= 0; i-- {
+			if name[i] == '.' {
+				return i + 1
+			}
 		}
-		return name
+		return 0
 	}
 	return lastLabels(name, 2)
 }
 
-// lastLabels is the tail of the fully qualified name of its last n labels.
-func lastLabels(name string, n int) string {
-	if name == "." {
-		return name
+// lastLabels is where the last n labels of the fully qualified name
+// start.
+func lastLabels[T string | []byte](name T, n int) int {
+	if len(name) <= 1 {
+		return 0
 	}
-	end := len(name) - 1 // the final dot
-	for i := end - 1; i >= 0; i-- {
+	for i := len(name) - 2; i >= 0; i-- {
 		if name[i] == '.' {
 			n--
 			if n == 0 {
-				return name[i+1:]
+				return i + 1
 			}
 		}
 	}
-	return name
+	return 0
 }

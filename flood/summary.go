@@ -21,9 +21,14 @@ import (
 type Summary struct {
 	m   int
 	n   uint64
-	idx map[string]int32
-	// c is a min-heap by estimate.
-	c []counter
+	idx map[string]int32 // key -> slot
+	// slots hold the counters, each at a fixed slot while its key is
+	// counted; heap orders the slots by estimate (a min-heap), and pos
+	// is each slot's place in it: a sift moves slot numbers, never
+	// touches the map.
+	slots []counter
+	heap  []int32
+	pos   []int32
 }
 
 // counter is one counted key.
@@ -35,22 +40,23 @@ type counter struct {
 // NewSummary returns an empty summary of at most m counters (at least 1).
 func NewSummary(m int) *Summary {
 	m = max(m, 1)
-	return &Summary{m: m, idx: make(map[string]int32, m), c: make([]counter, 0, m)}
+	return &Summary{m: m, idx: make(map[string]int32, m), slots: make([]counter, 0, m),
+		heap: make([]int32, 0, m), pos: make([]int32, 0, m)}
 }
 
 // N is the weight added.
 func (s *Summary) N() uint64 { return s.n }
 
 // Len is the number of counters in use.
-func (s *Summary) Len() int { return len(s.c) }
+func (s *Summary) Len() int { return len(s.slots) }
 
 // Min is the bound on the count of a key without a counter: the
 // smallest estimate when the summary is full, else 0.
 func (s *Summary) Min() uint64 {
-	if len(s.c) < s.m {
+	if len(s.slots) < s.m {
 		return 0
 	}
-	return s.c[0].est
+	return s.slots[s.heap[0]].est
 }
 
 // Add counts key with weight w. key is copied only when it takes a
@@ -59,8 +65,8 @@ func (s *Summary) Min() uint64 {
 func (s *Summary) Add(key string, w uint64) {
 	s.n += w
 	if i, ok := s.idx[key]; ok {
-		s.c[i].est += w
-		s.down(int(i))
+		s.slots[i].est += w
+		s.down(int(s.pos[i]))
 		return
 	}
 	s.insert(cloneKey(key), w, 0)
@@ -71,8 +77,8 @@ func (s *Summary) Add(key string, w uint64) {
 func (s *Summary) AddBytes(key []byte, w uint64) {
 	s.n += w
 	if i, ok := s.idx[string(key)]; ok {
-		s.c[i].est += w
-		s.down(int(i))
+		s.slots[i].est += w
+		s.down(int(s.pos[i]))
 		return
 	}
 	s.insert(string(key), w, 0)
@@ -84,30 +90,35 @@ func cloneKey(key string) string { return string([]byte(key)) }
 // insert gives key (owned) a counter of estimate base+w and error err
 // plus what the counter it takes had.
 func (s *Summary) insert(key string, w, err uint64) {
-	if len(s.c) < s.m {
-		s.c = append(s.c, counter{key: key, est: w, err: err})
-		i := len(s.c) - 1
-		s.idx[key] = int32(i)
-		s.up(i)
+	if len(s.slots) < s.m {
+		i := int32(len(s.slots))
+		s.slots = append(s.slots, counter{key: key, est: w, err: err})
+		s.heap = append(s.heap, i)
+		s.pos = append(s.pos, i)
+		s.idx[key] = i
+		s.up(int(i))
 		return
 	}
-	least := s.c[0]
+	i := s.heap[0]
+	least := s.slots[i]
 	delete(s.idx, least.key)
-	s.c[0] = counter{key: key, est: least.est + w, err: least.est + err}
-	s.idx[key] = 0
+	s.slots[i] = counter{key: key, est: least.est + w, err: least.est + err}
+	s.idx[key] = i
 	s.down(0)
 }
 
-func (s *Summary) swap(i, j int) {
-	s.c[i], s.c[j] = s.c[j], s.c[i]
-	s.idx[s.c[i].key] = int32(i)
-	s.idx[s.c[j].key] = int32(j)
+func (s *Summary) less(a, b int) bool { return s.slots[s.heap[a]].est < s.slots[s.heap[b]].est }
+
+func (s *Summary) swap(a, b int) {
+	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
+	s.pos[s.heap[a]] = int32(a)
+	s.pos[s.heap[b]] = int32(b)
 }
 
 func (s *Summary) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if s.c[p].est <= s.c[i].est {
+		if !s.less(i, p) {
 			return
 		}
 		s.swap(i, p)
@@ -116,17 +127,17 @@ func (s *Summary) up(i int) {
 }
 
 func (s *Summary) down(i int) {
-	n := len(s.c)
+	n := len(s.heap)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && s.c[r].est < s.c[l].est {
+		if r := l + 1; r < n && s.less(r, l) {
 			j = r
 		}
-		if s.c[i].est <= s.c[j].est {
+		if !s.less(j, i) {
 			return
 		}
 		s.swap(i, j)
@@ -138,7 +149,8 @@ func (s *Summary) down(i int) {
 func (s *Summary) Reset() {
 	s.n = 0
 	clear(s.idx)
-	s.c = s.c[:0]
+	clear(s.slots) // drop the keys
+	s.slots, s.heap, s.pos = s.slots[:0], s.heap[:0], s.pos[:0]
 }
 
 // Entry is one key of a summary or of a merge of summaries: its
@@ -151,8 +163,8 @@ type Entry struct {
 
 // Entries are the summary's counters, largest estimate first.
 func (s *Summary) Entries() []Entry {
-	out := make([]Entry, len(s.c))
-	for i, c := range s.c {
+	out := make([]Entry, len(s.slots))
+	for i, c := range s.slots {
 		out[i] = Entry{Key: c.key, Est: c.est, Err: c.err}
 	}
 	sortEntries(out)
@@ -190,7 +202,7 @@ func Merge(sums []*Summary) (entries []Entry, n uint64) {
 	}
 	at := make(map[string]int)
 	for _, s := range sums {
-		for _, c := range s.c {
+		for _, c := range s.slots {
 			i, ok := at[c.key]
 			if !ok {
 				i = len(entries)
@@ -223,13 +235,12 @@ func (s *Summary) fold(sums ...*Summary) {
 	}
 	s.Reset()
 	s.n = n
-	for _, e := range entries {
-		s.c = append(s.c, counter{key: e.Key, est: e.Est, err: e.Err})
-	}
-	// Largest first is not a min-heap: reverse to smallest first,
-	// which is.
-	slices.Reverse(s.c)
-	for i, c := range s.c {
-		s.idx[c.key] = int32(i)
+	// Smallest first is a min-heap.
+	slices.Reverse(entries)
+	for i, e := range entries {
+		s.slots = append(s.slots, counter{key: e.Key, est: e.Est, err: e.Err})
+		s.heap = append(s.heap, int32(i))
+		s.pos = append(s.pos, int32(i))
+		s.idx[e.Key] = int32(i)
 	}
 }

@@ -2,6 +2,7 @@ package flood
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"time"
@@ -17,6 +18,7 @@ const (
 	DefaultCounters    = 512
 	DefaultShortWindow = 10 * time.Second
 	DefaultLongWindow  = 60 * time.Second
+	DefaultFull        = 20000
 )
 
 // TrackerConfig sizes a Tracker.
@@ -33,6 +35,14 @@ type TrackerConfig struct {
 	Long time.Duration
 	// Zones are the zones of Suffixer.
 	Zones []string
+	// Full is how many queries a second are counted one by one into the
+	// summaries; beyond, each query is counted with probability 1/k and
+	// weight k (k a power of two, from the last epoch's rate and
+	// doubled within an epoch that passes k times Full), so that the
+	// summaries' cost stays near Full updates a second at any rate.
+	// The totals and the reply codes still count every query. 0:
+	// DefaultFull; negative: every query is counted.
+	Full int
 }
 
 func (c TrackerConfig) withDefaults() TrackerConfig {
@@ -47,6 +57,9 @@ func (c TrackerConfig) withDefaults() TrackerConfig {
 		c.Long = max(DefaultLongWindow, c.Short)
 	}
 	c.Long = c.Long.Truncate(c.Short)
+	if c.Full == 0 {
+		c.Full = DefaultFull
+	}
 	return c
 }
 
@@ -82,13 +95,17 @@ type Tracker struct {
 	free   []*Summary
 	key    []byte
 	name   []byte
+	// stride is k, the sampling of the summaries (see
+	// TrackerConfig.Full): 1, every query.
+	stride uint64
+	rng    *rand.Rand
 }
 
 // NewTracker returns a tracker whose first epoch starts at now
 // (truncated to the epoch).
 func NewTracker(cfg TrackerConfig, now time.Time) *Tracker {
 	cfg = cfg.withDefaults()
-	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones)}
+	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones), stride: 1, rng: rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x51ab))}
 	t.cur = t.newPeriod(now.Truncate(Epoch))
 	return t
 }
@@ -122,8 +139,42 @@ func (t *Tracker) release(p *period) {
 
 // Add counts q in the current epoch.
 func (t *Tracker) Add(q Query) {
+	w := t.count(q.Rcode, q.Source)
+	if w == 0 {
+		return
+	}
 	t.name = appendLowerFQDN(t.name[:0], q.Name)
-	t.add(q.Client, t.name, q.Type, q.Rcode, q.Source)
+	t.add(q.Client, t.name, q.Type, w)
+}
+
+// Stride is the sampling of the summaries now: each query is counted
+// in them with probability 1/Stride and weight Stride (see
+// TrackerConfig.Full).
+func (t *Tracker) Stride() uint64 { return t.stride }
+
+// count counts one query in the totals, and returns the weight to count
+// it with in the summaries: 0, not counted there (sampled out).
+func (t *Tracker) count(rcode uint8, src Source) uint64 {
+	p := t.cur
+	p.total++
+	if rcode < 16 {
+		p.rcodes[rcode]++
+	} else {
+		p.rcodes[16]++
+	}
+	if src < numSources {
+		p.sources[src]++
+	}
+	if t.cfg.Full < 0 {
+		return 1
+	}
+	if p.total > uint64(t.cfg.Full)*t.stride {
+		t.stride *= 2
+	}
+	if t.stride > 1 && t.rng.Uint64()&(t.stride-1) != 0 {
+		return 0
+	}
+	return t.stride
 }
 
 // appendLowerFQDN appends name lower-cased and fully qualified.
@@ -144,34 +195,25 @@ func appendLowerFQDN(dst []byte, name string) []byte {
 	return dst
 }
 
-// add counts one query whose name is lower-cased and fully qualified
-// (empty: none).
-func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, rcode uint8, src Source) {
+// add counts one query with weight w in the summaries; its name is
+// lower-cased and fully qualified (empty: none).
+func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, w uint64) {
 	p := t.cur
-	p.total++
-	if rcode < 16 {
-		p.rcodes[rcode]++
-	} else {
-		p.rcodes[16]++
-	}
-	if src < numSources {
-		p.sources[src]++
-	}
 	if client.IsValid() {
 		client = client.Unmap()
 		t.key = appendAddr(t.key[:0], client)
-		p.sums[KindClient].AddBytes(t.key, 1)
+		p.sums[KindClient].AddBytes(t.key, w)
 		pfx := Prefix(client)
 		t.key = appendAddr(t.key[:0], pfx.Addr())
-		p.sums[KindPrefix].AddBytes(t.key, 1)
+		p.sums[KindPrefix].AddBytes(t.key, w)
 	}
 	if len(name) == 0 {
 		return
 	}
-	p.sums[KindName].AddBytes(name, 1)
-	p.sums[KindSuffix].Add(t.suffix.Suffix(string(name)), 1)
+	p.sums[KindName].AddBytes(name, w)
+	p.sums[KindSuffix].AddBytes(name[suffixStart(t.suffix.zones, name):], w)
 	t.key = binary.BigEndian.AppendUint16(append(t.key[:0], name...), qtype)
-	p.sums[KindNameType].AddBytes(t.key, 1)
+	p.sums[KindNameType].AddBytes(t.key, w)
 }
 
 // appendAddr appends a's bytes (4 or 16).
@@ -192,6 +234,11 @@ func (t *Tracker) Rotate(now time.Time) []EpochTotal {
 	for !now.Before(t.cur.end) {
 		p := t.cur
 		closed = append(closed, p.totals())
+		// The next epoch's sampling, from this one's rate.
+		t.stride = 1
+		for t.cfg.Full > 0 && p.total > uint64(t.cfg.Full)*t.stride {
+			t.stride *= 2
+		}
 		next := p.end
 		if now.Sub(next) > t.cfg.Long+t.cfg.Short {
 			next = now.Truncate(Epoch).Add(-t.cfg.Long - t.cfg.Short)

@@ -178,3 +178,36 @@ func TestAddMessageAllocs(t *testing.T) {
 		t.Errorf("AddMessage: %v allocs, want 0", n)
 	}
 }
+
+// TestSampling: beyond Full queries a second, the summaries count a
+// sample with its weight: a key's estimate stays near its true count,
+// the totals exact.
+func TestSampling(t *testing.T) {
+	tr := NewTracker(TrackerConfig{Full: 1000}, t0)
+	flooder := netip.MustParseAddr("192.0.2.66")
+	const n = 64000
+	for i := range n {
+		c := flooder
+		if i%2 == 1 {
+			c = netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
+		}
+		tr.Add(Query{Client: c, Name: "x.example.", Type: dns.TypeA})
+	}
+	if tr.Stride() < 32 {
+		t.Errorf("stride %d after %d queries at Full 1000", tr.Stride(), n)
+	}
+	tr.Rotate(t0.Add(Epoch))
+	if tr.Stride() != 64 {
+		t.Errorf("next epoch's stride %d, want 64 (64000 q/s over 1000)", tr.Stride())
+	}
+	v := tr.View(KindClient, Epoch, 1)
+	if v.Queries < n*9/10 || v.Queries > n*11/10 {
+		t.Errorf("sampled N %d, want about %d", v.Queries, n)
+	}
+	if e := v.Entries[0]; e.Key != "192.0.2.66" || e.Count < n/2*9/10 || e.Count > n/2*11/10 {
+		t.Errorf("flooder %+v, want about %d", e, n/2)
+	}
+	if v.Rcodes[0] != n {
+		t.Errorf("rcodes %d, want every query: %d", v.Rcodes[0], n)
+	}
+}

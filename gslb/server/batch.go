@@ -8,6 +8,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"lbdns/flood"
 )
 
 // udpBatch is how many queries a reader takes in one recvmmsg, and
@@ -122,6 +124,11 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
+	var fp *flood.Producer
+	if s.Flood != nil {
+		fp = s.Flood.Producer(flood.SourceResponder)
+		defer fp.Close()
+	}
 	for {
 		for i := range udpBatch {
 			h := &b.rh[i].hdr
@@ -151,7 +158,11 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 				}
 				continue
 			}
-			resp := s.reply(sc, b.out[k], b.in[i][:b.rh[i].len], src, false)
+			query := b.in[i][:b.rh[i].len]
+			resp := s.reply(sc, b.out[k], query, src, false)
+			if fp != nil {
+				fp.AddMessage(src, query, resp)
+			}
 			if len(resp) == 0 {
 				continue
 			}
