@@ -94,6 +94,7 @@ type Alarm struct {
 // rateState is one source's baseline and alarm.
 type rateState struct {
 	baseline float64
+	last     float64 // the last rate taken
 	seen     bool
 	raised   *Alarm
 	below    time.Time // when the rate last went below the clear level; zero: not below
@@ -133,6 +134,7 @@ func (a *Alarms) Rate(source string, rate float64, now time.Time) (Alarm, bool) 
 		st = &rateState{}
 		a.rates[source] = st
 	}
+	st.last = rate
 	if !st.seen {
 		st.baseline, st.seen = rate, true
 		return Alarm{}, false
@@ -268,3 +270,25 @@ func (a *Alarms) setTop(id string, top []View) {
 		st.raised.Top = top
 	}
 }
+
+// SourceRate is a source's last rate and its baseline.
+type SourceRate struct {
+	Source         string
+	Rate, Baseline float64
+	// Raised is set while its rate alarm is raised.
+	Raised bool
+}
+
+// Rates are the sources' last rates and baselines, by source.
+func (a *Alarms) Rates() []SourceRate {
+	out := make([]SourceRate, 0, len(a.rates))
+	for s, st := range a.rates {
+		out = append(out, SourceRate{Source: s, Rate: st.last, Baseline: st.baseline, Raised: st.raised != nil})
+	}
+	slices.SortFunc(out, func(x, y SourceRate) int { return strings.Compare(x.Source, y.Source) })
+	return out
+}
+
+// SetConfig changes the configuration (a reload): the baselines and
+// the alarms raised stay.
+func (a *Alarms) SetConfig(cfg AlarmConfig) { a.cfg = cfg.withDefaults() }

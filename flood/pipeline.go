@@ -36,6 +36,10 @@ type Pipeline struct {
 	tracker *Tracker
 	alarms  *Alarms
 	inputs  map[Source]*Producer
+	// totals count the queries of the closed epochs by source; raised
+	// the alarms raised by reason.
+	totals [numSources]uint64
+	raised map[Reason]uint64
 }
 
 // NewPipeline returns a pipeline of cfg whose first epoch starts at now.
@@ -44,7 +48,7 @@ func NewPipeline(cfg Config, now time.Time) *Pipeline {
 		cfg.Top = 5
 	}
 	return &Pipeline{intake: NewIntake(), top: cfg.Top, tracker: NewTracker(cfg.Tracker, now),
-		alarms: NewAlarms(cfg.Alarms), inputs: map[Source]*Producer{}}
+		alarms: NewAlarms(cfg.Alarms), inputs: map[Source]*Producer{}, raised: map[Reason]uint64{}}
 }
 
 // Producer returns a new producer of queries from source (close it when
@@ -106,6 +110,9 @@ func (p *Pipeline) Step(now time.Time, rates map[string]float64) []Alarm {
 	}
 	var out []Alarm
 	for _, e := range closed {
+		for s, n := range e.Sources {
+			p.totals[s] += n
+		}
 		end := e.Start.Add(Epoch)
 		for s := range numSources {
 			if s != SourceResponder && e.Sources[s] == 0 && p.inputs[s] == nil {
@@ -148,6 +155,7 @@ func (p *Pipeline) Step(now time.Time, rates map[string]float64) []Alarm {
 		}
 		out[i].Top = top
 		p.alarms.setTop(out[i].ID, top)
+		p.raised[out[i].Reason]++
 	}
 	return out
 }
@@ -175,4 +183,46 @@ func (p *Pipeline) Config() Config {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Config{Tracker: p.tracker.Config(), Alarms: p.alarms.Config(), Top: p.top}
+}
+
+// SetAlarms changes the alarms' configuration and the keys an alarm
+// names (a reload); the tracker keeps its size.
+func (p *Pipeline) SetAlarms(cfg AlarmConfig, top int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.alarms.SetConfig(cfg)
+	if top > 0 {
+		p.top = top
+	}
+}
+
+// Counters are a pipeline's counts since it started, for metrics.
+type Counters struct {
+	// Queries are the queries of the closed epochs, by source name.
+	Queries map[string]uint64
+	// Raised are the alarms raised, by reason.
+	Raised map[Reason]uint64
+	// Dropped are the queries the producers could not record.
+	Dropped uint64
+	// Stride is the summaries' sampling now (Tracker.Stride).
+	Stride uint64
+	// Rates are the sources' last rates and baselines.
+	Rates []SourceRate
+	// Active are the alarms raised now.
+	Active []Alarm
+}
+
+// Counters returns the pipeline's counts.
+func (p *Pipeline) Counters() Counters {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Counters{Queries: map[string]uint64{}, Raised: map[Reason]uint64{}, Dropped: p.intake.Dropped(),
+		Stride: p.tracker.Stride(), Rates: p.alarms.Rates(), Active: p.alarms.Active()}
+	for s, n := range p.totals {
+		c.Queries[Source(s).String()] = n
+	}
+	for r, n := range p.raised {
+		c.Raised[r] = n
+	}
+	return c
 }
