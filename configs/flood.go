@@ -47,6 +47,11 @@ type Flood struct {
 	// Top is how many keys of each kind an alarm, the metrics and the
 	// page name, 1..20. Default 5.
 	Top int `toml:"top"`
+	// SampleAbove is how many queries a second are counted one by one in
+	// the summaries; beyond, each is counted with probability 1/k and
+	// weight k (the totals still count every one), 1000..10000000, or 0
+	// to count every query whatever the rate. Default 20000.
+	SampleAbove int `toml:"sample_above"`
 }
 
 // Defaults and limits of [flood].
@@ -71,6 +76,9 @@ const (
 	MaxFloodSummarySize      = 960
 	DefaultFloodTop          = 5
 	MaxFloodTop              = 20
+	DefaultFloodSampleAbove  = 20000
+	MinFloodSampleAbove      = 1000
+	MaxFloodSampleAbove      = 10000000
 )
 
 // FloodKinds are the kinds of key share_kinds takes.
@@ -101,6 +109,12 @@ func (d *decoder) validateFlood() {
 		if *x.v < x.min || *x.v > x.max {
 			d.p.add(joinKey("flood", x.key), strconv.Itoa(*x.v), fmt.Sprintf("must be between %d and %d", x.min, x.max))
 		}
+	}
+	if !hasKey(raw, "sample_above") {
+		f.SampleAbove = DefaultFloodSampleAbove
+	}
+	if v := f.SampleAbove; v != 0 && (v < MinFloodSampleAbove || v > MaxFloodSampleAbove) {
+		d.p.add("flood.sample_above", strconv.Itoa(v), fmt.Sprintf("must be 0 (count every query) or between %d and %d", MinFloodSampleAbove, MaxFloodSampleAbove))
 	}
 	if !hasKey(raw, "share_kinds") {
 		f.ShareKinds = []string{"clients"}

@@ -14,11 +14,11 @@ func TestFloodDefaults(t *testing.T) {
 	}
 	want := Flood{Enabled: true, Floor: 1000, Rise: 4, SharePercent: 50, ShareKinds: []string{"clients"},
 		Baseline: Duration{5 * time.Minute}, ClearAfter: Duration{10 * time.Second},
-		ShortWindow: Duration{10 * time.Second}, LongWindow: Duration{time.Minute}, SummarySize: 512, Top: 5}
+		ShortWindow: Duration{10 * time.Second}, LongWindow: Duration{time.Minute}, SummarySize: 512, Top: 5, SampleAbove: 20000}
 	f := c.Flood
 	if f.Enabled != want.Enabled || f.Floor != want.Floor || f.Rise != want.Rise || f.SharePercent != want.SharePercent ||
 		!slices.Equal(f.ShareKinds, want.ShareKinds) || f.Baseline != want.Baseline || f.ClearAfter != want.ClearAfter ||
-		f.ShortWindow != want.ShortWindow || f.LongWindow != want.LongWindow || f.SummarySize != want.SummarySize || f.Top != want.Top {
+		f.ShortWindow != want.ShortWindow || f.LongWindow != want.LongWindow || f.SummarySize != want.SummarySize || f.Top != want.Top || f.SampleAbove != want.SampleAbove {
 		t.Errorf("defaults:\n got %+v\nwant %+v", f, want)
 	}
 }

@@ -137,6 +137,7 @@ type Daemon struct {
 	gslb       *server.Responder
 	fleet      *fleetNode // nil without [fleet] (fleet.go)
 	bgp        *bgpPart   // the route announcer (bgp.go)
+	flood      *floodPart // the flood alarms (flood.go); nil when off
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -274,7 +275,9 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.flood = newFlood(d, cfg)
+	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
+		Flood: d.flood.pipeline()})
 	d.bgp = newBGP(d)
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
@@ -450,6 +453,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
 	bgpDone := d.runBGP(mctx)
+	floodDone := d.runFlood(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -476,6 +480,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			servers.Wait()
 			<-fleetDone
 			<-bgpDone
+			<-floodDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()
@@ -633,6 +638,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)
+	d.flood.configure(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }

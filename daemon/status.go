@@ -15,6 +15,7 @@ import (
 func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus() // the route announcer (bgp.go)
+	st.Flood = report.FloodStatus(d.flood.pipeline())
 	return st, nil
 }
 

@@ -84,6 +84,24 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind%d", uint8(k))
 }
 
+// Singular is the kind's singular name ("client", "prefix", "name",
+// "suffix", "name and type").
+func (k Kind) Singular() string {
+	switch k {
+	case KindClient:
+		return "client"
+	case KindPrefix:
+		return "prefix"
+	case KindName:
+		return "name"
+	case KindSuffix:
+		return "suffix"
+	case KindNameType:
+		return "name and type"
+	}
+	return k.String()
+}
+
 // ParseKind is the kind named s (as Kind.String gives it; the singular
 // is accepted too).
 func ParseKind(s string) (Kind, error) {
