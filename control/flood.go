@@ -2,9 +2,11 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -156,4 +158,70 @@ func (c *Client) Top(ctx context.Context, kind string, window time.Duration) (*T
 	}
 	var rep TopReply
 	return &rep, c.do(ctx, http.MethodGet, "/top?"+q.Encode(), nil, &rep)
+}
+
+// floodView is the flood alarms on the page: a banner per alarm raised,
+// and the top talkers of the short window.
+type floodView struct {
+	Window string
+	Alarms []floodAlarmView
+	Top    []topView
+}
+
+// floodAlarmView is one alarm raised, in the page's words.
+type floodAlarmView struct {
+	ID, What string
+	Since    timeCell
+	Clients  string
+	Names    string
+}
+
+// topView is one kind's top talkers.
+type topView struct {
+	Kind    string
+	Rate    string
+	Entries []topEntryView
+}
+
+// topEntryView is one top talker: its rate with the error, its share.
+type topEntryView struct {
+	Key, Rate, Error, Share string
+}
+
+// buildFlood is the flood status on the page at now; nil when queries
+// are not counted.
+func buildFlood(f *FloodStatus, now time.Time) *floodView {
+	if f == nil || !f.On {
+		return nil
+	}
+	v := &floodView{Window: f.Window}
+	for _, a := range f.Alarms {
+		what := fmt.Sprintf("%s at %.0f/s over a baseline of %.0f/s", a.ID, a.Rate, a.Baseline)
+		if a.Reason == "share" {
+			what = fmt.Sprintf("%s %s takes %.0f%% of %.0f queries/s", strings.TrimSuffix(a.Kind, "s"), a.Key, 100*a.Share, a.Rate)
+		}
+		av := floodAlarmView{ID: a.ID, What: what, Since: cell(a.Since, now)}
+		for _, t := range a.Top {
+			keys := make([]string, 0, len(t.Entries))
+			for _, e := range t.Entries {
+				keys = append(keys, fmt.Sprintf("%s %.0f/s", e.Key, e.Rate))
+			}
+			switch t.Kind {
+			case "clients":
+				av.Clients = bannerList(keys, 3)
+			case "names":
+				av.Names = bannerList(keys, 3)
+			}
+		}
+		v.Alarms = append(v.Alarms, av)
+	}
+	for _, t := range f.Top {
+		tv := topView{Kind: t.Kind, Rate: fmt.Sprintf("%.0f", t.Rate)}
+		for _, e := range t.Entries {
+			tv.Entries = append(tv.Entries, topEntryView{Key: e.Key, Rate: fmt.Sprintf("%.1f", e.Rate),
+				Error: fmt.Sprintf("%.1f", e.RateError), Share: fmt.Sprintf("%.1f%%", 100*e.Share)})
+		}
+		v.Top = append(v.Top, tv)
+	}
+	return v
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"lbdns/internal/browser"
 )
 
 // topBackend is a fakeBackend that answers GET /v1/top.
@@ -72,5 +75,86 @@ func TestServerTop(t *testing.T) {
 	NewServer(ServerOptions{Backend: &fakeBackend{}}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, APIPrefix+"/top", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("no TopBackend: %d %s, want 503", rec.Code, rec.Body.String())
+	}
+}
+
+// floodStatus is a flood status with an alarm raised, its top talkers
+// of long keys (IPv6 addresses, names of 250 octets).
+func floodStatus(now time.Time, long bool) *FloodStatus {
+	name, client := "boom.app.gslb.example.", "203.0.113.66"
+	if long {
+		name = strings.Repeat("abcdefghij", 24) + ".example."
+		client = "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe"
+	}
+	top := []TopReply{
+		{Kind: "clients", Rate: 5400, Entries: []TopEntry{{Key: client, Rate: 5000, RateError: 1.5, Share: 0.926}, {Key: "192.0.2.10", Rate: 20, RateError: 1.5, Share: 0.004}}},
+		{Kind: "names", Rate: 5400, Entries: []TopEntry{{Key: name, Rate: 5010, RateError: 1.5, Share: 0.928}}},
+	}
+	return &FloodStatus{On: true, Window: "10s", Top: top, Alarms: []FloodAlarm{
+		{ID: "responder", Reason: "rise", Since: now.Add(-12 * time.Second), Rate: 5400, Baseline: 400, Floor: 1000, Top: top},
+		{ID: "share clients " + client, Reason: "share", Kind: "clients", Key: client, Share: 0.926, Since: now.Add(-9 * time.Second), Rate: 5400, Floor: 1000, Top: top},
+	}}
+}
+
+// TestPageFlood: the page shows each alarm raised in a banner naming the
+// top clients and names, and the top talkers with their errors; none of
+// it when queries are not counted.
+func TestPageFlood(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st := &Status{Generated: now, Flood: floodStatus(now, false)}
+	var b strings.Builder
+	if err := newPageTemplate().Execute(&b, buildPage(st, now, "lb1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`data-alarm="responder">FLOOD ALARM since 12s ago: responder at 5400/s over a baseline of 400/s — top clients 203.0.113.66 5000/s, 192.0.2.10 20/s; names boom.app.gslb.example. 5010/s`,
+		`FLOOD ALARM since 9s ago: client 203.0.113.66 takes 93% of 5400 queries/s`,
+		`id="top-talkers"`, `data-kind="clients"`, `<td class="mono brk">203.0.113.66</td><td class="num">5000.0</td><td class="num">−1.5</td><td class="num">92.6%</td>`,
+		`data-kind="names"`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	b.Reset()
+	if err := newPageTemplate().Execute(&b, buildPage(&Status{Generated: now}, now, "lb1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `id="top-talkers"`) || strings.Contains(b.String(), "FLOOD ALARM") {
+		t.Errorf("a page without flood counting shows it")
+	}
+}
+
+// TestPageFloodInBrowser renders the longest status with flood alarms
+// and top talkers of the longest keys in Debian's Chromium at 1280 px:
+// nothing overflows, the alarms and the talkers are on it.
+func TestPageFloodInBrowser(t *testing.T) {
+	browser.Require(t)
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := longestStatus(now)
+	st.Flood = floodStatus(now, true)
+	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
+		Now: func() time.Time { return now }}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Overflows() {
+		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	for _, want := range []string{"FLOOD ALARM", "Top talkers", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "abcdefghij"} {
+		if !strings.Contains(l.Text, want) {
+			t.Errorf("rendered text lacks %q", want)
+		}
+	}
+	shot := filepath.Join(browser.ArtifactDir(t), "status-page-flood-1280.png")
+	if err := browser.Screenshot(ctx, srv.URL+"/", shot, 1280, 900); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else {
+		t.Logf("screenshot: %s", shot)
 	}
 }

@@ -48,6 +48,9 @@ type pageData struct {
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
 	BGP *bgpView
+	// Flood is the flood alarms (flood.go); nil when queries are not
+	// counted.
+	Flood *floodView
 }
 
 // eventView is one event of the log.
@@ -342,7 +345,8 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
-	p.BGP = buildBGP(st.BGP, now) // bgp.go
+	p.BGP = buildBGP(st.BGP, now)       // bgp.go
+	p.Flood = buildFlood(st.Flood, now) // flood.go
 	return p
 }
 
