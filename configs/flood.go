@@ -52,6 +52,13 @@ type Flood struct {
 	// weight k (the totals still count every one), 1000..10000000, or 0
 	// to count every query whatever the rate. Default 20000.
 	SampleAbove int `toml:"sample_above"`
+	// AutoTTLRaise, when not 0, raises the TTL of a GSLB name to at
+	// least this many seconds when an alarm is raised whose heaviest
+	// name is that GSLB name with at least half of the queries (a TTL
+	// raise of the operator intent, by "lbdnsd (flood alarm)", until an
+	// operator clears it), 0 or 1..86400. Default 0: no automatic
+	// action.
+	AutoTTLRaise int `toml:"auto_ttl_raise"`
 }
 
 // Defaults and limits of [flood].
@@ -76,6 +83,7 @@ const (
 	MaxFloodSummarySize      = 960
 	DefaultFloodTop          = 5
 	MaxFloodTop              = 20
+	MaxFloodAutoTTLRaise     = 86400
 	DefaultFloodSampleAbove  = 20000
 	MinFloodSampleAbove      = 1000
 	MaxFloodSampleAbove      = 10000000
@@ -115,6 +123,9 @@ func (d *decoder) validateFlood() {
 	}
 	if v := f.SampleAbove; v != 0 && (v < MinFloodSampleAbove || v > MaxFloodSampleAbove) {
 		d.p.add("flood.sample_above", strconv.Itoa(v), fmt.Sprintf("must be 0 (count every query) or between %d and %d", MinFloodSampleAbove, MaxFloodSampleAbove))
+	}
+	if v := f.AutoTTLRaise; v < 0 || v > MaxFloodAutoTTLRaise {
+		d.p.add("flood.auto_ttl_raise", strconv.Itoa(v), fmt.Sprintf("must be 0 (no automatic raise) or between 1 and %d seconds", MaxFloodAutoTTLRaise))
 	}
 	if !hasKey(raw, "share_kinds") {
 		f.ShareKinds = []string{"clients"}

@@ -18,7 +18,7 @@ func TestFloodDefaults(t *testing.T) {
 	f := c.Flood
 	if f.Enabled != want.Enabled || f.Floor != want.Floor || f.Rise != want.Rise || f.SharePercent != want.SharePercent ||
 		!slices.Equal(f.ShareKinds, want.ShareKinds) || f.Baseline != want.Baseline || f.ClearAfter != want.ClearAfter ||
-		f.ShortWindow != want.ShortWindow || f.LongWindow != want.LongWindow || f.SummarySize != want.SummarySize || f.Top != want.Top || f.SampleAbove != want.SampleAbove {
+		f.ShortWindow != want.ShortWindow || f.LongWindow != want.LongWindow || f.SummarySize != want.SummarySize || f.Top != want.Top || f.SampleAbove != want.SampleAbove || f.AutoTTLRaise != 0 {
 		t.Errorf("defaults:\n got %+v\nwant %+v", f, want)
 	}
 }

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"lbdns/configs"
@@ -102,7 +104,57 @@ func (d *Daemon) stepFlood(ctx context.Context, now time.Time) {
 	}
 	for _, a := range d.flood.p.Step(now, rates) {
 		d.journal.FloodAlarm(a)
+		if a.Raised {
+			d.autoTTLRaise(ctx, a)
+		}
 	}
+}
+
+// autoFloodBy is who an automatic TTL raise is set by.
+const autoFloodBy = "lbdnsd (flood alarm)"
+
+// autoTTLRaise raises the TTL of the alarm's heaviest name when
+// [flood] auto_ttl_raise says so and that name is a GSLB name with at
+// least half of the queries of the seconds that raised the alarm: a TTL
+// raise of the operator intent (persisted, shown and journaled as every
+// raise), left for an operator to clear.
+func (d *Daemon) autoTTLRaise(ctx context.Context, a flood.Alarm) {
+	cfg := d.Config()
+	secs := cfg.Flood.AutoTTLRaise
+	if secs == 0 {
+		return
+	}
+	var top flood.ViewEntry
+	for _, v := range a.Top {
+		if v.Kind == flood.KindName && len(v.Entries) > 0 {
+			top = v.Entries[0]
+		}
+	}
+	if top.Share < 0.5 || !isGSLBName(cfg, top.Key) {
+		d.log.Info("flood alarm: no automatic TTL raise: no GSLB name has half of the queries", "alarm", a.ID, "top_name", top.Key, "share", top.Share)
+		return
+	}
+	reason := fmt.Sprintf("flood alarm %s: %s at %.0f/s, %.0f%% of the queries ([flood] auto_ttl_raise)", a.ID, top.Key, top.Rate, 100*top.Share)
+	r := d.intentCall(ctx, overrideCall{gslb: &control.GSLBRequest{Action: "ttl", Name: top.Key, Seconds: secs, Reason: reason}, by: autoFloodBy})
+	if r.err != nil {
+		d.log.Warn("flood alarm: automatic TTL raise failed", "alarm", a.ID, "name", top.Key, "err", r.err)
+	}
+}
+
+// isGSLBName reports whether name (lower-cased, fully qualified) is a
+// [[gslb.name]] of cfg.
+func isGSLBName(cfg *configs.Config, name string) bool {
+	for i := range cfg.GSLB.Names {
+		n := &cfg.GSLB.Names[i]
+		fq := n.FQDN
+		if fq == "" {
+			fq = strings.ToLower(strings.TrimSuffix(n.Name, ".")) + "."
+		}
+		if fq == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Top answers GET /v1/top (control.TopBackend): window 0 is the short

@@ -18,15 +18,16 @@ import (
 	"lbdns/internal/poll"
 )
 
-// floodAlarms is the [flood] of the flood tests: a floor above the
+// floodAlarms is the [flood] of the flood test: a floor above the
 // background, a baseline that follows it within seconds, a short
-// clear_after.
+// clear_after, and the automatic TTL raise on.
 const floodAlarms = `
 [flood]
 floor = %d
 rise = 4
 baseline = "10s"
 clear_after = "2s"
+auto_ttl_raise = 300
 `
 
 // floodSender sends queries for names to the responder at addr from
@@ -74,8 +75,9 @@ func floodSender(t testing.TB, addr netip.AddrPort, from netip.Addr, names []str
 // TestFloodAlarm: among background queries from twenty clients for
 // twenty names at a bounded rate, one client floods one name; the
 // responder's readers count it before any reply cache, the alarm event
-// names that client and that name, GET /v1/top puts them first, and the
-// alarm clears once the flood stops.
+// names that client and that name, GET /v1/top puts them first, the
+// name's TTL is raised (auto_ttl_raise: a TTL raise of the intent, by
+// the flood alarm), and the alarm clears once the flood stops.
 func TestFloodAlarm(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
@@ -176,6 +178,24 @@ func TestFloodAlarm(t *testing.T) {
 	}
 	if st.Flood == nil || !st.Flood.On || len(st.Flood.Alarms) == 0 || st.Flood.Alarms[0].Top[0].Entries[0].Key != "127.0.0.99" {
 		t.Errorf("status: %+v", st.Flood)
+	}
+	// The automatic TTL raise: in the intent, with who and why, and in
+	// the answers.
+	poll.Until(t, 5*time.Second, "the automatic TTL raise", func() (bool, string) {
+		st, err := c.Status(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, gi := range st.GSLBIntent {
+			if gi.Kind == "ttl" && gi.Name == "n7.gslb.example." && gi.Seconds == 300 && gi.By == "lbdnsd (flood alarm)" && strings.Contains(gi.Reason, "auto_ttl_raise") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", st.GSLBIntent)
+	})
+	m := new(dns.Msg).SetQuestion("n7.gslb.example.", dns.TypeA)
+	if r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr.String()); err != nil || len(r.Answer) == 0 || r.Answer[0].Header().Ttl < 300 {
+		t.Errorf("n7's answer after the raise: %v %v", r, err)
 	}
 	if _, err := c.Top(context.Background(), "clients", time.Hour); err == nil || !strings.Contains(err.Error(), "at most 1m0s") {
 		t.Errorf("a window beyond the long window: %v", err)
