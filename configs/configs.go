@@ -126,6 +126,8 @@ type decoder struct {
 	bgpOK                   bool
 	floodRaw                map[string]any // [flood] (flood.go)
 	floodOK                 bool
+	dnstapRaw               map[string]any // [dnstap] (dnstap.go)
+	dnstapOK                bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -142,7 +144,7 @@ type decoder struct {
 func (d *decoder) decode(raw map[string]any) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil, "fleet": nil,
-		"bgp": nil, "flood": nil,
+		"bgp": nil, "flood": nil, "dnstap": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -177,6 +179,7 @@ func (d *decoder) decode(raw map[string]any) {
 	d.decodeFleet(raw)
 	d.decodeBGP(raw)
 	d.floodRaw, d.floodOK = d.table("flood", raw, &d.cfg.Flood)
+	d.decodeDnstap(raw)
 }
 
 // table decodes the single table key into v; it returns the generic table

@@ -22,6 +22,9 @@ type Config struct {
 	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
 	// Flood is the flood alarms ([flood], flood.go).
 	Flood Flood `toml:"flood"`
+	// Dnstap is the dnstap intake from the back-end resolvers; nil
+	// without [dnstap] (nothing listens).
+	Dnstap *Dnstap `toml:"dnstap"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

@@ -133,6 +133,7 @@ func (d *decoder) validate() {
 	if d.floodOK {
 		d.validateFlood()
 	}
+	d.validateDnstap()
 }
 
 func (d *decoder) validateDaemon() {

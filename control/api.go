@@ -59,6 +59,8 @@ type Status struct {
 	// Flood is the flood alarms (flood.go); absent when queries are not
 	// counted.
 	Flood *FloodStatus `json:"flood,omitempty"`
+	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
+	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }
 
 // Daemon describes the running daemon.
