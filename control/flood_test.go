@@ -134,6 +134,15 @@ func TestPageFloodInBrowser(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	st := longestStatus(now)
 	st.Flood = floodStatus(now, true)
+	inBrowser(t, st, now, "status-page-flood-1280.png", "FLOOD ALARM", "Top talkers", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "abcdefghij")
+}
+
+// inBrowser serves the page of st at now and renders it in Debian's
+// Chromium at 1280 px: nothing may overflow, and the rendered text must
+// hold every one of wants; a screenshot is saved as shot among the
+// test's artifacts.
+func inBrowser(t *testing.T, st *Status, now time.Time, shot string, wants ...string) {
+	t.Helper()
 	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
 		Now: func() time.Time { return now }}).Handler())
 	t.Cleanup(srv.Close)
@@ -146,15 +155,15 @@ func TestPageFloodInBrowser(t *testing.T) {
 	if l.Overflows() {
 		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
 	}
-	for _, want := range []string{"FLOOD ALARM", "Top talkers", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "abcdefghij"} {
+	for _, want := range wants {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
 		}
 	}
-	shot := filepath.Join(browser.ArtifactDir(t), "status-page-flood-1280.png")
-	if err := browser.Screenshot(ctx, srv.URL+"/", shot, 1280, 900); err != nil {
+	path := filepath.Join(browser.ArtifactDir(t), shot)
+	if err := browser.Screenshot(ctx, srv.URL+"/", path, 1280, 900); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else {
-		t.Logf("screenshot: %s", shot)
+		t.Logf("screenshot: %s", path)
 	}
 }

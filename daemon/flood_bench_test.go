@@ -50,10 +50,7 @@ func BenchmarkFloodDetection(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	run(b, d, fp, nil)
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 	for deadline := time.Now().Add(10 * time.Second); len(askA(b, addr.String(), "n0.gslb.example.")) != 2; {
 		if time.Now().After(deadline) {

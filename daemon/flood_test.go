@@ -91,10 +91,7 @@ func TestFloodAlarm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	run(t, d, fp, nil)
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 	poll.Until(t, 10*time.Second, "the GSLB names answered", func() (bool, string) {
 		got := askA(t, addr.String(), "n0.gslb.example.")

@@ -19,8 +19,8 @@ import (
 // reader's reply cache, "cached", or built, "built") and, when on, the
 // record of its client, name, type and reply code into the reader's
 // flood.Producer, as readUDP does. A drainer keeps up on its own
-// goroutine (Pipeline.Drain every 10 ms, the daemon's pace): its cost
-// per query is flood's BenchmarkTrackerAdd.
+// goroutine (drained: the daemon's pace): its cost per query is flood's
+// BenchmarkTrackerAdd.
 func BenchmarkFloodCounting(b *testing.B) {
 	src := netip.MustParseAddr("127.0.0.1")
 	wire, err := query("dyn.bench.test.", dns.TypeA, 1232).Pack()
@@ -45,26 +45,9 @@ func BenchmarkFloodCounting(b *testing.B) {
 				}
 				var fp *flood.Producer
 				if on {
-					p := flood.NewPipeline(flood.Config{}, time.Now())
+					p := drained(b)
 					fp = p.Producer(flood.SourceResponder)
 					defer fp.Close()
-					stop := make(chan struct{})
-					done := make(chan struct{})
-					go func() {
-						defer close(done)
-						t := time.NewTicker(10 * time.Millisecond)
-						defer t.Stop()
-						for {
-							select {
-							case <-stop:
-								return
-							case <-p.Wake():
-							case <-t.C:
-							}
-							p.Drain()
-						}
-					}()
-					defer func() { close(stop); <-done }()
 				}
 				buf := make([]byte, dns.MaxMsgSize)
 				in := make([]byte, len(wire))
@@ -88,6 +71,31 @@ func BenchmarkFloodCounting(b *testing.B) {
 			})
 		}
 	}
+}
+
+// drained returns a pipeline drained as the daemon drains it, on a
+// goroutine of its own until the benchmark ends: at once when a batch is
+// full, and every 100 ms with the epochs rotated.
+func drained(b *testing.B) *flood.Pipeline {
+	p := flood.NewPipeline(flood.Config{}, time.Now())
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-p.Wake():
+				p.Drain()
+			case now := <-t.C:
+				p.Step(now, nil)
+			}
+		}
+	}()
+	b.Cleanup(func() { close(stop); <-done })
+	return p
 }
 
 // processCPU is the CPU time the process used so far, user and system,
@@ -229,24 +237,7 @@ func BenchmarkFloodResponder(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var p *flood.Pipeline
 			if on {
-				p = flood.NewPipeline(flood.Config{}, time.Now())
-				stop, done := make(chan struct{}), make(chan struct{})
-				go func() {
-					defer close(done)
-					t := time.NewTicker(100 * time.Millisecond)
-					defer t.Stop()
-					for {
-						select {
-						case <-stop:
-							return
-						case <-p.Wake():
-							p.Drain()
-						case now := <-t.C:
-							p.Step(now, nil)
-						}
-					}
-				}()
-				b.Cleanup(func() { close(stop); <-done })
+				p = drained(b)
 			}
 			s := startFlood(b, p)
 			c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(s.Addrs()[0]))
