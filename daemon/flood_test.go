@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +110,7 @@ func TestFloodAlarm(t *testing.T) {
 	}
 	for i := range 20 {
 		from := netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})
-		mine := append(names[i:], names[:i]...)
+		mine := append(slices.Clone(names[i:]), names[:i]...)
 		wg.Go(func() { floodSender(t, addr, from, mine, 50*time.Millisecond, 1, 1200, stopBG) })
 	}
 	c := control.NewClient(d.ControlSocket())
