@@ -134,10 +134,10 @@ const (
 	MaxBGPDrainOnStopDelay     = 10 * time.Second
 	// MaxBGPMinAnnouncing bounds min_announcing.
 	MaxBGPMinAnnouncing = 1000
-	DefaultBGPHoldTime    = 90 * time.Second
-	MinBGPHoldTime        = 3 * time.Second
-	MaxBGPHoldTime        = 65535 * time.Second
-	asTrans               = 23456
+	DefaultBGPHoldTime  = 90 * time.Second
+	MinBGPHoldTime      = 3 * time.Second
+	MaxBGPHoldTime      = 65535 * time.Second
+	asTrans             = 23456
 )
 
 // decodeBGP decodes [bgp].
