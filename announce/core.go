@@ -335,17 +335,18 @@ func holdFloor(in Input, p netip.Prefix) (string, bool) {
 	if floor <= 0 || in.Fleet == nil {
 		return "", false
 	}
-	if !slices.Contains(in.Announced, p) {
-		return "", false // the floor keeps a route; it never announces one anew
-	}
 	others := in.Fleet.Announcers[p]
-	switch {
-	case !in.Fleet.Read:
-		return fmt.Sprintf("the fleet's floor keeps it (min_announcing %d): no fleet view read yet, no other host known to announce it", floor), true
-	case len(others) < floor:
-		return fmt.Sprintf("the fleet's floor keeps it: %d other host(s) announce it (%s), min_announcing %d", len(others), listOrNone(others), floor), true
+	count := fmt.Sprintf("%d other host(s) announce it (%s), min_announcing %d", len(others), listOrNone(others), floor)
+	if !in.Fleet.Read {
+		count = fmt.Sprintf("no fleet view read yet, no other host known to announce it, min_announcing %d", floor)
 	}
-	return fmt.Sprintf("%d other host(s) announce it (%s), min_announcing %d", len(others), strings.Join(others, ", "), floor), false
+	switch {
+	case len(others) >= floor:
+		return count, false
+	case !slices.Contains(in.Announced, p):
+		return count + "; not announced now: the floor keeps a route, it never announces one anew", false
+	}
+	return "the fleet's floor keeps it: " + count, true
 }
 
 // listOrNone joins names, or says none.

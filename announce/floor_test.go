@@ -56,7 +56,7 @@ func TestDecideFloor(t *testing.T) {
 		{name: "partial, fewer others than the floor: held", floor: 2, vips: []hub.Verdict{partial}, view: withLB2, announced: announced,
 			announce: true, held: true, med: 1000, comms: deg, reason: "1 other host(s) announce it (lb2), min_announcing 2"},
 		{name: "partial, not announced now: the floor never announces anew", floor: 1, vips: []hub.Verdict{partial}, view: alone,
-			reason: "withdrawn"},
+			reason: "withdrawn: vip v4: not serving: no destination taking traffic on tcp/53 (pool main); 0 other host(s) announce it (none), min_announcing 1; not announced now: the floor keeps a route, it never announces one anew"},
 		{name: "truly dead: withdrawn at once whatever the fleet", floor: 1, vips: []hub.Verdict{dead}, view: alone, announced: announced,
 			reason: "withdrawn: vip v4: not serving: no destination taking traffic on udp/53, tcp/53"},
 		{name: "no verdict: withdrawn", floor: 1, view: alone, announced: announced,

@@ -16,8 +16,9 @@ import (
 	"lbdns/vip"
 )
 
-// bgpSection announces to r with a drain delay of 2s.
-func bgpSection(r *bird.Router) string {
+// bgpSection announces to r with a drain delay of 2s, with the [bgp]
+// keys of keys too.
+func bgpSection(r *bird.Router, keys ...string) string {
 	return fmt.Sprintf(`
 [bgp]
 router_id = %q
@@ -25,7 +26,7 @@ local_as = 65001
 listen_port = -1
 drain_delay = "2s"
 communities_up = ["65001:100"]
-
+`+strings.Join(keys, "\n")+`
 [[bgp.peer]]
 address = %q
 as = 65000

@@ -449,7 +449,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(mctx)
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -470,12 +470,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.journal.Stopping()
 			close(d.stopping)
+			<-bgpDone // routes drained (drain_on_stop) and withdrawn before anything stops serving
 			cancel()
 			<-monDone
 			<-identDone
 			servers.Wait()
 			<-fleetDone
-			<-bgpDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()

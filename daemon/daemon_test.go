@@ -111,7 +111,18 @@ type harness struct {
 
 func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *harness {
 	t.Helper()
-	d, err := New(Options{ConfigPath: path, Client: client, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	return startOpts(t, Options{ConfigPath: path}, client, fp)
+}
+
+// startOpts runs a daemon of opts with fp's probes, over client's table
+// (opts.Client, when set, stands in front of it), until the test ends.
+func startOpts(t *testing.T, opts Options, client *vip.MemClient, fp *fakeProbe) *harness {
+	t.Helper()
+	if opts.Client == nil {
+		opts.Client = client
+	}
+	opts.Probe, opts.Identify, opts.TickInterval = fp.probe, noIdentify, 50*time.Millisecond
+	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

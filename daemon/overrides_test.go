@@ -458,15 +458,5 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 // intent in store, until the test ends.
 func startWithStore(t *testing.T, path string, store intent.Store) *harness {
 	t.Helper()
-	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
-	return h
+	return startOpts(t, Options{ConfigPath: path, Store: store}, vip.NewMemClient(), &fakeProbe{down: map[netip.AddrPort]bool{}})
 }
