@@ -449,7 +449,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
+	bgpDone := d.runBGP(ctx)     // the outer ctx: it drains before mctx stops the rest
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
