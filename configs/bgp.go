@@ -132,6 +132,9 @@ const (
 	// the longest, with the withdrawal after it.
 	DefaultBGPDrainOnStopDelay = 5 * time.Second
 	MaxBGPDrainOnStopDelay     = 10 * time.Second
+	// BGPStopTimeout bounds the withdrawal of every route when lbdnsd
+	// stops (after the drain on stop, if any).
+	BGPStopTimeout = 5 * time.Second
 	// MaxBGPMinAnnouncing bounds min_announcing.
 	MaxBGPMinAnnouncing = 1000
 	DefaultBGPHoldTime  = 90 * time.Second

@@ -12,9 +12,6 @@ import (
 	"lbdns/intent"
 )
 
-// bgpStopTimeout bounds the withdrawal of every route when lbdnsd stops.
-const bgpStopTimeout = 5 * time.Second
-
 // bgpPart is the route announcer: it follows the hub and announces over
 // BGP what serves ([bgp]; without it no session is opened).
 type bgpPart struct {
@@ -55,7 +52,7 @@ func (d *Daemon) runBGP(ctx context.Context) <-chan struct{} {
 	go func() {
 		defer close(done)
 		d.bgp.ann.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), bgpStopTimeout)
+			return context.WithTimeout(context.Background(), configs.BGPStopTimeout)
 		})
 		stopWatch()
 		<-watched
