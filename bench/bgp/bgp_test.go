@@ -17,6 +17,7 @@ import (
 	"lbdns/configs"
 	"lbdns/hub"
 	"lbdns/internal/bird"
+	"lbdns/internal/ecmp"
 )
 
 const (
@@ -28,6 +29,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := ecmp.SpeakerMain(); ok {
+		os.Exit(code)
+	}
 	if peer := os.Getenv(helperPeer); peer != "" {
 		spk := announce.NewGoBGP(nil)
 		ctx := context.Background()
