@@ -133,7 +133,7 @@ func BGPStatus(cfg *configs.Config, st announce.Status, now time.Time) *control.
 	}
 	for _, r := range st.Routes {
 		cp := control.BGPPrefix{Prefix: r.Prefix.String(), Kind: r.Kind, Name: r.Name, Announced: r.Announce, MED: r.MED,
-			Degraded: r.Degraded, Draining: r.Draining, Reason: r.Reason}
+			Degraded: r.Degraded, Draining: r.Draining, Held: r.Held, Reason: r.Reason}
 		for _, c := range r.Communities {
 			cp.Communities = append(cp.Communities, c.String())
 		}
