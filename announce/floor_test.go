@@ -1,7 +1,6 @@
 package announce
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"strings"
@@ -195,12 +194,7 @@ func TestAnnouncerFloor(t *testing.T) {
 		view.Publish(FleetView{Read: true})
 		spk := newFake()
 		a := New(Options{Hub: h, Speaker: spk, Fleet: view})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
-		}()
+		cancel, done := run(a)
 		p4 := netip.MustParsePrefix("192.0.2.53/32")
 		h.VIPs.Publish([]hub.Verdict{serving("v4", "192.0.2.53")})
 		synctest.Wait()
@@ -241,12 +235,7 @@ func TestAnnouncerDrainOnStop(t *testing.T) {
 			spk := newFake()
 			var changes []Change
 			a := New(Options{Hub: h, Speaker: spk, OnChange: func(c Change) { changes = append(changes, c) }})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
-			}()
+			cancel, done := run(a)
 			h.VIPs.Publish([]hub.Verdict{serving("v4", "192.0.2.53")})
 			synctest.Wait()
 			start := time.Now()
