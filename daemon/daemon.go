@@ -28,6 +28,7 @@ import (
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/dnstap/intake"
 	"lbdns/gslb"
 	"lbdns/gslb/server"
 	"lbdns/hub"
@@ -85,6 +86,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Notifier, when set, hears the loop's life for systemd: Alive on every tick, and each reload.
 	Notifier *sdnotify.Notifier
+	// Dnstap, when set, takes every client message of the dnstap
+	// intake ([dnstap]; dnstap.go). Without it the intake counts them
+	// and keeps the latest per sender only.
+	Dnstap DnstapConsumer
 }
 
 // Daemon is a running lbdnsd. Create it with New and call Run.
@@ -135,8 +140,9 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *server.Responder
-	fleet      *fleetNode // nil without [fleet] (fleet.go)
-	bgp        *bgpPart   // the route announcer (bgp.go)
+	fleet      *fleetNode     // nil without [fleet] (fleet.go)
+	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
+	bgp        *bgpPart       // the route announcer (bgp.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -305,6 +311,11 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
+	if d.dnstap, err = d.newDnstap(cfg); err != nil {
+		d.closeListeners()
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	return d, nil
 }
 
@@ -325,6 +336,14 @@ func (d *Daemon) listen(cfg *configs.Config) error {
 	}
 	d.statusLn = sl
 	return nil
+}
+
+// closeListeners closes what listen opened (New failing after it).
+func (d *Daemon) closeListeners() {
+	d.ctlLn.Close()
+	if d.statusLn != nil {
+		d.statusLn.Close()
+	}
 }
 
 // ControlSocket returns the control socket's path.
@@ -449,7 +468,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(ctx)     // the outer ctx: it drains before mctx stops the rest
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
+	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -476,6 +496,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-identDone
 			servers.Wait()
 			<-fleetDone
+			<-dnstapDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()
