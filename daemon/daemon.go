@@ -259,11 +259,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.store = opts.Store
 	if d.store == nil {
-		d.store = fleetStore
-	}
-	if d.store == nil {
-		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
+		d.store = file
+		if fleetStore != nil {
+			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		}
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
