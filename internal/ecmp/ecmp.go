@@ -70,15 +70,7 @@ func SpeakerMain() (int, bool) {
 			HoldTime: configs.Duration{Duration: 3 * time.Second}, Keepalive: configs.Duration{Duration: time.Second}}}}
 	h := hub.New(func() hub.Facts { return nil })
 	h.Config.Publish(cfg)
-	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
+	stop := runUntil(announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)}))
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {
@@ -92,9 +84,31 @@ func SpeakerMain() (int, bool) {
 			h.Intent.Publish(hub.Intent{Revision: 2})
 		}
 	}
-	cancel()
-	<-done
+	stop()
 	return 0, true
+}
+
+// runUntil runs a until stop is called; stop returns once a has
+// withdrawn (within 5 s) and returned. Calling stop again does nothing.
+func runUntil(a *announce.Announcer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 5*time.Second)
+		})
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+// RunAnnouncer runs a until the test ends, or until the stop it returns
+// is called; a stopping announcer withdraws, within 5 s.
+func RunAnnouncer(t testing.TB, a *announce.Announcer) (stop func()) {
+	stop = runUntil(a)
+	t.Cleanup(stop)
+	return stop
 }
 
 // Net is the topology.
