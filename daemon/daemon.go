@@ -456,7 +456,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("close ipvs client", "err", err)
 		}
 	}()
-	mctx, cancel := context.WithCancel(ctx)
+	// mctx outlives ctx until the announcer has drained and withdrawn
+	// its routes: nothing stops serving while a route still points here.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
