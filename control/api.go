@@ -56,6 +56,9 @@ type Status struct {
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 	// BGP is the route announcer (bgp.go); absent without [bgp].
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Clients are the client actions (clients.go): blocks and limits in
+	// force and whether the kernel enforces them.
+	Clients *ClientsStatus `json:"clients,omitempty"`
 	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
 	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }
@@ -249,15 +252,11 @@ type GSLBMonitor struct {
 	// LastOK is true when the last probe passed.
 	LastOK    bool    `json:"last_ok,omitempty"`
 	RTTMillis float64 `json:"rtt_ms"`
-	// CertDaysLeft is the days until the server certificate expires
-	// (https only; nil otherwise or before a handshake).
-	CertDaysLeft *int `json:"cert_days_left,omitempty"`
-	// LossPercent is the echo loss of the last probe in percent (icmp
-	// only).
-	LossPercent *float64 `json:"loss_percent,omitempty"`
-	// Socket is the ICMP socket the monitor uses: "raw" or
-	// "unprivileged" (icmp only).
-	Socket string `json:"socket,omitempty"`
+	// Facts are the facts of the monitor's kind that its last probe
+	// found, in name order (an https monitor's cert_days_left, an icmp
+	// monitor's loss_percent and socket): in JSON, each is a key of the
+	// monitor's object (see MarshalJSON).
+	Facts []Fact `json:"-"`
 }
 
 // VendorCount counts one vendor's members of a pool.

@@ -130,7 +130,11 @@ func TestBGPFloor(t *testing.T) {
 		ipvs := &refusingClient{mem: mem, off: map[vip.Protocol]bool{}}
 		path := fleetConfig(t, c, cr, name, "c1", bgpSection(r, "min_announcing = 1"))
 		fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-		hosts = append(hosts, &floorHost{h: startOpts(t, Options{ConfigPath: path, Client: ipvs}, mem, fp), router: r, ipvs: ipvs})
+		d, err := New(Options{ConfigPath: path, Client: ipvs, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, &floorHost{h: run(t, d, fp, mem), router: r, ipvs: ipvs})
 	}
 	lb1, lb2 := hosts[0], hosts[1]
 	for _, f := range hosts {

@@ -111,22 +111,20 @@ type harness struct {
 
 func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *harness {
 	t.Helper()
-	return startOpts(t, Options{ConfigPath: path}, client, fp)
+	return startOpts(t, Options{ConfigPath: path, Client: client, Probe: fp.probe}, fp)
 }
 
-// startOpts runs a daemon of opts with fp's probes, over client's table
-// (opts.Client, when set, stands in front of it), until the test ends.
-func startOpts(t *testing.T, opts Options, client *vip.MemClient, fp *fakeProbe) *harness {
+// startOpts runs a daemon of opts (its probe fp's, its IPVS client a
+// *vip.MemClient, no vendor identification, ticks of 50ms) until the
+// test ends.
+func startOpts(t *testing.T, opts Options, fp *fakeProbe) *harness {
 	t.Helper()
-	if opts.Client == nil {
-		opts.Client = client
-	}
-	opts.Probe, opts.Identify, opts.TickInterval = fp.probe, noIdentify, 50*time.Millisecond
+	opts.Identify, opts.TickInterval = noIdentify, 50*time.Millisecond
 	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, d, fp, client)
+	return run(t, d, fp, opts.Client.(*vip.MemClient))
 }
 
 // run runs d until the test ends (or h.stop); fp and client are the

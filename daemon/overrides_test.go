@@ -256,6 +256,7 @@ type memStore struct {
 	rev     intent.Revision
 	fail    error
 	saves   int
+	tries   int // Save calls, failed ones included
 	changes chan intent.State
 }
 
@@ -268,6 +269,7 @@ func (s *memStore) Load(context.Context) (intent.Stored, error) {
 func (s *memStore) Save(_ context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tries++
 	if s.fail != nil {
 		return 0, s.fail
 	}
@@ -458,5 +460,6 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 // intent in store, until the test ends.
 func startWithStore(t *testing.T, path string, store intent.Store) *harness {
 	t.Helper()
-	return startOpts(t, Options{ConfigPath: path, Store: store}, vip.NewMemClient(), &fakeProbe{down: map[netip.AddrPort]bool{}})
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	return startOpts(t, Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: fp.probe, Store: store}, fp)
 }

@@ -16,6 +16,9 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
+	if cfg := d.Config(); cfg != nil {
+		st.Clients = d.clientsStatus(cfg, d.intentNow()) // the client actions (clients.go)
+	}
 	return st, nil
 }
 

@@ -43,7 +43,11 @@ type Deps struct {
 type Constructor func(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error)
 
 // Builder builds checkers by kind: adding a kind is one settings struct in
-// configs and one Constructor in the table NewBuilder makes.
+// configs and one Constructor in the table NewBuilder makes. A kind with
+// facts of its own reports them in its Results (check.Fact), declares the
+// metrics they are exported as beside it (FactMetrics) and, to show them
+// in the monitor tables of lbctl and the status page, has a row in
+// control.FactColumns.
 type Builder struct {
 	deps  Deps
 	kinds map[string]Constructor
@@ -62,6 +66,12 @@ func NewBuilder(deps Deps) *Builder {
 		"http":  newHTTPChecker,
 		"https": newHTTPChecker,
 	}}
+}
+
+// FactMetrics returns the metrics the kinds export their facts as (see
+// check.FactMetric), each declared beside its kind.
+func FactMetrics() []check.FactMetric {
+	return append(httpFactMetrics(), icmpFactMetrics()...)
 }
 
 // Kinds returns the kinds b builds (in no particular order).

@@ -147,33 +147,6 @@ func (l *LB) Say(t testing.TB, cmd string) {
 	}
 }
 
-// ip runs one ip command, failing t.
-func ip(t testing.TB, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-}
-
-// link joins namespace a (address aAddr) and b (bAddr) by a veth pair,
-// both in a /30.
-func link(t testing.TB, a *netns.Host, aIf, aAddr string, b *netns.Host, bIf, bAddr string) {
-	t.Helper()
-	ip(t, "-n", a.Name(), "link", "add", aIf, "type", "veth", "peer", "name", bIf, "netns", b.Name())
-	ip(t, "-n", a.Name(), "addr", "add", aAddr+"/30", "dev", aIf)
-	ip(t, "-n", b.Name(), "addr", "add", bAddr+"/30", "dev", bIf)
-	ip(t, "-n", a.Name(), "link", "set", aIf, "up")
-	ip(t, "-n", b.Name(), "link", "set", bIf, "up")
-}
-
-// sysctl sets key=value in h's namespace.
-func sysctl(t testing.TB, h *netns.Host, kv string) {
-	t.Helper()
-	if out, err := exec.Command("ip", "netns", "exec", h.Name(), "sysctl", "-q", "-w", kv).CombinedOutput(); err != nil {
-		t.Fatalf("sysctl %s in %s: %v: %s", kv, h.Name(), err, out)
-	}
-}
-
 // New builds the topology with n LB hosts (lb1, lb2, ...; lb i on
 // 10.0.i.0/30 to the router, the client on 10.0.250.0/30), starts BIRD
 // and every host's announcer with its VIP serving, and opens 32 client
@@ -181,18 +154,18 @@ func sysctl(t testing.TB, h *netns.Host, kv string) {
 func New(t testing.TB, n int) *Net {
 	bird.Require(t)
 	nw := &Net{t: t, Router: netns.New(t, "ecmp-router"), Client: netns.New(t, "ecmp-client")}
-	link(t, nw.Router, "to-client", "10.0.250.1", nw.Client, "eth1", "10.0.250.2")
-	ip(t, "-n", nw.Client.Name(), "route", "replace", "default", "via", "10.0.250.1")
-	sysctl(t, nw.Router, "net.ipv4.ip_forward=1")
-	sysctl(t, nw.Router, "net.ipv4.fib_multipath_hash_policy=1") // spread flows by port too
-	sysctl(t, nw.Router, "net.ipv4.conf.all.rp_filter=0")
+	netns.Link(t, nw.Router, "to-client", "10.0.250.1", nw.Client, "eth1", "10.0.250.2")
+	netns.IP(t, "-n", nw.Client.Name(), "route", "replace", "default", "via", "10.0.250.1")
+	nw.Router.Sysctl("net.ipv4.ip_forward=1")
+	nw.Router.Sysctl("net.ipv4.fib_multipath_hash_policy=1") // spread flows by port too
+	nw.Router.Sysctl("net.ipv4.conf.all.rp_filter=0")
 	var protocols strings.Builder
 	for i := 1; i <= n; i++ {
 		lb := &LB{Name: fmt.Sprintf("lb%d", i), Host: netns.New(t, fmt.Sprintf("ecmp-lb%d", i))}
-		link(t, nw.Router, "to-"+lb.Name, fmt.Sprintf("10.0.%d.1", i), lb.Host, "eth1", fmt.Sprintf("10.0.%d.2", i))
-		ip(t, "-n", lb.Host.Name(), "route", "replace", "default", "via", fmt.Sprintf("10.0.%d.1", i))
-		ip(t, "-n", lb.Host.Name(), "addr", "add", VIP.Addr().String()+"/32", "dev", "lo")
-		sysctl(t, lb.Host, "net.ipv4.conf.all.rp_filter=0")
+		netns.Link(t, nw.Router, "to-"+lb.Name, fmt.Sprintf("10.0.%d.1", i), lb.Host, "eth1", fmt.Sprintf("10.0.%d.2", i))
+		netns.IP(t, "-n", lb.Host.Name(), "route", "replace", "default", "via", fmt.Sprintf("10.0.%d.1", i))
+		netns.IP(t, "-n", lb.Host.Name(), "addr", "add", VIP.Addr().String()+"/32", "dev", "lo")
+		lb.Host.Sysctl("net.ipv4.conf.all.rp_filter=0")
 		lb.respond(t)
 		fmt.Fprintf(&protocols, "protocol bgp %s from lb { local 10.0.%d.1 as %d; neighbor 10.0.%d.2 as %d; }\n", lb.Name, i, routerAS, i, lbAS)
 		nw.LBs = append(nw.LBs, lb)
