@@ -368,16 +368,6 @@ func Paths(routes []Route) []Path {
 	return out
 }
 
-// Allowed returns every prefix cfg may announce, in prefix order.
-func Allowed(cfg *configs.Config) []netip.Prefix {
-	routes, _ := Decide(Input{Config: cfg})
-	out := make([]netip.Prefix, 0, len(routes))
-	for _, r := range routes {
-		out = append(out, r.Prefix)
-	}
-	return out
-}
-
 // hasPeerOf reports whether a peer of a's family is configured (a
 // prefix goes to the peers of its family only).
 func hasPeerOf(peers []configs.BGPPeer, a netip.Addr) bool {

@@ -35,6 +35,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/report"
@@ -68,7 +69,7 @@ type Options struct {
 	// Probe with its address and check profile; tests use it.
 	Probe probes.Func
 	// Identify, when set, replaces the CHAOS version.bind identification
-	// the resolvers.Identifier runs.
+	// the identify.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
@@ -112,7 +113,7 @@ type Daemon struct {
 	noIPVS bool
 
 	mon   *monitor.Monitor
-	ident *resolvers.Identifier
+	ident *identify.Identifier
 	rec   *vip.Reconciler
 
 	events   chan monitor.Event
@@ -188,10 +189,10 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	if opts.Checkers == nil {
-		// On Linux the DNS checks go through probes' batch engine
-		// (shared sockets, sendmmsg/recvmmsg); the prober's own
-		// connected sockets serve the other systems. None exists until
-		// the first probe, so a failed New leaks nothing.
+		// On Linux the UDP DNS checks go through probes' batch
+		// engine (shared sockets, sendmmsg/recvmmsg); elsewhere each
+		// probe opens its own socket. The engine starts with the first
+		// probe, so a failed New leaks nothing.
 		pr := probes.NewDNSProber()
 		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}
@@ -289,7 +290,7 @@ func New(opts Options) (*Daemon, error) {
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
-	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
+	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
 		VendorOf: probes.VendorOf,
@@ -585,7 +586,7 @@ func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 
 // Identifier returns the vendor identification of the back ends, for
 // status.
-func (d *Daemon) Identifier() *resolvers.Identifier { return d.ident }
+func (d *Daemon) Identifier() *identify.Identifier { return d.ident }
 
 // Applied returns the IPVS table the daemon believes the kernel holds for
 // its services (in dry-run, the table it would have programmed).
@@ -639,7 +640,9 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 
 func (d *Daemon) handleReload(ctx context.Context) error {
 	// A reload allocates tens of times its file's size: the GC is held
-	// back meanwhile (heap goal 5x live, not 2x; bench/README.md).
+	// back meanwhile (heap goal 5x live, not 2x; bench/README.md,
+	// "2026-11-30 (session 15): everything merged, the GC held back
+	// during a reload, the answer path").
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	var targets []monitor.Target

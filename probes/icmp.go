@@ -85,16 +85,6 @@ func newICMPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Ch
 	return c, nil
 }
 
-// ICMPMode returns the socket kind an icmp checker sends on,
-// configs.ICMPRaw ("raw") or configs.ICMPUnprivileged ("unprivileged"),
-// or "" when c is not an icmp checker.
-func ICMPMode(c check.Checker) string {
-	if ic, ok := c.(*icmpChecker); ok {
-		return ic.socket
-	}
-	return ""
-}
-
 // ICMPSocket returns the socket kind icmp checks with the given privileged
 // setting ("auto", "" meaning auto, "raw" or "unprivileged") use for one
 // address family, by opening and closing one: "raw" when a raw ICMP socket

@@ -44,7 +44,7 @@ func TestICMPNetnsLinkDown(t *testing.T) {
 	t.Parallel()
 	h := netns.New(t, "icmp-link")
 	c := buildICMP(t, icmpCheck(3, 20*time.Millisecond, 500*time.Millisecond, 34, configs.ICMPAuto), h.AddrV4())
-	wantEchoes(t, checkWithin(t, c, 500*time.Millisecond), 3, ICMPMode(c))
+	wantEchoes(t, checkWithin(t, c, 500*time.Millisecond), 3, icmpMode(c))
 
 	h.LinkDown()
 	r := checkWithin(t, c, 500*time.Millisecond)
@@ -56,7 +56,7 @@ func TestICMPNetnsLinkDown(t *testing.T) {
 	t.Logf("link down: %s", r.Detail)
 
 	h.LinkUp()
-	wantEchoes(t, checkWithin(t, c, 500*time.Millisecond), 3, ICMPMode(c))
+	wantEchoes(t, checkWithin(t, c, 500*time.Millisecond), 3, icmpMode(c))
 }
 
 func TestICMPNetnsLoss(t *testing.T) {
@@ -71,7 +71,7 @@ func TestICMPNetnsLoss(t *testing.T) {
 	}
 
 	h.ClearNetem()
-	wantEchoes(t, checkWithin(t, c, 400*time.Millisecond), 3, ICMPMode(c))
+	wantEchoes(t, checkWithin(t, c, 400*time.Millisecond), 3, icmpMode(c))
 
 	// 50% loss of 20 echoes: a tolerant threshold (90%) fails only when 19
 	// or 20 are lost (probability 21/2^20, about 2e-5) and a strict one
@@ -102,7 +102,7 @@ func TestICMPNetnsIPv6(t *testing.T) {
 	t.Parallel()
 	h := netns.New(t, "icmp-v6")
 	c := buildICMP(t, icmpCheck(3, 20*time.Millisecond, time.Second, 34, configs.ICMPAuto), h.AddrV6())
-	wantEchoes(t, checkWithin(t, c, time.Second), 3, ICMPMode(c))
+	wantEchoes(t, checkWithin(t, c, time.Second), 3, icmpMode(c))
 
 	// The context's deadline, shorter than the check's timeout, bounds
 	// the probe.
@@ -161,7 +161,7 @@ func TestICMPNetnsUnprivileged(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				modes[i] = ICMPMode(c)
+				modes[i] = icmpMode(c)
 				ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 				defer cancel()
 				results[i] = c.Check(ctx)
@@ -176,7 +176,7 @@ func TestICMPNetnsUnprivileged(t *testing.T) {
 		case errs[i] != nil:
 			t.Errorf("%s: %v", j.name, errs[i])
 		case modes[i] != configs.ICMPUnprivileged:
-			t.Errorf("%s: ICMPMode = %q, want unprivileged", j.name, modes[i])
+			t.Errorf("%s: icmpMode = %q, want unprivileged", j.name, modes[i])
 		case j.want == 3:
 			if sent, recv := echoCounts(r); !r.OK || sent != 3 || recv != 3 || !strings.HasSuffix(r.Detail, "(unprivileged ping socket)") {
 				t.Errorf("%s: %+v, want 3/3 echoes on an unprivileged ping socket", j.name, r)

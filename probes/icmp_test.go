@@ -66,9 +66,9 @@ func TestICMPLoopback(t *testing.T) {
 		t.Run(a, func(t *testing.T) {
 			t.Parallel()
 			c := buildICMP(t, icmpCheck(3, 10*time.Millisecond, time.Second, 34, configs.ICMPAuto), netip.MustParseAddr(a))
-			mode := ICMPMode(c)
+			mode := icmpMode(c)
 			if mode != configs.ICMPRaw && mode != configs.ICMPUnprivileged {
-				t.Fatalf("ICMPMode = %q, want raw or unprivileged", mode)
+				t.Fatalf("icmpMode = %q, want raw or unprivileged", mode)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
@@ -117,7 +117,7 @@ func TestICMPNoSettings(t *testing.T) {
 
 func TestICMPModeOfOtherKind(t *testing.T) {
 	t.Parallel()
-	if m := ICMPMode(check.Func(func(context.Context) Result { return Result{} })); m != "" {
+	if m := icmpMode(check.Func(func(context.Context) Result { return Result{} })); m != "" {
 		t.Errorf("ICMPMode of a non-icmp checker = %q, want empty", m)
 	}
 }
@@ -251,7 +251,7 @@ func TestICMPJudge(t *testing.T) {
 // constructor in NewBuilder's table.
 func TestBuilderBuildsEveryKind(t *testing.T) {
 	t.Parallel()
-	built := NewBuilder(Deps{}).Kinds()
+	built := NewBuilder(Deps{}).kindNames()
 	for _, k := range configs.CheckKinds() {
 		if !slices.Contains(built, k) {
 			t.Errorf("kind %q has no constructor in NewBuilder", k)
@@ -278,4 +278,23 @@ func echoCounts(r Result) (sent, recv int) {
 		return sent, 0
 	}
 	return -1, -1
+}
+
+// icmpMode returns the socket kind an icmp checker sends on,
+// configs.ICMPRaw ("raw") or configs.ICMPUnprivileged ("unprivileged"),
+// or "" when c is not an icmp checker.
+func icmpMode(c check.Checker) string {
+	if ic, ok := c.(*icmpChecker); ok {
+		return ic.socket
+	}
+	return ""
+}
+
+// kindNames returns the kinds b builds (in no particular order).
+func (b *Builder) kindNames() []string {
+	out := make([]string, 0, len(b.kinds))
+	for k := range b.kinds {
+		out = append(out, k)
+	}
+	return out
 }

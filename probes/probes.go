@@ -23,15 +23,15 @@ import (
 // Result is the outcome of one probe (check.Result).
 type Result = check.Result
 
-// Func is the signature of a one-off probe of a check profile: DNS, and
-// DNSProber.Probe. It parses the profile on every call; health checks use
+// Func is the signature of a one-off probe of a check profile, such as
+// DNS. It parses the profile on every call; health checks use
 // checkers made by a Builder instead.
 type Func func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result
 
 // Deps are what the checkers of one Builder share.
 type Deps struct {
-	// DNS, when set, keeps one idle UDP socket per target for the checks
-	// of kind "dns" (see DNSProber); nil opens a socket per probe.
+	// DNS, when set, runs the UDP checks of kind "dns" through its batch
+	// engine on Linux (see DNSProber); nil opens a socket per probe.
 	DNS *DNSProber
 
 	// tcp runs the connect-only tcp checks; NewBuilder makes it.
@@ -74,15 +74,6 @@ func FactMetrics() []check.FactMetric {
 	return append(httpFactMetrics(), icmpFactMetrics()...)
 }
 
-// Kinds returns the kinds b builds (in no particular order).
-func (b *Builder) Kinds() []string {
-	out := make([]string, 0, len(b.kinds))
-	for k := range b.kinds {
-		out = append(out, k)
-	}
-	return out
-}
-
 // Build returns the checker of chk's kind for target.
 func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checker, error) {
 	if chk == nil {
@@ -101,11 +92,6 @@ func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checke
 		return nil, fmt.Errorf("probes: check %q: %w", chk.Name, err)
 	}
 	return c, nil
-}
-
-// Build returns the checker of chk's kind for target, with deps.
-func Build(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
-	return NewBuilder(deps).Build(chk, target)
 }
 
 // bounded returns ctx with its deadline: its own, or timeout from now when
