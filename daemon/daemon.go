@@ -265,11 +265,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.store = opts.Store
 	if d.store == nil {
-		d.store = fleetStore
-	}
-	if d.store == nil {
-		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
+		d.store = file
+		if fleetStore != nil {
+			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		}
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
@@ -462,7 +463,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("close ipvs client", "err", err)
 		}
 	}()
-	mctx, cancel := context.WithCancel(ctx)
+	// mctx outlives ctx until the announcer has drained and withdrawn
+	// its routes: nothing stops serving while a route still points here.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
@@ -475,7 +478,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(mctx)
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -499,12 +502,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.journal.Stopping()
 			close(d.stopping)
+			<-bgpDone // routes drained (drain_on_stop) and withdrawn before anything stops serving
 			cancel()
 			<-monDone
 			<-identDone
 			servers.Wait()
 			<-fleetDone
-			<-bgpDone
 			<-dnstapDone
 			<-feedDone
 			<-servingDone
