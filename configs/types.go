@@ -22,6 +22,8 @@ type Config struct {
 	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
 	// Flood is the flood alarms ([flood], flood.go).
 	Flood Flood `toml:"flood"`
+	// Actions are the client actions' settings ([actions], actions.go).
+	Actions Actions `toml:"actions"`
 	// Dnstap is the dnstap intake from the back-end resolvers; nil
 	// without [dnstap] (nothing listens).
 	Dnstap *Dnstap `toml:"dnstap"`

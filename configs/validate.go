@@ -133,6 +133,9 @@ func (d *decoder) validate() {
 	if d.floodOK {
 		d.validateFlood()
 	}
+	if d.actionsOK {
+		d.validateActions()
+	}
 	d.validateDnstap()
 }
 

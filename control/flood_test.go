@@ -137,31 +137,22 @@ func TestPageFloodInBrowser(t *testing.T) {
 	inBrowser(t, st, now, "status-page-flood-1280.png", "FLOOD ALARM", "Top talkers", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "abcdefghij")
 }
 
-// inBrowser serves the page of st at now and renders it in Debian's
-// Chromium at 1280 px: nothing may overflow, and the rendered text must
-// hold every one of wants; a screenshot is saved as shot among the
-// test's artifacts.
+// inBrowser renders the page of st at now in Debian's Chromium at
+// 1280 px (pageAt1280: nothing may overflow): the rendered text must hold
+// every one of wants; a screenshot is saved as shot among the test's
+// artifacts.
 func inBrowser(t *testing.T, st *Status, now time.Time, shot string, wants ...string) {
 	t.Helper()
-	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
-		Now: func() time.Time { return now }}).Handler())
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Overflows() {
-		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
-	}
+	l, url := pageAt1280(t, st, now)
 	for _, want := range wants {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	path := filepath.Join(browser.ArtifactDir(t), shot)
-	if err := browser.Screenshot(ctx, srv.URL+"/", path, 1280, 900); err != nil {
+	if err := browser.Screenshot(ctx, url, path, 1280, 900); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else {
 		t.Logf("screenshot: %s", path)

@@ -67,8 +67,8 @@ func longestStatus(now time.Time) *Status {
 			Reason: "https-health-check: certificate for frontend.example.net expires in 3 days; icmp: 33.3% loss over 30 probes; tcp-443: connection refused",
 			Monitors: []GSLBMonitor{
 				{Check: "https-health-check", Kind: "https", State: "down", Since: now.Add(-time.Minute), LastProbe: now.Add(-time.Second),
-					LastResult: "GET https://[2001:db8:eeee::8443]/healthz: 503 Service Unavailable (want 200): body \"draining for maintenance\"", RTTMillis: 1234.5, CertDaysLeft: &certDays},
-				{Check: "icmp-reachability", Kind: "icmp", State: "down", LastResult: "10 of 30 echo requests lost", LossPercent: &loss, Socket: "unprivileged datagram"},
+					LastResult: "GET https://[2001:db8:eeee::8443]/healthz: 503 Service Unavailable (want 200): body \"draining for maintenance\"", RTTMillis: 1234.5, Facts: []Fact{{Name: "cert_days_left", Value: float64(certDays)}}},
+				{Check: "icmp-reachability", Kind: "icmp", State: "down", LastResult: "10 of 30 echo requests lost", Facts: []Fact{{Name: "loss_percent", Value: loss}, {Name: "socket", Text: "unprivileged datagram"}}},
 			},
 		})
 	}
@@ -146,4 +146,24 @@ func layoutAt(t *testing.T, url string, width int) {
 	} else {
 		t.Logf("screenshot: %s", shot)
 	}
+}
+
+// pageAt1280 serves the status page of st at now, measures it in
+// Debian's Chromium at 1280 px, fails t when it overflows, and returns
+// the layout and the page's URL (served until the test ends).
+func pageAt1280(t *testing.T, st *Status, now time.Time) (browser.Layout, string) {
+	t.Helper()
+	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
+		Now: func() time.Time { return now }}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Overflows() {
+		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	return l, srv.URL + "/"
 }

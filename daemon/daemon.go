@@ -35,6 +35,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/report"
@@ -68,7 +69,7 @@ type Options struct {
 	// Probe with its address and check profile; tests use it.
 	Probe probes.Func
 	// Identify, when set, replaces the CHAOS version.bind identification
-	// the resolvers.Identifier runs.
+	// the identify.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
@@ -86,6 +87,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Notifier, when set, hears the loop's life for systemd: Alive on every tick, and each reload.
 	Notifier *sdnotify.Notifier
+	// ClientsNetNS, when not 0, is an open network namespace whose
+	// nftables ruleset enforces the client actions (tests); 0 is the
+	// daemon's own.
+	ClientsNetNS int
 	// Dnstap, when set, takes every client message of the dnstap
 	// intake ([dnstap]; dnstap.go). Without it the intake counts them
 	// and keeps the latest per sender only.
@@ -108,7 +113,7 @@ type Daemon struct {
 	noIPVS bool
 
 	mon   *monitor.Monitor
-	ident *resolvers.Identifier
+	ident *identify.Identifier
 	rec   *vip.Reconciler
 
 	events   chan monitor.Event
@@ -144,6 +149,7 @@ type Daemon struct {
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
 	flood      *floodPart     // the flood alarms (flood.go); nil when off
+	clients    *clientsPart   // the client actions' enforcement (clients.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -184,10 +190,10 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	if opts.Checkers == nil {
-		// On Linux the DNS checks go through probes' batch engine
-		// (shared sockets, sendmmsg/recvmmsg); the prober's own
-		// connected sockets serve the other systems. None exists until
-		// the first probe, so a failed New leaks nothing.
+		// On Linux the UDP DNS checks go through probes' batch
+		// engine (shared sockets, sendmmsg/recvmmsg); elsewhere each
+		// probe opens its own socket. The engine starts with the first
+		// probe, so a failed New leaks nothing.
 		pr := probes.NewDNSProber()
 		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}
@@ -260,11 +266,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.store = opts.Store
 	if d.store == nil {
-		d.store = fleetStore
-	}
-	if d.store == nil {
-		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
+		d.store = file
+		if fleetStore != nil {
+			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		}
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
@@ -285,7 +292,8 @@ func New(opts Options) (*Daemon, error) {
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
 		Flood: d.flood.pipeline()})
 	d.bgp = newBGP(d)
-	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
+	d.clients = newClients(d, cfg)
+	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
 		VendorOf: probes.VendorOf,
@@ -458,7 +466,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("close ipvs client", "err", err)
 		}
 	}()
-	mctx, cancel := context.WithCancel(ctx)
+	// mctx outlives ctx until the announcer has drained and withdrawn
+	// its routes: nothing stops serving while a route still points here.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
@@ -471,7 +481,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(mctx)
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	floodDone := d.runFlood(mctx)
 	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
@@ -484,6 +494,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		mode = report.IPVSNone
 	}
 	d.journal.Started(d.opts.ConfigPath, d.cfg, mode)
+	d.expireClients(ctx) // actions that ended while lbdnsd was stopped
+	d.enforceClients()   // the kernel's table as the intent says, at start
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()
@@ -494,12 +506,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.journal.Stopping()
 			close(d.stopping)
+			<-bgpDone // routes drained (drain_on_stop) and withdrawn before anything stops serving
 			cancel()
 			<-monDone
 			<-identDone
 			servers.Wait()
 			<-fleetDone
-			<-bgpDone
 			<-floodDone
 			<-dnstapDone
 			<-feedDone
@@ -515,9 +527,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 			d.opts.Notifier.Alive() // the watchdog is fed only while the loop runs
 			d.handleTick(ctx)
+			d.expireClients(ctx)
 		case <-resync.C:
 			d.ensureAddresses() // the resync: addresses, then the whole table
 			d.reconcile(ctx, true)
+			d.enforceClients() // and the client actions' table
 		case reply := <-d.reloadCh:
 			err := d.opts.Notifier.Reload(func() error { return d.handleReload(ctx) })
 			if err == nil {
@@ -577,7 +591,7 @@ func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 
 // Identifier returns the vendor identification of the back ends, for
 // status.
-func (d *Daemon) Identifier() *resolvers.Identifier { return d.ident }
+func (d *Daemon) Identifier() *identify.Identifier { return d.ident }
 
 // Applied returns the IPVS table the daemon believes the kernel holds for
 // its services (in dry-run, the table it would have programmed).
@@ -626,11 +640,14 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 	d.journal.IntentOrphans(d.cfg, st.State)
 	d.gslb.Refresh()
 	d.reconcile(ctx, false)
+	d.enforceClients()
 }
 
 func (d *Daemon) handleReload(ctx context.Context) error {
 	// A reload allocates tens of times its file's size: the GC is held
-	// back meanwhile (heap goal 5x live, not 2x; bench/README.md).
+	// back meanwhile (heap goal 5x live, not 2x; bench/README.md,
+	// "2026-11-30 (session 15): everything merged, the GC held back
+	// during a reload, the answer path").
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	var targets []monitor.Target

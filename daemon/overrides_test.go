@@ -256,6 +256,7 @@ type memStore struct {
 	rev     intent.Revision
 	fail    error
 	saves   int
+	tries   int // Save calls, failed ones included
 	changes chan intent.State
 }
 
@@ -268,6 +269,7 @@ func (s *memStore) Load(context.Context) (intent.Stored, error) {
 func (s *memStore) Save(_ context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tries++
 	if s.fail != nil {
 		return 0, s.fail
 	}
@@ -459,10 +461,5 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 func startWithStore(t *testing.T, path string, store intent.Store) *harness {
 	t.Helper()
 	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run(t, d, fp, mc)
+	return startOpts(t, Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: fp.probe, Store: store}, fp)
 }

@@ -1,11 +1,12 @@
 // Package etcdfleet is the etcd edge of a fleet of LB hosts: the
 // connection (TLS with a client certificate, always verified), the
 // operator intent shared through etcd (an intent.Store), and the nodes'
-// heartbeats held under their leases with the reader of the fleet view.
+// heartbeats held under their leases with the reader and the watcher
+// (WatchNodes) of the fleet view.
 //
 // Keys, all under the [fleet] prefix P:
 //
-//	P/intent/fleet             the GSLB emergency switches and TTL raises (the whole fleet's)
+//	P/intent/fleet             the GSLB emergency switches, TTL raises and client actions (the whole fleet's)
 //	P/intent/cluster/CLUSTER   the resolver overrides of a cluster of hosts sharing back ends
 //	P/intent/host/NAME         the resolver overrides of a host in no cluster
 //	P/nodes/NAME               a node's heartbeat, under its lease
