@@ -79,3 +79,27 @@ func writeTop(e *env, rep *control.TopReply) error {
 	fmt.Fprintln(ew, "(the true count lies between QUERIES less ERROR and QUERIES)")
 	return ew.err
 }
+
+// floodBanner prints a line per flood alarm raised, naming the heaviest
+// client and name of the seconds that raised it (lbctl top shows more).
+func (sw *statusWriter) floodBanner(f *control.FloodStatus) {
+	if f == nil {
+		return
+	}
+	for _, a := range f.Alarms {
+		what := fmt.Sprintf("%s at %.0f/s, baseline %.0f/s", a.ID, a.Rate, a.Baseline)
+		if a.Reason == "share" {
+			what = fmt.Sprintf("%s %s has %.0f%% of %.0f queries/s", strings.TrimSuffix(a.Kind, "s"), a.Key, 100*a.Share, a.Rate)
+		}
+		var tops []string
+		for _, t := range a.Top {
+			if (t.Kind == "clients" || t.Kind == "names") && len(t.Entries) > 0 {
+				tops = append(tops, fmt.Sprintf("top %s %s %.0f/s", strings.TrimSuffix(t.Kind, "s"), t.Entries[0].Key, t.Entries[0].Rate))
+			}
+		}
+		if len(tops) > 0 {
+			what += "; " + strings.Join(tops, ", ")
+		}
+		sw.printf("!! FLOOD ALARM since %s: %s (lbctl top)\n", a.Since.UTC().Format(time.RFC3339), what)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"lbdns/control"
 )
@@ -57,5 +58,30 @@ func TestTopOff(t *testing.T) {
 	r := lbctl(t, "-socket", f.socket, "top")
 	if r.code != exitRefused || !strings.Contains(r.stderr, "queries are not counted") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestStatusFloodBanner: lbctl status opens with a line per flood alarm
+// raised, naming its heaviest client and name.
+func TestStatusFloodBanner(t *testing.T) {
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	top := []control.TopReply{{Kind: "clients", Entries: []control.TopEntry{{Key: "203.0.113.66", Rate: 5000}}},
+		{Kind: "prefixes", Entries: []control.TopEntry{{Key: "203.0.113.0/24", Rate: 5000}}},
+		{Kind: "names", Entries: []control.TopEntry{{Key: "boom.gslb.example.", Rate: 5010}}}}
+	st := control.Status{Generated: since.Add(time.Minute), Flood: &control.FloodStatus{On: true, Window: "10s", Alarms: []control.FloodAlarm{
+		{ID: "responder", Reason: "rise", Since: since, Rate: 5400, Baseline: 400, Floor: 1000, Top: top},
+		{ID: "share clients 203.0.113.66", Reason: "share", Kind: "clients", Key: "203.0.113.66", Share: 0.93, Since: since, Rate: 5400, Top: top}}}}
+	f := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "status")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"!! FLOOD ALARM since 2026-12-01T12:00:00Z: responder at 5400/s, baseline 400/s; top client 203.0.113.66 5000/s, top name boom.gslb.example. 5010/s (lbctl top)",
+		"!! FLOOD ALARM since 2026-12-01T12:00:00Z: client 203.0.113.66 has 93% of 5400 queries/s; top client",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }
