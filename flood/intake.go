@@ -102,7 +102,7 @@ func (in *Intake) NewProducer(source Source) *Producer {
 }
 
 // Close hands the producer's last batch over and removes it; its
-// spare batches are freed as the drainer returns them.
+// spare batches are dropped, at once or as the drainer returns them.
 func (p *Producer) Close() {
 	p.mu.Lock()
 	cur := p.cur
@@ -120,10 +120,17 @@ func (p *Producer) Close() {
 			break
 		}
 	}
-	// Drop the spares this producer brought.
-	n := max(len(in.free)-(producerBatchs-1), 0)
-	clear(in.free[n:])
-	in.free = in.free[:n]
+	in.trimLocked()
+}
+
+// trimLocked drops the free batches beyond the spares of the producers
+// left (in.mu held): a producer closed takes its spares with it, now or
+// as the drainer returns them.
+func (in *Intake) trimLocked() {
+	if n := (producerBatchs - 1) * len(in.producers); len(in.free) > n {
+		clear(in.free[n:])
+		in.free = in.free[:n]
+	}
 }
 
 // room returns the batch to write a record with a name of n bytes to,
@@ -256,6 +263,7 @@ func (in *Intake) handle(fn func(*batch)) {
 	}
 	in.mu.Lock()
 	in.free = append(in.free, ready...)
+	in.trimLocked()
 	in.mu.Unlock()
 }
 

@@ -167,6 +167,21 @@ func TestProducer(t *testing.T) {
 	if in.Drain(func(*batch) {})[SourceResponder] != 0 {
 		t.Error("a closed producer still counts")
 	}
+	// Producers that come and go (a reload restarts the readers) leave
+	// no batches behind: the spares of those left, no more.
+	for range 50 {
+		q := in.NewProducer(SourceResponder)
+		for range batchRecords + 1 {
+			q.AddMessage(client, msg, reply) // a full batch waits for the drainer
+		}
+		q.Close()
+	}
+	keep := in.NewProducer(SourceDnstap)
+	in.Drain(func(*batch) {})
+	if n := len(in.free); n > producerBatchs-1 {
+		t.Errorf("%d free batches for one producer, want at most %d", n, producerBatchs-1)
+	}
+	keep.Close()
 }
 
 func TestAddMessageAllocs(t *testing.T) {
