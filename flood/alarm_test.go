@@ -205,9 +205,36 @@ func TestPipelineFlood(t *testing.T) {
 	for range 10 {
 		p.Observe(Query{Client: flooder, Name: "dnstap.example.", Type: dns.TypeA, Source: SourceDnstap})
 	}
-	p.Step(now.Add(Epoch), nil)
+	now = now.Add(Epoch)
+	p.Step(now, nil)
 	if v := p.Top(KindName, 10*time.Second, 100); !hasKey(v, "dnstap.example.") {
 		t.Errorf("observed name not counted: %+v", v)
+	}
+	// A source is watched from its first query on, also while it sends
+	// nothing (here through a Producer, as the daemon's dnstap intake
+	// records): its flood raises, its silence clears.
+	q := NewPipeline(Config{Alarms: AlarmConfig{Floor: 500, Rise: 4, ClearAfter: 3 * time.Second}}, now)
+	dp := q.Producer(SourceDnstap)
+	defer dp.Close()
+	for range 10 {
+		dp.Add(Query{Client: flooder, Name: "dnstap.example.", Type: dns.TypeA, Source: SourceDnstap})
+	}
+	now = now.Add(Epoch)
+	q.Step(now, nil)
+	for range 1000 {
+		dp.Add(Query{Client: flooder, Name: "dnstap.example.", Type: dns.TypeA, Source: SourceDnstap})
+	}
+	now = now.Add(Epoch)
+	if got := q.Step(now, nil); len(got) != 1 || got[0].ID != "dnstap" || !got[0].Raised {
+		t.Fatalf("dnstap flood: %+v", got)
+	}
+	var after []Alarm
+	for range 5 {
+		now = now.Add(Epoch)
+		after = append(after, q.Step(now, nil)...)
+	}
+	if len(after) != 1 || after[0].ID != "dnstap" || after[0].Raised {
+		t.Errorf("dnstap silent: %+v", after)
 	}
 }
 

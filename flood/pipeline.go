@@ -40,6 +40,8 @@ type Pipeline struct {
 	// the alarms raised by reason.
 	totals [numSources]uint64
 	raised map[Reason]uint64
+	// seen marks the sources that counted a query.
+	seen [numSources]bool
 }
 
 // NewPipeline returns a pipeline of cfg whose first epoch starts at now.
@@ -115,7 +117,13 @@ func (p *Pipeline) Step(now time.Time, rates map[string]float64) []Alarm {
 		}
 		end := e.Start.Add(Epoch)
 		for s := range numSources {
-			if s != SourceResponder && e.Sources[s] == 0 && p.inputs[s] == nil {
+			// A source is watched from its first query on (the
+			// responder's from the start), so that its rate falling
+			// to nothing is seen too.
+			if e.Sources[s] > 0 {
+				p.seen[s] = true
+			}
+			if s != SourceResponder && !p.seen[s] {
 				continue
 			}
 			if al, ok := p.alarms.Rate(s.String(), float64(e.Sources[s]), end); ok {
