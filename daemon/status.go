@@ -16,6 +16,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
+	st.Flood = report.FloodStatus(d.flood.pipeline())
 	if cfg := d.Config(); cfg != nil {
 		st.Clients = d.clientsStatus(cfg, d.intentNow()) // the client actions (clients.go)
 	}
