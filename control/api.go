@@ -59,6 +59,9 @@ type Status struct {
 	// Fleet is the node's link to the fleet's etcd; absent without
 	// [fleet].
 	Fleet *FleetEtcd `json:"fleet,omitempty"`
+	// Flood is the flood alarms (flood.go); absent when queries are not
+	// counted.
+	Flood *FloodStatus `json:"flood,omitempty"`
 	// Clients are the client actions (clients.go): blocks and limits in
 	// force and whether the kernel enforces them.
 	Clients *ClientsStatus `json:"clients,omitempty"`

@@ -53,6 +53,9 @@ type pageData struct {
 	// EtcdLost is the fleet's etcd out of reach (page_fleet.go); nil
 	// while it is reachable or without [fleet].
 	EtcdLost *etcdLostView
+	// Flood is the flood alarms (flood.go); nil when queries are not
+	// counted.
+	Flood *floodView
 	// Clients are the client actions (clients.go); nil when the daemon
 	// reports none.
 	Clients *clientsView
@@ -360,6 +363,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		p.GSLBResponder = v
 	}
 	p.BGP = buildBGP(st.BGP, now)             // bgp.go
+	p.Flood = buildFlood(st.Flood, now)       // flood.go
 	p.EtcdLost = buildEtcdLost(st.Fleet, now) // page_fleet.go
 	return p
 }

@@ -148,6 +148,7 @@ type Daemon struct {
 	fleet      *fleetNode     // nil without [fleet] (fleet.go)
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
+	flood      *floodPart     // the flood alarms (flood.go); nil when off
 	clients    *clientsPart   // the client actions' enforcement (clients.go)
 	// plans counts the plans computed by reconcile.
 	plans int
@@ -265,11 +266,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.store = opts.Store
 	if d.store == nil {
-		d.store = fleetStore
-	}
-	if d.store == nil {
-		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
+		d.store = file
+		if fleetStore != nil {
+			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		}
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
@@ -286,7 +288,9 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.flood = newFlood(d, cfg)
+	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
+		Flood: d.flood.pipeline()})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
 	d.ident = identify.New(identify.Options{
@@ -462,7 +466,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("close ipvs client", "err", err)
 		}
 	}()
-	mctx, cancel := context.WithCancel(ctx)
+	// mctx outlives ctx until the announcer has drained and withdrawn
+	// its routes: nothing stops serving while a route still points here.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
@@ -475,7 +481,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(mctx)
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
+	floodDone := d.runFlood(mctx)
 	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -499,12 +506,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.journal.Stopping()
 			close(d.stopping)
+			<-bgpDone // routes drained (drain_on_stop) and withdrawn before anything stops serving
 			cancel()
 			<-monDone
 			<-identDone
 			servers.Wait()
 			<-fleetDone
-			<-bgpDone
+			<-floodDone
 			<-dnstapDone
 			<-feedDone
 			<-servingDone
@@ -668,6 +676,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)
+	d.flood.configure(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }

@@ -22,8 +22,9 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
 	sw.gslbBanner(st.GSLBIntent)
 	sw.gslbLastResortBanner(st.GSLBResponder)
-	sw.bgpBanner(st.BGP)    // bgp.go
-	sw.etcdBanner(st.Fleet) // fleet.go
+	sw.bgpBanner(st.BGP)     // bgp.go
+	sw.floodBanner(st.Flood) // top.go
+	sw.etcdBanner(st.Fleet)  // fleet.go
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs, st.Daemon.DryRun)
 	if len(st.Pools) == 0 {
