@@ -31,7 +31,9 @@ func nodes(names ...string) []Node {
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	const m = "www/www-1"
-	vote := func(p string, up bool) Vote { return Vote{Prober: p, Location: "dc-" + p, Up: up, At: now.Add(-time.Hour)} }
+	vote := func(p string, up bool) Vote {
+		return Vote{Prober: p, Location: "dc-" + p, Up: up, At: now.Add(-time.Hour)}
+	}
 	wasUp := map[string]Decision{m: {Verdict: VerdictUp, Decided: now.Add(-10 * time.Second)}}
 	for _, tc := range []struct {
 		name  string
