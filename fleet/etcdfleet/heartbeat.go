@@ -292,6 +292,29 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 	return nil
 }
 
+// Unvote deletes this node's vote on member, if it has one (the member
+// is no longer assigned to it).
+func (h *Heartbeater) Unvote(ctx context.Context, member string) error {
+	h.mu.Lock()
+	v, ok := h.votes[member]
+	delete(h.votes, member)
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
+		return fmt.Errorf("fleet: delete vote: %w", err)
+	}
+	return nil
+}
+
+// Voted returns how many votes this node publishes.
+func (h *Heartbeater) Voted() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.votes)
+}
+
 // Withdraw deletes every vote of this node (a prober cut off from its
 // canaries is no down vote: fleet.CutOff); Vote publishes again.
 func (h *Heartbeater) Withdraw(ctx context.Context) error {
@@ -316,17 +339,16 @@ func Votes(ctx context.Context, cli *clientv3.Client, prefix string) (map[string
 	}
 	out := map[string][]fleet.Vote{}
 	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), prefix+"votes/")
-		i := strings.LastIndexByte(rest, '/')
-		if i <= 0 {
+		m, prober, ok := splitVoteKey(prefix, string(kv.Key))
+		if !ok {
 			continue // not a vote's key
 		}
 		var v fleet.Vote
 		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("fleet: vote %s: %w", kv.Key, err)
 		}
-		v.Prober = rest[i+1:] // the key names the prober
-		out[rest[:i]] = append(out[rest[:i]], v)
+		v.Prober = prober // the key names the prober
+		out[m] = append(out[m], v)
 	}
 	return out, nil
 }
