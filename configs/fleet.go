@@ -57,6 +57,10 @@ type Fleet struct {
 	// prober withdraws its votes while most of its canaries fail.
 	// Default none.
 	Canaries []string `toml:"canaries"`
+	// CanaryInterval paces the canaries' connects (each one's timeout
+	// too; two failures in a row make a canary down, one success up).
+	// 50ms..10s, default 250ms.
+	CanaryInterval Duration `toml:"canary_interval"`
 	// VoteHold is how long a member's last fleet verdict is held while
 	// its votes decide nothing (a tie, too few votes). 0..1h, default
 	// 30s.
@@ -75,6 +79,7 @@ const (
 	DefaultProbersPerMember    = 3
 	MaxProbersPerMember        = 16
 	DefaultFleetVoteHold       = 30 * time.Second
+	DefaultFleetCanaryInterval = 250 * time.Millisecond
 	MaxFleetCanaries           = 64
 )
 
@@ -100,6 +105,9 @@ func (d *decoder) decodeFleet(raw map[string]any) {
 	}
 	if !hasKey(d.fleetRaw, "probers_per_member") {
 		f.ProbersPerMember = DefaultProbersPerMember
+	}
+	if !hasKey(d.fleetRaw, "canary_interval") {
+		f.CanaryInterval.Duration = DefaultFleetCanaryInterval
 	}
 	if !hasKey(d.fleetRaw, "vote_hold") {
 		f.VoteHold.Duration = DefaultFleetVoteHold
@@ -172,6 +180,9 @@ func (d *decoder) validateFleet() {
 	if h := f.VoteHold.Duration; h < 0 || h > time.Hour {
 		d.p.add(joinKey(base, "vote_hold"), fmtDur(h), "must be between 0s and "+fmtDur(time.Hour))
 	}
+	if c := f.CanaryInterval.Duration; c < 50*time.Millisecond || c > 10*time.Second {
+		d.p.add(joinKey(base, "canary_interval"), fmtDur(c), "must be between 50ms and 10s")
+	}
 	if len(f.Canaries) > MaxFleetCanaries {
 		d.p.add(joinKey(base, "canaries"), strconv.Itoa(len(f.Canaries))+" canaries", fmt.Sprintf("at most %d", MaxFleetCanaries))
 	}
@@ -225,7 +236,8 @@ func (f *Fleet) Equal(g *Fleet) bool {
 	return slices.Equal(f.Endpoints, g.Endpoints) && f.Name == g.Name && f.Location == g.Location &&
 		f.Cluster == g.Cluster && f.Prefix == g.Prefix && f.LeaseTTL == g.LeaseTTL && f.DialTimeout == g.DialTimeout &&
 		f.ResyncInterval == g.ResyncInterval && f.CAFile == g.CAFile && f.CertFile == g.CertFile && f.KeyFile == g.KeyFile &&
-		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold
+		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold &&
+		f.CanaryInterval == g.CanaryInterval
 }
 
 // FleetEndpointHostPort returns an endpoint of [fleet] (validated by

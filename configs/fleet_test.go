@@ -56,6 +56,7 @@ key_file = "/etc/lbdns/lb1-key.pem"
 		{"probers_per_member", f.ProbersPerMember, 3},
 		{"vote_hold", f.VoteHold.Duration, 30 * time.Second},
 		{"canaries", len(f.Canaries), 0},
+		{"canary_interval", f.CanaryInterval.Duration, 250 * time.Millisecond},
 		{"endpoint 0", FleetEndpointHostPort(f.Endpoints[0]), "etcd1:2379"},
 		{"endpoint 1", FleetEndpointHostPort(f.Endpoints[1]), "[2001:db8::1]:2379"},
 	} {

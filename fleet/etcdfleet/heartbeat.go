@@ -255,16 +255,23 @@ func voteKey(prefix, member, prober string) string {
 // as "POOL/MEMBER") under its lease, when it changed: the vote lives
 // while the node's lease does, and is written again under a new lease.
 func (h *Heartbeater) Vote(ctx context.Context, member string, up bool) error {
+	_, err := h.VoteChanged(ctx, member, up)
+	return err
+}
+
+// VoteChanged is Vote, also saying whether the vote was new (and so
+// written).
+func (h *Heartbeater) VoteChanged(ctx context.Context, member string, up bool) (bool, error) {
 	hb := h.content()
 	h.mu.Lock()
 	if prev, ok := h.votes[member]; ok && prev.Up == up {
 		h.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	v := fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
 	h.votes[member] = v
 	h.mu.Unlock()
-	return h.putVote(ctx, member, v)
+	return true, h.putVote(ctx, member, v)
 }
 
 func (h *Heartbeater) putVote(ctx context.Context, member string, v fleet.Vote) error {
@@ -293,19 +300,19 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 }
 
 // Unvote deletes this node's vote on member, if it has one (the member
-// is no longer assigned to it).
-func (h *Heartbeater) Unvote(ctx context.Context, member string) error {
+// is no longer assigned to it), and says whether it had one.
+func (h *Heartbeater) Unvote(ctx context.Context, member string) (bool, error) {
 	h.mu.Lock()
 	v, ok := h.votes[member]
 	delete(h.votes, member)
 	h.mu.Unlock()
 	if !ok {
-		return nil
+		return false, nil
 	}
 	if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
-		return fmt.Errorf("fleet: delete vote: %w", err)
+		return true, fmt.Errorf("fleet: delete vote: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // Voted returns how many votes this node publishes.

@@ -44,7 +44,7 @@ func TestFollower(t *testing.T) {
 		})
 	}
 	seen("both nodes and their votes", "nodes [a b] votes www/www-1:a=true www/www-1:b=false www/www-2:b=true")
-	if err := b.Unvote(ctx, "www/www-2"); err != nil {
+	if _, err := b.Unvote(ctx, "www/www-2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Vote(ctx, m, false); err != nil {
