@@ -195,7 +195,9 @@ func answersEverywhere(t *testing.T, nodes []*votesNode, want ...string) {
 // fleetOf reads node n's /v1/fleet.
 func fleetOf(t *testing.T, n *votesNode) *control.FleetStatus {
 	t.Helper()
-	st, err := backend{n.h.d}.Fleet(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // the view's read fails when etcd is gone
+	defer cancel()
+	st, err := backend{n.h.d}.Fleet(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,4 +338,56 @@ func TestFleetVotesCutOffProber(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFleetVotesOwnProbes: with etcd gone for longer than the lease TTL
+// every node judges the members from its own probes, probing all of
+// them, and says so; a member's death then still makes every node stop
+// answering it; when etcd is back the fleet's verdicts are in force
+// again and each member is probed by its one prober again.
+func TestFleetVotesOwnProbes(t *testing.T) {
+	c := etcdtest.StartT(t, 3)
+	cr, err := c.User("lbdns", "/lbdns-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	m1 := listenMember(t, fmt.Sprintf("127.0.0.2:%d", port))
+	listenMember(t, fmt.Sprintf("127.0.0.3:%d", port))
+	nodes := []*votesNode{
+		startVotesNode(t, c, cr, "a", 1, votesNodeOpts{probePort: port}),
+		startVotesNode(t, c, cr, "b", 1, votesNodeOpts{probePort: port}),
+	}
+	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
+	sources := func(want string, probes int) {
+		t.Helper()
+		poll.Until(t, 20*time.Second, fmt.Sprintf("verdicts from %s, %d member probes in all", want, probes), func() (bool, string) {
+			var got []string
+			n := 0
+			for _, x := range nodes {
+				st := fleetOf(t, x)
+				got = append(got, x.name+": "+st.Verdicts+" ("+st.VerdictsWhy+") probes "+fmt.Sprint(probed(x)))
+				if st.Verdicts != want {
+					return false, fmt.Sprint(got)
+				}
+				n += len(probed(x))
+			}
+			return n == probes, fmt.Sprint(got)
+		})
+	}
+	sources("fleet", 2)
+	for i := range 3 {
+		c.StopMember(i)
+	}
+	sources("own probes", 4)
+	m1.down()
+	answersEverywhere(t, nodes, "192.0.2.81")
+	m1.up()
+	for i := range 3 {
+		if err := c.StartMember(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources("fleet", 2)
+	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
 }
