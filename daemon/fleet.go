@@ -82,7 +82,7 @@ func (d *Daemon) registerFleetMetrics() error {
 		in, _ := d.hub.Intent.Load()
 		return float64(in.Revision)
 	})
-	for _, c := range []prometheus.Collector{alive, rev} {
+	for _, c := range append([]prometheus.Collector{alive, rev}, d.votes.collectors()...) {
 		if err := d.registry.Register(c); err != nil {
 			return fmt.Errorf("fleet metrics: %w", err)
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
@@ -530,5 +532,45 @@ func (v *fleetVotes) fillMembers(pools []control.GSLBPool) {
 			}
 			m.Fleet = f
 		}
+	}
+}
+
+// collectors are the votes' metrics.
+func (v *fleetVotes) collectors() []prometheus.Collector {
+	gauge := func(name, help string, f func(votesState) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(v.state()) })
+	}
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	return []prometheus.Collector{
+		gauge("lbdns_fleet_own_verdicts", "1 while this node judges the GSLB members from its own probes (etcd unreachable for longer than the lease TTL, or the fleet view not read yet), 0 while it answers from the fleet's verdicts.",
+			func(s votesState) float64 { return bit(s.source != sourceFleet) }),
+		gauge("lbdns_fleet_votes_withdrawn", "1 while this node withdrew its votes because most of its canaries fail.",
+			func(s votesState) float64 { return bit(s.withdrawn) }),
+		gauge("lbdns_fleet_probed_members", "The GSLB members this node probes (its assignment; every member while it judges from its own probes).",
+			func(s votesState) float64 { return float64(s.probed) }),
+		gauge("lbdns_fleet_live_probers", "The live probers of the fleet view (heartbeat alive, intent current, votes not withdrawn).",
+			func(s votesState) float64 { return float64(len(s.live)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lbdns_fleet_vote_writes_total", Help: "Vote writes (puts and deletes) this node made to etcd: votes are written only when they change."},
+			func() float64 { return float64(v.state().writes) }),
+		&verdictCollector{v: v},
+	}
+}
+
+// verdictCollector exports the members by fleet verdict.
+type verdictCollector struct{ v *fleetVotes }
+
+var verdictDesc = prometheus.NewDesc("lbdns_fleet_member_verdicts", "The GSLB members by the fleet's verdict: up, down, held (the votes decide nothing and the last verdict is held), none.", []string{"verdict"}, nil)
+
+func (c *verdictCollector) Describe(ch chan<- *prometheus.Desc) { ch <- verdictDesc }
+
+func (c *verdictCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.v.verdictCounts()
+	for _, verdict := range []string{"up", "down", "held", "none"} {
+		ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, float64(counts[verdict]), verdict)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
@@ -19,6 +22,7 @@ import (
 	"lbdns/gslb"
 	"lbdns/internal/etcdtest"
 	"lbdns/internal/poll"
+	"lbdns/internal/promgolden"
 	"lbdns/probes"
 )
 
@@ -271,6 +275,7 @@ func TestFleetVotesMemberDeath(t *testing.T) {
 			}
 		}
 	}
+	checkVotesMetrics(t, nodes[0].h.d)
 	m1.up()
 	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
 
@@ -390,4 +395,49 @@ func TestFleetVotesOwnProbes(t *testing.T) {
 	}
 	sources("fleet", 2)
 	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
+}
+
+// fleetFamilies gathers the lbdns_fleet_ families of a registry.
+type fleetFamilies struct{ g prometheus.Gatherer }
+
+func (f fleetFamilies) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := f.g.Gather()
+	var out []*dto.MetricFamily
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "lbdns_fleet_") {
+			out = append(out, mf)
+		}
+	}
+	return out, err
+}
+
+// checkVotesMetrics checks the fleet's metric families against the
+// golden, and their values with www-1 down by the fleet: one member up,
+// one down, three live probers, none withdrawn, the fleet's verdicts.
+func checkVotesMetrics(t *testing.T, d *Daemon) {
+	t.Helper()
+	promgolden.Check(t, "the daemon's fleet", promgolden.Lines(t, fleetFamilies{d.Registry()}))
+	mfs, err := d.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "{" + l.GetValue() + "}"
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for name, want := range map[string]float64{"lbdns_fleet_member_verdicts{up}": 1, "lbdns_fleet_member_verdicts{down}": 1, "lbdns_fleet_live_probers": 3,
+		"lbdns_fleet_votes_withdrawn": 0, "lbdns_fleet_own_verdicts": 0, "lbdns_fleet_heartbeat_alive": 1} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+	if got["lbdns_fleet_vote_writes_total"] < 1 || got["lbdns_fleet_probed_members"] < 1 {
+		t.Errorf("vote writes %v, probed members %v: want some", got["lbdns_fleet_vote_writes_total"], got["lbdns_fleet_probed_members"])
+	}
 }
