@@ -173,6 +173,12 @@ func (d *Daemon) fleetHeartbeat(configHash string, intentRev uint64, serial uint
 	}
 }
 
+// Fleet reads the fleet view (GET /v1/fleet) and this node's part in
+// the votes.
+func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
+	return backend{d}.Fleet(ctx)
+}
+
 // Fleet answers GET /v1/fleet: the fleet view read from etcd now.
 func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 	n := b.d.fleet
