@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"lbdns/internal/etcdtest"
 	"lbdns/internal/poll"
 	"lbdns/internal/promgolden"
+	"lbdns/internal/tcpsink"
 	"lbdns/probes"
 )
 
@@ -76,9 +76,9 @@ pool = "www"
 listen = ["127.0.0.1:%[3]d"]
 %[4]s`
 
-// votesFleet is the [fleet] of votesConfig: endpoints, name, CA, cert,
+// votesFleetTable is the [fleet] of votesConfig: endpoints, name, CA, cert,
 // key, k, canaries.
-const votesFleet = `
+const votesFleetTable = `
 [fleet]
 endpoints = [%s]
 name = %q
@@ -94,47 +94,6 @@ key_file = %q
 probers_per_member = %d
 canaries = [%s]
 `
-
-// member is a GSLB member the test controls: a TCP listener on
-// loopback.
-type member struct {
-	t    *testing.T
-	addr string
-	ln   net.Listener
-}
-
-func listenMember(t *testing.T, addr string) *member {
-	t.Helper()
-	m := &member{t: t, addr: addr}
-	m.up()
-	t.Cleanup(m.down)
-	return m
-}
-
-func (m *member) up() {
-	m.t.Helper()
-	ln, err := net.Listen("tcp", m.addr)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	m.ln = ln
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-}
-
-func (m *member) down() {
-	if m.ln != nil {
-		m.ln.Close()
-		m.ln = nil
-	}
-}
 
 // votesNode is one daemon of the fleet.
 type votesNode struct {
@@ -163,7 +122,7 @@ func startVotesNode(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name s
 	}
 	dir := t.TempDir()
 	port := freePort(t)
-	f := fmt.Sprintf(votesFleet, strings.Join(eps, ", "), name, cr.CAFile, cr.CertFile, cr.KeyFile, k, strings.Join(can, ", "))
+	f := fmt.Sprintf(votesFleetTable, strings.Join(eps, ", "), name, cr.CAFile, cr.CertFile, cr.KeyFile, k, strings.Join(can, ", "))
 	path := filepath.Join(dir, "lbdns.toml")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(votesConfig, dir, o.probePort, port, f)), 0o644); err != nil {
 		t.Fatal(err)
@@ -179,6 +138,21 @@ func startVotesNode(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name s
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	return &votesNode{name: name, h: h, dns: fmt.Sprintf("127.0.0.1:%d", port)}
+}
+
+// votesFleet starts an etcd cluster with the nodes' user, and the two
+// members www-1 (returned) and www-2 on a free port.
+func votesFleet(t *testing.T) (*etcdtest.Cluster, etcdtest.Creds, int, *tcpsink.Sink) {
+	t.Helper()
+	c := etcdtest.StartT(t, 3)
+	cr, err := c.User("lbdns", "/lbdns-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	m1 := tcpsink.ListenT(t, fmt.Sprintf("127.0.0.2:%d", port))
+	tcpsink.ListenT(t, fmt.Sprintf("127.0.0.3:%d", port))
+	return c, cr, port, m1
 }
 
 // deadPort returns a loopback port nothing listens on.
@@ -228,14 +202,7 @@ func probed(n *votesNode) []string {
 // node leaves, its members move to the nodes left, which then probe
 // both.
 func TestFleetVotesMemberDeath(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	m1 := listenMember(t, fmt.Sprintf("127.0.0.2:%d", port))
-	listenMember(t, fmt.Sprintf("127.0.0.3:%d", port))
+	c, cr, port, m1 := votesFleet(t)
 	var nodes []*votesNode
 	for _, name := range []string{"a", "b", "c"} {
 		nodes = append(nodes, startVotesNode(t, c, cr, name, 2, votesNodeOpts{probePort: port}))
@@ -257,7 +224,7 @@ func TestFleetVotesMemberDeath(t *testing.T) {
 		return count["www-1"] == 2 && count["www-2"] == 2, fmt.Sprint(got)
 	})
 
-	m1.down()
+	m1.Down()
 	answersEverywhere(t, nodes, "192.0.2.81")
 	for _, n := range nodes {
 		st, err := n.h.d.Status(context.Background())
@@ -276,7 +243,9 @@ func TestFleetVotesMemberDeath(t *testing.T) {
 		}
 	}
 	checkVotesMetrics(t, nodes[0].h.d)
-	m1.up()
+	if err := m1.Up(); err != nil {
+		t.Fatal(err)
+	}
 	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
 
 	nodes[2].h.stop() // c leaves: its lease is revoked
@@ -294,14 +263,7 @@ func TestFleetVotesMemberDeath(t *testing.T) {
 // answering a member; had they voted, the members would be down two
 // votes to one.
 func TestFleetVotesCutOffProber(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	listenMember(t, fmt.Sprintf("127.0.0.2:%d", port))
-	listenMember(t, fmt.Sprintf("127.0.0.3:%d", port))
+	c, cr, port, _ := votesFleet(t)
 	dead := []string{fmt.Sprintf("127.0.0.1:%d", deadPort(t)), fmt.Sprintf("127.0.0.1:%d", deadPort(t)), fmt.Sprintf("127.0.0.1:%d", deadPort(t))}
 	blind := votesNodeOpts{probePort: deadPort(t), canaries: dead}
 	nodes := []*votesNode{
@@ -351,14 +313,7 @@ func TestFleetVotesCutOffProber(t *testing.T) {
 // answering it; when etcd is back the fleet's verdicts are in force
 // again and each member is probed by its one prober again.
 func TestFleetVotesOwnProbes(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	m1 := listenMember(t, fmt.Sprintf("127.0.0.2:%d", port))
-	listenMember(t, fmt.Sprintf("127.0.0.3:%d", port))
+	c, cr, port, m1 := votesFleet(t)
 	nodes := []*votesNode{
 		startVotesNode(t, c, cr, "a", 1, votesNodeOpts{probePort: port}),
 		startVotesNode(t, c, cr, "b", 1, votesNodeOpts{probePort: port}),
@@ -385,9 +340,11 @@ func TestFleetVotesOwnProbes(t *testing.T) {
 		c.StopMember(i)
 	}
 	sources("own probes", 4)
-	m1.down()
+	m1.Down()
 	answersEverywhere(t, nodes, "192.0.2.81")
-	m1.up()
+	if err := m1.Up(); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		if err := c.StartMember(i); err != nil {
 			t.Fatal(err)

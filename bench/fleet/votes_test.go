@@ -3,7 +3,6 @@ package fleetbench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -22,8 +21,12 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/daemon"
+	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
+	"lbdns/gslb"
 	"lbdns/internal/etcdtest"
+	"lbdns/internal/tcpsink"
+	"lbdns/internal/vendors"
 	"lbdns/probes"
 )
 
@@ -39,6 +42,7 @@ const (
 // benchNode is one lbdnsd of the fleet, in this process.
 type benchNode struct {
 	name   string
+	path   string // its configuration
 	d      *daemon.Daemon
 	dns    string
 	cancel context.CancelFunc
@@ -87,21 +91,11 @@ func nodeConfig(t *testing.T, dir, name string, members, port, dnsPort int, endp
 // freePort returns a loopback port free for TCP and UDP.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		pc.Close()
-		if err == nil {
-			ln.Close()
-			return port
-		}
+	p, err := vendors.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port")
-	return 0
+	return int(p)
 }
 
 // startNodes starts n nodes named a, b, ... over c, members members
@@ -113,7 +107,6 @@ func startNodes(t *testing.T, c *etcdtest.Cluster, n, members, port, k int, inte
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := probes.NewBuilder(probes.Deps{}).Build
 	var out []*benchNode
 	for i := range n {
 		name := string(rune('a' + i))
@@ -123,16 +116,7 @@ func startNodes(t *testing.T, c *etcdtest.Cluster, n, members, port, k int, inte
 		}
 		dnsPort := freePort(t)
 		path := nodeConfig(t, t.TempDir(), name, members, port, dnsPort, eps, cr, k, interval)
-		d, err := daemon.New(daemon.Options{ConfigPath: path, TickInterval: 100 * time.Millisecond,
-			Checkers: func(chk *configs.Check, a netip.AddrPort) (check.Checker, error) { return build(chk, a) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		bn := &benchNode{name: name, d: d, dns: fmt.Sprintf("127.0.0.1:%d", dnsPort), cancel: cancel, done: make(chan error, 1)}
-		go func() { bn.done <- d.Run(ctx) }()
-		t.Cleanup(bn.stop)
-		out = append(out, bn)
+		out = append(out, runNode(t, name, path, fmt.Sprintf("127.0.0.1:%d", dnsPort)))
 	}
 	return out
 }
@@ -174,42 +158,12 @@ func waitAll(t *testing.T, nodes []*benchNode, limit time.Duration, what string,
 	}
 }
 
-// listener is a member's TCP port, on every loopback address (a socket
-// on 0.0.0.0 answers 127.1.x.y; nothing leaves the host).
-type listener struct {
-	t    *testing.T
-	port int
-	ln   net.Listener
-}
-
-func (l *listener) up() {
-	l.t.Helper()
-	ln, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", l.port))
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.ln = ln
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-}
-
-func (l *listener) down() {
-	if l.ln != nil {
-		l.ln.Close()
-		l.ln = nil
-	}
-}
-
-// TestVerdictOnDeath: three nodes, k = 3; member m0 dies (its listener
-// closes): how long until no node answers it any more, the last node's
-// time, over LBDNS_BENCH_DEATHS deaths (default 10).
+// TestVerdictOnDeath: three nodes, k = 3; member m0 dies (its listener,
+// a tcpsink at 127.1.0.1, closes): how long until no node answers it
+// any more, the last node's time, over LBDNS_BENCH_DEATHS deaths
+// (default 10). The members' listeners on 0.0.0.0 in the other
+// benchmarks take every loopback address (127.1.x.y): nothing leaves
+// the host.
 func TestVerdictOnDeath(t *testing.T) {
 	enabled(t)
 	deaths := 10
@@ -218,47 +172,26 @@ func TestVerdictOnDeath(t *testing.T) {
 	}
 	c := etcdtest.StartT(t, 3)
 	port := freePort(t)
-	m0 := mustListen(t, fmt.Sprintf("127.1.0.1:%d", port))
-	go acceptAll(m0)
-	other := mustListen(t, fmt.Sprintf("127.1.0.2:%d", port))
-	go acceptAll(other)
-	t.Cleanup(func() { m0.Close(); other.Close() })
+	m0 := tcpsink.ListenT(t, fmt.Sprintf("127.1.0.1:%d", port))
+	tcpsink.ListenT(t, fmt.Sprintf("127.1.0.2:%d", port))
 	nodes := startNodes(t, c, 3, 2, port, 3, checkInterval, nil)
 	both := func(got []string) bool { return slices.Equal(got, []string{"198.18.0.1", "198.18.0.2"}) }
 	waitAll(t, nodes, 30*time.Second, "both members answered", both)
 	var lat []time.Duration
 	for range deaths {
 		start := time.Now()
-		m0.Close()
+		m0.Down()
 		waitAll(t, nodes, 10*time.Second, "m0 out of the answers", func(got []string) bool { return slices.Equal(got, []string{"198.18.0.2"}) })
 		lat = append(lat, time.Since(start))
-		m0 = mustListen(t, fmt.Sprintf("127.1.0.1:%d", port))
-		go acceptAll(m0)
+		if err := m0.Up(); err != nil {
+			t.Fatal(err)
+		}
 		waitAll(t, nodes, 10*time.Second, "m0 back", both)
 		time.Sleep(checkInterval) // a steady state between deaths
 	}
 	goal := checkFall*checkInterval + checkTimeout + 500*time.Millisecond
 	fmt.Printf("fleet member death to the fleet verdict on every node, 3 nodes, k=3, %d deaths: p50 %v, max %v (interval %v, fall %d, timeout %v; goal: <= %v)\n",
 		deaths, percentile(lat, 0.5).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond), checkInterval, checkFall, checkTimeout, goal)
-}
-
-func mustListen(t *testing.T, addr string) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-func acceptAll(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
 }
 
 // TestCutOffProberVotes: node c reaches etcd through member 0 alone;
@@ -270,9 +203,7 @@ func TestCutOffProberVotes(t *testing.T) {
 	enabled(t)
 	c := etcdtest.StartT(t, 3)
 	port := freePort(t)
-	l := &listener{t: t, port: port}
-	l.up()
-	t.Cleanup(l.down)
+	tcpsink.ListenT(t, fmt.Sprintf("0.0.0.0:%d", port))
 	// c reaches a follower alone (a leader's death would extend every
 	// lease by an election timeout).
 	cut := follower(t, c)
@@ -389,9 +320,7 @@ func TestVotesAtScale(t *testing.T) {
 	const k, n, interval = 3, 3, 2 * time.Second
 	c := etcdtest.StartT(t, 3)
 	port := freePort(t)
-	l := &listener{t: t, port: port}
-	l.up()
-	t.Cleanup(l.down)
+	tcpsink.ListenT(t, fmt.Sprintf("0.0.0.0:%d", port))
 	cpu0, t0 := cpuTime(t), time.Now()
 	nodes := startNodes(t, c, n, members, port, k, interval, nil)
 	status := func(x *benchNode) *control.FleetStatus {
@@ -448,4 +377,87 @@ func TestVotesAtScale(t *testing.T) {
 		members, n, k, interval, firstTook.Round(100*time.Millisecond), first, float64(first)/n, perNode(firstCPU, firstTook))
 	fmt.Printf("fleet votes, %d members, steady %v: %.2f vote writes/s per node, %.2f etcd revisions/s in all (heartbeats included), CPU %.1f%% of a core per node (%.0f member probes/s per node)\n",
 		members, spell, float64(w1-w0)/took.Seconds()/n, float64(r1-r0)/took.Seconds(), perNode(cpuE-cpuS, took), float64(members*k)/n/interval.Seconds())
+}
+
+// probersOf returns, by member, the nodes whose monitors probe it.
+func probersOf(nodes []*benchNode) map[string][]fleet.Prober {
+	out := map[string][]fleet.Prober{}
+	for _, n := range nodes {
+		for k := range n.d.Monitor().Status() {
+			if k.Kind == gslb.MonitorKind {
+				m := k.Owner + "/" + k.Member
+				out[m] = append(out[m], fleet.Prober{Name: n.name})
+			}
+		}
+	}
+	return out
+}
+
+// TestMovedOnJoinDaemons: the fraction of 300 members whose probers (the
+// nodes whose monitors probe them) change when a fourth node joins three
+// daemons, k = 2, read from the daemons' monitors, beside k/(N+1) and
+// the pure figure (fleet.Moved over fleet.Assign).
+func TestMovedOnJoinDaemons(t *testing.T) {
+	enabled(t)
+	const members, k = 300, 2
+	c := etcdtest.StartT(t, 3)
+	port := freePort(t)
+	tcpsink.ListenT(t, fmt.Sprintf("0.0.0.0:%d", port))
+	nodes := startNodes(t, c, 4, members, port, k, 2*time.Second, nil)
+	nodes[3].stop() // d joins later, on the same configuration
+	settled := func(ns []*benchNode) map[string][]fleet.Prober {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ps := probersOf(ns)
+			ok := len(ps) == members
+			for _, p := range ps {
+				ok = ok && len(p) == k
+			}
+			if ok {
+				return ps
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("members not each probed by %d of %d nodes within a minute", k, len(ns))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	before := settled(nodes[:3])
+	start := time.Now()
+	d := restart(t, nodes[3])
+	nodes[3] = d
+	after := settled(nodes)
+	took := time.Since(start)
+	var names []string
+	for m := range before {
+		names = append(names, m)
+	}
+	ps := []fleet.Prober{{Name: "a", Location: "dc-a"}, {Name: "b", Location: "dc-b"}, {Name: "c", Location: "dc-c"}, {Name: "d", Location: "dc-d"}}
+	pure := fleet.Moved(fleet.Assign(names, ps[:3], k), fleet.Assign(names, ps, k))
+	ideal := float64(k) / 4
+	fmt.Printf("fleet assignments moved when node 4 joins 3 daemons: %.3f of %d members (read from the monitors, settled %v after the start), pure %.3f, k/(N+1) = %.3f with k=%d (goal: within 10%%: %.3f..%.3f)\n",
+		fleet.Moved(before, after), members, took.Round(100*time.Millisecond), pure, ideal, k, 0.9*ideal, 1.1*ideal)
+}
+
+// restart starts a stopped node again on its configuration.
+func restart(t *testing.T, n *benchNode) *benchNode {
+	t.Helper()
+	return runNode(t, n.name, n.path, n.dns)
+}
+
+// runNode runs an lbdnsd on the configuration at path, its members
+// checked by real TCP connects.
+func runNode(t *testing.T, name, path, dnsAddr string) *benchNode {
+	t.Helper()
+	build := probes.NewBuilder(probes.Deps{}).Build
+	d, err := daemon.New(daemon.Options{ConfigPath: path, TickInterval: 100 * time.Millisecond,
+		Checkers: func(chk *configs.Check, a netip.AddrPort) (check.Checker, error) { return build(chk, a) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bn := &benchNode{name: name, path: path, d: d, dns: dnsAddr, cancel: cancel, done: make(chan error, 1)}
+	go func() { bn.done <- d.Run(ctx) }()
+	t.Cleanup(bn.stop)
+	return bn
 }
