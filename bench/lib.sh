@@ -13,6 +13,11 @@ now_ns() { date +%s%N; }
 # spaces).
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 
+# cpu_ns PID: the CPU time PID's threads have used, in nanoseconds (the
+# scheduler's own account, /proc/PID/task/*/schedstat: finer than clock
+# ticks; threads that have exited are not counted).
+cpu_ns() { cat "/proc/$1/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+
 # sleep_s SECONDS: sleep as a process listed in PIDS, so that a signal's
 # cleanup ends it at once.
 sleep_s() { sleep "$1" & PIDS+=($!); wait $! || true; }

@@ -142,7 +142,7 @@ func (c *Config) Members(p *Pool) []*Resolver {
 
 // KeepRestartOnly keeps in c the keys that take effect only at a restart
 // (daemon.state_dir, daemon.control_socket, daemon.status_listen,
-// daemon.status_max_requests and the whole [fleet] table) as the running
+// daemon.status_max_requests, the whole [fleet] and [dnstap] tables) as the running
 // configuration has them, and tells whether c had them different: the
 // state in force lives in the directory (or the etcd store) it was loaded
 // from, and the listeners stay where and as they are, until the daemon
@@ -150,11 +150,12 @@ func (c *Config) Members(p *Pool) []*Resolver {
 func (c *Config) KeepRestartOnly(running *Config) (changed bool) {
 	changed = c.Daemon.StateDir != running.Daemon.StateDir || c.Daemon.ControlSocket != running.Daemon.ControlSocket ||
 		c.Daemon.StatusListen != running.Daemon.StatusListen || c.Daemon.StatusMaxRequests != running.Daemon.StatusMaxRequests ||
-		!c.Fleet.Equal(running.Fleet)
+		!c.Fleet.Equal(running.Fleet) || !c.Dnstap.Equal(running.Dnstap)
 	c.Daemon.StateDir = running.Daemon.StateDir
 	c.Daemon.ControlSocket = running.Daemon.ControlSocket
 	c.Daemon.StatusListen = running.Daemon.StatusListen
 	c.Daemon.StatusMaxRequests = running.Daemon.StatusMaxRequests
 	c.Fleet = running.Fleet
+	c.Dnstap = running.Dnstap
 	return changed
 }

@@ -124,6 +124,8 @@ type decoder struct {
 	fleetOK                 bool
 	bgpRaw                  map[string]any // [bgp] (bgp.go)
 	bgpOK                   bool
+	dnstapRaw               map[string]any // [dnstap] (dnstap.go)
+	dnstapOK                bool
 	vipRaw, poolRaw, resRaw []map[string]any
 	// vipOK, poolOK, resOK and checks say which elements decoded cleanly
 	// (only those are validated on their own).
@@ -140,7 +142,7 @@ type decoder struct {
 func (d *decoder) decode(raw map[string]any) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil, "fleet": nil,
-		"bgp": nil,
+		"bgp": nil, "dnstap": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -174,6 +176,7 @@ func (d *decoder) decode(raw map[string]any) {
 	d.decodeGSLB(raw)
 	d.decodeFleet(raw)
 	d.decodeBGP(raw)
+	d.decodeDnstap(raw)
 }
 
 // table decodes the single table key into v; it returns the generic table

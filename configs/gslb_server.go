@@ -22,6 +22,11 @@ type GSLBServer struct {
 	// socket, 0..1024; 0 (the default): one per CPU the Go runtime runs
 	// on (GOMAXPROCS) but one, at least one.
 	UDPReaders int `toml:"udp_readers"`
+	// ReplyCache keeps, in each UDP reader, the replies it built, so that
+	// a question asked again is answered with the same bytes without
+	// asking the snapshot (exact: an entry serves only while its
+	// snapshot is in force). Default true; false builds every reply.
+	ReplyCache bool `toml:"reply_cache"`
 	// TCPMaxConnections is the most TCP connections open at once, all
 	// listen addresses together, 1..1048576; a new one beyond closes the
 	// longest idle one. Default 1024.
@@ -74,6 +79,9 @@ func (d *decoder) validateGSLBServer() {
 	raw, _ := d.gslbRaw["server"].(map[string]any)
 	if !hasKey(raw, "udp_size") {
 		s.UDPSize = DefaultGSLBUDPSize
+	}
+	if !hasKey(raw, "reply_cache") {
+		s.ReplyCache = true
 	}
 	base := "gslb.server"
 	if s.UDPSize < MinGSLBUDPSize || s.UDPSize > MaxGSLBUDPSize {

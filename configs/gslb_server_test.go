@@ -26,8 +26,8 @@ address = "192.0.2.1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.GSLB.Server; len(s.Listen) != 0 || s.ListenAddrs != nil || s.UDPSize != DefaultGSLBUDPSize {
-		t.Errorf("default [gslb.server] = %+v, want off with udp_size %d", s, DefaultGSLBUDPSize)
+	if s := cfg.GSLB.Server; len(s.Listen) != 0 || s.ListenAddrs != nil || s.UDPSize != DefaultGSLBUDPSize || !s.ReplyCache {
+		t.Errorf("default [gslb.server] = %+v, want off with udp_size %d and the reply cache on", s, DefaultGSLBUDPSize)
 	}
 	if s := cfg.GSLB.Server; s.TCPMaxConnections != 1024 || s.TCPMaxPerSource != 64 || s.TCPIdleTimeout.Duration != 10*time.Second ||
 		s.TCPMaxQueries != 1000 || s.TCPReservedFDs != 1024 {
@@ -37,14 +37,15 @@ address = "192.0.2.1"
 [gslb.server]
 listen = ["192.0.2.53:53", "[2001:db8::53]:5353", "[::ffff:192.0.2.54]:53", "127.0.0.1:0", "127.0.0.1:0"]
 udp_size = 4096
+reply_cache = false
 `), "t.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []netip.AddrPort{netip.MustParseAddrPort("192.0.2.53:53"), netip.MustParseAddrPort("[2001:db8::53]:5353"),
 		netip.MustParseAddrPort("192.0.2.54:53"), netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("127.0.0.1:0")}
-	if s := cfg.GSLB.Server; !slices.Equal(s.ListenAddrs, want) || s.UDPSize != 4096 {
-		t.Errorf("[gslb.server] = %+v, want listen %v, udp_size 4096", s, want)
+	if s := cfg.GSLB.Server; !slices.Equal(s.ListenAddrs, want) || s.UDPSize != 4096 || s.ReplyCache {
+		t.Errorf("[gslb.server] = %+v, want listen %v, udp_size 4096, reply cache off", s, want)
 	}
 }
 

@@ -20,6 +20,9 @@ type Config struct {
 	// etcd; nil without [fleet] (the host is alone).
 	Fleet *Fleet `toml:"fleet"`
 	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
+	// Dnstap is the dnstap intake from the back-end resolvers; nil
+	// without [dnstap] (nothing listens).
+	Dnstap *Dnstap `toml:"dnstap"`
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`

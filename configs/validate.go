@@ -130,6 +130,7 @@ func (d *decoder) validate() {
 	if d.bgpOK {
 		d.validateBGP()
 	}
+	d.validateDnstap()
 }
 
 func (d *decoder) validateDaemon() {

@@ -56,6 +56,8 @@ type Status struct {
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 	// BGP is the route announcer (bgp.go); absent without [bgp].
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
+	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }
 
 // Daemon describes the running daemon.

@@ -28,6 +28,7 @@ import (
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/dnstap/intake"
 	"lbdns/gslb"
 	"lbdns/gslb/server"
 	"lbdns/hub"
@@ -85,6 +86,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Notifier, when set, hears the loop's life for systemd: Alive on every tick, and each reload.
 	Notifier *sdnotify.Notifier
+	// Dnstap, when set, takes every client message of the dnstap
+	// intake ([dnstap]; dnstap.go). Without it the intake counts them
+	// and keeps the latest per sender only.
+	Dnstap DnstapConsumer
 }
 
 // Daemon is a running lbdnsd. Create it with New and call Run.
@@ -135,9 +140,10 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *server.Responder
-	fleet      *fleetNode  // nil without [fleet] (fleet.go)
-	votes      *fleetVotes // nil without [fleet] (fleetvotes.go)
-	bgp        *bgpPart    // the route announcer (bgp.go)
+	fleet      *fleetNode     // nil without [fleet] (fleet.go)
+	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
+	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
+	bgp        *bgpPart       // the route announcer (bgp.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -306,6 +312,11 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
+	if d.dnstap, err = d.newDnstap(cfg); err != nil {
+		d.closeListeners()
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	return d, nil
 }
 
@@ -326,6 +337,14 @@ func (d *Daemon) listen(cfg *configs.Config) error {
 	}
 	d.statusLn = sl
 	return nil
+}
+
+// closeListeners closes what listen opened (New failing after it).
+func (d *Daemon) closeListeners() {
+	d.ctlLn.Close()
+	if d.statusLn != nil {
+		d.statusLn.Close()
+	}
 }
 
 // ControlSocket returns the control socket's path.
@@ -451,6 +470,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
 	bgpDone := d.runBGP(mctx)
+	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
@@ -477,6 +497,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			servers.Wait()
 			<-fleetDone
 			<-bgpDone
+			<-dnstapDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()

@@ -115,6 +115,12 @@ func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *har
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run(t, d, fp, client)
+}
+
+// run runs d until the test ends (or h.stop); fp and client are the
+// probe and the IPVS client d was built with, for the test to reach.
+func run(t *testing.T, d *Daemon, fp *fakeProbe, client *vip.MemClient) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{d: d, probe: fp, client: client, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()

@@ -48,10 +48,8 @@ func TestSetGSLBPersistsBeforeEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
+	run(t, d, fp, nil)
+	ctx := context.Background()
 	waitMember(t, d, "up")
 
 	answer := func() []string {

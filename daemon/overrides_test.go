@@ -464,9 +464,5 @@ func startWithStore(t *testing.T, path string, store intent.Store) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, probe: fp, client: mc, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
-	return h
+	return run(t, d, fp, mc)
 }

@@ -16,6 +16,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
+	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	return st, nil
 }
 

@@ -147,7 +147,7 @@ func (j *Journal) ReloadRejected(path string, err error) {
 // take effect only at a restart, and that running's stay in force
 // (configs.Config.KeepRestartOnly).
 func (j *Journal) RestartOnlyKept(running *configs.Config) {
-	j.log.Warn("daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests and [fleet] take effect at the next restart; the running ones stay",
+	j.log.Warn("daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
 		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen,
 		"status_max_requests", running.Daemon.StatusMaxRequests)
 }

@@ -242,7 +242,7 @@ func TestJournalRestartOnlyKept(t *testing.T) {
 	cfg.Daemon.StatusMaxRequests = 12
 	logs, evs, _ := journalRun(t, func(j *Journal) { j.RestartOnlyKept(cfg) })
 	checkLogs(t, logs, []logRecord{{slog.LevelWarn,
-		"daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests and [fleet] take effect at the next restart; the running ones stay",
+		"daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
 		map[string]string{"state_dir": "/var/lib/x", "control_socket": "/run/x.sock", "status_listen": "127.0.0.1:9", "status_max_requests": "12"}}})
 	checkEvents(t, evs, nil)
 }

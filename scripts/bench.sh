@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 mode=${1:-full}
 case $mode in
-quick) benchtime=20x; health_duration=20; gslb_env=(DURATION=10 WARMUP=3 N_TCP=200 N_HTTP=100 N_ICMP=100) ;;
+quick) benchtime=20x; health_duration=20; gslb_env=(DURATION=10 WARMUP=3) ;;
 full) benchtime=1s; health_duration=60; gslb_env=(DURATION=60) ;;
 *) echo "usage: $0 [quick|full]" >&2; exit 2 ;;
 esac
@@ -45,8 +45,14 @@ if ! command -v gdnsd >/dev/null 2>&1 || ! command -v dnsdist >/dev/null 2>&1; t
 	if [ "$added_policy" = 1 ]; then rm -f "$policy"; fi
 fi
 if [ -x bench/gslb/run.sh ]; then
-	echo "=== bench: GSLB monitors (tcp, http, icmp) against gdnsd: ${gslb_env[*]}"
-	env "${gslb_env[@]}" bench/gslb/run.sh
+	# Members swept: 300 and 3,000 that gdnsd monitors too (TCP + HTTP,
+	# 2:1), as many ICMP members as HTTP ones for lbdnsd alone.
+	for size in "200 100" "2000 1000"; do
+		read -r n_tcp n_http <<<"$size"
+		[ "$mode" = quick ] && [ "$n_tcp" != 200 ] && continue
+		echo "=== bench: GSLB monitors (tcp, http, icmp) against gdnsd at equal check rates: $((n_tcp + n_http)) members; ${gslb_env[*]}"
+		env "${gslb_env[@]}" N_TCP="$n_tcp" N_HTTP="$n_http" N_ICMP="$n_http" bench/gslb/run.sh
+	done
 fi
 if [ -x bench/engine/run.sh ]; then
 	echo "=== bench: health engine side by side with dnsdist (CPU per check)"
@@ -57,14 +63,16 @@ if [ -x bench/engine/run.sh ]; then
 	fi
 fi
 if [ -x bench/responder/run.sh ]; then
-	echo "=== bench: GSLB responder against gdnsd under dnsperf; reload of 10,000 names while dnsperf runs"
+	echo "=== bench: GSLB responder against gdnsd and a floor, CPU per query at fixed loads, three mixes, memory; reload of 10,000 names while dnsperf runs"
 	if ! command -v dnsperf >/dev/null 2>&1; then
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dnsperf
 	fi
 	go test -run '^$' -bench 'BenchmarkServerPath' -benchmem -benchtime "$benchtime" ./gslb/server
 	if [ "$mode" = quick ]; then
-		DURATION=5 RELOAD_DURATION=6 BIG_NAMES=1000 BIG_MEMBERS=5000 BIG_PREFIXES=100000 BIG_INTERVAL=5 bench/responder/run.sh
+		QUICK=1 bench/responder/all.sh
+		COMPARE=0 RELOAD_DURATION=6 BIG_NAMES=1000 BIG_MEMBERS=5000 BIG_PREFIXES=100000 BIG_INTERVAL=5 bench/responder/run.sh
 	else
-		bench/responder/run.sh
+		bench/responder/all.sh
+		COMPARE=0 bench/responder/run.sh
 	fi
 fi

@@ -30,6 +30,9 @@ PKGS="$PKGS lintian prometheus"
 # BIRD 2 and FRR: the routers the BGP announcer's tests peer with (announce/),
 # each started by the tests in its own network namespace.
 PKGS="$PKGS bird2 frr"
+# socat: relays BIND's dnstap Unix socket to the intake's TCP listener, as
+# on a resolver host apart from lbdnsd (dnstap/intake).
+PKGS="$PKGS socat"
 
 list=0
 for arg in "$@"; do

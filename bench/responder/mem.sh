@@ -10,7 +10,7 @@
 # are one-line DYNA records of one geoip resource either way. Each server is started
 # alone, must answer as with every member up, is left 3 s more (its
 # monitors' first rounds, a rebuild), and its VmHWM and VmRSS are read
-# from /proc. Figures are printed with the goals of issue 19 (lbdnsd at
+# from /proc. Figures are printed with their goals (lbdnsd at
 # most 2x gdnsd's peak; 1,000,000 prefixes under 300 MB), never judged
 # by the exit code: the script fails only when a run goes wrong.
 #

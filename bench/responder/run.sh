@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# bench/responder/run.sh: the GSLB responder under dnsperf, side by side
-# with Debian's gdnsd (geoip plugin with the same nets, multifo pools with
-# the same members), and a reload of a big configuration while dnsperf
-# runs. Figures are printed, never judged: the script fails only when the
-# run itself goes wrong. See bench/README.md.
+# bench/responder/run.sh: the GSLB responder's CPU per query at fixed
+# offered loads, side by side in the same rounds with Debian's gdnsd
+# (geoip plugin with the same nets, multifo pools with the same members)
+# at udp_threads 1 and 2, with a second lbdnsd without its reply cache
+# (its verdict), and with a floor responder that does no DNS work; then
+# the same at full speed, with dnsperf's own CPU and the machine's idle
+# share beside; then a reload of a big configuration while dnsperf runs.
+# Each round is checked: a sample of answers against the pools the
+# clients must get (a wrong answer fails the run), and the machine's CPU
+# used by anything but the servers and dnsperf (a round with more than
+# FOREIGN_MAX cores of it is reported and left out of the summary). The
+# summary prints every figure with its goal and MEETS or MISSES; the exit
+# code judges only whether the run itself went right. See bench/README.md.
 #
-#   bench/responder/run.sh                  # DURATION=20 s per dnsperf run
-#   DURATION=5 ROUNDS=2 RELOAD=0 bench/responder/run.sh
+#   bench/responder/run.sh                                  # friendly mix
+#   MIX=realistic NAMES=20000 PREFIXES=100000 RELOAD=0 bench/responder/run.sh
+#   bench/responder/all.sh                                  # every mix, memory
 #
-# Environment: DURATION (s, each throughput run), ROUNDS (alternations of
-# lbdnsd and gdnsd, at least 2), CLIENTS and THREADS (dnsperf -c, -T),
-# OUTSTANDING (dnsperf -q), LAT_QPS (the fixed rate of the latency runs),
-# LAT_DURATION (s), REGIONS (networks and pools), NAMES (dynamic names),
-# PREFIXES (0: region R is 10.R.0.0/16; else a map of that many
+# Environment: LOADS (the fixed offered loads, qps; default "10000 30000
+# 50000"), SOURCES (dnsperf processes at a fixed load, each from its own
+# address 127.0.0.2.., default 4), LAT_DURATION (s, each fixed-load run,
+# default 10), ROUNDS (alternations of every server, default 5),
+# SATURATED (1: the full-speed runs too), DURATION (s, each full-speed
+# run), CLIENTS and THREADS (dnsperf -c, -T), OUTSTANDING (dnsperf -q),
+# FOREIGN_MAX (cores, default 0.15), NOCACHE (1: the lbdnsd without
+# reply cache too), COMPARE (0: only the reload test), REGIONS
+# (networks and pools), NAMES (dynamic names), PREFIXES (0: region R is 10.R.0.0/16; else a map of that many
 # interleaved /24s), FORM (lbdnsd's names: service, list or inline; see
 # tool config), MIX (the queries: friendly, realistic or hostile; see
 # tool queries), FLOOR (1: measure the floor responder too, 0: not),
@@ -21,20 +34,26 @@
 # BIG_MEMBERS, BIG_PREFIXES (the reload test's size), BIG_INTERVAL (its
 # tcp monitor's interval, s), LBDNSD_SRC (build lbdnsd from another
 # checkout), KEEP=1 (keep the work directory), NETNS=0 (run in this
-# network namespace: ports 5301, 5302, 5303 and 8053 must be free, and the IPv6
-# members up needs "ip -6 route add local fd00::/64 dev lo" done by hand).
+# network namespace: ports 5301-5305, 8053, 9361 and 9362 must be free,
+# and the IPv6 members up needs "ip -6 route add local fd00::/64 dev lo"
+# done by hand).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/../lib.sh"
 export PATH=$PATH:/usr/local/go/bin
 
 DURATION=${DURATION:-20}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-5}
+LOADS=${LOADS:-"10000 30000 50000"}
+SOURCES=${SOURCES:-4}
+SATURATED=${SATURATED:-1}
+FOREIGN_MAX=${FOREIGN_MAX:-0.15}
+NOCACHE=${NOCACHE:-1}
+COMPARE=${COMPARE:-1}
 CLIENTS=${CLIENTS:-4}
 THREADS=${THREADS:-1}
 OUTSTANDING=${OUTSTANDING:-100}
-LAT_QPS=${LAT_QPS:-10000}
-LAT_DURATION=${LAT_DURATION:-$DURATION}
+LAT_DURATION=${LAT_DURATION:-10}
 REGIONS=${REGIONS:-8}
 NAMES=${NAMES:-100}
 PREFIXES=${PREFIXES:-0}
@@ -66,9 +85,9 @@ if [[ -n ${LBDNS_BENCH_NETNS:-} ]]; then
 	ip link set lo up
 	ip -6 route add local fd00::/64 dev lo
 fi
-for c in gdnsd dnsperf dig jq; do command -v "$c" >/dev/null || die "$c is not installed"; done
-((DURATION >= 1 && ROUNDS >= 2 && REGIONS >= 1 && REGIONS <= 200 && NAMES >= 1)) ||
-	die "DURATION must be at least 1, ROUNDS at least 2, REGIONS 1..200, NAMES at least 1"
+for c in gdnsd dnsperf dig jq curl; do command -v "$c" >/dev/null || die "$c is not installed"; done
+((DURATION >= 1 && LAT_DURATION >= 1 && SOURCES >= 1 && SOURCES <= 200 && ROUNDS >= 2 && REGIONS >= 1 && REGIONS <= 200 && NAMES >= 1)) ||
+	die "DURATION and LAT_DURATION must be at least 1, SOURCES 1..200, ROUNDS at least 2, REGIONS 1..200, NAMES at least 1"
 ((BIG_MEMBERS >= BIG_NAMES && BIG_MEMBERS <= 250 * 250 * 100 && BIG_PREFIXES >= BIG_FILES && BIG_PREFIXES <= 100 * 65536)) ||
 	die "BIG_MEMBERS must be BIG_NAMES..6250000, BIG_PREFIXES $BIG_FILES..6553600"
 
@@ -112,14 +131,51 @@ gdnsd -c "$WORK/gdnsd" checkconf >"$WORK/gdnsd-checkconf.log" 2>&1 || die "gdnsd
 echo "== queries"
 "$WORK/tool" queries -out "$WORK/queries.bin" -n 200000 -dyn "$NAMES" -static "$STATICS" -regions "$REGIONS" -prefixes "$PREFIXES" -mix "$MIX"
 
-# Both servers run for the whole comparison (the idle one only monitors
-# its 36 members); the dnsperf runs alternate between them.
+# answers PORT NAME TYPE [ECS]: the sorted addresses answered.
+answers() {
+	dig +norec +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" "$3" ${4:+"+subnet=$4"} 2>/dev/null | sort | paste -sd' '
+}
+# field FILE LABEL: the first number after LABEL in dnsperf's output.
+field() { awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l)); if (match(s, /[0-9.]+/)) { print substr(s, RSTART, RLENGTH); exit } }' "$1"; }
+
+[[ $COMPARE == 1 ]] && {
+# The servers, all running for the whole comparison (an idle one only
+# monitors its 36 members; the dnsperf runs alternate between them):
+# lbdnsd with its reply cache and, with NOCACHE=1, a second lbdnsd
+# without it ([gslb.server] reply_cache = false), for the cache's
+# verdict; gdnsd with udp_threads 1 and with 2 (the CPU goals compare
+# with its better one); and the floor.
+LB2_PORT=5304 GD2_PORT=5305
+sed -e "s|127.0.0.1:$LB_PORT|127.0.0.1:$LB2_PORT|" -e "s|$WORK/lbdns\b|$WORK/lbdns-nc|g" -e 's|^status_listen = .*|status_listen = "127.0.0.1:9362"|' \
+	-e 's|^\[gslb.server\]$|[gslb.server]\nreply_cache = false|' "$WORK/lbdns.toml" >"$WORK/lbdns-nc.toml"
+sed -i 's|^status_listen = .*|status_listen = "127.0.0.1:9361"|' "$WORK/lbdns.toml"
+mkdir -p "$WORK/lbdns-nc"
+cp -r "$WORK/gdnsd" "$WORK/gdnsd2"
+sed -i -e "s|$WORK/gdnsd/|$WORK/gdnsd2/|g" -e "s|$WORK/gdnsd\$|$WORK/gdnsd2|" -e "s|127.0.0.1:$GD_PORT|127.0.0.1:$GD2_PORT|" \
+	-e 's|^options => {$|options => {\n  udp_threads => 2|' "$WORK/gdnsd2/config"
+sed -i -e 's|^options => {$|options => {\n  udp_threads => 1|' "$WORK/gdnsd/config"
+"$WORK/lbdnsd" -check-config "$WORK/lbdns-nc.toml" >"$WORK/check-config-nc.log" 2>&1 || die "lbdnsd -check-config (no cache): $(tail -3 "$WORK/check-config-nc.log")"
+gdnsd -c "$WORK/gdnsd2" checkconf >"$WORK/gdnsd2-checkconf.log" 2>&1 || die "gdnsd checkconf (udp_threads 2): $(tail -3 "$WORK/gdnsd2-checkconf.log")"
+
+declare -A PORT PID
+PORT[lbdnsd]=$LB_PORT PORT[lbdnsd-nc]=$LB2_PORT PORT[gdnsd-t1]=$GD_PORT PORT[gdnsd-t2]=$GD2_PORT PORT[floor]=$FL_PORT
 "$WORK/lbdnsd" -dry-run -config "$WORK/lbdns.toml" -log-format json >"$WORK/lbdnsd.out" 2>"$WORK/lbdnsd.log" &
-LPID=$!
-PIDS+=("$LPID")
-gdnsd -c "$WORK/gdnsd" start >"$WORK/gdnsd.out" 2>"$WORK/gdnsd.log" &
-GPID=$!
-PIDS+=("$GPID")
+PID[lbdnsd]=$!
+PIDS+=("$!")
+SERVERS=(lbdnsd)
+if [[ $NOCACHE == 1 ]]; then
+	"$WORK/lbdnsd" -dry-run -config "$WORK/lbdns-nc.toml" -log-format json >"$WORK/lbdnsd-nc.out" 2>"$WORK/lbdnsd-nc.log" &
+	PID[lbdnsd-nc]=$!
+	PIDS+=("$!")
+	SERVERS+=(lbdnsd-nc)
+fi
+gdnsd -c "$WORK/gdnsd" start >"$WORK/gdnsd-t1.out" 2>"$WORK/gdnsd-t1.log" &
+PID[gdnsd-t1]=$!
+PIDS+=("$!")
+gdnsd -c "$WORK/gdnsd2" start >"$WORK/gdnsd-t2.out" 2>"$WORK/gdnsd-t2.log" &
+PID[gdnsd-t2]=$!
+PIDS+=("$!")
+SERVERS+=(gdnsd-t1 gdnsd-t2)
 # The floor (FLOOR=1): a responder that does no DNS work (floor.c:
 # recvmmsg, QR set, sendmmsg), measured in the same rounds.
 if [[ $FLOOR == 1 ]] && ! command -v cc >/dev/null; then
@@ -129,15 +185,12 @@ fi
 if [[ $FLOOR == 1 ]]; then
 	cc -O2 -o "$WORK/floor" "$ROOT/bench/responder/floor.c" || die "floor: cc failed"
 	"$WORK/floor" 127.0.0.1 "$FL_PORT" >"$WORK/floor.out" 2>"$WORK/floor.log" &
-	FPID=$!
-	PIDS+=("$FPID")
+	PID[floor]=$!
+	PIDS+=("$!")
 	wait_for 5 grep -q ready "$WORK/floor.out" || die "floor: $(cat "$WORK/floor.log")"
+	SERVERS=(floor "${SERVERS[@]}")
 fi
 
-# answers PORT NAME TYPE [ECS]: the sorted addresses answered.
-answers() {
-	dig +norec +short +time=1 +tries=1 @127.0.0.1 -p "$1" "$2" "$3" ${4:+"+subnet=$4"} 2>/dev/null | sort | paste -sd' '
-}
 # ready PORT: the answers every member up gives (no fail-open, no
 # fallback), from both servers alike.
 NET0=10.0.1.0/24 NETR=10.$((REGIONS - 1)).2.0/24 # in region 0, in the last region
@@ -149,8 +202,9 @@ ready() {
 		[[ $(answers "$1" s1.bench.test A) == "198.18.0.2" ]] &&
 		dig +norec +time=1 +tries=1 @127.0.0.1 -p "$1" nx-1.bench.test A | grep -q 'status: NXDOMAIN'
 }
-for s in "lbdnsd $LB_PORT $LPID" "gdnsd $GD_PORT $GPID"; do
-	read -r name port pid <<<"$s"
+for name in "${SERVERS[@]}"; do
+	[[ $name == floor ]] && continue
+	port=${PORT[$name]} pid=${PID[$name]}
 	wait_for 30 ready "$port" || {
 		kill -0 "$pid" 2>/dev/null || die "$name exited: $(tail -5 "$WORK/$name.log")"
 		die "$name: answers not as expected after 30 s: dyn0 A ECS $NET0: $(answers "$port" dyn0.bench.test A "$NET0"); dyn0 A: $(answers "$port" dyn0.bench.test A)"
@@ -158,102 +212,157 @@ for s in "lbdnsd $LB_PORT $LPID" "gdnsd $GD_PORT $GPID"; do
 	echo "$name ready on 127.0.0.1:$port: dyn0 A (ECS $NET0) $(answers "$port" dyn0.bench.test A "$NET0"); dyn0 AAAA (no ECS) $(answers "$port" dyn0.bench.test AAAA)"
 done
 
-# field FILE LABEL: the first number after LABEL in dnsperf's output.
-field() { awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l)); if (match(s, /[0-9.]+/)) { print substr(s, RSTART, RLENGTH); exit } }' "$1"; }
+# busy_idle: the machine's busy and idle clock ticks so far (/proc/stat).
+busy_idle() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
+# ours: the CPU time every server of the comparison has used, ns.
+ours() {
+	local s=0 p
+	for p in "${PID[@]}"; do s=$((s + $(cpu_ns "$p"))); done
+	echo "$s"
+}
+# cache_hits: lbdnsd's reply cache hits and misses so far.
+cache_hits() {
+	curl -sf http://127.0.0.1:9361/metrics | awk '/^lbdns_gslb_reply_cache_total\{result="hit"\}/ { h = $2 } /^lbdns_gslb_reply_cache_total\{result="miss"\}/ { m = $2 } END { printf "%d %d\n", h, m }'
+}
 
-# throughput NAME PORT PID ROUND: dnsperf at full speed; one line, and
-# "NAME qps cpu_us_per_query" appended to $WORK/results.
-throughput() {
-	local name=$1 port=$2 pid=$3 run=$4 out c0 c1 t0 t1
-	out="$WORK/$name.tp.$run"
-	c0=$(cpu_ticks "$pid") t0=$(now_ns)
-	dnsperf -B -d "$WORK/queries.bin" -s 127.0.0.1 -p "$port" -l "$DURATION" -c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" -t 2 >"$out" 2>&1 ||
-		die "dnsperf against $name: $(tail -5 "$out")"
-	c1=$(cpu_ticks "$pid") t1=$(now_ns)
+# measure KIND NAME ROUND [QPS]: dnsperf against NAME, at full speed
+# (KIND sat, one dnsperf) or at a fixed QPS (KIND fixed, SOURCES dnsperf
+# processes from 127.0.0.2.., QPS/SOURCES each). One line printed, and a
+# line appended to $WORK/results: KIND NAME QPS ROUND server_us_per_query
+# qps_answered foreign_share idle_share dnsperf_us_per_query lost
+# hit_rate. The foreign share is the machine's CPU used by neither the
+# servers nor dnsperf, in cores; above FOREIGN_MAX the round is marked
+# and left out of the summary.
+measure() {
+	local kind=$1 name=$2 run=$3 qps=${4:-0} port=${PORT[$2]} pid=${PID[$2]} c0 c1 o0 o1 b0 i0 b1 i1 t0 t1 h0 h1 n i out
+	n=1
+	[[ $kind == fixed ]] && n=$SOURCES
+	out="$WORK/$name.$kind.$qps.$run"
+	h0="0 0" h1="0 0"
+	[[ $name == lbdnsd ]] && h0=$(cache_hits)
+	c0=$(cpu_ns "$pid") o0=$(ours) t0=$(now_ns)
+	read -r b0 i0 < <(busy_idle)
+	local dp=()
+	for ((i = 0; i < n; i++)); do
+		local args=(-B -d "$WORK/queries.bin" -s 127.0.0.1 -p "$port" -l "$([[ $kind == fixed ]] && echo "$LAT_DURATION" || echo "$DURATION")" -c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" -t 2)
+		[[ $kind == fixed ]] && args+=(-a "127.0.0.$((2 + i))" -Q "$((qps / n))")
+		# The wrapper prints dnsperf's CPU ticks (its children's, once waited).
+		bash -c 'dnsperf "$@" >"'"$out.$i"'" 2>&1; rc=$?; awk "{ sub(/^.*\\) /, \"\"); print \$14 + \$15 }" /proc/$$/stat >"'"$out.$i.cpu"'"; exit $rc' _ "${args[@]}" &
+		dp+=($!)
+	done
+	for p in "${dp[@]}"; do wait "$p" || die "dnsperf against $name: $(tail -5 "$out.0")"; done
+	c1=$(cpu_ns "$pid") o1=$(ours) t1=$(now_ns)
+	read -r b1 i1 < <(busy_idle)
+	[[ $name == lbdnsd ]] && h1=$(cache_hits)
 	kill -0 "$pid" 2>/dev/null || die "$name exited: $(tail -5 "$WORK/$name.log")"
-	awk -v n="$name" -v r="$run" -v q="$(field "$out" "Queries per second:")" -v lost="$(field "$out" "Queries lost:")" \
-		-v avg="$(field "$out" "Average Latency (s):")" -v c=$((c1 - c0)) -v hz="$HZ" -v w=$((t1 - t0)) \
-		-v sent="$(field "$out" "Queries sent:")" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
-		cpu = c / hz; wall = w / 1e9
-		printf "%-7s run %d: %8.0f qps | %d sent, %d lost | mean latency %.3f ms | server CPU %5.1f%% of one core, %5.2f us per query | load %s\n",
-			n, r, q, sent, lost, avg * 1000, 100 * cpu / wall, (sent ? 1e6 * cpu / sent : 0), load
-		printf "%s %f %f\n", n, q, (sent ? 1e6 * cpu / sent : 0) >> "'"$WORK/results"'"
+	local sent=0 lost=0 q=0 dcpu=0
+	for ((i = 0; i < n; i++)); do
+		sent=$((sent + $(field "$out.$i" "Queries sent:")))
+		lost=$((lost + $(field "$out.$i" "Queries lost:")))
+		q=$(awk -v a="$q" -v b="$(field "$out.$i" "Queries per second:")" 'BEGIN { print a + b }')
+		dcpu=$((dcpu + $(cat "$out.$i.cpu")))
+	done
+	awk -v k="$kind" -v n="$name" -v r="$run" -v Q="$qps" -v q="$q" -v sent="$sent" -v lost="$lost" -v c=$((c1 - c0)) -v o=$((o1 - o0)) \
+		-v b=$((b1 - b0)) -v id=$((i1 - i0)) -v d="$dcpu" -v hz="$HZ" -v w=$((t1 - t0)) -v fmax="$FOREIGN_MAX" -v h="$h0 $h1" 'BEGIN {
+		wall = w / 1e9; split(h, hh, " ")
+		us = sent ? c / 1e3 / sent : 0; dus = sent ? 1e6 * d / hz / sent : 0
+		foreign = ((b - d) / hz - o / 1e9) / wall; if (foreign < 0) foreign = 0
+		idle = (b + id) ? id / (b + id) : 0
+		dh = hh[3] - hh[1]; dm = hh[4] - hh[2]; hit = (dh + dm) ? dh / (dh + dm) : -1
+		mark = foreign > fmax ? sprintf(" | FOREIGN LOAD %.2f cores: left out", foreign) : ""
+		printf "%-9s %s %d%s: %8.0f qps answered | %d sent, %d lost | server %5.2f us CPU per query | dnsperf %5.2f us per query | idle %2.0f%%%s%s\n",
+			n, (k == "fixed" ? "fixed" : "full speed"), r, (k == "fixed" ? sprintf(" at %d qps", Q) : ""), q, sent, lost, us, dus, 100 * idle,
+			(hit >= 0 ? sprintf(" | reply cache hits %.0f%%", 100 * hit) : ""), mark
+		printf "%s %s %d %d %f %f %f %f %f %d %f\n", k, n, Q, r, us, q, foreign, idle, dus, lost, hit >> "'"$WORK/results"'"
 	}'
 }
 
-# latency NAME PORT PID ROUND: dnsperf -v at LAT_QPS; the percentiles of
-# the per-query latencies it prints, and the server's CPU per query at
-# that fixed offered load ("NAME cpu_us_per_query" appended to
-# $WORK/fixed).
-latency() {
-	local name=$1 port=$2 pid=$3 run=$4 out c0 c1
-	out="$WORK/$name.lat.$run"
-	c0=$(cpu_ticks "$pid")
-	dnsperf -B -v -d "$WORK/queries.bin" -s 127.0.0.1 -p "$port" -l "$LAT_DURATION" -Q "$LAT_QPS" -c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" -t 2 >"$out" 2>&1 ||
-		die "dnsperf -v against $name: $(tail -5 "$out")"
-	c1=$(cpu_ticks "$pid")
-	awk '$1 == ">" && $NF ~ /^[0-9.]+$/ { print $NF * 1e6 }' "$out" | sort -n >"$out.us"
-	awk -v n="$name" -v r="$run" -v q="$(field "$out" "Queries per second:")" -v lost="$(field "$out" "Queries lost:")" \
-		-v c=$((c1 - c0)) -v hz="$HZ" -v sent="$(field "$out" "Queries sent:")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
-		{ v[NR] = $1 }
-		END {
-			if (NR == 0) { printf "%-7s run %d: no per-query latencies in dnsperf -v output\n", n, r; exit }
-			split("50 90 99 99.9", ps, " ")
-			s = ""
-			for (i = 1; i <= 4; i++) { k = int(NR * ps[i] / 100 + 0.999999); if (k < 1) k = 1; s = s sprintf(" p%s %.0f us", ps[i], v[k]) }
-			us = (sent ? 1e6 * c / hz / sent : 0)
-			printf "%-7s run %d at %.0f qps: %d answers, %d lost | latency%s | max %.0f us | server CPU %.2f us per query | load %s\n", n, r, q, NR, lost, s, v[NR], us, load
-			printf "%s %f\n", n, us >> "'"$WORK/fixed"'"
-			printf "%s", n >> "'"$WORK/lat"'"
-			for (i = 1; i <= 4; i++) { k = int(NR * ps[i] / 100 + 0.999999); if (k < 1) k = 1; printf " %f", v[k] >> "'"$WORK/lat"'" }
-			printf "\n" >> "'"$WORK/lat"'"
-		}' "$out.us"
-}
-
-# checked NAME PORT ROUND: a sample of answers compared with the pool
-# each client gets (tool check); a wrong one fails the run.
+# checked NAME ROUND: a sample of answers compared with the pool each
+# client gets (tool check); a wrong one fails the run.
 checked() {
-	"$WORK/tool" check -server "127.0.0.1:$2" -n 200 -names "$NAMES" -regions "$REGIONS" -prefixes "$PREFIXES" -seed "$3" >"$WORK/$1.check.$3" 2>&1 ||
-		die "$1 answered wrong after round $3: $(tail -1 "$WORK/$1.check.$3")"
+	[[ $1 == floor ]] && return 0
+	"$WORK/tool" check -server "127.0.0.1:${PORT[$1]}" -n 200 -names "$NAMES" -regions "$REGIONS" -prefixes "$PREFIXES" -seed "$2" >"$WORK/$1.check.$2" 2>&1 ||
+		die "$1 answered wrong after round $2: $(tail -1 "$WORK/$1.check.$2")"
 }
 
-echo "== throughput: $ROUNDS rounds, lbdnsd then gdnsd, ${DURATION} s each; dnsperf -B -c $CLIENTS -T $THREADS -q $OUTSTANDING; $(nproc) CPUs shared with dnsperf, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== CPU per query at fixed offered loads ($LOADS qps; dnsperf -Q from $SOURCES source addresses), $ROUNDS rounds, ${LAT_DURATION} s each, servers in turn: ${SERVERS[*]}; $(nproc) CPUs shared with dnsperf, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= ROUNDS; r++)); do
-	[[ $FLOOR == 1 ]] && throughput floor "$FL_PORT" "$FPID" "$r"
-	throughput lbdnsd "$LB_PORT" "$LPID" "$r"
-	throughput gdnsd "$GD_PORT" "$GPID" "$r"
-	checked lbdnsd "$LB_PORT" "$r"
-	checked gdnsd "$GD_PORT" "$r"
+	for load in $LOADS; do
+		for s in "${SERVERS[@]}"; do measure fixed "$s" "$r" "$load"; done
+	done
+	for s in "${SERVERS[@]}"; do checked "$s" "$r"; done
 done
-echo "== latency: $ROUNDS rounds at a fixed $LAT_QPS qps (dnsperf -Q), ${LAT_DURATION} s each, from dnsperf -v"
-for ((r = 1; r <= ROUNDS; r++)); do
-	[[ $FLOOR == 1 ]] && latency floor "$FL_PORT" "$FPID" "$r"
-	latency lbdnsd "$LB_PORT" "$LPID" "$r"
-	latency gdnsd "$GD_PORT" "$GPID" "$r"
-	checked lbdnsd "$LB_PORT" "$((ROUNDS + r))"
-	checked gdnsd "$GD_PORT" "$((ROUNDS + r))"
-done
+if [[ $SATURATED == 1 ]]; then
+	echo "== full speed: $ROUNDS rounds, ${DURATION} s each; dnsperf -B -c $CLIENTS -T $THREADS -q $OUTSTANDING (dnsperf's own CPU beside the server's)"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for s in "${SERVERS[@]}"; do measure sat "$s" "$r"; done
+		for s in "${SERVERS[@]}"; do checked "$s" "$((ROUNDS + r))"; done
+	done
+fi
 echo "answers checked after every round: 200 per server, each the members of the client's pool"
-echo "== summary"
-awk '{ n[$1]++; q[$1] += $2; u[$1] += $3 }
+
+echo "== summary ($MIX mix; rounds with foreign load above $FOREIGN_MAX cores left out)"
+# The goals at 30,000 qps, against gdnsd's better thread setting.
+case $MIX in
+friendly) GOAL=0.9 ;;
+realistic) GOAL=1.0 ;;
+hostile) GOAL=1.1 ;;
+esac
+awk -v goal="$GOAL" -v mix="$MIX" -v fmax="$FOREIGN_MAX" '
+function stats(key,   i, s, lo, hi) {
+	s = 0; lo = 1e18; hi = 0
+	for (i = 1; i <= cnt[key]; i++) { s += val[key, i]; if (val[key, i] < lo) lo = val[key, i]; if (val[key, i] > hi) hi = val[key, i] }
+	mean[key] = cnt[key] ? s / cnt[key] : 0; low[key] = lo; high[key] = hi
+}
+{
+	k = $1 " " $2 " " $3
+	all[k]++
+	if (!(($1 " " $3) in seen)) { seen[$1 " " $3] = 1; loads[++nl] = $1 " " $3 }
+	if (!($2 in servers)) { servers[$2] = 1; order[++ns] = $2 }
+	if ($7 > fmax) { out[k]++; next }
+	cnt[k]++; val[k, cnt[k]] = $5; qps[k] += $6; dus[k] += $9; idle[k] += $8; lost[k] += $10
+	if ($11 >= 0) { hit[k] += $11; nhit[k]++ }
+}
 END {
-	for (k in n) printf "%-7s mean of %d runs: %.0f qps, %.2f us server CPU per query\n", k, n[k], q[k] / n[k], u[k] / n[k]
-	if (n["gdnsd"] && q["gdnsd"] > 0) {
-		ratio = (q["lbdnsd"] / n["lbdnsd"]) / (q["gdnsd"] / n["gdnsd"])
-		printf "qps ratio lbdnsd/gdnsd: %.2f (goal >= 1.0: %s)\n", ratio, (ratio >= 1.0 ? "MEETS goal" : "MISSES goal")
+	for (k in all) if (cnt[k]) stats(k)
+	for (j = 1; j <= nl; j++) {
+		split(loads[j], kl, " ")
+		kind = kl[1]; Q = kl[2]
+		head = kind == "fixed" ? sprintf("at %d qps", Q) : "at full speed"
+		fl = mean["" kind " floor " Q]
+		for (si = 1; si <= ns; si++) {
+			s = order[si]
+			k = kind " " s " " Q
+			if (!all[k]) continue
+			if (!cnt[k]) { printf "%-9s %s: every one of %d rounds had foreign load: no figure\n", s, head, all[k]; continue }
+			printf "%-9s %s: %.2f us CPU per query (%.2f..%.2f, %d rounds%s)%s | %.0f qps answered | dnsperf %.2f us per query | idle %.0f%% | %d lost%s\n",
+				s, head, mean[k], low[k], high[k], cnt[k], (out[k] ? sprintf(", %d left out", out[k]) : ""),
+				(fl > 0 && s != "floor" ? sprintf(" = %.2fx the floor", mean[k] / fl) : ""), qps[k] / cnt[k], dus[k] / cnt[k], 100 * idle[k] / cnt[k], lost[k],
+				(nhit[k] ? sprintf(" | reply cache hits %.0f%%", 100 * hit[k] / nhit[k]) : "")
+		}
+		g1 = mean[kind " gdnsd-t1 " Q]; g2 = mean[kind " gdnsd-t2 " Q]
+		g = (g1 > 0 && (g2 <= 0 || g1 <= g2)) ? g1 : g2; gname = (g == g1) ? "udp_threads 1" : "udp_threads 2"
+		lb = mean[kind " lbdnsd " Q]
+		if (g > 0 && lb > 0) {
+			ratio = lb / g
+			isgoal = (kind == "fixed" && Q == 30000)
+			printf "lbdnsd/gdnsd (gdnsd at its better, %s) %s: %.2f%s\n", gname, head, ratio,
+				(isgoal ? sprintf(" (goal <= %.1f on the %s mix: %s)", goal, mix, (ratio <= goal ? "MEETS" : "MISSES")) : "")
+			if (isgoal && mix == "realistic" && fl > 0)
+				printf "lbdnsd/floor %s: %.2f (goal <= 1.3 on the realistic mix: %s)\n", head, lb / fl, (lb / fl <= 1.3 ? "MEETS" : "MISSES")
+		}
+		nc = "" kind " lbdnsd-nc " Q
+		if (cnt[nc] && lb > 0) {
+			gain = mean[nc] - lb
+			spread = high[nc] - low[nc]; if (high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q] > spread) spread = high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q]
+			printf "reply cache %s: %.2f us per query without it, %.2f with it: %s %.2f us, rounds spread %.2f us: %s\n", head, mean[nc], lb,
+				(gain >= 0 ? "gain" : "cost"), (gain >= 0 ? gain : -gain), spread,
+				(gain > spread ? "a gain beyond the spread" : (-gain > spread ? "a cost beyond the spread" : "within the spread"))
+		}
 	}
-}' "$WORK/results" | sort
-awk '{ n[$1]++; for (i = 2; i <= 5; i++) p[$1, i] += $i }
-END { for (k in n) printf "%-7s mean latency percentiles of %d runs at %s qps: p50 %.0f us, p90 %.0f us, p99 %.0f us, p99.9 %.0f us\n", k, n[k], "'"$LAT_QPS"'", p[k, 2] / n[k], p[k, 3] / n[k], p[k, 4] / n[k], p[k, 5] / n[k] }' "$WORK/lat" | sort
-awk '{ n[$1]++; u[$1] += $2; if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2 > hi[$1]) hi[$1] = $2 }
-END {
-	for (k in n) printf "%-7s server CPU per query at a fixed %s qps, mean of %d runs: %.2f us (%.2f..%.2f)\n", k, "'"$LAT_QPS"'", n[k], u[k] / n[k], lo[k], hi[k]
-	if (n["gdnsd"] && u["gdnsd"] > 0) printf "CPU per query at %s qps, lbdnsd/gdnsd: %.2f\n", "'"$LAT_QPS"'", (u["lbdnsd"] / n["lbdnsd"]) / (u["gdnsd"] / n["gdnsd"])
-	if (n["floor"] && u["floor"] > 0) printf "CPU per query at %s qps as multiples of the floor: lbdnsd %.2f, gdnsd %.2f\n", "'"$LAT_QPS"'", (u["lbdnsd"] / n["lbdnsd"]) / (u["floor"] / n["floor"]), (u["gdnsd"] / n["gdnsd"]) / (u["floor"] / n["floor"])
-}' "$WORK/fixed" | sort
-stop "$GPID"
-stop "$LPID"
-[[ $FLOOR == 1 ]] && stop "$FPID"
+}' "$WORK/results"
+for s in "${SERVERS[@]}"; do stop "${PID[$s]}"; done
+}
 
 [[ $RELOAD == 1 ]] || exit 0
 

@@ -119,7 +119,10 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	u.readers.Add(1)
-	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))}
+	sc := &scratch{reader: true, counters: counterCache{local: true}}
+	if !s.NoReplyCache {
+		sc.cache = newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))
+	}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	for {

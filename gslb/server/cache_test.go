@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -349,4 +350,45 @@ func TestReplyCacheLetsGo(t *testing.T) {
 		t.Error("the snapshot swapped out is still reachable (through the reply cache)")
 	}
 	runtime.KeepAlive(sc)
+}
+
+// TestReplyCacheOff: a started server's UDP readers answer from their
+// reply cache unless NoReplyCache is set ([gslb.server] reply_cache =
+// false); the replies are the same either way.
+func TestReplyCacheOff(t *testing.T) {
+	cfg, err := configs.Parse([]byte(cacheDoc()), "cache.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies [2][]string
+	for k, off := range []bool{false, true} {
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{Listen: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, UDPReaders: 1, NoReplyCache: off, Metrics: m}
+		s.Swap(cacheSnapshot(t, cfg, "down"))
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		addr := s.Addrs()[0].String()
+		for range 10 {
+			r := exchange(t, addr, "udp", query("hash.bench.test.", dns.TypeA, 0))
+			replies[k] = append(replies[k], fmt.Sprint(r.Answer))
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		hits := counters(t, reg)["lbdns_gslb_reply_cache_total{result=hit}"]
+		switch {
+		case off && hits != 0:
+			t.Errorf("NoReplyCache: %v replies from the cache, want none", hits)
+		case !off && hits < 5:
+			t.Errorf("reply cache on: %v of 10 repeated questions from the cache, want most", hits)
+		}
+	}
+	if !slices.Equal(replies[0], replies[1]) {
+		t.Errorf("answers with the cache %v, without %v", replies[0], replies[1])
+	}
 }

@@ -46,6 +46,9 @@ type Server struct {
 	// address's UDP socket. Default (0): GOMAXPROCS but one, at least
 	// one (see udpReaders).
 	UDPReaders int
+	// NoReplyCache, when set, builds every UDP reply anew: the readers
+	// keep no reply cache (see replyCache).
+	NoReplyCache bool
 	// TCP bounds the TCP connections (RFC 7766 section 10); its zero
 	// fields take their defaults.
 	TCP TCPLimits

@@ -32,6 +32,20 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 		if opts.SubnetCache {
 			modules = fmt.Sprintf("module-config: \"subnetcache iterator\"\n\tsend-client-subnet: %s\n\tclient-subnet-always-forward: yes\n\tmax-client-subnet-ipv4: 32\n\tmax-client-subnet-ipv6: 128", ua)
 		}
+		dnstap := ""
+		if d := opts.Dnstap; d != nil {
+			dnstap = "dnstap:\n\tdnstap-enable: yes\n\tdnstap-bidirectional: yes\n"
+			if d.TCP.IsValid() {
+				dnstap += fmt.Sprintf("\tdnstap-ip: %s@%d\n\tdnstap-tls: no\n", d.TCP.Addr(), d.TCP.Port())
+			} else {
+				dnstap += fmt.Sprintf("\tdnstap-socket-path: %q\n", d.Unix)
+			}
+			if d.Identity != "" {
+				dnstap += fmt.Sprintf("\tdnstap-identity: %q\n", d.Identity)
+			}
+			dnstap += "\tdnstap-send-identity: yes\n\tdnstap-send-version: yes\n" +
+				"\tdnstap-log-client-query-messages: yes\n\tdnstap-log-client-response-messages: yes\n"
+		}
 		return spec{
 			binary: "unbound",
 			files: map[string]string{"unbound.conf": fmt.Sprintf(`server:
@@ -61,7 +75,7 @@ remote-control:
 forward-zone:
 	name: "."
 	forward-addr: %s@%d
-`, dir, la, lp, lp, modules, prefetch, ua, up)},
+%s`, dir, la, lp, lp, modules, prefetch, ua, up, dnstap)},
 			args: []string{"-d", "-p", "-c", conf},
 		}, nil
 
@@ -70,6 +84,16 @@ forward-zone:
 		prefetch := "0"
 		if opts.Prefetch {
 			prefetch = "2 9"
+		}
+		dnstap := ""
+		if d := opts.Dnstap; d != nil {
+			if d.TCP.IsValid() {
+				return spec{}, fmt.Errorf("vendors: %s sends dnstap to a Unix socket or a file only, not TCP", v)
+			}
+			dnstap = fmt.Sprintf("\tdnstap { client; };\n\tdnstap-output unix %q;\n", d.Unix)
+			if d.Identity != "" {
+				dnstap += fmt.Sprintf("\tdnstap-identity %q;\n", d.Identity)
+			}
 		}
 		return spec{
 			binary: "named",
@@ -89,9 +113,9 @@ forward-zone:
 	max-cache-size 32m;
 	prefetch %s;
 	querylog no;
-};
+%s};
 controls { };
-`, dir, dir, lp, la, ua, up, prefetch)},
+`, dir, dir, lp, la, ua, up, prefetch, dnstap)},
 			args: []string{"-g", "-4", "-n", "1", "-c", conf},
 		}, nil
 
@@ -100,6 +124,16 @@ controls { };
 		var extra string
 		if opts.Prefetch {
 			extra = "modules.load('predict')\n"
+		}
+		if d := opts.Dnstap; d != nil {
+			if d.TCP.IsValid() {
+				return spec{}, fmt.Errorf("vendors: %s sends dnstap to a Unix socket only, not TCP", v)
+			}
+			identity := ""
+			if d.Identity != "" {
+				identity = fmt.Sprintf("\tidentity = %q,\n", d.Identity)
+			}
+			extra += fmt.Sprintf("modules.load('dnstap')\ndnstap.config({\n\tsocket_path = %q,\n%s\tversion = 'Knot Resolver ' .. package_version(),\n\tclient = { log_queries = true, log_responses = true },\n})\n", d.Unix, identity)
 		}
 		return spec{
 			binary: "kresd",
@@ -119,6 +153,9 @@ modules.unload('ta_sentinel')
 		}, nil
 
 	case PowerDNS:
+		if opts.Dnstap != nil {
+			return spec{}, fmt.Errorf("vendors: %s sends no dnstap of its clients (its protobuf logging is another format)", v)
+		}
 		refresh := "0"
 		if opts.Prefetch {
 			refresh = "50"
@@ -149,6 +186,9 @@ refresh-on-ttl-perc=%s
 		}, nil
 
 	case Dnsmasq:
+		if opts.Dnstap != nil {
+			return spec{}, fmt.Errorf("vendors: %s sends no dnstap", v)
+		}
 		conf := filepath.Join(dir, "dnsmasq.conf")
 		// dnsmasq has no prefetch; opts.Prefetch is ignored.
 		return spec{

@@ -80,6 +80,25 @@ type Options struct {
 	// answers per the scope the upstream returns. Other products ignore
 	// it.
 	SubnetCache bool
+	// Dnstap, when set, makes the product send dnstap messages of its
+	// client queries and responses (CLIENT_QUERY, CLIENT_RESPONSE, with
+	// this identity) to a Frame Streams listener: unbound, BIND and
+	// Knot Resolver. Starting PowerDNS Recursor or dnsmasq with it is an
+	// error (neither sends dnstap).
+	Dnstap *Dnstap
+}
+
+// Dnstap says where a product sends dnstap: a Unix socket, or, for
+// unbound only, TCP.
+type Dnstap struct {
+	// Unix is the path of the listener's Unix socket.
+	Unix string
+	// TCP is the listener's TCP address (unbound's dnstap-ip); when set
+	// it is used instead of Unix.
+	TCP netip.AddrPort
+	// Identity is the identity the product sends; "" sends its default
+	// (the host name).
+	Identity string
 }
 
 // ReadyTimeout bounds how long Start and Restart wait for a process to
