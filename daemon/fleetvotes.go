@@ -231,9 +231,9 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	slices.Sort(canaries)
 	canaries = slices.Compact(canaries)
 	up, decided := 0, 0
-	var canaryFacts []monitor.TargetStatus
+	var canaryOK []time.Time
 	d.mon.EachKind(CanaryKind, func(ts monitor.TargetStatus) {
-		canaryFacts = append(canaryFacts, ts)
+		canaryOK = append(canaryOK, ts.Health.LastOK)
 		switch ts.Health.State {
 		case health.Up:
 			up++
@@ -299,7 +299,7 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 				v.addWrites(n)
 			}
 		} else {
-			v.vote(vctx, hb, cfg, mine, canaryFacts)
+			v.vote(vctx, hb, cfg, mine, canaryOK)
 		}
 		cancel()
 	}
@@ -327,9 +327,8 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 // vote publishes this node's vote on every member it probes whose own
 // state is decided, and deletes its votes on the others. A down vote
 // waits until most canaries answered after the member went down
-// (canariesSince): a prober whose own network failed sees its members
-// fail before its canaries do, and must not vote them down meanwhile.
-func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaries []monitor.TargetStatus) {
+// (fleet.DownConfirmed over canaryOK, each canary's last success).
+func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time) {
 	if cfg == nil {
 		return
 	}
@@ -348,7 +347,7 @@ func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *c
 				}
 				continue
 			}
-			if m.State == health.Unknown || m.State == health.Down && !canariesSince(canaries, m.Since) {
+			if m.State == health.Unknown || m.State == health.Down && !fleet.DownConfirmed(canaryOK, m.Since) {
 				continue // no verdict of its own yet, or its own network not confirmed
 			}
 			changed, err := hb.VoteChanged(ctx, key, m.State == health.Up)
@@ -361,18 +360,6 @@ func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *c
 		}
 	}
 	v.addWrites(writes)
-}
-
-// canariesSince reports whether most canaries succeeded after t (true
-// without canaries).
-func canariesSince(canaries []monitor.TargetStatus, t time.Time) bool {
-	ok := 0
-	for _, c := range canaries {
-		if c.Last.OK && c.LastAt.After(t) {
-			ok++
-		}
-	}
-	return !fleet.CutOff(ok, len(canaries))
 }
 
 func (v *fleetVotes) addWrites(n int) {

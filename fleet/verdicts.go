@@ -63,3 +63,20 @@ func Assigned(members []string, live []Prober, k int, self string) []string {
 	}
 	return out
 }
+
+// DownConfirmed reports whether a prober may publish a down vote on a
+// member that went down at since: most of its canaries answered after
+// since (canaryOK holds each canary's last success, the zero time for
+// none), so that the failure is likelier the member's than the prober's
+// own network's. A prober whose network fails sees its members fail
+// before most of its canaries do (CutOff): it must not vote them down
+// meanwhile. Without canaries it may.
+func DownConfirmed(canaryOK []time.Time, since time.Time) bool {
+	ok := 0
+	for _, t := range canaryOK {
+		if t.After(since) {
+			ok++
+		}
+	}
+	return !CutOff(ok, len(canaryOK))
+}

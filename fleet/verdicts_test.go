@@ -194,3 +194,28 @@ func TestAssigned(t *testing.T) {
 		}
 	}
 }
+
+// TestDownConfirmed: a down vote waits for most canaries to answer
+// after the member went down.
+func TestDownConfirmed(t *testing.T) {
+	down := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	before, after := down.Add(-time.Second), down.Add(100*time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		ok   []time.Time
+		want bool
+	}{
+		{"no canaries", nil, true},
+		{"all answered since", []time.Time{after, after, after}, true},
+		{"two of three answered since", []time.Time{after, after, before}, true},
+		{"half answered since", []time.Time{after, before}, true},
+		{"one of three answered since", []time.Time{after, before, before}, false},
+		{"none since (the prober's network failed with the member)", []time.Time{before, before, before}, false},
+		{"never answered", []time.Time{{}, {}}, false},
+		{"answered at the very moment: not after", []time.Time{down}, false},
+	} {
+		if got := DownConfirmed(tc.ok, down); got != tc.want {
+			t.Errorf("%s: DownConfirmed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
