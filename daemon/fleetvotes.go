@@ -177,7 +177,7 @@ func canaryOf(cfg *configs.Config) string {
 	return ""
 }
 
-// runVotes follows the fleet and keeps this node's votes until ctx is
+// run follows the fleet and keeps this node's votes until ctx is
 // done.
 func (v *fleetVotes) run(ctx context.Context) {
 	f := etcdfleet.Follow(ctx, v.n.cli, etcdfleet.FollowOptions{Prefix: v.n.cfg.Prefix, Check: max(v.n.cfg.LeaseTTL.Duration/4, 250*time.Millisecond),
@@ -440,7 +440,7 @@ func (v *fleetVotes) memberVotes(key string) (fleet.MemberView, string, bool) {
 	return mv, v.source, ok
 }
 
-// state is what /v1/fleet says of the votes.
+// votesState is what /v1/fleet and the metrics say of the votes.
 type votesState struct {
 	source, why     string
 	withdrawn       bool
@@ -451,6 +451,7 @@ type votesState struct {
 	contact         time.Time
 }
 
+// state returns the votes' state now.
 func (v *fleetVotes) state() votesState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
