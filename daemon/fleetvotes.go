@@ -230,19 +230,18 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	}
 	slices.Sort(canaries)
 	canaries = slices.Compact(canaries)
-	up, decided := 0, 0
+	// Cut off while most canaries are down; one without a verdict yet
+	// (a node just started) is no failure.
+	down, total := 0, 0
 	var canaryOK []time.Time
 	d.mon.EachKind(CanaryKind, func(ts monitor.TargetStatus) {
 		canaryOK = append(canaryOK, ts.Health.LastOK)
-		switch ts.Health.State {
-		case health.Up:
-			up++
-			decided++
-		case health.Down:
-			decided++
+		total++
+		if ts.Health.State == health.Down {
+			down++
 		}
 	})
-	withdrawn := fleet.CutOff(up, decided)
+	withdrawn := fleet.CutOff(total-down, total)
 
 	live := fleet.Live(view.Nodes)
 	v.mu.Lock()
@@ -252,7 +251,8 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	case source == sourceOwn:
 		mine = nil // judge every member from its own probes
 	case withdrawn:
-		mine = map[string]bool{} // cut off: canaries only
+		// Cut off: it votes nothing, and keeps probing what it probes,
+		// so that its facts are warm when its canaries answer again.
 	case inLive:
 		mine = map[string]bool{}
 		for _, m := range fleet.Assigned(ms, live, v.k, self) {
@@ -263,9 +263,9 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	rebeat := withdrawn != v.withdrawn
 	if withdrawn != v.withdrawn {
 		if withdrawn {
-			v.n.log.Warn("most canaries fail: this prober withdraws its votes (a prober cut off from the members is no down vote)", "canaries_up", up, "canaries", decided)
+			v.n.log.Warn("most canaries fail: this prober withdraws its votes (a prober cut off from the members is no down vote)", "canaries_down", down, "canaries", total)
 		} else {
-			v.n.log.Info("the canaries answer again: this prober votes again", "canaries_up", up, "canaries", decided)
+			v.n.log.Info("the canaries answer again: this prober votes again", "canaries_down", down, "canaries", total)
 		}
 	}
 	if source != v.source {

@@ -194,19 +194,26 @@ func TestVerdictOnDeath(t *testing.T) {
 		deaths, percentile(lat, 0.5).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond), checkInterval, checkFall, checkTimeout, goal)
 }
 
-// TestCutOffProberVotes: node c reaches etcd through member 0 alone;
-// member 0 dies: c is cut off from etcd (the others keep a quorum). How
-// long until c's votes are gone from etcd (its lease expired), and how
-// many answers of a and b, sampled meanwhile every 10 ms, were wrong
-// (both members live: every answer must hold both).
+// TestCutOffProberVotes: node c reaches etcd through one member alone,
+// a follower, then (another cluster) the leader; that member dies: c is
+// cut off from etcd (the others keep a quorum). How long until c's
+// votes are gone from etcd (its lease expired), and how many answers of
+// a and b, sampled meanwhile every 10 ms, were wrong (both members live:
+// every answer must hold both).
 func TestCutOffProberVotes(t *testing.T) {
 	enabled(t)
+	t.Run("follower", func(t *testing.T) { cutOffProber(t, false) })
+	t.Run("leader", func(t *testing.T) { cutOffProber(t, true) })
+}
+
+// cutOffProber is one run of TestCutOffProberVotes: c reaches a
+// follower alone, or the leader (whose death makes an election, which
+// extends every lease by an election timeout).
+func cutOffProber(t *testing.T, leader bool) {
 	c := etcdtest.StartT(t, 3)
 	port := freePort(t)
 	tcpsink.ListenT(t, fmt.Sprintf("0.0.0.0:%d", port))
-	// c reaches a follower alone (a leader's death would extend every
-	// lease by an election timeout).
-	cut := follower(t, c)
+	cut := member(t, c, leader)
 	nodes := startNodes(t, c, 3, 2, port, 3, checkInterval, func(i int) []string {
 		if i == 2 {
 			return []string{c.Endpoints[cut]}
@@ -233,7 +240,12 @@ func TestCutOffProberVotes(t *testing.T) {
 		}
 		return n
 	}
-	for votesOf("c") < 2 {
+	// A steady state: every node has both members up by the fleet's
+	// verdict (not a node's first probe round still running).
+	for deadline := time.Now().Add(30 * time.Second); votesOf("c") < 2 || !fleetUp(t, nodes); {
+		if time.Now().After(deadline) {
+			t.Fatal("no steady state within 30 s")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	start := time.Now()
@@ -264,15 +276,39 @@ func TestCutOffProberVotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("fleet: a prober cut off from etcd lost its votes %v after the cut, lease TTL %v; %d wrong answers of %d sampled on the other nodes; the cut-off node judges from %q (goal: <= TTL + 1s, 0 wrong)\n",
-		gone.Round(time.Millisecond), leaseTTL, wrong, samples, st.Verdicts)
+	what := "a follower"
+	if leader {
+		what = "the leader (an election)"
+	}
+	fmt.Printf("fleet: a prober cut off from etcd (its one member, %s, killed) lost its votes %v after the cut, lease TTL %v; %d wrong answers of %d sampled on the other nodes; the cut-off node judges from %q (goal: <= TTL + 1s, 0 wrong)\n",
+		what, gone.Round(time.Millisecond), leaseTTL, wrong, samples, st.Verdicts)
 	if err := c.StartMember(cut); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// follower returns the index of an etcd member that is not the leader.
-func follower(t *testing.T, c *etcdtest.Cluster) int {
+// fleetUp reports whether every node has every member up by the
+// fleet's verdict.
+func fleetUp(t *testing.T, nodes []*benchNode) bool {
+	t.Helper()
+	for _, n := range nodes {
+		st, err := n.d.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.GSLB {
+			for _, m := range p.Members {
+				if m.Fleet == nil || m.Fleet.Source != "fleet" || m.Fleet.Verdict != "up" {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// member returns the index of the etcd leader, or of a follower.
+func member(t *testing.T, c *etcdtest.Cluster, leader bool) int {
 	t.Helper()
 	for i, ep := range c.Endpoints {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -281,11 +317,11 @@ func follower(t *testing.T, c *etcdtest.Cluster) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Leader != st.Header.MemberId {
+		if (st.Leader == st.Header.MemberId) == leader {
 			return i
 		}
 	}
-	t.Fatal("no follower")
+	t.Fatalf("no etcd member with leader = %v", leader)
 	return 0
 }
 
