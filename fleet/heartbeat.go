@@ -39,8 +39,8 @@ type Heartbeat struct {
 	// has none).
 	Canary string `json:"canary,omitempty"`
 	// Withdrawn is set while the node withdrew its votes because most
-	// of its canaries fail (CutOff): it probes no member for the fleet
-	// and is no prober of Live.
+	// of its canaries fail (CutOff): it votes nothing and is no prober
+	// of Live.
 	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
