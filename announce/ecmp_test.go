@@ -75,33 +75,6 @@ func ecmpSpeaker(id, peer string) int {
 	return 0
 }
 
-// ip runs one ip command, failing t.
-func ip(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-}
-
-// link joins namespace a (address aAddr) and b (bAddr) by a veth pair,
-// both in a /30.
-func link(t *testing.T, a *netns.Host, aIf, aAddr string, b *netns.Host, bIf, bAddr string) {
-	t.Helper()
-	ip(t, "-n", a.Name(), "link", "add", aIf, "type", "veth", "peer", "name", bIf, "netns", b.Name())
-	ip(t, "-n", a.Name(), "addr", "add", aAddr+"/30", "dev", aIf)
-	ip(t, "-n", b.Name(), "addr", "add", bAddr+"/30", "dev", bIf)
-	ip(t, "-n", a.Name(), "link", "set", aIf, "up")
-	ip(t, "-n", b.Name(), "link", "set", bIf, "up")
-}
-
-// sysctl sets key=value in h's namespace.
-func sysctl(t *testing.T, h *netns.Host, kv string) {
-	t.Helper()
-	if out, err := exec.Command("ip", "netns", "exec", h.Name(), "sysctl", "-q", "-w", kv).CombinedOutput(); err != nil {
-		t.Fatalf("sysctl %s in %s: %v: %s", kv, h.Name(), err, out)
-	}
-}
-
 // lbHost is one LB host: its namespace, its speaker process and the
 // queries its UDP responder on the VIP answered.
 type lbHost struct {
@@ -135,17 +108,17 @@ func TestECMP(t *testing.T) {
 	router := netns.New(t, "ecmp-router")
 	client := netns.New(t, "ecmp-client")
 	lbs := []*lbHost{{name: "lb1", host: netns.New(t, "ecmp-lb1")}, {name: "lb2", host: netns.New(t, "ecmp-lb2")}}
-	link(t, router, "to-client", "10.0.3.1", client, "eth1", "10.0.3.2")
-	ip(t, "-n", client.Name(), "route", "replace", "default", "via", "10.0.3.1")
-	sysctl(t, router, "net.ipv4.ip_forward=1")
-	sysctl(t, router, "net.ipv4.fib_multipath_hash_policy=1") // spread flows by port too
+	netns.Link(t, router, "to-client", "10.0.3.1", client, "eth1", "10.0.3.2")
+	netns.IP(t, "-n", client.Name(), "route", "replace", "default", "via", "10.0.3.1")
+	router.Sysctl("net.ipv4.ip_forward=1")
+	router.Sysctl("net.ipv4.fib_multipath_hash_policy=1") // spread flows by port too
 	for i, lb := range lbs {
 		n := i + 1
-		link(t, router, "to-"+lb.name, fmt.Sprintf("10.0.%d.1", n), lb.host, "eth1", fmt.Sprintf("10.0.%d.2", n))
-		ip(t, "-n", lb.host.Name(), "route", "replace", "default", "via", fmt.Sprintf("10.0.%d.1", n))
-		ip(t, "-n", lb.host.Name(), "addr", "add", vipAddr.Addr().String()+"/32", "dev", "lo")
+		netns.Link(t, router, "to-"+lb.name, fmt.Sprintf("10.0.%d.1", n), lb.host, "eth1", fmt.Sprintf("10.0.%d.2", n))
+		netns.IP(t, "-n", lb.host.Name(), "route", "replace", "default", "via", fmt.Sprintf("10.0.%d.1", n))
+		netns.IP(t, "-n", lb.host.Name(), "addr", "add", vipAddr.Addr().String()+"/32", "dev", "lo")
 		for _, h := range []*netns.Host{router, lb.host} {
-			sysctl(t, h, "net.ipv4.conf.all.rp_filter=0")
+			h.Sysctl("net.ipv4.conf.all.rp_filter=0")
 		}
 		pc, err := lb.host.ListenPacket("udp4", vipAddr.String())
 		if err != nil {

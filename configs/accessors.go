@@ -142,15 +142,17 @@ func (c *Config) Members(p *Pool) []*Resolver {
 
 // KeepRestartOnly keeps in c the keys that take effect only at a restart
 // (daemon.state_dir, daemon.control_socket, daemon.status_listen,
-// daemon.status_max_requests, the whole [fleet] and [dnstap] tables) as the running
-// configuration has them, and tells whether c had them different: the
+// daemon.status_max_requests, actions.nft_table, the whole [fleet] and
+// [dnstap] tables) as the running configuration has them, and tells
+// whether c had them different: the
 // state in force lives in the directory (or the etcd store) it was loaded
 // from, and the listeners stay where and as they are, until the daemon
 // restarts.
 func (c *Config) KeepRestartOnly(running *Config) (changed bool) {
 	changed = c.Daemon.StateDir != running.Daemon.StateDir || c.Daemon.ControlSocket != running.Daemon.ControlSocket ||
 		c.Daemon.StatusListen != running.Daemon.StatusListen || c.Daemon.StatusMaxRequests != running.Daemon.StatusMaxRequests ||
-		!c.Fleet.Equal(running.Fleet) || !c.Dnstap.Equal(running.Dnstap)
+		!c.Fleet.Equal(running.Fleet) || !c.Dnstap.Equal(running.Dnstap) || c.Actions.NftTable != running.Actions.NftTable
+	c.Actions.NftTable = running.Actions.NftTable
 	c.Daemon.StateDir = running.Daemon.StateDir
 	c.Daemon.ControlSocket = running.Daemon.ControlSocket
 	c.Daemon.StatusListen = running.Daemon.StatusListen

@@ -714,3 +714,22 @@ func TestExamplesCoverEveryKind(t *testing.T) {
 		}
 	}
 }
+
+func TestActionsDefaults(t *testing.T) {
+	full, err := Load("full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := full.Actions
+	if a.Enabled || a.MaxEntries != 1024 || a.DefaultLimitQPS != 50 || a.NftTable != "lbdns" ||
+		fmt.Sprint(a.AllowNets) != "[192.0.2.0/28]" || fmt.Sprint(a.SharedNets) != "[100.64.0.0/10]" {
+		t.Errorf("full.toml [actions] = %+v", a)
+	}
+	min, err := Load("minimal.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := min.Actions; a.Enabled || a.MaxEntries != DefaultActionsMaxEntries || a.DefaultLimitQPS != DefaultActionsLimitQPS || a.NftTable != DefaultActionsNftTable || len(a.AllowNets) != 0 {
+		t.Errorf("defaults without [actions] = %+v", a)
+	}
+}

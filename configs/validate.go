@@ -130,6 +130,9 @@ func (d *decoder) validate() {
 	if d.bgpOK {
 		d.validateBGP()
 	}
+	if d.actionsOK {
+		d.validateActions()
+	}
 	d.validateDnstap()
 }
 

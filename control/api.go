@@ -56,6 +56,9 @@ type Status struct {
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 	// BGP is the route announcer (bgp.go); absent without [bgp].
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Clients are the client actions (clients.go): blocks and limits in
+	// force and whether the kernel enforces them.
+	Clients *ClientsStatus `json:"clients,omitempty"`
 	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
 	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
 }

@@ -119,25 +119,16 @@ func TestPageBGPInBrowser(t *testing.T) {
 			Announced: i%2 == 0, MED: 1000, Communities: []string{"65001:200", "65535:0"}, Degraded: true, Draining: true,
 			Reason: "draining: GRACEFUL_SHUTDOWN until 2025-03-01T12:00:20Z (by uid 0: kernel upgrade), then withdrawn; vip dns-v6-east-internal: serving: udp/53 12 of 12 destinations taking traffic, tcp/53 12 of 12 destinations taking traffic (degraded: pool datacenter-east-recursive failing open)"})
 	}
-	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
-		Now: func() time.Time { return now }}).Handler())
-	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.Overflows() {
-		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
-	}
+	l, url := pageAt1280(t, st, now)
 	for _, want := range []string{"HOST DRAINED", "BGP announcements", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "Hold Timer Expired", "2001:db8:100:200::1005/128", "65001:200 65535:0"} {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	shot := filepath.Join(browser.ArtifactDir(t), "status-page-bgp-1280.png")
-	if err := browser.Screenshot(ctx, srv.URL+"/", shot, 1280, 900); err != nil {
+	if err := browser.Screenshot(ctx, url, shot, 1280, 900); err != nil {
 		t.Errorf("screenshot: %v", err)
 	} else {
 		t.Logf("screenshot: %s", shot)

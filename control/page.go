@@ -48,6 +48,9 @@ type pageData struct {
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
 	BGP *bgpView
+	// Clients are the client actions (clients.go); nil when the daemon
+	// reports none.
+	Clients *clientsView
 }
 
 // eventView is one event of the log.
@@ -311,6 +314,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 			Reason: o.Reason, By: o.By, Set: cell(o.Set, now), Orphaned: o.Orphaned,
 		})
 	}
+	p.Clients = buildClients(st.Clients, now)
 	for _, e := range st.Prefetch {
 		p.Prefetch = append(p.Prefetch, prefetchView{
 			Name: e.Name, Type: e.Type, Resolver: e.Resolver, Partition: e.Partition, Mode: e.Mode,

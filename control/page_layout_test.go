@@ -147,3 +147,23 @@ func layoutAt(t *testing.T, url string, width int) {
 		t.Logf("screenshot: %s", shot)
 	}
 }
+
+// pageAt1280 serves the status page of st at now, measures it in
+// Debian's Chromium at 1280 px, fails t when it overflows, and returns
+// the layout and the page's URL (served until the test ends).
+func pageAt1280(t *testing.T, st *Status, now time.Time) (browser.Layout, string) {
+	t.Helper()
+	srv := httptest.NewServer(NewStatusServer(StatusOptions{Backend: &fakeBackend{status: st}, Refresh: time.Hour,
+		Now: func() time.Time { return now }}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := browser.Measure(ctx, srv.URL+"/", 1280, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Overflows() {
+		t.Errorf("page overflows at 1280 px: scroll width %d > client width %d; elements past the edge: %q", l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	return l, srv.URL + "/"
+}

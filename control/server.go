@@ -83,7 +83,8 @@ func NewServer(opts ServerOptions) *Server {
 	rt.handle(http.MethodGet, APIPrefix+"/events", s.handleEvents)
 	rt.handle(http.MethodGet, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
 	rt.handle(http.MethodPost, APIPrefix+"/gslb/explain", s.bounded(s.handleExplain))
-	s.hostRoutes(&rt) // POST /v1/host (bgp.go)
+	s.hostRoutes(&rt)   // POST /v1/host (bgp.go)
+	s.clientRoutes(&rt) // POST /v1/clients (clients.go)
 	s.handler = s.deadlines(s.authorize(&rt))
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"lbdns/control"
 	"lbdns/hub"
@@ -66,7 +67,8 @@ type overrideCall struct {
 	ctx   context.Context // the request's: if its client gave up first, nothing is applied
 	req   control.OverrideRequest
 	gslb  *control.GSLBRequest
-	host  *control.HostRequest // a host request (bgp.go)
+	host  *control.HostRequest   // a host request (bgp.go)
+	cl    *control.ClientRequest // a client request (clients.go)
 	by    string
 	reply chan overrideResult
 }
@@ -76,6 +78,7 @@ type overrideResult struct {
 	rep  *control.OverrideReply
 	grep *control.GSLBReply
 	hrep *control.HostReply
+	crep *control.ClientReply
 	err  error
 }
 
@@ -118,6 +121,9 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 	if call.host != nil {
 		what = "host request"
 	}
+	if call.cl != nil {
+		what = "client request"
+	}
 	next, res, err := d.applyCall(call)
 	if err != nil {
 		return overrideResult{err: report.IntentError(err)}
@@ -140,7 +146,10 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 			d.log.Warn(what+" saved but the state directory could not be synced", "err", err)
 		}
 		d.setOverrides(next, rev)
-		if call.host != nil {
+		if call.cl != nil {
+			d.journal.Client(*call.cl, call.by, res)
+			d.enforceClients()
+		} else if call.host != nil {
 			d.hostChanged(*call.host, call.by, res)
 		} else if g != nil {
 			d.gslb.Refresh()
@@ -152,11 +161,16 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 	}
 	return overrideResult{rep: &control.OverrideReply{Message: res.Message, Changed: res.Changed, Overrides: report.Overrides(d.cfg, next.Overrides)},
 		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)},
-		hrep: &control.HostReply{Message: res.Message, Changed: res.Changed, Drain: hostDrainStatus(d.cfg, next.Host)}}
+		hrep: &control.HostReply{Message: res.Message, Changed: res.Changed, Drain: hostDrainStatus(d.cfg, next.Host)},
+		crep: &control.ClientReply{Message: res.Message, Changed: res.Changed, Clients: d.clientsStatus(d.cfg, next)}}
 }
 
 // applyCall is what intent makes of call (loop only).
 func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, error) {
+	if c := call.cl; c != nil {
+		return intent.ApplyClient(d.intent, intent.ClientRequest{Action: c.Action, Client: c.Client, Rate: c.Rate,
+			For: time.Duration(c.ForSeconds) * time.Second, Force: c.Force, Reason: c.Reason, By: call.by, At: d.now()}, intent.ClientPolicyOf(d.cfg))
+	}
 	if call.host != nil {
 		return intent.ApplyHost(d.intent, intent.HostRequest{Action: call.host.Action, Reason: call.host.Reason, By: call.by, At: d.now()})
 	}

@@ -86,6 +86,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Notifier, when set, hears the loop's life for systemd: Alive on every tick, and each reload.
 	Notifier *sdnotify.Notifier
+	// ClientsNetNS, when not 0, is an open network namespace whose
+	// nftables ruleset enforces the client actions (tests); 0 is the
+	// daemon's own.
+	ClientsNetNS int
 	// Dnstap, when set, takes every client message of the dnstap
 	// intake ([dnstap]; dnstap.go). Without it the intake counts them
 	// and keeps the latest per sender only.
@@ -144,6 +148,7 @@ type Daemon struct {
 	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
+	clients    *clientsPart   // the client actions' enforcement (clients.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -283,6 +288,7 @@ func New(opts Options) (*Daemon, error) {
 	// Made here, not in Run, so that Status never races its assignment.
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.bgp = newBGP(d)
+	d.clients = newClients(d, cfg)
 	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -481,6 +487,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		mode = report.IPVSNone
 	}
 	d.journal.Started(d.opts.ConfigPath, d.cfg, mode)
+	d.expireClients(ctx) // actions that ended while lbdnsd was stopped
+	d.enforceClients()   // the kernel's table as the intent says, at start
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()
@@ -511,9 +519,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 			d.opts.Notifier.Alive() // the watchdog is fed only while the loop runs
 			d.handleTick(ctx)
+			d.expireClients(ctx)
 		case <-resync.C:
 			d.ensureAddresses() // the resync: addresses, then the whole table
 			d.reconcile(ctx, true)
+			d.enforceClients() // and the client actions' table
 		case reply := <-d.reloadCh:
 			err := d.opts.Notifier.Reload(func() error { return d.handleReload(ctx) })
 			if err == nil {
@@ -622,6 +632,7 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 	d.journal.IntentOrphans(d.cfg, st.State)
 	d.gslb.Refresh()
 	d.reconcile(ctx, false)
+	d.enforceClients()
 }
 
 func (d *Daemon) handleReload(ctx context.Context) error {

@@ -111,11 +111,20 @@ type harness struct {
 
 func start(t *testing.T, path string, client *vip.MemClient, fp *fakeProbe) *harness {
 	t.Helper()
-	d, err := New(Options{ConfigPath: path, Client: client, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond})
+	return startOpts(t, Options{ConfigPath: path, Client: client, Probe: fp.probe}, fp)
+}
+
+// startOpts runs a daemon of opts (its probe fp's, its IPVS client a
+// *vip.MemClient, no vendor identification, ticks of 50ms) until the
+// test ends.
+func startOpts(t *testing.T, opts Options, fp *fakeProbe) *harness {
+	t.Helper()
+	opts.Identify, opts.TickInterval = noIdentify, 50*time.Millisecond
+	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return run(t, d, fp, client)
+	return run(t, d, fp, opts.Client.(*vip.MemClient))
 }
 
 // run runs d until the test ends (or h.stop); fp and client are the

@@ -256,6 +256,7 @@ type memStore struct {
 	rev     intent.Revision
 	fail    error
 	saves   int
+	tries   int // Save calls, failed ones included
 	changes chan intent.State
 }
 
@@ -268,6 +269,7 @@ func (s *memStore) Load(context.Context) (intent.Stored, error) {
 func (s *memStore) Save(_ context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tries++
 	if s.fail != nil {
 		return 0, s.fail
 	}

@@ -17,6 +17,9 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
+	if cfg := d.Config(); cfg != nil {
+		st.Clients = d.clientsStatus(cfg, d.intentNow()) // the client actions (clients.go)
+	}
 	return st, nil
 }
 

@@ -1,7 +1,9 @@
 // Package intent holds what operators said, apart from what the health
 // checks found: today the resolver overrides of lbctl drain, disable and
 // enable; the emergency switches and TTL raises of the GSLB responder
-// (lbctl gslb off, on, ttl). It validates a request against the running configuration,
+// (lbctl gslb off, on, ttl); the host drain; the client actions (lbctl
+// block, limit, unblock), each ending on its own at its expiry. It
+// validates a request against the running configuration,
 // merges it into the state in force, refuses what would do harm (with the
 // messages operators read), and persists the state through a Store (a
 // local file now, a shared store for a fleet later).
@@ -64,11 +66,15 @@ type State struct {
 	// Host is the host drain in force (lbctl host drain), nil when the
 	// host is enabled.
 	Host *HostDrain `json:"host_drain,omitempty"`
+	// Clients are the client actions (lbctl block, limit), in the
+	// order they were first set; each ends on its own at its Until.
+	Clients []ClientAction `json:"clients,omitempty"`
 }
 
 // Clone returns a copy of s that shares no slice with it.
 func (s State) Clone() State {
-	return State{Overrides: slices.Clone(s.Overrides), Emergencies: slices.Clone(s.Emergencies), TTLRaises: slices.Clone(s.TTLRaises), Host: s.Host.clone()}
+	return State{Overrides: slices.Clone(s.Overrides), Emergencies: slices.Clone(s.Emergencies), TTLRaises: slices.Clone(s.TTLRaises), Host: s.Host.clone(),
+		Clients: slices.Clone(s.Clients)}
 }
 
 // SameScope reports whether o and p override the same resolver in the

@@ -79,7 +79,19 @@ func (st State) Summary() string {
 	}
 	return plural(len(st.Overrides), "override", "overrides") + ", " +
 		plural(len(st.Emergencies), "emergency switch", "emergency switches") + ", " +
-		plural(len(st.TTLRaises), "TTL raise", "TTL raises")
+		plural(len(st.TTLRaises), "TTL raise", "TTL raises") + clientsSummary(len(st.Clients))
+}
+
+// clientsSummary is Summary's part for n client actions ("" for none,
+// so that the words of a state without them stay as they were).
+func clientsSummary(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 client action"
+	}
+	return fmt.Sprintf(", %d client actions", n)
 }
 
 // FileName is the name of the FileStore's file in its directory.
@@ -136,6 +148,9 @@ func parseDocument(b []byte) (State, Revision, error) {
 		}
 	}
 	if err := parseGSLB(doc.State); err != nil {
+		return State{}, 0, err
+	}
+	if err := parseClients(doc.State); err != nil {
 		return State{}, 0, err
 	}
 	return doc.State, doc.Revision, nil

@@ -57,25 +57,8 @@ func bgpCmd(*flag.FlagSet) action {
 		if len(args) > 1 {
 			return usageErrorf("unexpected argument %q", args[1])
 		}
-		ctx, cancel := e.request()
-		defer cancel()
-		st, err := e.client().Status(ctx)
-		if err != nil {
-			return err
-		}
-		if e.json() {
-			if st.BGP == nil {
-				return e.writeJSON(struct{}{})
-			}
-			return e.writeJSON(st.BGP)
-		}
-		now := st.Generated
-		if now.IsZero() {
-			now = time.Now()
-		}
-		sw := &statusWriter{ew: &errWriter{w: e.stdout}, now: now}
-		sw.bgp(st.BGP)
-		return sw.ew.err
+		return statusSection(e, func(st *control.Status) *control.BGPStatus { return st.BGP },
+			func(sw *statusWriter, st *control.Status) { sw.bgp(st.BGP) })
 	}
 }
 

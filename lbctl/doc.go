@@ -26,8 +26,9 @@
 //	    out of traffic, IPVS weight, connections and packets per second),
 //	    a GSLB summary (per GSLB pool: combine rule, members up/total and
 //	    the members that are not up with their reason), the operator
-//	    overrides (orphaned ones marked) and a prefetch summary. With -o json: the
-//	    daemon's status document (control.Status), indented.
+//	    overrides (orphaned ones marked), the client actions and a prefetch
+//	    summary. With -o json: the daemon's status document
+//	    (control.Status), indented.
 //	drain RESOLVER [--pool P | --vip V] [--reason TEXT]
 //	    Keep the resolver's destinations with weight 0: existing flows
 //	    finish, new ones go elsewhere.
@@ -81,6 +82,21 @@
 //	    unreachable), whether this node withdrew its votes (most of its
 //	    canaries fail), and how many members and canaries it probes.
 //	    With -o json: the /v1/fleet document.
+//	block CLIENT --for DURATION --reason TEXT [--force]
+//	    Drop every packet of the client address or prefix before IPVS
+//	    (lbdnsd's nftables table) until the duration has passed. A client
+//	    of an actions.shared prefix needs --force; the back ends, VIPs and
+//	    other protected networks are refused.
+//	limit CLIENT [--rate N] --for DURATION --reason TEXT
+//	    Drop the client's packets above N per second per source address
+//	    (default actions.default_limit_qps) until the duration has
+//	    passed: the choice for NAT gateways and shared resolvers.
+//	unblock CLIENT
+//	    Remove the client's block or limit.
+//	clients
+//	    The client actions in force: client, action, rate, time left,
+//	    expiry, reason, set, by, and whether the kernel enforces it. With
+//	    -o json: the clients section of /status.
 //	reload
 //	    Validate the daemon's configuration file and apply it. A bad file
 //	    is rejected whole, every problem is printed and the running

@@ -33,6 +33,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	}
 	sw.gslb(st.GSLB)
 	sw.overrides(st.Overrides)
+	sw.clients(st.Clients, false) // clients.go
 	sw.prefetch(st.Prefetch)
 	return sw.ew.err
 }

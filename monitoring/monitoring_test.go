@@ -16,10 +16,10 @@ import (
 // the status endpoint's and the BGP announcer's, each kept by a test of
 // its package.
 var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt",
-	"../announce/testdata/metrics.txt", "../daemon/testdata/metrics.txt"}
+	"../announce/testdata/metrics.txt", "../clientfw/testdata/metrics.txt", "../daemon/testdata/metrics.txt"}
 
 // golden names the goldens in messages.
-const golden = "report, gslb/server, control, announce and daemon testdata/metrics.txt"
+const golden = "report, gslb/server, control, announce, clientfw and daemon testdata/metrics.txt"
 
 // metricLabels reads the goldens: metric name (and, for histograms, its
 // _bucket, _sum and _count series) to its label names.

@@ -51,14 +51,7 @@ func namesUnder(cfg *configs.Config, name, zone string) []string {
 // event the responder rebuilds on, and the audit (who, why). Like
 // Override, it writes no log line: the control server logs the request.
 func (j *Journal) GSLB(req control.GSLBRequest, by string, res intent.Result) {
-	text := res.Message
-	if req.Reason != "" {
-		text += " (reason: " + req.Reason + ")"
-	}
-	if by != "" {
-		text += " by " + by
-	}
-	j.event(control.Event{Kind: control.EventGSLB, Subject: control.GSLBScope(req.Name, req.Zone), Message: text})
+	j.event(control.Event{Kind: control.EventGSLB, Subject: control.GSLBScope(req.Name, req.Zone), Message: said(res, req.Reason, by)})
 }
 
 // IntentOrphans tells every override (Orphans) and every GSLB switch or

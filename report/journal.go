@@ -147,9 +147,9 @@ func (j *Journal) ReloadRejected(path string, err error) {
 // take effect only at a restart, and that running's stay in force
 // (configs.Config.KeepRestartOnly).
 func (j *Journal) RestartOnlyKept(running *configs.Config) {
-	j.log.Warn("daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
+	j.log.Warn("daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, actions.nft_table, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
 		"state_dir", running.Daemon.StateDir, "control_socket", running.Daemon.ControlSocket, "status_listen", running.Daemon.StatusListen,
-		"status_max_requests", running.Daemon.StatusMaxRequests)
+		"status_max_requests", running.Daemon.StatusMaxRequests, "nft_table", running.Actions.NftTable)
 }
 
 // Override tells an operator override that changed the intent (req as
@@ -159,14 +159,20 @@ func (j *Journal) RestartOnlyKept(running *configs.Config) {
 // the scope in control.Scope's wording and the result), and a second line
 // here would tell the same override twice.
 func (j *Journal) Override(req control.OverrideRequest, by string, res intent.Result) {
+	j.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: said(res, req.Reason, by)})
+}
+
+// said is an intent change's message with the operator's reason and who
+// asked: "MESSAGE (reason: REASON) by BY".
+func said(res intent.Result, reason, by string) string {
 	text := res.Message
-	if req.Reason != "" {
-		text += " (reason: " + req.Reason + ")"
+	if reason != "" {
+		text += " (reason: " + reason + ")"
 	}
 	if by != "" {
 		text += " by " + by
 	}
-	j.event(control.Event{Kind: control.EventOverride, Subject: req.Resolver, Message: text})
+	return text
 }
 
 // Orphans tells every override of list that cfg no longer matches (it is
@@ -366,4 +372,38 @@ func (j *Journal) LastResorts(before, after []gslb.NameStatus) {
 		j.event(control.Event{Kind: control.EventLastResort, Subject: fmt.Sprintf("%d names", len(g.names)), Error: loud,
 			Message: fmt.Sprintf("%d names %s, among them %s (lbctl gslb status lists them all)", len(g.names), g.many, first)})
 	}
+}
+
+// Client tells a client request that changed the intent (req as asked
+// by by, res as intent.ApplyClient answered it) in the event log and a
+// warning line: packets of a client are now dropped or limited, or no
+// longer.
+func (j *Journal) Client(req control.ClientRequest, by string, res intent.Result) {
+	text := said(res, req.Reason, by)
+	j.log.Warn(text, "action", req.Action, "client", req.Client)
+	j.event(control.Event{Kind: control.EventClient, Subject: req.Client, Message: text})
+}
+
+// ClientsExpired tells the client actions that ended on their own at
+// their expiry and were removed from the intent.
+func (j *Journal) ClientsExpired(gone []intent.ClientAction) {
+	for _, c := range gone {
+		text := c.Action + " of " + intent.ClientText(c.Client) + " ended at its expiry (set by " + c.By + ": " + c.Reason + ")"
+		j.log.Info(text, "client", intent.ClientText(c.Client), "action", c.Action)
+		j.event(control.Event{Kind: control.EventClient, Subject: intent.ClientText(c.Client), Message: text})
+	}
+}
+
+// ClientsEnforce tells that the client actions' enforcement failed (err
+// not nil) or works again (err nil after a failure): told on a change
+// only, not on every retry.
+func (j *Journal) ClientsEnforce(table string, err error) {
+	if err != nil {
+		j.log.Error("client actions are kept in the intent but NOT enforced", "table", table, "err", err)
+		j.event(control.Event{Kind: control.EventClient, Subject: "nftables", Error: true,
+			Message: "client actions not enforced (table inet " + table + "): " + err.Error()})
+		return
+	}
+	j.log.Info("client actions enforced again", "table", table)
+	j.event(control.Event{Kind: control.EventClient, Subject: "nftables", Message: "client actions enforced again (table inet " + table + ")"})
 }

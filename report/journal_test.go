@@ -240,10 +240,11 @@ func TestJournalRestartOnlyKept(t *testing.T) {
 	cfg := testInput(t).Config
 	cfg.Daemon.StateDir, cfg.Daemon.ControlSocket, cfg.Daemon.StatusListen = "/var/lib/x", "/run/x.sock", "127.0.0.1:9"
 	cfg.Daemon.StatusMaxRequests = 12
+	cfg.Actions.NftTable = "lbdns"
 	logs, evs, _ := journalRun(t, func(j *Journal) { j.RestartOnlyKept(cfg) })
 	checkLogs(t, logs, []logRecord{{slog.LevelWarn,
-		"daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
-		map[string]string{"state_dir": "/var/lib/x", "control_socket": "/run/x.sock", "status_listen": "127.0.0.1:9", "status_max_requests": "12"}}})
+		"daemon.state_dir, daemon.control_socket, daemon.status_listen, daemon.status_max_requests, actions.nft_table, [fleet] and [dnstap] take effect at the next restart; the running ones stay",
+		map[string]string{"state_dir": "/var/lib/x", "control_socket": "/run/x.sock", "status_listen": "127.0.0.1:9", "status_max_requests": "12", "nft_table": "lbdns"}}})
 	checkEvents(t, evs, nil)
 }
 

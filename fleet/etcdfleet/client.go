@@ -5,7 +5,7 @@
 //
 // Keys, all under the [fleet] prefix P:
 //
-//	P/intent/fleet             the GSLB emergency switches and TTL raises (the whole fleet's)
+//	P/intent/fleet             the GSLB emergency switches, TTL raises and client actions (the whole fleet's)
 //	P/intent/cluster/CLUSTER   the resolver overrides of a cluster of hosts sharing back ends
 //	P/intent/host/NAME         the resolver overrides of a host in no cluster
 //	P/nodes/NAME               a node's heartbeat, under its lease

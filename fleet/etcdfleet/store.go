@@ -34,7 +34,9 @@ type StoreOptions struct {
 }
 
 // Store is the operator intent of one node shared through etcd: the
-// fleet's GSLB emergency switches and TTL raises, and the resolver
+// fleet's GSLB emergency switches, TTL raises and client actions (a
+// client flooding one LB host of an anycast or ECMP fleet floods them
+// all), and the resolver
 // overrides of the node's cluster (or of the host alone). It implements
 // intent.Store: a Save is one transaction guarded by the revision it was
 // decided on, a stale one is refused with a *intent.ConflictError, and
@@ -105,7 +107,10 @@ func (s snapshot) stored() (intent.Stored, error) {
 	if len(sc.Emergencies) > 0 || len(sc.TTLRaises) > 0 {
 		return intent.Stored{}, errors.New("fleet: a cluster's or host's intent holds GSLB switches or TTL raises: they belong to the fleet")
 	}
-	st := intent.State{Overrides: sc.Overrides, Emergencies: fl.Emergencies, TTLRaises: fl.TTLRaises}
+	if len(sc.Clients) > 0 {
+		return intent.Stored{}, errors.New("fleet: a cluster's or host's intent holds client actions: they belong to the fleet")
+	}
+	st := intent.State{Overrides: sc.Overrides, Emergencies: fl.Emergencies, TTLRaises: fl.TTLRaises, Clients: fl.Clients}
 	return intent.Stored{State: st, Revision: s.revision()}, nil
 }
 
@@ -122,7 +127,7 @@ func parsePart(doc []byte, what string) (intent.State, error) {
 
 // split returns the documents of st's two scopes.
 func split(st intent.State) (fleetDoc, scopeDoc []byte, err error) {
-	fleetDoc, err = intent.Marshal(intent.State{Emergencies: st.Emergencies, TTLRaises: st.TTLRaises})
+	fleetDoc, err = intent.Marshal(intent.State{Emergencies: st.Emergencies, TTLRaises: st.TTLRaises, Clients: st.Clients})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -124,8 +125,9 @@ func TestStoreConflict(t *testing.T) {
 	}
 }
 
-// TestStoreScopes: GSLB switches are the whole fleet's; resolver
-// overrides are the cluster's, or the host's alone without a cluster.
+// TestStoreScopes: GSLB switches and client actions are the whole
+// fleet's; resolver overrides are the cluster's, or the host's alone
+// without a cluster.
 func TestStoreScopes(t *testing.T) {
 	tf := newFleet(t, "scopes")
 	a, _ := tf.node("a", "c1", StoreOptions{})
@@ -138,11 +140,14 @@ func TestStoreScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Save(ctx, intent.State{Overrides: []intent.Override{override("r1")}, Emergencies: []intent.Emergency{emergency()}}, st.Revision); err != nil {
+	block := intent.ClientAction{Client: netip.MustParsePrefix("203.0.113.7/32"), Action: intent.ActionBlock, Until: time.Unix(2e9, 0).UTC(),
+		Reason: "flood", Set: time.Unix(1, 0).UTC()}
+	if _, err := a.Save(ctx, intent.State{Overrides: []intent.Override{override("r1")}, Emergencies: []intent.Emergency{emergency()},
+		Clients: []intent.ClientAction{block}}, st.Revision); err != nil {
 		t.Fatal(err)
 	}
 	dst, _ := d.Load(ctx)
-	if _, err := d.Save(ctx, intent.State{Overrides: []intent.Override{override("r4")}, Emergencies: dst.State.Emergencies}, dst.Revision); err != nil {
+	if _, err := d.Save(ctx, intent.State{Overrides: []intent.Override{override("r4")}, Emergencies: dst.State.Emergencies, Clients: dst.State.Clients}, dst.Revision); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -160,6 +165,9 @@ func TestStoreScopes(t *testing.T) {
 		}
 		if fmt.Sprint(names) != fmt.Sprint(tc.overrides) || len(got.State.Emergencies) != 1 {
 			t.Errorf("%s: overrides %v and %d emergency switches, want %v and 1", tc.name, names, len(got.State.Emergencies), tc.overrides)
+		}
+		if len(got.State.Clients) != 1 || got.State.Clients[0] != block {
+			t.Errorf("%s: client actions %+v, want the fleet's block %+v", tc.name, got.State.Clients, block)
 		}
 	}
 }

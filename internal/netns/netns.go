@@ -483,3 +483,50 @@ func run(name string, args ...string) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Link joins Host a (address aAddr on its interface aIf) and Host b
+// (bAddr on bIf) by a second veth pair, both addresses in one /30; the
+// pair goes with the namespaces when the test ends.
+func Link(t testing.TB, a *Host, aIf, aAddr string, b *Host, bIf, bAddr string) {
+	t.Helper()
+	for _, s := range [][]string{
+		{"-n", a.Name(), "link", "add", aIf, "type", "veth", "peer", "name", bIf, "netns", b.Name()},
+		{"-n", a.Name(), "addr", "add", aAddr + "/30", "dev", aIf},
+		{"-n", b.Name(), "addr", "add", bAddr + "/30", "dev", bIf},
+		{"-n", a.Name(), "link", "set", aIf, "up"},
+		{"-n", b.Name(), "link", "set", bIf, "up"},
+	} {
+		if _, err := run("ip", s...); err != nil {
+			t.Fatalf("netns: %v", err)
+		}
+	}
+}
+
+// IP runs one ip command (ip ARGS...), failing the test on an error.
+func IP(t testing.TB, args ...string) {
+	t.Helper()
+	if _, err := run("ip", args...); err != nil {
+		t.Fatalf("netns: %v", err)
+	}
+}
+
+// Sysctl sets kv ("net.ipv4.ip_forward=1") inside the Host.
+func (h *Host) Sysctl(kv string) {
+	h.t.Helper()
+	if _, err := run("ip", "netns", "exec", h.name, "sysctl", "-q", "-w", kv); err != nil {
+		h.t.Fatalf("netns: %v", err)
+	}
+}
+
+// FD returns an open descriptor of the Host's namespace (for netlink
+// clients that take one, such as nftables.WithNetNSFd), closed when the
+// test ends.
+func (h *Host) FD() int {
+	h.t.Helper()
+	fd, err := unix.Open("/run/netns/"+h.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		h.t.Fatalf("netns: open %s: %v", h.name, err)
+	}
+	h.t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
