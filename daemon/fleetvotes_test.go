@@ -133,11 +133,7 @@ func startVotesNode(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
-	return &votesNode{name: name, h: h, dns: fmt.Sprintf("127.0.0.1:%d", port)}
+	return &votesNode{name: name, h: run(t, d, nil, nil), dns: fmt.Sprintf("127.0.0.1:%d", port)}
 }
 
 // votesFleet starts an etcd cluster with the nodes' user, and the two
