@@ -254,8 +254,9 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 		// Cut off: it votes nothing, and keeps probing what it probes,
 		// so that its facts are warm when its canaries answer again.
 	case inLive:
+		was := v.mine
 		mine = map[string]bool{}
-		for _, m := range fleet.Assigned(ms, live, v.k, self) {
+		for _, m := range fleet.Probing(ms, live, v.k, self, view.Votes, func(m string) bool { return was == nil || was[m] }) {
 			mine[m] = true
 		}
 	} // else: not seen live yet (behind on intent): keep probing what it probes
@@ -373,8 +374,10 @@ func (v *fleetVotes) addWrites(n int) {
 // by that verdict (each of its monitors up or down as the verdict says).
 // A member without a fleet verdict keeps this node's own facts when it
 // probes it, else it has none (unknown: no verdict yet, as before the
-// first probe round). Judging from its own probes, the node gives the
-// monitor's facts alone.
+// first probe round). Judging from its own probes (etcd lost), the node
+// gives the monitor's facts, and the last fleet verdict of a member its
+// own monitors have not judged yet (one it did not probe before): the
+// answers do not lose it while its first probes run.
 func (d *Daemon) memberFacts() hub.Facts {
 	st := d.mon.Status()
 	v := d.votes
@@ -384,15 +387,16 @@ func (d *Daemon) memberFacts() hub.Facts {
 	cfg := d.Config()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.source != sourceFleet || cfg == nil {
+	if cfg == nil || v.source != sourceFleet && len(v.views) == 0 {
 		return st
 	}
+	own := v.source != sourceFleet
 	for i := range cfg.GSLB.Pools {
 		p := &cfg.GSLB.Pools[i]
 		for j := range p.Members {
 			m := &p.Members[j]
 			mv, ok := v.views[memberKey(p.Name, m.Name)]
-			if !ok || mv.Decision.Verdict == fleet.VerdictNone {
+			if !ok || mv.Decision.Verdict == fleet.VerdictNone || own && judged(st, p, m) {
 				continue
 			}
 			state := health.Up
@@ -420,6 +424,17 @@ func (d *Daemon) memberFacts() hub.Facts {
 		}
 	}
 	return st
+}
+
+// judged reports whether one of member m's monitors has a verdict of
+// its own in st.
+func judged(st hub.Facts, p *configs.GSLBPool, m *configs.GSLBMember) bool {
+	for _, name := range p.MemberMonitors(m) {
+		if ts, ok := st[gslb.MonitorKey(p.Name, m.Name, name)]; ok && ts.Health.State != health.Unknown {
+			return true
+		}
+	}
+	return false
 }
 
 // withdrawnNow reports whether this node withdrew its votes.

@@ -19,6 +19,7 @@ import (
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb"
+	"lbdns/health"
 	"lbdns/internal/etcdtest"
 	"lbdns/internal/poll"
 	"lbdns/internal/promgolden"
@@ -303,10 +304,21 @@ func TestFleetVotesCutOffProber(t *testing.T) {
 	}
 }
 
+// ownJudged reports whether node n's own monitors judged every member.
+func ownJudged(n *votesNode) bool {
+	for k, ts := range n.h.d.Monitor().Status() {
+		if k.Kind == gslb.MonitorKind && ts.Health.State == health.Unknown {
+			return false
+		}
+	}
+	return true
+}
+
 // TestFleetVotesOwnProbes: with etcd gone for longer than the lease TTL
 // every node judges the members from its own probes, probing all of
-// them, and says so; a member's death then still makes every node stop
-// answering it; when etcd is back the fleet's verdicts are in force
+// them, and says so, without losing a member from its answers while the
+// first probes of the members it did not probe run; a member's death
+// then still makes every node stop answering it; when etcd is back the fleet's verdicts are in force
 // again and each member is probed by its one prober again.
 func TestFleetVotesOwnProbes(t *testing.T) {
 	c, cr, port, m1 := votesFleet(t)
@@ -334,6 +346,23 @@ func TestFleetVotesOwnProbes(t *testing.T) {
 	sources("fleet", 2)
 	for i := range 3 {
 		c.StopMember(i)
+	}
+	// Across the switch to its own probes, no node loses a member from
+	// its answers while the first probes of the members it did not
+	// probe run: it keeps their last fleet verdict until then.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		switched := true
+		for _, n := range nodes {
+			if got := askA(t, n.dns, "n0.gslb.example."); !slices.Equal(got, []string{"192.0.2.80", "192.0.2.81"}) {
+				t.Fatalf("%s answers %v while judging from its own probes begins, want both members", n.name, got)
+			}
+			st := fleetOf(t, n)
+			switched = switched && st.Verdicts == "own probes" && len(probed(n)) == 2 && ownJudged(n)
+		}
+		if switched || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	sources("own probes", 4)
 	m1.Down()

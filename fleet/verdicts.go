@@ -80,3 +80,31 @@ func DownConfirmed(canaryOK []time.Time, since time.Time) bool {
 	}
 	return !CutOff(ok, len(canaryOK))
 }
+
+// Probing returns the members among members that self probes: those
+// assigned to it (Assigned), and those it probed before (probed reports
+// it) that are not assigned to it any more while their assigned probers
+// have not all voted yet. A member that moves to other probers is
+// handed over: the node it leaves keeps probing (and voting on) it
+// until the new probers' votes are in, so that the fleet's verdict does
+// not lapse meanwhile.
+func Probing(members []string, live []Prober, k int, self string, votes map[string][]Vote, probed func(member string) bool) []string {
+	var out []string
+	for _, m := range members {
+		ps := Probers(m, live, k)
+		if slices.ContainsFunc(ps, func(p Prober) bool { return p.Name == self }) {
+			out = append(out, m)
+			continue
+		}
+		if !probed(m) {
+			continue
+		}
+		for _, p := range ps {
+			if !slices.ContainsFunc(votes[m], func(v Vote) bool { return v.Prober == p.Name }) {
+				out = append(out, m) // a new prober has not voted yet
+				break
+			}
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -217,5 +218,49 @@ func TestDownConfirmed(t *testing.T) {
 		if got := DownConfirmed(tc.ok, down); got != tc.want {
 			t.Errorf("%s: DownConfirmed = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestProbing: a node probes its assigned members, and keeps probing a
+// member that moved away until its new probers have all voted.
+func TestProbing(t *testing.T) {
+	ms := members(200)
+	before := Live(nodes("a", "b", "c"))
+	after := Live(nodes("a", "b", "c", "d")) // d joins
+	all := func(string) bool { return true }
+	mine := map[string]bool{}
+	for _, m := range Assigned(ms, before, 2, "a") {
+		mine[m] = true
+	}
+	was := func(m string) bool { return mine[m] }
+	assigned := Assigned(ms, after, 2, "a")
+	// No vote yet from the new probers: a keeps every member it had.
+	got := Probing(ms, after, 2, "a", nil, was)
+	for m := range mine {
+		if !slices.Contains(got, m) {
+			t.Fatalf("%s dropped before its new probers voted", m)
+		}
+	}
+	for _, m := range assigned {
+		if !slices.Contains(got, m) {
+			t.Fatalf("assigned %s not probed", m)
+		}
+	}
+	// Every assigned prober voted: a probes its assignment alone.
+	votes := map[string][]Vote{}
+	for m, ps := range Assign(ms, after, 2) {
+		for _, p := range ps {
+			votes[m] = append(votes[m], Vote{Prober: p.Name, Up: true})
+		}
+	}
+	if got := Probing(ms, after, 2, "a", votes, was); !slices.Equal(got, assigned) {
+		t.Fatalf("with every vote in: %d members, want the %d assigned", len(got), len(assigned))
+	}
+	// A node that probed nothing takes only its assignment.
+	if got := Probing(ms, after, 2, "d", nil, func(string) bool { return false }); !slices.Equal(got, Assigned(ms, after, 2, "d")) {
+		t.Fatalf("d probes %d members, want its %d", len(got), len(Assigned(ms, after, 2, "d")))
+	}
+	if got := Probing(ms, after, 2, "d", nil, all); len(got) != len(ms) {
+		t.Fatalf("d, which probed every member and sees no vote, probes %d, want all %d", len(got), len(ms))
 	}
 }
