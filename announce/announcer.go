@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"lbdns/configs"
+	"lbdns/fleet"
 	"lbdns/hub"
 	"lbdns/intent"
 )
@@ -58,6 +60,18 @@ type Options struct {
 	// OnChange is called, from Run's goroutine, for every Change.
 	// Default: none.
 	OnChange func(Change)
+	// Fleet is the fleet's view of the other hosts' announcements, for
+	// the floor (min_announcing); nil without [fleet].
+	Fleet *hub.Value[FleetView]
+}
+
+// Beat is what the Announcer says of this host in its fleet heartbeat.
+type Beat struct {
+	// Drained is set while the host is drained or lbdnsd stops with
+	// drain_on_stop.
+	Drained bool
+	// Announced are the prefixes announced, graded (Announcements).
+	Announced []fleet.Announcement
 }
 
 // Announcer follows the hub and keeps the speaker announcing exactly
@@ -71,6 +85,7 @@ type Announcer struct {
 	peers   []PeerStatus // the sessions last seen, for changes
 	routes  []Route      // the last decision, for changes
 	lastErr string       // the speaker's last error, told once
+	beat    *hub.Value[Beat]
 
 	mu     sync.Mutex
 	status Status
@@ -87,8 +102,12 @@ func New(opts Options) *Announcer {
 	if opts.OnChange == nil {
 		opts.OnChange = func(Change) {}
 	}
-	return &Announcer{opts: opts}
+	return &Announcer{opts: opts, beat: hub.NewValue[Beat]()}
 }
+
+// Beat is what this host's fleet heartbeat should say of its
+// announcements, published at every change.
+func (a *Announcer) Beat() *hub.Value[Beat] { return a.beat }
 
 // Status returns what the Announcer does now, with the sessions as the
 // speaker sees them at this moment.
@@ -102,13 +121,18 @@ func (a *Announcer) Status() Status {
 
 // Run follows the hub until ctx is done, then withdraws every route and
 // closes the sessions before it returns (within stopCtx's deadline: a
-// SIGTERM withdraws before lbdnsd exits).
+// SIGTERM withdraws before lbdnsd exits). With drain_on_stop, it first
+// marks every announcement GRACEFUL_SHUTDOWN for drain_on_stop_delay,
+// following the hub meanwhile (a VIP that dies is withdrawn at once).
 func (a *Announcer) Run(ctx context.Context, stopCtx func() (context.Context, context.CancelFunc)) {
 	h := a.opts.Hub
-	var cfgV, vipV, respV, intentV uint64
+	var cfgV, vipV, respV, intentV, fleetV uint64
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	done := ctx.Done()
+	var stopping time.Time // when the drain on stop began
+	var drainCtx context.Context = ctx
 	for {
 		var cfg *configs.Config
 		var vips []hub.Verdict
@@ -118,7 +142,18 @@ func (a *Announcer) Run(ctx context.Context, stopCtx func() (context.Context, co
 		vips, vipV = h.VIPs.Load()
 		resp, respV = h.Responder.Load()
 		in, intentV = h.Intent.Load()
-		next, ok := a.Step(ctx, cfg, vips, resp.Listeners, in.State.Host)
+		var view *FleetView
+		var fleetCh <-chan struct{}
+		if a.opts.Fleet != nil && cfg != nil && cfg.Fleet != nil {
+			var v FleetView
+			v, fleetV = a.opts.Fleet.Load()
+			view, fleetCh = &v, a.opts.Fleet.Changed(fleetV)
+		}
+		next, ok := a.Step(drainCtx, Input{Config: cfg, VIPs: vips, Listeners: resp.Listeners, Drain: in.State.Host, Stopping: stopping, Fleet: view})
+		if !stopping.IsZero() && (next.IsZero() || len(a.applied) == 0 || a.opts.Now().After(stopping.Add(cfg.BGP.DrainOnStopDelay.Duration+time.Second))) {
+			a.halt(stopCtx) // the drain on stop is over
+			return
+		}
 		timer.Stop()
 		switch {
 		case !ok:
@@ -127,26 +162,41 @@ func (a *Announcer) Run(ctx context.Context, stopCtx func() (context.Context, co
 			timer.Reset(max(next.Sub(a.opts.Now()), 0))
 		}
 		select {
-		case <-ctx.Done():
-			sctx, cancel := stopCtx()
-			a.stop(sctx)
-			cancel()
-			return
+		case <-done:
+			if cfg == nil || !cfg.BGP.Enabled || !cfg.BGP.DrainOnStop || len(a.applied) == 0 {
+				a.halt(stopCtx)
+				return
+			}
+			stopping, done = a.opts.Now(), nil
+			dctx, cancel := context.WithTimeout(context.Background(), cfg.BGP.DrainOnStopDelay.Duration+2*time.Second)
+			defer cancel()
+			drainCtx = dctx
+			a.opts.OnChange(Change{Subject: "speaker", Message: fmt.Sprintf("lbdnsd stopping: %d routes marked GRACEFUL_SHUTDOWN for %s (drain_on_stop), then withdrawn", len(a.applied), cfg.BGP.DrainOnStopDelay)})
 		case <-h.Config.Changed(cfgV):
 		case <-h.VIPs.Changed(vipV):
 		case <-h.Responder.Changed(respV):
 		case <-h.Intent.Changed(intentV):
+		case <-fleetCh:
 		case <-a.opts.Speaker.PeerChanges():
 		case <-timer.C:
 		}
 	}
 }
 
-// Step decides from the given state, configures the speaker when [bgp]
-// changed and hands it the paths; it returns when the decision changes
-// by time alone (zero: never) and whether the speaker took everything
-// (when not, the caller tries again soon). Run calls it; tests may too.
-func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listeners []hub.Verdict, drain *intent.HostDrain) (time.Time, bool) {
+// halt withdraws everything and closes the sessions within stopCtx.
+func (a *Announcer) halt(stopCtx func() (context.Context, context.CancelFunc)) {
+	sctx, cancel := stopCtx()
+	defer cancel()
+	a.stop(sctx)
+}
+
+// Step decides from in (its Announced and Now are the Announcer's own),
+// configures the speaker when [bgp] changed and hands it the paths; it
+// returns when the decision changes by time alone (zero: never) and
+// whether the speaker took everything (when not, the caller tries again
+// soon). Run calls it; tests may too.
+func (a *Announcer) Step(ctx context.Context, in Input) (time.Time, bool) {
+	cfg, drain := in.Config, in.Drain
 	ok := true
 	var errText string
 	enabled := cfg != nil && cfg.BGP.Enabled
@@ -164,7 +214,12 @@ func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listene
 			a.bgp = &b
 		}
 	}
-	routes, next := Decide(Input{Config: cfg, VIPs: vips, Listeners: listeners, Drain: drain, Now: a.opts.Now()})
+	in.Now = a.opts.Now()
+	in.Announced = make([]netip.Prefix, 0, len(a.applied))
+	for _, p := range a.applied {
+		in.Announced = append(in.Announced, p.Prefix)
+	}
+	routes, next := Decide(in)
 	paths := Paths(routes)
 	if !slices.EqualFunc(paths, a.applied, Path.Equal) {
 		if err := a.opts.Speaker.Announce(ctx, paths); err != nil {
@@ -183,7 +238,28 @@ func (a *Announcer) Step(ctx context.Context, cfg *configs.Config, vips, listene
 	a.mu.Lock()
 	a.status = Status{Enabled: enabled, Routes: routes, Drain: drain, Error: errText}
 	a.mu.Unlock()
+	a.publishBeat(Beat{Drained: drain != nil || !in.Stopping.IsZero(), Announced: Announcements(routesOf(routes, a.applied))})
 	return next, ok
+}
+
+// routesOf returns the routes whose paths the speaker announces as
+// applied (a route the speaker refused is not said to be announced).
+func routesOf(routes []Route, applied []Path) []Route {
+	var out []Route
+	for _, r := range routes {
+		if r.Announce && slices.ContainsFunc(applied, func(p Path) bool { return p.Equal(Path{Prefix: r.Prefix, MED: r.MED, Communities: r.Communities}) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// publishBeat publishes b when it says something new.
+func (a *Announcer) publishBeat(b Beat) {
+	if old, _ := a.beat.Load(); old.Drained == b.Drained && slices.Equal(old.Announced, b.Announced) {
+		return
+	}
+	a.beat.Publish(b)
 }
 
 // tellError logs and tells a speaker error, once while it repeats (Run
@@ -208,6 +284,8 @@ func (a *Announcer) stop(ctx context.Context) {
 	a.mu.Lock()
 	a.status.Routes = nil
 	a.mu.Unlock()
+	old, _ := a.beat.Load()
+	a.publishBeat(Beat{Drained: old.Drained})
 }
 
 // sameBGP reports whether a and b configure the speaker the same.

@@ -58,6 +58,17 @@ func (f *fakeSpeaker) state() ([]Path, int, int) {
 	return slices.Clone(f.paths), len(f.configured), f.closed
 }
 
+// run runs a until cancel, then done is closed once it has stopped.
+func run(a *Announcer) (cancel context.CancelFunc, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
+	}()
+	return cancel, d
+}
+
 // TestAnnouncerRun follows the hub with a fake speaker on a fake clock:
 // serving VIPs are announced, a drain marks them then withdraws them
 // when its delay is over (by the timer alone), enable announces again, a
@@ -70,12 +81,7 @@ func TestAnnouncerRun(t *testing.T) {
 		spk := newFake()
 		var changes []Change
 		a := New(Options{Hub: h, Speaker: spk, OnChange: func(c Change) { changes = append(changes, c) }})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
-		}()
+		cancel, done := run(a)
 		synctest.Wait()
 		if paths, configured, _ := spk.state(); len(paths) != 0 || configured != 1 {
 			t.Fatalf("before verdicts: paths %v, configured %d", paths, configured)
@@ -148,12 +154,7 @@ func TestAnnouncerErrorToldOnce(t *testing.T) {
 		spk := &failingSpeaker{fakeSpeaker{changes: make(chan struct{}, 1)}}
 		var changes []Change
 		a := New(Options{Hub: h, Speaker: spk, OnChange: func(c Change) { changes = append(changes, c) }})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			a.Run(ctx, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) })
-		}()
+		cancel, done := run(a)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if st := a.Status(); !strings.Contains(st.Error, "address already in use") {

@@ -19,6 +19,7 @@ import (
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/bird"
+	"lbdns/internal/ecmp"
 	"lbdns/internal/leakcheck"
 )
 
@@ -180,8 +181,8 @@ func TestMain(m *testing.M) {
 	if peer := os.Getenv(helperEnv); peer != "" {
 		os.Exit(helperSpeaker(peer, os.Getenv(helperEnv+"_ID")))
 	}
-	if id := os.Getenv(ecmpEnvID); id != "" {
-		os.Exit(ecmpSpeaker(id, os.Getenv(ecmpEnvPeer)))
+	if code, ok := ecmp.SpeakerMain(); ok {
+		os.Exit(code)
 	}
 	leakcheck.Main(m, "lbdns/announce.(*Announcer)", "lbdns/announce.(*GoBGP)")
 }

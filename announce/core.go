@@ -6,8 +6,18 @@
 // GRACEFUL_SHUTDOWN community (RFC 8326), then withdraws it after the
 // configured delay.
 //
+// With [fleet] and [bgp] min_announcing, a VIP that stops serving while
+// it is not truly dead (hub.Verdict.Partial: a service of it still takes
+// traffic) stays announced, with the degraded MED, while fewer than
+// min_announcing other hosts of the fleet announce it (the floor); a VIP
+// with no destination taking traffic is withdrawn at once whatever the
+// fleet, and an operator's drain is always honoured. With drain_on_stop,
+// lbdnsd stopping drains like a host drain (drain_on_stop_delay), then
+// withdraws.
+//
 // The decision (Decide) is pure: a function of the configuration, the
-// hub's verdicts, the drain intent and the time. The BGP speaker sits
+// hub's verdicts, the drain intent, the fleet's view of the other hosts'
+// announcements, what is announced now and the time. The BGP speaker sits
 // behind the small Speaker interface (GoBGP in NewGoBGP); the Announcer
 // follows the hub, decides, and hands the speaker the exact set of paths
 // to announce.
@@ -22,6 +32,7 @@ import (
 	"time"
 
 	"lbdns/configs"
+	"lbdns/fleet"
 	"lbdns/hub"
 	"lbdns/intent"
 )
@@ -49,6 +60,9 @@ type Route struct {
 	Degraded bool
 	// Draining is set on a prefix announced with GRACEFUL_SHUTDOWN.
 	Draining bool
+	// Held is set on a VIP that does not serve, kept announced (as
+	// degraded) by the fleet's announcement floor.
+	Held bool
 	// MED and Communities are the path's (announced prefixes only).
 	MED         uint32
 	Communities []configs.Community
@@ -81,8 +95,86 @@ type Input struct {
 	Listeners []hub.Verdict
 	// Drain is the host drain in force, nil when the host is enabled.
 	Drain *intent.HostDrain
+	// Stopping is when lbdnsd began to stop with drain_on_stop (zero
+	// while it runs): every announced prefix is marked
+	// GRACEFUL_SHUTDOWN until drain_on_stop_delay has passed, then
+	// withdrawn.
+	Stopping time.Time
+	// Fleet is the fleet's view of the other hosts' announcements (nil
+	// without [fleet]: no floor).
+	Fleet *FleetView
+	// Announced are the prefixes announced now: the floor keeps a
+	// prefix announced, it never announces one anew.
+	Announced []netip.Prefix
 	// Now is the time of the decision.
 	Now time.Time
+}
+
+// FleetView is what the fleet says of the other hosts' announcements,
+// for the floor.
+type FleetView struct {
+	// Read is set once the fleet view has been read; before, no other
+	// host is known to announce anything.
+	Read bool
+	// Announcers names, per prefix, the other hosts that count toward
+	// the floor (fleet.Announcers).
+	Announcers map[netip.Prefix][]string
+}
+
+// ViewOf is the FleetView of the fleet view nodes, as read by node self.
+func ViewOf(nodes []fleet.Node, self string) FleetView {
+	return FleetView{Read: true, Announcers: fleet.Announcers(nodes, self)}
+}
+
+// Announcements are the announced routes as a fleet heartbeat says them,
+// each with its grade, in prefix order.
+func Announcements(routes []Route) []fleet.Announcement {
+	var out []fleet.Announcement
+	for _, r := range routes {
+		if !r.Announce {
+			continue
+		}
+		g := fleet.GradeUp
+		switch {
+		case r.Draining:
+			g = fleet.GradeDraining
+		case r.Held:
+			g = fleet.GradeHeld
+		case r.Degraded:
+			g = fleet.GradeDegraded
+		}
+		out = append(out, fleet.Announcement{Prefix: r.Prefix, Grade: g})
+	}
+	return out
+}
+
+// drain is a drain in force: a host drain or lbdnsd stopping.
+type drain struct {
+	end  time.Time
+	text string // what drains, for reasons
+	// delay names the delay and says it ("drain delay 30s").
+	delay string
+	// who says who drains, for a draining prefix's reason.
+	who string
+}
+
+// drainOf returns the drain in force of in (nil when none): of the host
+// drain and the stop, the one that withdraws first.
+func drainOf(in Input) *drain {
+	b := in.Config.BGP
+	var d *drain
+	if in.Drain != nil {
+		d = &drain{end: in.Drain.Set.Add(b.DrainDelay.Duration), delay: "drain delay " + b.DrainDelay.String(), who: drainText(in.Drain),
+			text: fmt.Sprintf("host drained since %s (%s)", in.Drain.Set.UTC().Format(time.RFC3339), drainText(in.Drain))}
+	}
+	if !in.Stopping.IsZero() {
+		end := in.Stopping.Add(b.DrainOnStopDelay.Duration)
+		if d == nil || end.Before(d.end) {
+			d = &drain{end: end, delay: "drain_on_stop_delay " + b.DrainOnStopDelay.String(), who: "lbdnsd stopping (drain_on_stop)",
+				text: fmt.Sprintf("lbdnsd stopping since %s (drain_on_stop)", in.Stopping.UTC().Format(time.RFC3339))}
+		}
+	}
+	return d
 }
 
 // claim is one VIP or listen address of the configuration at an address.
@@ -103,7 +195,16 @@ type claim struct {
 // serves; a degraded VIP gets med_degraded and communities_degraded, the
 // others med_up and communities_up. While the host is drained, announced
 // prefixes also carry GRACEFUL_SHUTDOWN until drain_delay has passed
-// since the drain began, and are withdrawn after.
+// since the drain began, and are withdrawn after; while lbdnsd stops
+// with drain_on_stop, the same with drain_on_stop_delay (the earlier
+// withdrawal of the two wins).
+//
+// The floor: with in.Fleet and min_announcing above 0, a prefix
+// announced now (in.Announced) whose every VIP that does not serve is
+// Partial (not truly dead) and whose listen addresses all answer is held:
+// announced with med_degraded and communities_degraded while fewer than
+// min_announcing other hosts count toward it (FleetView.Announcers). A
+// drain withdraws a held prefix like any other.
 func Decide(in Input) ([]Route, time.Time) {
 	cfg := in.Config
 	if cfg == nil {
@@ -147,15 +248,14 @@ func Decide(in Input) ([]Route, time.Time) {
 	if !b.Enabled {
 		in.VIPs, in.Listeners = nil, nil // nothing is announced without [bgp]
 	}
-	var drainEnd, next time.Time
-	if in.Drain != nil {
-		drainEnd = in.Drain.Set.Add(b.DrainDelay.Duration)
-	}
+	var next time.Time
+	dr := drainOf(in)
 	out := make([]Route, 0, len(claims))
 	for addr, cs := range claims {
 		r := Route{Prefix: netip.PrefixFrom(addr, addr.BitLen()), Kind: cs[0].kind}
 		names := make([]string, 0, len(cs))
 		serving := true
+		holdable := true // every claim that does not serve is a VIP not truly dead
 		var why []string
 		for _, c := range cs {
 			names = append(names, c.name)
@@ -167,10 +267,11 @@ func Decide(in Input) ([]Route, time.Time) {
 				serving = false
 				why = append(why, "no [bgp] in the configuration")
 			case c.verdict == nil:
-				serving = false
+				serving, holdable = false, false
 				why = append(why, c.kind+" "+c.name+": no serving verdict yet")
 			case !c.verdict.Serving:
 				serving = false
+				holdable = holdable && c.kind == KindVIP && c.verdict.Partial
 				why = append(why, c.kind+" "+c.name+": "+c.verdict.Reason)
 			default:
 				if c.verdict.Degraded {
@@ -181,25 +282,36 @@ func Decide(in Input) ([]Route, time.Time) {
 		}
 		r.Name = strings.Join(names, ", ")
 		reason := strings.Join(why, "; ")
+		var floor string
+		if !serving && holdable && b.Enabled {
+			floor, r.Held = holdFloor(in, r.Prefix)
+		}
 		switch {
-		case !serving:
+		case !serving && !r.Held:
 			r.Degraded = false
 			r.Reason = "withdrawn: " + reason
-		case in.Drain != nil && !in.Now.Before(drainEnd):
-			r.Degraded = false
-			r.Reason = fmt.Sprintf("withdrawn: host drained since %s (%s), drain delay %s over", in.Drain.Set.UTC().Format(time.RFC3339), drainText(in.Drain), fmtDelay(b.DrainDelay.Duration))
+			if floor != "" {
+				r.Reason += "; " + floor
+			}
+		case dr != nil && !in.Now.Before(dr.end):
+			r.Degraded, r.Held = false, false
+			r.Reason = fmt.Sprintf("withdrawn: %s, %s over", dr.text, dr.delay)
 		default:
 			r.Announce = true
+			r.Degraded = r.Degraded || r.Held
 			r.MED, r.Communities = uint32(b.MEDUp), slices.Clone(b.Up)
 			if r.Degraded {
 				r.MED, r.Communities = uint32(b.MEDDegraded), slices.Clone(b.Degraded)
 			}
 			r.Reason = "announced: " + reason
-			if in.Drain != nil {
+			if r.Held {
+				r.Reason = "held: " + floor + "; " + reason
+			}
+			if dr != nil {
 				r.Draining = true
 				r.Communities = append(r.Communities, configs.GracefulShutdown)
-				r.Reason = fmt.Sprintf("draining: GRACEFUL_SHUTDOWN until %s (%s), then withdrawn; %s", drainEnd.UTC().Format(time.RFC3339), drainText(in.Drain), reason)
-				next = drainEnd
+				r.Reason = fmt.Sprintf("draining: GRACEFUL_SHUTDOWN until %s (%s), then withdrawn; %s", dr.end.UTC().Format(time.RFC3339), dr.who, reason)
+				next = dr.end
 			}
 		}
 		if r.Announce && !hasPeerOf(b.Peers, addr) {
@@ -215,6 +327,36 @@ func Decide(in Input) ([]Route, time.Time) {
 	return out, next
 }
 
+// holdFloor reports whether the fleet's floor holds prefix p, announced
+// now, that would be withdrawn, and says why in either case ("" when no
+// floor applies).
+func holdFloor(in Input, p netip.Prefix) (string, bool) {
+	floor := in.Config.BGP.MinAnnouncing
+	if floor <= 0 || in.Fleet == nil {
+		return "", false
+	}
+	others := in.Fleet.Announcers[p]
+	count := fmt.Sprintf("%d other host(s) announce it (%s), min_announcing %d", len(others), listOrNone(others), floor)
+	if !in.Fleet.Read {
+		count = fmt.Sprintf("no fleet view read yet, no other host known to announce it, min_announcing %d", floor)
+	}
+	switch {
+	case len(others) >= floor:
+		return count, false
+	case !slices.Contains(in.Announced, p):
+		return count + "; not announced now: the floor keeps a route, it never announces one anew", false
+	}
+	return "the fleet's floor keeps it: " + count, true
+}
+
+// listOrNone joins names, or says none.
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 // Paths returns the paths of the announced routes, in their order.
 func Paths(routes []Route) []Path {
 	var out []Path
@@ -222,16 +364,6 @@ func Paths(routes []Route) []Path {
 		if r.Announce {
 			out = append(out, Path{Prefix: r.Prefix, MED: r.MED, Communities: r.Communities})
 		}
-	}
-	return out
-}
-
-// Allowed returns every prefix cfg may announce, in prefix order.
-func Allowed(cfg *configs.Config) []netip.Prefix {
-	routes, _ := Decide(Input{Config: cfg})
-	out := make([]netip.Prefix, 0, len(routes))
-	for _, r := range routes {
-		out = append(out, r.Prefix)
 	}
 	return out
 }
@@ -256,9 +388,6 @@ func drainText(d *intent.HostDrain) string {
 	}
 	return s
 }
-
-// fmtDelay formats a delay for reasons.
-func fmtDelay(d time.Duration) string { return d.String() }
 
 // cmpPrefix orders IPv4 before IPv6, then by address.
 func cmpPrefix(a, b netip.Prefix) int {

@@ -3,9 +3,7 @@
 package announce_test
 
 import (
-	"context"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"lbdns/configs"
 	"lbdns/hub"
 	"lbdns/intent"
+	"lbdns/internal/ecmp"
 	"lbdns/internal/frr"
 )
 
@@ -48,19 +47,5 @@ func TestFRRAnnouncer(t *testing.T) {
 }
 
 // runAnnouncer runs a until the test ends, or until the stop it returns
-// is called; a stopping announcer withdraws, within 5 s.
-func runAnnouncer(t *testing.T, a *announce.Announcer) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return stop
-}
+// is called.
+func runAnnouncer(t *testing.T, a *announce.Announcer) (stop func()) { return ecmp.RunAnnouncer(t, a) }

@@ -21,17 +21,43 @@ type Result struct {
 	// "timeout after 1s", "question mismatch"), or a short summary of a
 	// success.
 	Detail string
-	// Sent is the number of echo requests an icmp check sent (0 for other kinds).
-	Sent int
-	// Recv is the number of those echo requests answered (icmp checks).
-	Recv int
-	// Loss is the percentage of echo requests not answered (icmp checks).
-	Loss float64
-	// Socket is the kind of ICMP socket an icmp check used: "raw" or
-	// "unprivileged" ("" for other kinds).
-	Socket string
-	// CertDaysLeft is the whole days until the server's certificate expires (negative: expired); https checks only, nil otherwise.
-	CertDaysLeft *int
+	// Facts are the facts of the check's kind that the probe found (an
+	// https check's certificate days left, an icmp check's echo loss and
+	// socket), in name order; nil when the kind has none.
+	Facts []Fact
+}
+
+// Fact is one fact of a check kind's own found by a probe. Status, lbctl,
+// the status page and the metrics carry it by its name, without knowing
+// the kind (see FactMetric).
+type Fact struct {
+	// Name names the fact: its key in the status JSON ("cert_days_left").
+	Name string
+	// Value is a number fact's value; Text a text fact's ("raw"), "" for
+	// a number.
+	Value float64
+	Text  string
+}
+
+// Lookup returns the fact named name among facts, and whether there is
+// one.
+func Lookup(facts []Fact, name string) (Fact, bool) {
+	for _, f := range facts {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Fact{}, false
+}
+
+// FactMetric is the metric a kind exports one of its facts as, per
+// monitor: the fact's value times Scale, under the labels of the
+// monitor.
+type FactMetric struct {
+	// Fact is the fact's Name; Metric the metric's name without the
+	// lbdns_ prefix; Help its help text.
+	Fact, Metric, Help string
+	Scale              float64
 }
 
 // Checker checks one target: it is built once per target from its

@@ -253,8 +253,13 @@ func elemOf(el nftables.SetElement) Elem {
 	return e
 }
 
-// build adds table tbl holding want to c's batch.
+// build adds table tbl holding want to c's batch. Every set gets its
+// batch ID here (1, 2, ... in the batch): google/nftables would draw one
+// from a package variable it increments unguarded, a data race between
+// two enforcers of one process (tests run several daemons).
 func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset) error {
+	var ids uint32
+	nextID := func() uint32 { ids++; return ids }
 	c.AddTable(tbl)
 	accept := nftables.ChainPolicyAccept
 	ch := c.AddChain(&nftables.Chain{Name: Chain, Table: tbl, Type: nftables.ChainTypeFilter,
@@ -264,7 +269,7 @@ func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset) error {
 		if s.V6 {
 			key, proto, off, n = nftables.TypeIP6Addr, byte(unix.NFPROTO_IPV6), 8, 16
 		}
-		set := &nftables.Set{Table: tbl, Name: s.Name, KeyType: key, Interval: true, HasTimeout: true}
+		set := &nftables.Set{Table: tbl, Name: s.Name, ID: nextID(), KeyType: key, Interval: true, HasTimeout: true}
 		if err := c.AddSet(set, elements(s.Elems)); err != nil {
 			return fmt.Errorf("set %s: %w", s.Name, err)
 		}
@@ -275,7 +280,7 @@ func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset) error {
 			&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID},
 		}
 		if s.Rate > 0 {
-			meter := &nftables.Set{Table: tbl, Name: MeterName(s.Name), KeyType: key, Dynamic: true, HasTimeout: true,
+			meter := &nftables.Set{Table: tbl, Name: MeterName(s.Name), ID: nextID(), KeyType: key, Dynamic: true, HasTimeout: true,
 				Timeout: MeterTimeout, Size: MeterSize}
 			if err := c.AddSet(meter, nil); err != nil {
 				return fmt.Errorf("set %s: %w", meter.Name, err)

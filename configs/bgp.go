@@ -38,6 +38,19 @@ type BGP struct {
 	// marked with the graceful-shutdown community 65535:0, before it
 	// withdraws them, 0s..1h. Default 30s.
 	DrainDelay Duration `toml:"drain_delay"`
+	// MinAnnouncing is the fleet-wide announcement floor: with [fleet],
+	// a VIP that stops serving while not truly dead (a service of it
+	// still takes traffic) stays announced, with med_degraded, while
+	// fewer than this many other hosts of the fleet announce it; 0 turns
+	// the floor off. It needs [fleet]. Default 0.
+	MinAnnouncing int `toml:"min_announcing"`
+	// DrainOnStop makes lbdnsd drain before it exits on SIGTERM: every
+	// announcement gets GRACEFUL_SHUTDOWN for DrainOnStopDelay, then is
+	// withdrawn. Default false (withdrawn at once).
+	DrainOnStop bool `toml:"drain_on_stop"`
+	// DrainOnStopDelay is how long a stop keeps the announcements marked
+	// GRACEFUL_SHUTDOWN, 1s..MaxBGPDrainOnStopDelay. Default 5s.
+	DrainOnStopDelay Duration `toml:"drain_on_stop_delay"`
 	// Peers are the routers the speaker opens sessions with ([[bgp.peer]]).
 	// At least one.
 	Peers []BGPPeer `toml:"peer"`
@@ -114,10 +127,20 @@ const (
 	DefaultBGPMEDDegraded = 1000
 	DefaultBGPDrainDelay  = 30 * time.Second
 	MaxBGPDrainDelay      = time.Hour
-	DefaultBGPHoldTime    = 90 * time.Second
-	MinBGPHoldTime        = 3 * time.Second
-	MaxBGPHoldTime        = 65535 * time.Second
-	asTrans               = 23456
+	// DefaultBGPDrainOnStopDelay and MaxBGPDrainOnStopDelay bound
+	// drain_on_stop_delay; the systemd unit's TimeoutStopSec allows for
+	// the longest, with the withdrawal after it.
+	DefaultBGPDrainOnStopDelay = 5 * time.Second
+	MaxBGPDrainOnStopDelay     = 10 * time.Second
+	// BGPStopTimeout bounds the withdrawal of every route when lbdnsd
+	// stops (after the drain on stop, if any).
+	BGPStopTimeout = 5 * time.Second
+	// MaxBGPMinAnnouncing bounds min_announcing.
+	MaxBGPMinAnnouncing = 1000
+	DefaultBGPHoldTime  = 90 * time.Second
+	MinBGPHoldTime      = 3 * time.Second
+	MaxBGPHoldTime      = 65535 * time.Second
+	asTrans             = 23456
 )
 
 // decodeBGP decodes [bgp].
@@ -143,6 +166,9 @@ func (d *decoder) validateBGP() {
 	}
 	if !hasKey(raw, "drain_delay") {
 		b.DrainDelay.Duration = DefaultBGPDrainDelay
+	}
+	if !hasKey(raw, "drain_on_stop_delay") {
+		b.DrainOnStopDelay.Duration = DefaultBGPDrainOnStopDelay
 	}
 	switch a, err := netip.ParseAddr(b.RouterID); {
 	case b.RouterID == "":
@@ -173,6 +199,15 @@ func (d *decoder) validateBGP() {
 	b.Degraded = d.communities("bgp.communities_degraded", b.CommunitiesDegraded)
 	if v := b.DrainDelay.Duration; v < 0 || v > MaxBGPDrainDelay {
 		d.p.add("bgp.drain_delay", fmtDur(v), "must be between 0s and "+fmtDur(MaxBGPDrainDelay))
+	}
+	if v := b.DrainOnStopDelay.Duration; v < time.Second || v > MaxBGPDrainOnStopDelay {
+		d.p.add("bgp.drain_on_stop_delay", fmtDur(v), "must be between 1s and "+fmtDur(MaxBGPDrainOnStopDelay)+" (systemd's stop timeout allows for no more)")
+	}
+	switch m := b.MinAnnouncing; {
+	case m < 0 || m > MaxBGPMinAnnouncing:
+		d.p.add("bgp.min_announcing", strconv.Itoa(m), fmt.Sprintf("must be between 0 (off) and %d", MaxBGPMinAnnouncing))
+	case m > 0 && d.cfg.Fleet == nil:
+		d.p.add("bgp.min_announcing", strconv.Itoa(m), "needs [fleet]: the floor counts the other hosts of the fleet that announce a VIP")
 	}
 	if len(b.Peers) == 0 {
 		d.p.add("bgp.peer", "", "missing: at least one [[bgp.peer]] is required")

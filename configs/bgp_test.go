@@ -21,6 +21,9 @@ func TestBGPExample(t *testing.T) {
 	if !slices.Equal(b.Up, []Community{65001<<16 | 100}) || !slices.Equal(b.Degraded, []Community{65001<<16 | 200}) {
 		t.Errorf("communities up %v degraded %v", b.Up, b.Degraded)
 	}
+	if !b.DrainOnStop || b.DrainOnStopDelay.Duration != 5*time.Second || b.MinAnnouncing != 0 {
+		t.Errorf("drain on stop %v %v, min announcing %d", b.DrainOnStop, b.DrainOnStopDelay, b.MinAnnouncing)
+	}
 	if len(b.Peers) != 2 {
 		t.Fatalf("peers = %+v", b.Peers)
 	}

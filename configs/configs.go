@@ -30,9 +30,9 @@ func Load(path string) (*Config, error) {
 // joins (errors.Join) one Problem per thing wrong, sorted by line.
 func Parse(data []byte, name string) (*Config, error) {
 	p := &problems{file: name, data: data}
-	// One parse, into the generic document; the schema check walks it and
-	// the typed values are assigned from it (an assigner), so every key the
-	// schema does not know is reported by the check.
+	// One parse, into the generic document; one walk of it checks it
+	// against the schema and stores the typed values (a walker), so every
+	// key the schema does not know is reported by the walk.
 	raw, err := decodeTOML(data)
 	if err != nil {
 		p.syntax(err)
@@ -57,9 +57,9 @@ type problems struct {
 	// sound document needs none.
 	lines lineIndex
 	list  []Problem
-	// known caches fields per struct type for the schema check (tens of
+	// known caches fields per struct type for the walker (tens of
 	// thousands of tables share a few types).
-	known map[reflect.Type]map[string]reflect.Type
+	known map[reflect.Type]map[string]field
 }
 
 // add records a problem at key path key (its line is looked up).
@@ -105,8 +105,6 @@ func (p *problems) err() error {
 type decoder struct {
 	p   *problems
 	cfg *Config
-	// as stores the checked generic tables into cfg.
-	as assigner
 
 	// broken is set when some table was not decoded because of a problem.
 	broken bool
@@ -195,22 +193,17 @@ func (d *decoder) table(key string, raw map[string]any, v any) (map[string]any, 
 		d.broken = true
 		return map[string]any{}, false
 	}
-	if !(checker{d.p}).table(key, m, reflect.TypeOf(v).Elem()) {
-		d.broken = true
-		return m, false
-	}
-	return m, d.assign(key, m, v)
+	return m, d.store(key, m, reflect.ValueOf(v).Elem())
 }
 
-// assign stores the checked generic value raw into v (a pointer); the
-// schema check before makes errors unlikely, but any is reported.
-func (d *decoder) assign(key string, raw any, v any) bool {
-	if err := d.as.assign(raw, reflect.ValueOf(v).Elem()); err != nil {
-		d.p.add(key, "", fmt.Sprintf("decode: %v", err))
-		d.broken = true
-		return false
+// store walks the table m at key path key into rv (walker.store); a
+// table that is not sound marks the document broken.
+func (d *decoder) store(key string, m map[string]any, rv reflect.Value) bool {
+	if (walker{d.p}).store(key, m, rv) {
+		return true
 	}
-	return true
+	d.broken = true
+	return false
 }
 
 // decodeArray decodes the array of tables key into a slice of T, one element
@@ -229,12 +222,7 @@ func decodeArray[T any](d *decoder, key string, raw map[string]any) ([]T, []map[
 	out := make([]T, len(ms))
 	oks := make([]bool, len(ms))
 	for i, m := range ms {
-		path := indexKey(key, i)
-		if !(checker{d.p}).table(path, m, reflect.TypeFor[T]()) {
-			d.broken = true
-			continue
-		}
-		oks[i] = d.assign(path, m, &out[i])
+		oks[i] = d.store(indexKey(key, i), m, reflect.ValueOf(&out[i]).Elem())
 	}
 	return out, ms, oks
 }
@@ -265,12 +253,8 @@ func (d *decoder) decodeChecks(raw map[string]any) {
 		d.cfg.Checks[name] = c
 		d.checkRaw[name] = cm
 		rest := d.movedKeys(name, cm)
-		if !(checker{d.p}).table(path, rest, reflect.TypeFor[Check]()) {
-			d.broken = true
-			continue
-		}
-		d.checks[name] = d.assign(path, cm, c)
-		c.Name = name // the decode does not touch it; keep it explicit
+		d.checks[name] = d.store(path, rest, reflect.ValueOf(c).Elem())
+		c.Name = name // not a TOML key, and a table not sound is left zero
 	}
 }
 

@@ -1,27 +1,13 @@
 package configs
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // FuzzParse checks that Parse never panics, and that what it accepts keeps
 // the promises of Load. The corpus is testdata/fuzz/FuzzParse plus every
 // example and golden input.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"*.toml", "testdata/*.toml"} {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
+	for _, data := range tomlFixtures(f) {
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data, "fuzz.toml")

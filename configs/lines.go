@@ -1,24 +1,56 @@
 package configs
 
 import (
+	"bytes"
 	"strconv"
-	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // lineIndex maps key paths ("resolver[2].address", "check.recursive") to the
-// line where they first appear. BurntSushi/toml does not export key
-// positions, so a small scanner finds them: it follows [table] and [[array]]
-// headers (counting array occurrences) and `key =` lines, and skips over
-// multi-line strings and arrays. It never fails; what it cannot follow it
-// leaves out, and lineOf falls back to the nearest enclosing key.
+// line where they first appear: the line of each [table] and [[array]]
+// header (array elements counted) and of each top-level `key =`, as
+// go-toml/v2's parser (unstable.Parser) places them. Keys inside inline
+// tables and arrays are not indexed: lineOf gives them the line of their
+// nearest enclosing key.
 type lineIndex map[string]int
 
-// scanLines builds the lineIndex of a TOML document.
+// scanLines builds the lineIndex of a TOML document. It never fails: a
+// document the parser stops on keeps the lines before the stop.
 func scanLines(data []byte) lineIndex {
 	idx := lineIndex{}
 	s := lineScanner{idx: idx, count: map[string]int{}, current: map[string]int{}}
-	for n, line := range strings.Split(string(data), "\n") {
-		s.line(n+1, strings.TrimSuffix(line, "\r"))
+	data = bytes.TrimPrefix(data, []byte(bom))
+	var p unstable.Parser
+	p.Reset(data)
+	line, off := 1, 0
+	var keys []string
+	for p.NextExpression() {
+		e := p.Expression()
+		if e.Kind != unstable.Table && e.Kind != unstable.ArrayTable && e.Kind != unstable.KeyValue {
+			continue
+		}
+		keys = keys[:0]
+		it := e.Key()
+		for it.Next() {
+			k := it.Node()
+			if len(keys) == 0 {
+				// Expressions come in document order: count the
+				// line ends since the last one.
+				o := int(k.Raw.Offset)
+				line += bytes.Count(data[off:o], []byte{'\n'})
+				off = o
+			}
+			keys = append(keys, string(k.Data))
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		if e.Kind == unstable.KeyValue {
+			s.keyval(line, keys)
+		} else {
+			s.header(line, keys, e.Kind == unstable.ArrayTable)
+		}
 	}
 	return idx
 }
@@ -58,13 +90,13 @@ func parentPath(path string) string {
 	return path[:cut]
 }
 
+// lineScanner follows the current table and the arrays of tables'
+// elements through the document's expressions.
 type lineScanner struct {
 	idx     lineIndex
 	table   string         // indexed path of the current table
 	count   map[string]int // array-of-tables path -> occurrences so far
 	current map[string]int // array-of-tables path -> index of the latest
-	inStr   byte           // '"' or '\'' inside a multi-line string
-	depth   int            // open [ and { of a multi-line value
 }
 
 func (s *lineScanner) record(path string, line int) {
@@ -73,43 +105,17 @@ func (s *lineScanner) record(path string, line int) {
 	}
 }
 
-func (s *lineScanner) line(n int, text string) {
-	if s.inStr != 0 || s.depth > 0 {
-		s.value(text)
-		return
-	}
-	t := strings.TrimLeft(text, " \t")
-	if t == "" || t[0] == '#' {
-		return
-	}
-	if t[0] == '[' {
-		s.header(n, t)
-		return
-	}
-	keys, rest, ok := parseKey(t, '=')
-	if !ok {
-		return
-	}
+// keyval handles a `key = value` expression on line n.
+func (s *lineScanner) keyval(n int, keys []string) {
 	path := s.table
 	for _, k := range keys {
-		path = joinKey(path, k)
-		path = s.resolveArray(path)
+		path = s.resolveArray(joinKey(path, k))
 		s.record(path, n)
 	}
-	s.value(rest)
 }
 
-// header handles a [table] or [[array]] line.
-func (s *lineScanner) header(n int, t string) {
-	array := strings.HasPrefix(t, "[[")
-	body := t[1:]
-	if array {
-		body = t[2:]
-	}
-	keys, _, ok := parseKey(body, ']')
-	if !ok || len(keys) == 0 {
-		return
-	}
+// header handles a [table] or [[array]] header on line n.
+func (s *lineScanner) header(n int, keys []string, array bool) {
 	path := ""
 	for i, k := range keys {
 		path = joinKey(path, k)
@@ -132,118 +138,6 @@ func (s *lineScanner) resolveArray(path string) string {
 		return path + "[" + strconv.Itoa(c) + "]"
 	}
 	return path
-}
-
-// value skips over a value, tracking multi-line strings and brackets.
-func (s *lineScanner) value(t string) {
-	for i := 0; i < len(t); {
-		switch s.inStr {
-		case '"':
-			if t[i] == '\\' {
-				i += 2
-				continue
-			}
-			if strings.HasPrefix(t[i:], `"""`) {
-				s.inStr = 0
-				i += 3
-				continue
-			}
-			i++
-			continue
-		case '\'':
-			if strings.HasPrefix(t[i:], `'''`) {
-				s.inStr = 0
-				i += 3
-				continue
-			}
-			i++
-			continue
-		}
-		switch c := t[i]; c {
-		case '#':
-			return
-		case '"', '\'':
-			if strings.HasPrefix(t[i:], strings.Repeat(string(c), 3)) {
-				s.inStr = c
-				i += 3
-				continue
-			}
-			i = skipString(t, i)
-			continue
-		case '[', '{':
-			s.depth++
-		case ']', '}':
-			if s.depth > 0 {
-				s.depth--
-			}
-		}
-		i++
-	}
-}
-
-// skipString returns the index after the one-line string starting at t[i].
-func skipString(t string, i int) int {
-	q := t[i]
-	for i++; i < len(t); i++ {
-		switch {
-		case q == '"' && t[i] == '\\':
-			i++
-		case t[i] == q:
-			return i + 1
-		}
-	}
-	return len(t)
-}
-
-// parseKey parses a dotted key up to the end byte ('=' or ']') and returns
-// its unquoted components and the text after the end byte.
-func parseKey(t string, end byte) ([]string, string, bool) {
-	var keys []string
-	i := 0
-	for {
-		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
-			i++
-		}
-		if i >= len(t) {
-			return nil, "", false
-		}
-		switch c := t[i]; {
-		case c == '"' || c == '\'':
-			j := skipString(t, i)
-			raw := t[i:j]
-			k := strings.Trim(raw, string(c))
-			if c == '"' {
-				if u, err := strconv.Unquote(raw); err == nil {
-					k = u
-				}
-			}
-			keys = append(keys, k)
-			i = j
-		case isBare(c):
-			j := i
-			for j < len(t) && isBare(t[j]) {
-				j++
-			}
-			keys = append(keys, t[i:j])
-			i = j
-		default:
-			return nil, "", false
-		}
-		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
-			i++
-		}
-		if i >= len(t) {
-			return nil, "", false
-		}
-		switch t[i] {
-		case '.':
-			i++
-		case end:
-			return keys, t[i+1:], true
-		default:
-			return nil, "", false
-		}
-	}
 }
 
 func isBare(c byte) bool {

@@ -8,123 +8,220 @@ import (
 	"time"
 )
 
-// checker walks the generic decoding of the document against the Go schema
-// before the typed decode: it finds unknown keys (exactly: BurntSushi/toml
-// matches field names case-insensitively) and values of the wrong TOML type,
-// all of them and in a stable order, each with its indexed key path.
-type checker struct {
+// walker checks the generic decoding of the document against the Go
+// schema and stores what it accepts, in one walk: it finds unknown keys
+// (exactly: BurntSushi/toml matched field names case-insensitively, so a
+// key differing from a field only in case is an error) and values of the
+// wrong TOML type, all of them and in a stable order, each with its indexed
+// key path. Each Go type the schema allows is one case of value, its check
+// and its store together: a new field type is one edit there.
+type walker struct {
 	p *problems
 }
 
-// fields returns the TOML key names of a struct type and their types
-// (the keys addFields finds).
-func fields(t reflect.Type) map[string]reflect.Type {
+// field is one TOML key of a struct type: its field's index path and type.
+type field struct {
+	index []int
+	typ   reflect.Type
+}
+
+// fields returns the TOML keys of a struct type (addFields), cached per
+// type in p (tens of thousands of tables share a few types).
+func (p *problems) fields(t reflect.Type) map[string]field {
+	if m, ok := p.known[t]; ok {
+		return m
+	}
+	m := fields(t)
+	if p.known == nil {
+		p.known = map[reflect.Type]map[string]field{}
+	}
+	p.known[t] = m
+	return m
+}
+
+// fields returns the TOML keys of struct type t, embedded structs
+// flattened.
+func fields(t reflect.Type) map[string]field {
 	idx := map[string][]int{}
 	addFields(idx, t, nil)
-	m := make(map[string]reflect.Type, len(idx))
+	m := make(map[string]field, len(idx))
 	for name, path := range idx {
-		m[name] = t.FieldByIndex(path).Type
+		m[name] = field{index: path, typ: t.FieldByIndex(path).Type}
 	}
 	return m
 }
 
-// table checks one table against struct type t. It reports whether the
-// table can be decoded into t without surprises.
-func (c checker) table(path string, raw map[string]any, t reflect.Type) bool {
+// addFields adds the keys of struct type t, whose index path is prefix,
+// to m: an outer field wins over an embedded one, as in Go.
+func addFields(m map[string][]int, t reflect.Type, prefix []int) {
+	var embedded []int
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			embedded = append(embedded, i)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = append(append([]int(nil), prefix...), i)
+	}
+	for _, i := range embedded {
+		sub := map[string][]int{}
+		addFields(sub, t.Field(i).Type, append(append([]int(nil), prefix...), i))
+		for k, p := range sub {
+			if _, ok := m[k]; !ok {
+				m[k] = p
+			}
+		}
+	}
+}
+
+// store walks the table raw at path into rv, a struct. It reports whether
+// the table was sound; when it was not, rv is left zero.
+func (w walker) store(path string, raw map[string]any, rv reflect.Value) bool {
+	if w.table(path, raw, rv) {
+		return true
+	}
+	rv.SetZero()
+	return false
+}
+
+// table walks one table into struct rv. It reports whether the table was
+// sound (then rv holds all of it).
+func (w walker) table(path string, raw map[string]any, rv reflect.Value) bool {
+	known := w.p.fields(rv.Type())
+	// The common case first (a reload of 50,000 members walks 60,000
+	// tables): every key known and sound, walked in map order with no key
+	// sorted. At the first thing wrong, what that pass reported is taken
+	// back and the table walked again in key order, so that its problems
+	// come in a stable order.
+	mark := len(w.p.list)
+	sound := true
+	for k, v := range raw {
+		f, found := known[k]
+		if !found || !w.value(keyAt(path, k), v, rv.FieldByIndex(f.index)) {
+			sound = false
+			break
+		}
+	}
+	if sound {
+		return true
+	}
+	w.p.list = w.p.list[:mark]
 	ok := true
-	known := c.p.known[t]
-	if known == nil {
-		known = fields(t)
-		if c.p.known == nil {
-			c.p.known = map[reflect.Type]map[string]reflect.Type{}
-		}
-		c.p.known[t] = known
-	}
-	if clean(raw, known) {
-		return true // the common case: no key path built, no key sorted
-	}
 	for _, k := range sortedKeys(raw) {
-		ft, found := known[k]
-		if found && scalarOK(raw[k], ft) {
-			continue // the common case, without building the key path
-		}
-		kp := joinKey(path, k)
+		f, found := known[k]
 		if !found {
-			c.p.add(kp, "", "unknown key"+suggest(k, known))
+			w.p.add(joinKey(path, k), "", "unknown key"+suggest(k, known))
 			for name := range known {
 				if strings.EqualFold(name, k) {
-					ok = false // the decoder would use it for field name
+					ok = false // the key was meant for field name
 				}
 			}
 			continue
 		}
-		if !c.value(kp, raw[k], ft) {
+		if !w.value(keyAt(path, k), raw[k], rv.FieldByIndex(f.index)) {
 			ok = false
 		}
 	}
 	return ok
 }
 
-// clean reports whether every key of raw is known with a scalar value of
-// its type: then table has nothing to check further nor to report, and
-// need not walk raw's keys in order (a reload of 50,000 members checks
-// 60,000 such tables).
-func clean(raw map[string]any, known map[string]reflect.Type) bool {
-	for k, v := range raw {
-		ft, found := known[k]
-		if !found || !scalarOK(v, ft) {
-			return false
-		}
-	}
-	return true
+// keyPath is the key path of a value, built only when a problem names it
+// or a table below it is walked: its parent's path and its last
+// component, a key (index < 0) or an array index.
+type keyPath struct {
+	parent string
+	key    string
+	index  int
 }
 
-// value checks one value against Go type t.
-func (c checker) value(path string, v any, t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// keyAt is the key path of key k of the table at parent.
+func keyAt(parent, k string) keyPath { return keyPath{parent: parent, key: k, index: -1} }
+
+// String returns the key path as messages show it.
+func (k keyPath) String() string {
+	if k.index >= 0 {
+		return indexKey(k.parent, k.index)
+	}
+	return joinKey(k.parent, k.key)
+}
+
+// value walks one value at key path at into rv. It reports whether the
+// value was sound; a problem is reported for each thing wrong.
+func (w walker) value(at keyPath, v any, rv reflect.Value) bool {
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			rv.Set(reflect.New(rv.Type().Elem()))
+		}
+		rv = rv.Elem()
 	}
 	want := ""
-	switch {
+	switch t := rv.Type(); {
 	case t == reflect.TypeFor[Duration]():
 		s, isStr := v.(string)
 		if !isStr {
 			want = "duration string"
 			break
 		}
-		if _, err := time.ParseDuration(s); err != nil {
-			c.p.add(path, s, `not a duration (write a number with a unit, such as "2s" or "500ms")`)
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			w.p.add(at.String(), s, `not a duration (write a number with a unit, such as "2s" or "500ms")`)
 			return false
 		}
-		return true
+		rv.Set(reflect.ValueOf(Duration{d}))
 	case t.Kind() == reflect.String:
-		if _, isStr := v.(string); !isStr {
+		s, isStr := v.(string)
+		if !isStr {
 			want = "string"
+			break
 		}
+		rv.SetString(s)
 	case t.Kind() == reflect.Int:
-		if _, isInt := v.(int64); !isInt {
+		n, isInt := v.(int64)
+		if !isInt {
 			want = "integer"
+			break
 		}
+		if rv.OverflowInt(n) {
+			w.p.add(at.String(), scalarText(v), fmt.Sprintf("out of range for %s", t))
+			return false
+		}
+		rv.SetInt(n)
 	case t.Kind() == reflect.Bool:
-		if _, isBool := v.(bool); !isBool {
+		b, isBool := v.(bool)
+		if !isBool {
 			want = "boolean"
+			break
 		}
+		rv.SetBool(b)
 	case t.Kind() == reflect.Struct:
 		m, isTable := v.(map[string]any)
 		if !isTable {
 			want = "table"
 			break
 		}
-		return c.table(path, m, t)
+		return w.table(at.String(), m, rv)
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
 		m, isTable := v.(map[string]any)
 		if !isTable {
 			want = "table"
 			break
 		}
+		if rv.IsNil() {
+			rv.Set(reflect.MakeMapWithSize(t, len(m)))
+		}
+		path := at.String()
 		ok := true
 		for _, k := range sortedKeys(m) {
-			ok = c.value(joinKey(path, k), m[k], t.Elem()) && ok
+			ev := reflect.New(t.Elem()).Elem()
+			ok = w.value(keyAt(path, k), m[k], ev) && ok
+			rv.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
 		}
 		return ok
 	case t.Kind() == reflect.Slice:
@@ -139,11 +236,14 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 			want = "array"
 			break
 		}
+		if rv.IsNil() || rv.Cap() < len(arr) {
+			rv.Set(reflect.MakeSlice(t, len(arr), len(arr)))
+		}
+		rv.SetLen(len(arr))
+		path := at.String()
 		ok := true
 		for i, e := range arr {
-			if !scalarOK(e, t.Elem()) && !c.value(indexKey(path, i), e, t.Elem()) {
-				ok = false
-			}
+			ok = w.value(keyPath{parent: path, index: i}, e, rv.Index(i)) && ok
 		}
 		return ok
 	default:
@@ -152,35 +252,7 @@ func (c checker) value(path string, v any, t reflect.Type) bool {
 	if want == "" {
 		return true
 	}
-	c.p.add(path, scalarText(v), fmt.Sprintf("must be %s %s, not %s", article(want), want, tomlType(v)))
-	return false
-}
-
-// scalarOK reports whether v is a sound string, integer, boolean or
-// duration of Go type t: what value accepts without a word. False leaves
-// the check (and its messages) to value.
-func scalarOK(v any, t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == reflect.TypeFor[Duration]():
-		s, ok := v.(string)
-		if !ok {
-			return false
-		}
-		_, err := time.ParseDuration(s)
-		return err == nil
-	case t.Kind() == reflect.String:
-		_, ok := v.(string)
-		return ok
-	case t.Kind() == reflect.Int:
-		_, ok := v.(int64)
-		return ok
-	case t.Kind() == reflect.Bool:
-		_, ok := v.(bool)
-		return ok
-	}
+	w.p.add(at.String(), scalarText(v), fmt.Sprintf("must be %s %s, not %s", article(want), want, tomlType(v)))
 	return false
 }
 
@@ -216,13 +288,14 @@ func sortedKeys[V any](m map[string]V) []string {
 // scalarText formats a scalar TOML value for a message; "" for tables and
 // arrays.
 func scalarText(v any) string {
+	if t, ok := asTime(v); ok {
+		return t.Format(time.RFC3339Nano)
+	}
 	switch x := v.(type) {
 	case string:
 		return x
 	case int64, float64, bool:
 		return fmt.Sprint(x)
-	case time.Time:
-		return x.Format(time.RFC3339Nano)
 	case fmt.Stringer:
 		return x.String()
 	}
@@ -257,7 +330,7 @@ func article(s string) string {
 
 // suggest returns ` (did you mean "x"?)` for the known key closest to k, or
 // "" when none is close.
-func suggest(k string, known map[string]reflect.Type) string {
+func suggest[V any](k string, known map[string]V) string {
 	return Suggest(strings.ToLower(k), sortedKeys(known))
 }
 

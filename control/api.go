@@ -293,15 +293,11 @@ type GSLBMonitor struct {
 	// LastOK is true when the last probe passed.
 	LastOK    bool    `json:"last_ok,omitempty"`
 	RTTMillis float64 `json:"rtt_ms"`
-	// CertDaysLeft is the days until the server certificate expires
-	// (https only; nil otherwise or before a handshake).
-	CertDaysLeft *int `json:"cert_days_left,omitempty"`
-	// LossPercent is the echo loss of the last probe in percent (icmp
-	// only).
-	LossPercent *float64 `json:"loss_percent,omitempty"`
-	// Socket is the ICMP socket the monitor uses: "raw" or
-	// "unprivileged" (icmp only).
-	Socket string `json:"socket,omitempty"`
+	// Facts are the facts of the monitor's kind that its last probe
+	// found, in name order (an https monitor's cert_days_left, an icmp
+	// monitor's loss_percent and socket): in JSON, each is a key of the
+	// monitor's object (see MarshalJSON).
+	Facts []Fact `json:"-"`
 }
 
 // VendorCount counts one vendor's members of a pool.
@@ -706,8 +702,47 @@ func httpStatus(err error) int {
 	if errors.As(err, &e) && e.Code >= 400 {
 		return e.Code
 	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		switch r.Kind {
+		case Malformed:
+			return http.StatusBadRequest
+		case NotFound:
+			return http.StatusNotFound
+		case Unavailable:
+			return http.StatusServiceUnavailable
+		}
+	}
 	return http.StatusInternalServerError
 }
+
+// Refusal is a backend's refusal of a request, in its words, with its
+// kind; the servers answer each kind with its HTTP status, so that a
+// backend knows no HTTP.
+type Refusal struct {
+	Kind    RefusalKind
+	Message string
+}
+
+// Error returns the message.
+func (r *Refusal) Error() string { return r.Message }
+
+// Refusef returns a *Refusal of kind with a formatted message.
+func Refusef(kind RefusalKind, format string, args ...any) *Refusal {
+	return &Refusal{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// RefusalKind is why a request is refused.
+type RefusalKind int
+
+const (
+	// Malformed: the request itself is wrong (HTTP 400).
+	Malformed RefusalKind = iota + 1
+	// NotFound: what the request names does not exist (HTTP 404).
+	NotFound
+	// Unavailable: the backend cannot answer now (HTTP 503).
+	Unavailable
+)
 
 // GSLBExplainRequest is the body of POST /v1/gslb/explain (GET
 // /v1/gslb/explain takes the same fields as query parameters): the
@@ -820,10 +855,10 @@ type GSLBExplainMember struct {
 // responder, which holds the answer snapshot in force.
 type GSLBBackend interface {
 	// Explain answers req from the snapshot in force and says how the
-	// answer was chosen. It returns an *Error with code 400 for a
-	// malformed request, 404 for a name the responder does not serve
-	// (outside every zone, or missing: NXDOMAIN), 503 when the responder
-	// is off.
+	// answer was chosen. It returns a *Refusal: Malformed for a
+	// malformed request, NotFound for a name the responder does not
+	// serve (outside every zone, or missing: NXDOMAIN), Unavailable when
+	// the responder is off.
 	Explain(ctx context.Context, req GSLBExplainRequest) (*GSLBExplainReply, error)
 }
 

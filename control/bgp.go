@@ -97,9 +97,11 @@ type BGPPrefix struct {
 	MED         uint32   `json:"med,omitempty"`
 	Communities []string `json:"communities,omitempty"`
 	// Degraded: announced with the degraded MED; Draining: announced with
-	// GRACEFUL_SHUTDOWN before its withdrawal.
+	// GRACEFUL_SHUTDOWN before its withdrawal; Held: a VIP that does not
+	// serve, kept announced by the fleet's floor ([bgp] min_announcing).
 	Degraded bool `json:"degraded,omitempty"`
 	Draining bool `json:"draining,omitempty"`
+	Held     bool `json:"held,omitempty"`
 	// Reason says why.
 	Reason string `json:"reason"`
 }

@@ -42,9 +42,6 @@ func NewClient(path string) *Client {
 	return c
 }
 
-// Socket returns the control socket's path.
-func (c *Client) Socket() string { return c.socket }
-
 // UnreachableError is returned when the control socket cannot be reached.
 type UnreachableError struct {
 	Socket string

@@ -56,7 +56,7 @@ func explainReply() *GSLBExplainReply {
 
 // TestClientExplain runs Client.Explain against the server: the request
 // reaches the GSLB backend whole, the reply comes back whole, and the
-// backend's errors keep their status.
+// backend's refusals come back with their kind's status.
 func TestClientExplain(t *testing.T) {
 	fg := &fakeGSLB{rep: explainReply()}
 	srv := startServer(t, ServerOptions{Backend: &fakeBackend{}, GSLB: fg})
@@ -75,13 +75,23 @@ func TestClientExplain(t *testing.T) {
 		t.Errorf("backend got %+v; want %+v", r, req)
 	}
 
-	fg.mu.Lock()
-	fg.err = Errorf(http.StatusNotFound, "nope.test. is in no GSLB zone")
-	fg.mu.Unlock()
-	_, err = c.Explain(ctx, GSLBExplainRequest{Name: "nope.test"})
-	var ce *Error
-	if !errors.As(err, &ce) || ce.Code != http.StatusNotFound || ce.Message != "nope.test. is in no GSLB zone" {
-		t.Errorf("Explain(unknown) = %v; want the backend's 404", err)
+	// The backend's refusals come back with the status of their kind.
+	for _, tc := range []struct {
+		kind RefusalKind
+		code int
+	}{
+		{Malformed, http.StatusBadRequest},
+		{NotFound, http.StatusNotFound},
+		{Unavailable, http.StatusServiceUnavailable},
+	} {
+		fg.mu.Lock()
+		fg.err = Refusef(tc.kind, "nope.test. is in no GSLB zone")
+		fg.mu.Unlock()
+		_, err = c.Explain(ctx, GSLBExplainRequest{Name: "nope.test"})
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Code != tc.code || ce.Message != "nope.test. is in no GSLB zone" {
+			t.Errorf("Explain refused (kind %d) = %v; want %d with the backend's message", tc.kind, err, tc.code)
+		}
 	}
 }
 

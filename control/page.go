@@ -36,6 +36,8 @@ type pageData struct {
 	Overrides []overrideView
 	Prefetch  []prefetchView
 	GSLB      []gslbPoolView
+	// FactColumns are the fact columns of the GSLB monitors' table.
+	FactColumns []FactColumn
 	// GSLBIntent are the GSLB emergency switches and TTL raises in force.
 	GSLBIntent []gslbIntentView
 	// GSLBResponder is the GSLB responder; nil when none runs.
@@ -238,11 +240,18 @@ type gslbMonitorView struct {
 	Since, LastProbe  timeCell
 	LastResult        string
 	LastOK            bool
-	// RTT, CertDays and Loss are formatted, "" when unknown.
-	RTT, CertDays, Loss string
-	// CertExpired is true when the certificate has expired.
-	CertExpired bool
-	Socket      string
+	// RTT is formatted, "" when unknown.
+	RTT string
+	// Facts holds a cell per fact column (FactColumns).
+	Facts []factCell
+}
+
+// factCell is one fact of a monitor in its column: Value formatted (""
+// when the monitor has none), Num for a number column, Bad for a value
+// shown as bad.
+type factCell struct {
+	Value    string
+	Num, Bad bool
 }
 
 type overrideView struct {
@@ -326,6 +335,7 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 	for _, g := range st.GSLB {
 		p.GSLB = append(p.GSLB, buildGSLBPool(g, now))
 	}
+	p.FactColumns = FactColumns()
 	for _, g := range st.GSLBIntent {
 		v := gslbIntentView{Off: g.Kind == GSLBOff, Kind: g.Kind, Scope: g.Scope, Names: strings.Join(g.Names, ", "), Reason: g.Reason, By: g.By,
 			Set: cell(g.Set, now), Orphaned: g.Orphaned}
@@ -383,16 +393,17 @@ func buildGSLBPool(g GSLBPool, now time.Time) gslbPoolView {
 			ov := gslbMonitorView{
 				Check: mo.Check, Kind: mo.Kind, State: mo.State, StateClass: oneOf(mo.State, "up", "down", "unknown"),
 				Since: cell(mo.Since, now), LastProbe: cell(mo.LastProbe, now),
-				LastResult: mo.LastResult, LastOK: mo.LastOK, Socket: mo.Socket,
+				LastResult: mo.LastResult, LastOK: mo.LastOK,
 			}
 			if !mo.LastProbe.IsZero() {
 				ov.RTT = strconv.FormatFloat(mo.RTTMillis, 'f', 1, 64)
 			}
-			if d := mo.CertDaysLeft; d != nil {
-				ov.CertDays, ov.CertExpired = strconv.Itoa(*d), *d < 0
-			}
-			if l := mo.LossPercent; l != nil {
-				ov.Loss = strconv.FormatFloat(*l, 'f', -1, 64)
+			for _, c := range FactColumns() {
+				cell := factCell{Num: !c.Text}
+				if f, ok := mo.Fact(c.Fact); ok {
+					cell.Value, cell.Bad = f.Format(), c.BadBelowZero && f.Value < 0
+				}
+				ov.Facts = append(ov.Facts, cell)
 			}
 			mv.Monitors = append(mv.Monitors, ov)
 		}

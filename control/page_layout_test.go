@@ -67,8 +67,8 @@ func longestStatus(now time.Time) *Status {
 			Reason: "https-health-check: certificate for frontend.example.net expires in 3 days; icmp: 33.3% loss over 30 probes; tcp-443: connection refused",
 			Monitors: []GSLBMonitor{
 				{Check: "https-health-check", Kind: "https", State: "down", Since: now.Add(-time.Minute), LastProbe: now.Add(-time.Second),
-					LastResult: "GET https://[2001:db8:eeee::8443]/healthz: 503 Service Unavailable (want 200): body \"draining for maintenance\"", RTTMillis: 1234.5, CertDaysLeft: &certDays},
-				{Check: "icmp-reachability", Kind: "icmp", State: "down", LastResult: "10 of 30 echo requests lost", LossPercent: &loss, Socket: "unprivileged datagram"},
+					LastResult: "GET https://[2001:db8:eeee::8443]/healthz: 503 Service Unavailable (want 200): body \"draining for maintenance\"", RTTMillis: 1234.5, Facts: []Fact{{Name: "cert_days_left", Value: float64(certDays)}}},
+				{Check: "icmp-reachability", Kind: "icmp", State: "down", LastResult: "10 of 30 echo requests lost", Facts: []Fact{{Name: "loss_percent", Value: loss}, {Name: "socket", Text: "unprivileged datagram"}}},
 			},
 		})
 	}

@@ -275,17 +275,15 @@ func TestPagePrefetch(t *testing.T) {
 // behind a probe address with an expired certificate, one unknown; "edge"
 // (at least 1) with a member up over ICMP and TCP.
 func sampleGSLB(now time.Time) []GSLBPool {
-	days := func(n int) *int { return &n }
-	pct := func(f float64) *float64 { return &f }
 	return []GSLBPool{
 		{Name: "web", Combine: "all", Up: 1, Total: 3, Members: []GSLBMember{
 			{Name: "web-1", Address: "192.0.2.10", Weight: 100, State: "up", Since: now.Add(-3*time.Minute - 12*time.Second),
 				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "up", Since: now.Add(-3 * time.Minute),
-					LastProbe: now.Add(-time.Second), LastResult: "ok", RTTMillis: 12.34, CertDaysLeft: days(41)}}},
+					LastProbe: now.Add(-time.Second), LastResult: "ok", RTTMillis: 12.34, Facts: []Fact{{Name: "cert_days_left", Value: 41}}}}},
 			{Name: "web-2", Address: "2001:db8::11", ProbeAddress: "10.0.0.11", Weight: 50, Priority: 1, State: "down",
 				Since: now.Add(-2 * time.Hour), Reason: "https-health down: certificate expired",
 				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "down", Since: now.Add(-2 * time.Hour),
-					LastProbe: now.Add(-2 * time.Second), LastResult: "x509: certificate has expired", RTTMillis: 3, CertDaysLeft: days(-2)}}},
+					LastProbe: now.Add(-2 * time.Second), LastResult: "x509: certificate has expired", RTTMillis: 3, Facts: []Fact{{Name: "cert_days_left", Value: -2}}}}},
 			{Name: "web-3", Address: "192.0.2.12", ProbeAddress: "192.0.2.12", Weight: 100, State: "unknown",
 				Monitors: []GSLBMonitor{{Check: "https-health", Kind: "https", State: "unknown"}}},
 		}},
@@ -293,7 +291,7 @@ func sampleGSLB(now time.Time) []GSLBPool {
 			{Name: "edge-1", Address: "198.51.100.7", Weight: 100, State: "up", Since: now.Add(-time.Hour),
 				Monitors: []GSLBMonitor{
 					{Check: "ping", Kind: "icmp", State: "up", Since: now.Add(-time.Hour), LastProbe: now.Add(-time.Second),
-						LastResult: "ok", RTTMillis: 0.8, LossPercent: pct(12.5), Socket: "unprivileged"},
+						LastResult: "ok", RTTMillis: 0.8, Facts: []Fact{{Name: "loss_percent", Value: 12.5}, {Name: "socket", Text: "unprivileged"}}},
 					{Check: "tcp-443", Kind: "tcp", State: "down", Since: now.Add(-time.Minute), LastProbe: now.Add(-time.Second),
 						LastResult: "connection refused", RTTMillis: 0.2},
 				}},

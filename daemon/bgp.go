@@ -7,25 +7,27 @@ import (
 	"lbdns/announce"
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/fleet/etcdfleet"
+	"lbdns/hub"
 	"lbdns/intent"
 )
-
-// bgpStopTimeout bounds the withdrawal of every route when lbdnsd stops.
-const bgpStopTimeout = 5 * time.Second
 
 // bgpPart is the route announcer: it follows the hub and announces over
 // BGP what serves ([bgp]; without it no session is opened).
 type bgpPart struct {
 	ann     *announce.Announcer
 	metrics *announce.Metrics
+	// view is the fleet's view of the other hosts' announcements (for
+	// [bgp] min_announcing), followed from etcd with [fleet].
+	view *hub.Value[announce.FleetView]
 }
 
 // newBGP builds the announcer over d's hub, its events and metrics.
 func newBGP(d *Daemon) *bgpPart {
 	log := d.log.With("component", "bgp")
 	spk := announce.NewGoBGP(log)
-	b := &bgpPart{}
-	b.ann = announce.New(announce.Options{Hub: d.hub, Speaker: spk, Logger: log, Now: d.now, OnChange: func(c announce.Change) {
+	b := &bgpPart{view: hub.NewValue[announce.FleetView]()}
+	b.ann = announce.New(announce.Options{Hub: d.hub, Speaker: spk, Logger: log, Now: d.now, Fleet: b.view, OnChange: func(c announce.Change) {
 		if c.Error {
 			log.Warn(c.Message, "subject", c.Subject)
 		} else {
@@ -38,16 +40,41 @@ func newBGP(d *Daemon) *bgpPart {
 	return b
 }
 
-// runBGP runs the announcer until ctx is done; on its way out it
-// withdraws every route and closes the sessions. The returned channel is
-// closed when it has.
+// runBGP runs the announcer until ctx is done, with the fleet's view of
+// the other hosts' announcements followed from etcd under [fleet]; on
+// its way out it drains (drain_on_stop), withdraws every route and
+// closes the sessions. The returned channel is closed when it has: the
+// caller waits for it before it stops serving.
 func (d *Daemon) runBGP(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watched := d.followFleetView(wctx)
 	go func() {
 		defer close(done)
 		d.bgp.ann.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), bgpStopTimeout)
+			return context.WithTimeout(context.Background(), configs.BGPStopTimeout)
 		})
+		stopWatch()
+		<-watched
+	}()
+	return done
+}
+
+// followFleetView publishes the fleet's view of the other hosts'
+// announcements, as etcd has it, until ctx is done (nothing without
+// [fleet]); the channel is closed when it has stopped.
+func (d *Daemon) followFleetView(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	n := d.fleet
+	if n == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		for nodes := range etcdfleet.WatchNodes(ctx, n.cli, n.cfg.Prefix, etcdfleet.WatchOptions{Logger: n.log, Now: d.now}) {
+			d.bgp.view.Publish(announce.ViewOf(nodes, n.cfg.Name))
+		}
 	}()
 	return done
 }
@@ -106,7 +133,7 @@ func BGPStatus(cfg *configs.Config, st announce.Status, now time.Time) *control.
 	}
 	for _, r := range st.Routes {
 		cp := control.BGPPrefix{Prefix: r.Prefix.String(), Kind: r.Kind, Name: r.Name, Announced: r.Announce, MED: r.MED,
-			Degraded: r.Degraded, Draining: r.Draining, Reason: r.Reason}
+			Degraded: r.Degraded, Draining: r.Draining, Held: r.Held, Reason: r.Reason}
 		for _, c := range r.Communities {
 			cp.Communities = append(cp.Communities, c.String())
 		}

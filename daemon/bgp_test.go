@@ -16,8 +16,9 @@ import (
 	"lbdns/vip"
 )
 
-// bgpSection announces to r with a drain delay of 2s.
-func bgpSection(r *bird.Router) string {
+// bgpSection announces to r with a drain delay of 2s, with the [bgp]
+// keys of keys too.
+func bgpSection(r *bird.Router, keys ...string) string {
 	return fmt.Sprintf(`
 [bgp]
 router_id = %q
@@ -25,7 +26,7 @@ local_as = 65001
 listen_port = -1
 drain_delay = "2s"
 communities_up = ["65001:100"]
-
+`+strings.Join(keys, "\n")+`
 [[bgp.peer]]
 address = %q
 as = 65000
@@ -110,4 +111,37 @@ func TestBGPDaemon(t *testing.T) {
 
 	h.stop()
 	r.WaitGone("lbdnsd stopped: withdrawn", "192.0.2.53/32")
+}
+
+// TestBGPDrainOnStop: with drain_on_stop, stopping lbdnsd (the SIGTERM
+// path: Run's context done) first marks the route GRACEFUL_SHUTDOWN at
+// the router, keeps it drain_on_stop_delay (2 s) while lbdnsd still
+// runs, then withdraws it before Run returns.
+func TestBGPDrainOnStop(t *testing.T) {
+	r := bird.Start(t, bird.Options{AS: 65000, PeerAS: 65001})
+	path := writeConfig(t, t.TempDir(), bgpSection(r, "drain_on_stop = true", `drain_on_stop_delay = "2s"`))
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	h := start(t, path, vip.NewMemClient(), fp)
+	r.WaitRoute("VIP announced while its pool serves", "192.0.2.53/32", "100", "(65001,100)")
+
+	t0 := time.Now()
+	h.cancel() // what SIGTERM does in lbdnsd's main
+	r.WaitRoute("stopping: GRACEFUL_SHUTDOWN", "192.0.2.53/32", "100", "(65001,100) (65535,0)")
+	select {
+	case err := <-h.done:
+		h.once.Do(func() {})
+		t.Fatalf("Run returned (%v) while the route was still marked, %v after the stop", err, time.Since(t0))
+	default:
+	}
+	err := <-h.done
+	h.once.Do(func() {}) // stopped: the cleanup has nothing to wait for
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(t0)
+	r.WaitGone("stopped: withdrawn", "192.0.2.53/32")
+	if took < 2*time.Second {
+		t.Errorf("Run returned %v after the stop, before drain_on_stop_delay (2s)", took)
+	}
+	t.Logf("stop with drain_on_stop_delay 2s took %v", took)
 }

@@ -35,6 +35,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/prefetch"
 	"lbdns/probes"
 	"lbdns/report"
@@ -68,7 +69,7 @@ type Options struct {
 	// Probe with its address and check profile; tests use it.
 	Probe probes.Func
 	// Identify, when set, replaces the CHAOS version.bind identification
-	// the resolvers.Identifier runs.
+	// the identify.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
@@ -112,7 +113,7 @@ type Daemon struct {
 	noIPVS bool
 
 	mon   *monitor.Monitor
-	ident *resolvers.Identifier
+	ident *identify.Identifier
 	rec   *vip.Reconciler
 
 	events   chan monitor.Event
@@ -189,10 +190,10 @@ func New(opts Options) (*Daemon, error) {
 		}
 	}
 	if opts.Checkers == nil {
-		// On Linux the DNS checks go through probes' batch engine
-		// (shared sockets, sendmmsg/recvmmsg); the prober's own
-		// connected sockets serve the other systems. None exists until
-		// the first probe, so a failed New leaks nothing.
+		// On Linux the UDP DNS checks go through probes' batch
+		// engine (shared sockets, sendmmsg/recvmmsg); elsewhere each
+		// probe opens its own socket. The engine starts with the first
+		// probe, so a failed New leaks nothing.
 		pr := probes.NewDNSProber()
 		opts.Checkers, closeProbe = probes.NewBuilder(probes.Deps{DNS: pr}).Build, pr.Close
 	}
@@ -265,11 +266,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.store = opts.Store
 	if d.store == nil {
-		d.store = fleetStore
-	}
-	if d.store == nil {
-		d.store = intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
+		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
+		d.store = file
+		if fleetStore != nil {
+			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		}
 	}
 	st, err := d.store.Load(context.Background())
 	if err != nil {
@@ -289,7 +291,7 @@ func New(opts Options) (*Daemon, error) {
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
-	d.ident = resolvers.NewIdentifier(resolvers.IdentifierOptions{
+	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
 		VendorOf: probes.VendorOf,
@@ -462,7 +464,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("close ipvs client", "err", err)
 		}
 	}()
-	mctx, cancel := context.WithCancel(ctx)
+	// mctx outlives ctx until the announcer has drained and withdrawn
+	// its routes: nothing stops serving while a route still points here.
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	monDone := make(chan error, 1)
 	go func() { monDone <- d.mon.Run(mctx) }()
@@ -475,7 +479,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
-	bgpDone := d.runBGP(mctx)
+	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -499,12 +503,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.journal.Stopping()
 			close(d.stopping)
+			<-bgpDone // routes drained (drain_on_stop) and withdrawn before anything stops serving
 			cancel()
 			<-monDone
 			<-identDone
 			servers.Wait()
 			<-fleetDone
-			<-bgpDone
 			<-dnstapDone
 			<-feedDone
 			<-servingDone
@@ -583,7 +587,7 @@ func (d *Daemon) Monitor() *monitor.Monitor { return d.mon }
 
 // Identifier returns the vendor identification of the back ends, for
 // status.
-func (d *Daemon) Identifier() *resolvers.Identifier { return d.ident }
+func (d *Daemon) Identifier() *identify.Identifier { return d.ident }
 
 // Applied returns the IPVS table the daemon believes the kernel holds for
 // its services (in dry-run, the table it would have programmed).
@@ -637,7 +641,9 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 
 func (d *Daemon) handleReload(ctx context.Context) error {
 	// A reload allocates tens of times its file's size: the GC is held
-	// back meanwhile (heap goal 5x live, not 2x; bench/README.md).
+	// back meanwhile (heap goal 5x live, not 2x; bench/README.md,
+	// "2026-11-30 (session 15): everything merged, the GC held back
+	// during a reload, the answer path").
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	var targets []monitor.Target

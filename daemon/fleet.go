@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"lbdns/announce"
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/fleet"
@@ -111,10 +112,10 @@ func (d *Daemon) runFleet(ctx context.Context) <-chan struct{} {
 
 // followFleet starts the heartbeat (retrying while etcd cannot be
 // reached) and publishes a new one whenever the configuration, the
-// intent or the responder's serial changes.
+// intent, the responder's serial or the host's announcements change.
 func (d *Daemon) followFleet(ctx context.Context) {
 	n := d.fleet
-	var cfgVer, inVer, rsVer uint64
+	var cfgVer, inVer, rsVer, annVer uint64
 	hash := ""
 	beat := func() fleet.Heartbeat {
 		cfg, cv := d.hub.Config.Load()
@@ -128,7 +129,11 @@ func (d *Daemon) followFleet(ctx context.Context) {
 		in, iv := d.hub.Intent.Load()
 		rs, rv := d.hub.Responder.Load()
 		inVer, rsVer = iv, rv
-		return d.fleetHeartbeat(hash, in.Revision, rs.Serial)
+		hb := d.fleetHeartbeat(hash, in.Revision, rs.Serial)
+		var ann announce.Beat
+		ann, annVer = d.bgp.ann.Beat().Load()
+		hb.Drained, hb.Announced = ann.Drained, ann.Announced
+		return hb
 	}
 	var hb *etcdfleet.Heartbeater
 	for hb == nil {
@@ -156,6 +161,7 @@ func (d *Daemon) followFleet(ctx context.Context) {
 		case <-d.hub.Intent.Changed(inVer):
 		case <-d.hub.Responder.Changed(rsVer):
 		case <-d.votes.beat: // withdrawn, or voting again
+		case <-d.bgp.ann.Beat().Changed(annVer): // what this host announces
 		}
 		hb.Publish(beat())
 	}

@@ -461,10 +461,5 @@ func TestOverrideAfterHandEditedFile(t *testing.T) {
 func startWithStore(t *testing.T, path string, store intent.Store) *harness {
 	t.Helper()
 	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
-	mc := vip.NewMemClient()
-	d, err := New(Options{ConfigPath: path, Client: mc, Probe: fp.probe, Identify: noIdentify, TickInterval: 50 * time.Millisecond, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return run(t, d, fp, mc)
+	return startOpts(t, Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: fp.probe, Store: store}, fp)
 }

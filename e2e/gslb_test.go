@@ -267,8 +267,8 @@ func TestGSLBMembers(t *testing.T) {
 		t.Errorf("nat-1: address %q probe %q weight %d priority %d, want 2001:db8::10 probed at %s, 50, 1",
 			m.Address, m.ProbeAddress, m.Weight, m.Priority, g.nat.AddrV6())
 	}
-	if m := ms["ping-1"]; len(m.Monitors) != 1 || m.Monitors[0].Kind != "icmp" || m.Monitors[0].Socket != "raw" ||
-		m.Monitors[0].LossPercent == nil || *m.Monitors[0].LossPercent != 0 {
+	if m := ms["ping-1"]; len(m.Monitors) != 1 || m.Monitors[0].Kind != "icmp" || !hasTextFact(m.Monitors[0], "socket", "raw") ||
+		!hasFact(m.Monitors[0], "loss_percent", 0) {
 		t.Errorf("ping-1 monitors: %+v, want one icmp monitor on a raw socket with 0%% loss", m.Monitors)
 	}
 	if m := ms["web-1"]; len(m.Monitors) != 1 || m.Monitors[0].Kind != "http" || m.Monitors[0].RTTMillis <= 0 {
@@ -327,8 +327,8 @@ func TestGSLBMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := ms["ping-1"]; m.Monitors[0].LossPercent == nil || *m.Monitors[0].LossPercent != 100 {
-		t.Errorf("ping-1 down: loss %v, want 100%%: %s", m.Monitors[0].LossPercent, memberText(m))
+	if m := ms["ping-1"]; !hasFact(m.Monitors[0], "loss_percent", 100) {
+		t.Errorf("ping-1 down: facts %+v, want a loss of 100%%: %s", m.Monitors[0].Facts, memberText(m))
 	}
 	fs = scrape(t, url)
 	for _, name := range all {
@@ -378,4 +378,16 @@ func TestGSLBMembers(t *testing.T) {
 			t.Errorf("state event of something else than the GSLB members: %+v", ev)
 		}
 	}
+}
+
+// hasFact reports whether mo has the number fact name with value v.
+func hasFact(mo control.GSLBMonitor, name string, v float64) bool {
+	f, ok := mo.Fact(name)
+	return ok && f.Text == "" && f.Value == v
+}
+
+// hasTextFact reports whether mo has the text fact name with text v.
+func hasTextFact(mo control.GSLBMonitor, name, v string) bool {
+	f, ok := mo.Fact(name)
+	return ok && f.Text == v
 }

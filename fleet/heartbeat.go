@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -42,12 +44,70 @@ type Heartbeat struct {
 	// of its canaries fail (CutOff): it votes nothing and is no prober
 	// of Live.
 	Withdrawn bool `json:"withdrawn,omitempty"`
+	// Drained is set while the node's host is drained (lbctl host
+	// drain) or stopping: its announcements are going away.
+	Drained bool `json:"drained,omitempty"`
+	// Announced are the prefixes the node announces over BGP now, each
+	// with its grade, in prefix order (none without [bgp]).
+	Announced []Announcement `json:"announced,omitempty"`
+}
+
+// Grades of an Announcement.
+const (
+	// GradeUp is a prefix announced as serving (med_up).
+	GradeUp = "up"
+	// GradeDegraded is a VIP announced as serving degraded
+	// (med_degraded).
+	GradeDegraded = "degraded"
+	// GradeHeld is a VIP that does not serve, kept announced (with
+	// med_degraded) by the fleet's announcement floor.
+	GradeHeld = "held"
+	// GradeDraining is a prefix announced with GRACEFUL_SHUTDOWN, to be
+	// withdrawn (host drain, lbdnsd stopping).
+	GradeDraining = "draining"
+)
+
+// Announcement is one prefix a node announces.
+type Announcement struct {
+	Prefix netip.Prefix `json:"prefix"`
+	// Grade is GradeUp, GradeDegraded, GradeHeld or GradeDraining.
+	Grade string `json:"grade"`
 }
 
 // Same reports whether h and g say the same, apart from Beat.
 func (h Heartbeat) Same(g Heartbeat) bool {
 	h.Beat, g.Beat = time.Time{}, time.Time{}
-	return h == g
+	if len(h.Announced) == 0 && len(g.Announced) == 0 {
+		h.Announced, g.Announced = nil, nil
+	}
+	return reflect.DeepEqual(h, g)
+}
+
+// Announcers returns, for every prefix announced in the fleet view
+// nodes, the names of the nodes other than self that count toward the
+// announcement floor for it, by name: a node counts while its lease is
+// alive (it is in the view), it is not drained, it has applied the
+// intent revision in force for its scope (a node behind may be about to
+// be drained), and it announces the prefix up or degraded (a prefix
+// held by the floor or draining does not count: two hosts holding a
+// prefix for each other would otherwise both let it go).
+func Announcers(nodes []Node, self string) map[netip.Prefix][]string {
+	out := map[netip.Prefix][]string{}
+	for _, n := range nodes {
+		if n.Name == self || n.Drained || n.IntentRevision != n.CurrentRevision {
+			continue
+		}
+		for _, a := range n.Announced {
+			if a.Grade == GradeUp || a.Grade == GradeDegraded {
+				out[a.Prefix] = append(out[a.Prefix], n.Name)
+			}
+		}
+	}
+	for p := range out {
+		slices.Sort(out[p])
+		out[p] = slices.Compact(out[p])
+	}
+	return out
 }
 
 // Version returns the running binary's module version ("(devel)" for a

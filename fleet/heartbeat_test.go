@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -80,5 +81,52 @@ func TestHeartbeatSame(t *testing.T) {
 	g.Serial = 4
 	if h.Same(g) {
 		t.Error("Same = true for another serial")
+	}
+	g = h
+	g.Announced = []Announcement{{Prefix: netip.MustParsePrefix("192.0.2.53/32"), Grade: GradeUp}}
+	if h.Same(g) {
+		t.Error("Same = true for another announcement")
+	}
+	h.Announced = []Announcement{{Prefix: netip.MustParsePrefix("192.0.2.53/32"), Grade: GradeUp}}
+	if !h.Same(g) {
+		t.Error("Same = false for equal announcements")
+	}
+	h.Announced[0].Grade = GradeDegraded
+	if h.Same(g) {
+		t.Error("Same = true for another grade")
+	}
+}
+
+// TestAnnouncers counts, per prefix, the other nodes that announce it
+// up or degraded, alive (in the view), not drained and with the intent
+// in force applied.
+func TestAnnouncers(t *testing.T) {
+	p1, p2 := netip.MustParsePrefix("192.0.2.53/32"), netip.MustParsePrefix("2001:db8::53/128")
+	n := func(name string, drained bool, applied, current uint64, ann ...Announcement) Node {
+		return Node{Heartbeat: Heartbeat{Name: name, Drained: drained, IntentRevision: applied, Announced: ann}, CurrentRevision: current}
+	}
+	a := func(p netip.Prefix, grade string) Announcement { return Announcement{Prefix: p, Grade: grade} }
+	nodes := []Node{
+		n("self", false, 3, 3, a(p1, GradeUp), a(p2, GradeUp)),
+		n("up", false, 3, 3, a(p1, GradeUp)),
+		n("degraded", false, 3, 3, a(p1, GradeDegraded), a(p2, GradeDegraded)),
+		n("held", false, 3, 3, a(p1, GradeHeld)),
+		n("draining", false, 3, 3, a(p1, GradeDraining)),
+		n("drained", true, 3, 3, a(p1, GradeUp)),
+		n("behind", false, 2, 3, a(p1, GradeUp)),
+		n("nothing", false, 3, 3),
+	}
+	got := Announcers(nodes, "self")
+	want := map[netip.Prefix][]string{p1: {"degraded", "up"}, p2: {"degraded"}}
+	if len(got) != len(want) {
+		t.Fatalf("Announcers = %v, want %v", got, want)
+	}
+	for p, names := range want {
+		if !slices.Equal(got[p], names) {
+			t.Errorf("%s: %v, want %v", p, got[p], names)
+		}
+	}
+	if got := Announcers(nil, "self"); len(got) != 0 {
+		t.Errorf("no nodes: %v", got)
 	}
 }

@@ -94,6 +94,12 @@ type Verdict struct {
 	// worse preference rather than withdraw it (withdrawing a pool that
 	// fails open could turn a partial outage into a total one).
 	Degraded bool
+	// Partial is set on a VIP that does not serve while some of its
+	// services still have a destination taking traffic (UDP answering,
+	// TCP with none, say): not truly dead, so a fleet-wide announcement
+	// floor may keep it announced with a worse preference. A VIP with no
+	// destination taking traffic at all, and a listener, never are.
+	Partial bool
 	// Reason says why, in one line an operator reads.
 	Reason string
 }

@@ -282,14 +282,23 @@ func (sw *statusWriter) gslbPool(p control.GSLBPool) {
 	tw.Flush()
 	sw.printf("\n")
 	tw = sw.table()
-	fmt.Fprintf(tw, "  MEMBER\tCHECK\tKIND\tSTATE\tSINCE\tLAST\tRTT\tCERT DAYS\tLOSS\tSOCKET\n")
+	cols := control.FactColumns()
+	fmt.Fprintf(tw, "  MEMBER\tCHECK\tKIND\tSTATE\tSINCE\tLAST\tRTT")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.Header)
+	}
+	fmt.Fprintf(tw, "\n")
 	for _, m := range p.Members {
 		if len(m.Monitors) == 0 {
-			fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", m.Name)
+			fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-%s\n", m.Name, strings.Repeat("\t-", len(cols)))
 		}
 		for _, mo := range m.Monitors {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
-				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo), certDays(mo.CertDaysLeft), loss(mo.LossPercent), dash(mo.Socket))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, mo.Check, dash(mo.Kind), mo.State, sw.ago(mo.Since),
+				dash(oneLine(mo.LastResult, 40)), monitorRTT(mo))
+			for _, c := range cols {
+				fmt.Fprintf(tw, "\t%s", factCell(mo, c))
+			}
+			fmt.Fprintf(tw, "\n")
 		}
 	}
 	tw.Flush()
@@ -353,20 +362,14 @@ func monitorRTT(mo control.GSLBMonitor) string {
 	return fmt.Sprintf("%.1fms", mo.RTTMillis)
 }
 
-// certDays is the certificate's days to expiry, "-" when not known.
-func certDays(d *int) string {
-	if d == nil {
+// factCell is monitor mo's fact of column c with its unit, "-" when
+// mo has none.
+func factCell(mo control.GSLBMonitor, c control.FactColumn) string {
+	f, ok := mo.Fact(c.Fact)
+	if !ok || f.Format() == "" {
 		return "-"
 	}
-	return strconv.Itoa(*d)
-}
-
-// loss is the ICMP loss in percent, "-" when not known.
-func loss(p *float64) string {
-	if p == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*p, 'f', -1, 64) + "%"
+	return f.Format() + c.Unit
 }
 
 // gslb writes the short GSLB section of lbctl status: per pool its up

@@ -15,8 +15,6 @@ import (
 // member up over ICMP and TCP.
 func sampleGSLB() control.Status {
 	gen := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	days := func(n int) *int { return &n }
-	pct := func(f float64) *float64 { return &f }
 	return control.Status{
 		Version:   control.StatusVersion,
 		Generated: gen,
@@ -29,13 +27,13 @@ func sampleGSLB() control.Status {
 				{Name: "web-1", Address: "192.0.2.10", Weight: 100, State: "up", Since: gen.Add(-(3*time.Minute + 12*time.Second)),
 					Monitors: []control.GSLBMonitor{
 						{Check: "https-health", Kind: "https", State: "up", Since: gen.Add(-3 * time.Minute), LastProbe: gen.Add(-time.Second),
-							LastResult: "ok", RTTMillis: 12.34, CertDaysLeft: days(41)},
+							LastResult: "ok", RTTMillis: 12.34, Facts: []control.Fact{{Name: "cert_days_left", Value: 41}}},
 					}},
 				{Name: "web-2", Address: "2001:db8::11", ProbeAddress: "10.0.0.11", Weight: 50, Priority: 1, State: "down",
 					Since: gen.Add(-2 * time.Hour), Reason: "https-health down: certificate expired",
 					Monitors: []control.GSLBMonitor{
 						{Check: "https-health", Kind: "https", State: "down", Since: gen.Add(-2 * time.Hour), LastProbe: gen.Add(-2 * time.Second),
-							LastResult: "x509: certificate has expired", RTTMillis: 3, CertDaysLeft: days(-2)},
+							LastResult: "x509: certificate has expired", RTTMillis: 3, Facts: []control.Fact{{Name: "cert_days_left", Value: -2}}},
 					}},
 				{Name: "web-3", Address: "192.0.2.12", ProbeAddress: "192.0.2.12", Weight: 100, State: "unknown",
 					Monitors: []control.GSLBMonitor{{Check: "https-health", Kind: "https", State: "unknown"}}},
@@ -44,7 +42,7 @@ func sampleGSLB() control.Status {
 				{Name: "edge-1", Address: "198.51.100.7", Weight: 100, State: "up", Since: gen.Add(-time.Hour),
 					Monitors: []control.GSLBMonitor{
 						{Check: "ping", Kind: "icmp", State: "up", Since: gen.Add(-time.Hour), LastProbe: gen.Add(-time.Second),
-							LastResult: "ok", RTTMillis: 0.8, LossPercent: pct(0), Socket: "unprivileged"},
+							LastResult: "ok", RTTMillis: 0.8, Facts: []control.Fact{{Name: "loss_percent", Value: 0}, {Name: "socket", Text: "unprivileged"}}},
 						{Check: "tcp-443", Kind: "tcp", State: "down", Since: gen.Add(-time.Minute), LastProbe: gen.Add(-time.Second),
 							LastResult: "connection refused", RTTMillis: 0.2},
 					}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -456,7 +457,7 @@ func TestHandleResult(t *testing.T) {
 			if tr.From.String()+">"+tr.To.String() != s.event || tr.Reason != s.reason || !tr.At.Equal(clk.Now()) {
 				t.Errorf("transition = %+v, want %s %q at %v", tr, s.event, s.reason, clk.Now())
 			}
-			if got[0].ev.Result != s.r {
+			if !reflect.DeepEqual(got[0].ev.Result, s.r) {
 				t.Errorf("result = %+v, want %+v", got[0].ev.Result, s.r)
 			}
 		})

@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"container/heap"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -17,10 +16,10 @@ const workerIdle = time.Minute
 func (m *Monitor) queueLocked(t *target, due time.Time) {
 	t.due, t.at = due, int64(due.Sub(m.epoch))
 	if t.idx >= 0 {
-		m.queue[t.idx].at = t.at
-		heap.Fix(&m.queue, t.idx)
+		m.queue.At(t.idx).at = t.at
+		m.queue.Fix(t.idx)
 	} else {
-		heap.Push(&m.queue, t)
+		m.queue.Push(heapEntry{t.at, t})
 	}
 	if t.idx == 0 {
 		select {
@@ -34,7 +33,7 @@ func (m *Monitor) queueLocked(t *target, due time.Time) {
 // held.
 func (m *Monitor) unqueueLocked(t *target) {
 	if t.idx >= 0 {
-		heap.Remove(&m.queue, t.idx)
+		m.queue.Remove(t.idx)
 	}
 }
 
@@ -91,8 +90,8 @@ func (m *Monitor) schedule(ctx context.Context) {
 		horizon := int64(now.Add(coalesce).Sub(m.epoch))
 		due = due[:0]
 		m.mu.Lock()
-		for len(m.queue) > 0 && m.queue[0].at <= horizon {
-			t := heap.Pop(&m.queue).(*target)
+		for m.queue.Len() > 0 && m.queue.At(0).at <= horizon {
+			t := m.queue.Pop().t
 			if t.due.After(now.Add(t.coalesce)) {
 				later = append(later, t) // beyond its own window
 				continue
@@ -117,13 +116,13 @@ func (m *Monitor) schedule(ctx context.Context) {
 			due = append(due, t)
 		}
 		for _, t := range later {
-			heap.Push(&m.queue, t)
+			m.queue.Push(heapEntry{t.at, t})
 		}
 		clear(later)
 		later = later[:0]
 		wait := time.Hour
-		if len(m.queue) > 0 {
-			wait = m.queue[0].t.due.Sub(now)
+		if m.queue.Len() > 0 {
+			wait = m.queue.At(0).t.due.Sub(now)
 		}
 		m.mu.Unlock()
 		var probeStart time.Time // one clock reading for the checks of a wake-up
@@ -165,8 +164,8 @@ func (m *Monitor) handleStop() {
 	m.mu.Lock()
 	m.running = false
 	m.runCtx = nil
-	for len(m.queue) > 0 {
-		heap.Pop(&m.queue)
+	for m.queue.Len() > 0 {
+		m.queue.Pop()
 	}
 	m.mu.Unlock()
 	m.wg.Wait()

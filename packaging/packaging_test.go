@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"lbdns/configs"
 )
@@ -101,6 +102,13 @@ func TestSystemdUnit(t *testing.T) {
 		if !slices.Contains(d[k], v) {
 			t.Errorf("%s = %q, want %q", k, d[k], v)
 		}
+	}
+	// A stop drains the BGP routes (drain_on_stop_delay at most), then
+	// withdraws them (BGPStopTimeout at most), then stops the rest:
+	// systemd must not kill lbdnsd before, and leaves 10 s for the rest.
+	if stop, err := time.ParseDuration(strings.Join(d["TimeoutStopSec"], "")); err != nil || stop < configs.MaxBGPDrainOnStopDelay+configs.BGPStopTimeout+10*time.Second {
+		t.Errorf("TimeoutStopSec = %q (%v): want at least drain_on_stop_delay's maximum %v, the withdrawal's %v and 10s for the rest",
+			d["TimeoutStopSec"], err, configs.MaxBGPDrainOnStopDelay, configs.BGPStopTimeout)
 	}
 	for _, k := range []string{"PrivateNetwork", "PrivateUsers", "ProcSubset"} {
 		if len(d[k]) > 0 {

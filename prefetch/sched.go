@@ -1,12 +1,13 @@
 package prefetch
 
 import (
-	"container/heap"
 	"maps"
 	"net/netip"
 	"slices"
 	"sort"
 	"time"
+
+	"lbdns/internal/timerheap"
 
 	"github.com/miekg/dns"
 )
@@ -244,7 +245,7 @@ type Scheduler struct {
 	// groups are the entries of each name and type at one resolver, by
 	// partition: the entries that may share the resolver's cache entry.
 	groups  map[groupKey][]*entry
-	queue   queue
+	queue   timerheap.Heap[*entry]
 	healthy map[string]bool
 }
 
@@ -340,19 +341,19 @@ func (s *Scheduler) SetHealthy(healthy map[string]bool, now time.Time) {
 // Next returns when the earliest queued entry is due; false when none is
 // queued.
 func (s *Scheduler) Next() (time.Time, bool) {
-	if len(s.queue) == 0 {
+	if s.queue.Len() == 0 {
 		return time.Time{}, false
 	}
-	return s.queue[0].next, true
+	return (*s.queue.At(0)).next, true
 }
 
 // Pop returns the earliest entry due at now and marks it in flight; false
 // when none is due. The caller must call Done for it.
 func (s *Scheduler) Pop(now time.Time) (Spec, bool) {
-	if len(s.queue) == 0 || s.queue[0].next.After(now) {
+	if s.queue.Len() == 0 || (*s.queue.At(0)).next.After(now) {
 		return Spec{}, false
 	}
-	e := heap.Pop(&s.queue).(*entry)
+	e := s.queue.Pop()
 	e.inflight = true
 	e.c.Queries++
 	return e.spec, true
@@ -550,45 +551,29 @@ func less(a, b Key) bool {
 func (s *Scheduler) push(e *entry, at time.Time) {
 	e.next = at
 	if e.idx >= 0 {
-		heap.Fix(&s.queue, e.idx)
+		s.queue.Fix(e.idx)
 		return
 	}
-	heap.Push(&s.queue, e)
+	s.queue.Push(e)
 }
 
 func (s *Scheduler) unqueue(e *entry) {
 	if e.idx >= 0 {
-		heap.Remove(&s.queue, e.idx)
+		s.queue.Remove(e.idx)
 	}
 }
 
-// queue is a min-heap of entries by next run time.
-type queue []*entry
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if !q[i].next.Equal(q[j].next) {
-		return q[i].next.Before(q[j].next)
+// Before orders the queue by next run time, then by key
+// (timerheap.Item).
+func (e *entry) Before(o *entry) bool {
+	if !e.next.Equal(o.next) {
+		return e.next.Before(o.next)
 	}
-	return less(q[i].spec.Key, q[j].spec.Key)
+	return less(e.spec.Key, o.spec.Key)
 }
-func (q queue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].idx, q[j].idx = i, j
-}
-func (q *queue) Push(x any) {
-	e := x.(*entry)
-	e.idx = len(*q)
-	*q = append(*q, e)
-}
-func (q *queue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	e.idx = -1
-	*q = old[:len(old)-1]
-	return e
-}
+
+// SetIndex records e's place in the queue (timerheap.Item).
+func (e *entry) SetIndex(i int) { e.idx = i }
 
 // PolicyFor returns the refresh policy of a configured resolver.
 func PolicyFor(vendor, refresh string, window time.Duration, percent int) Policy {

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lbdns/check"
+	"lbdns/internal/mmsg"
 )
 
 // Batch sizes of the engine: datagrams per sendmmsg and per recvmmsg.
@@ -475,15 +475,13 @@ func (e *engine) readLoop() {
 	}
 }
 
-// batchReader reads datagrams with recvmmsg(2) into buffers of its own,
-// and their sources into raw socket addresses: no allocation per call
-// (golang.org/x/net's ReadBatch makes a *net.UDPAddr per datagram).
+// batchReader reads datagrams with recvmmsg(2) (package mmsg) into
+// buffers of its own, and their sources into raw socket addresses: no
+// allocation per call (golang.org/x/net's ReadBatch makes a
+// *net.UDPAddr per datagram).
 type batchReader struct {
-	rc    syscall.RawConn
-	hdrs  [recvBatch]unix.Mmsghdr
-	iovs  [recvBatch]unix.Iovec
-	names [recvBatch]unix.RawSockaddrInet6
-	bufs  [recvBatch][]byte
+	rc syscall.RawConn
+	mm *mmsg.Recv
 	// n and errno are the result of the last recvmmsg; fn makes that
 	// call, made once.
 	n     int
@@ -493,25 +491,16 @@ type batchReader struct {
 
 // newBatchReader returns a reader of the socket rc.
 func newBatchReader(rc syscall.RawConn) *batchReader {
-	r := &batchReader{rc: rc}
-	for i := range r.bufs {
-		r.bufs[i] = make([]byte, udpBufSize)
-		r.iovs[i].Base = &r.bufs[i][0]
-		r.iovs[i].SetLen(udpBufSize)
-		r.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
-		r.hdrs[i].Hdr.Iov = &r.iovs[i]
-		r.hdrs[i].Hdr.SetIovlen(1)
+	bufs := make([][]byte, recvBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, udpBufSize)
 	}
+	r := &batchReader{rc: rc, mm: mmsg.NewRecv(bufs)}
 	r.fn = func(fd uintptr) bool {
-		for i := range r.hdrs {
-			r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
-			r.hdrs[i].Hdr.Flags = 0
-			r.hdrs[i].Len = 0
-		}
-		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), recvBatch, unix.MSG_DONTWAIT, 0, 0)
+		n, errno := r.mm.Call(fd, unix.MSG_DONTWAIT)
 		switch errno {
 		case 0:
-			r.n, r.errno = int(n), nil
+			r.n, r.errno = n, nil
 		case unix.EAGAIN, unix.EINTR:
 			return false // wait until readable
 		default:
@@ -534,17 +523,8 @@ func (r *batchReader) read() (n int, err error) {
 // datagram returns the i-th datagram of the last read and its source,
 // unmapped; ok is false for a source of another family.
 func (r *batchReader) datagram(i int) (from netip.AddrPort, raw []byte, ok bool) {
-	raw = r.bufs[i][:r.hdrs[i].Len]
-	sa := &r.names[i]
-	port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
-	switch sa.Family {
-	case unix.AF_INET:
-		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port), raw, true
-	case unix.AF_INET6:
-		return key(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), port)), raw, true
-	}
-	return netip.AddrPort{}, raw, false
+	from, ok = r.mm.Source(i)
+	return from, r.mm.Data(i), ok
 }
 
 // reply matches one datagram from k to a probe in flight and ends it.
@@ -666,13 +646,8 @@ func (e *engine) readErrQueue() {
 			if err != nil {
 				return // EAGAIN: the queue is empty
 			}
-			var k netip.AddrPort
-			switch sa := from.(type) {
-			case *unix.SockaddrInet4:
-				k = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-			case *unix.SockaddrInet6:
-				k = key(netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port)))
-			default:
+			k, ok := mmsg.FromSockaddr(from)
+			if !ok {
 				continue
 			}
 			errno := unix.ECONNREFUSED

@@ -61,3 +61,18 @@ func checkReplyOf(q *dns.Msg, reply []byte, s *configs.DNSCheck) (verdict, strin
 	}
 	return checkReply(q, reply, &j)
 }
+
+// checkReply judges one raw reply to q: validate, then j. The order of the
+// checks decides the Detail: header, question, TC, rcode, then the answer
+// expectations.
+func checkReply(q *dns.Msg, reply []byte, j *judge) (verdict, string) {
+	r, v, detail := validate(q, reply)
+	if v != verdictOK {
+		return v, detail
+	}
+	ok, detail := j.judge(r)
+	if !ok {
+		return verdictFail, detail
+	}
+	return verdictOK, detail
+}

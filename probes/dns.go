@@ -22,6 +22,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/configs"
+	"lbdns/internal/dnswire"
 )
 
 // defaultTimeout is the probe budget when neither the context nor the check
@@ -51,7 +52,8 @@ const (
 // question and the judgement parsed from the profile once.
 type dnsChecker struct {
 	target netip.AddrPort
-	// p, when set, lends UDP sockets (DNSProber).
+	// p, when set, runs UDP checks through its batch engine
+	// (StartCheck; DNSProber).
 	p *DNSProber
 	// name is the fixed query name, or the zone when random is set.
 	name    string
@@ -237,20 +239,13 @@ func newJudge(s *configs.DNSCheck) (judge, error) {
 // RTT runs from the start of the probe (including the TCP handshake for
 // TCP) to the reply, or to giving up.
 //
-// DNS opens a fresh socket per probe; DNSProber.Probe is the same probe
-// with UDP sockets reused.
+// DNS opens a fresh socket per probe.
 func DNS(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result {
-	return probeDNS(ctx, nil, target, chk)
-}
-
-// probeDNS is DNS, with UDP sockets from p when p is not nil.
-func probeDNS(ctx context.Context, p *DNSProber, target netip.AddrPort, chk *configs.Check) Result {
 	start := time.Now()
 	c, err := buildDNSChecker(chk, target)
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: " + err.Error()}
 	}
-	c.p = p
 	return c.Check(ctx)
 }
 
@@ -268,7 +263,7 @@ func (c *dnsChecker) Check(ctx context.Context) Result {
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()}
 	}
-	r, viaTCP, detail := roundTrip(ctx, c.p, c.target, c.network, q, wire, deadline.Sub(start))
+	r, viaTCP, detail := roundTrip(ctx, c.target, c.network, q, wire, deadline.Sub(start))
 	if r == nil {
 		return Result{RTT: time.Since(start), Detail: detail}
 	}
@@ -307,23 +302,15 @@ func (c *dnsChecker) queryOf(id uint16, rnd uint64) *dns.Msg {
 
 // roundTrip is the one DNS exchange-and-validate core of health checks,
 // Identify and Exchange: it sends wire (the packed q) to target over
-// network (UDP sockets from p when set), validates the reply against q
+// network (a fresh socket), validates the reply against q
 // (validate), and asks again over TCP within the same deadline when a UDP
 // reply is truncated. It returns the valid reply and whether it came over
 // TCP after a truncation, or nil and why not ("timeout after 1s",
 // "id mismatch: ...", "truncated over udp; tcp: ..."). budget is the
 // whole deadline, for the timeout's text. The rcode and the answer are the
 // caller's to judge.
-func roundTrip(ctx context.Context, p *DNSProber, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
-	var (
-		raw []byte
-		err error
-	)
-	if p != nil && network == "udp" {
-		raw, err = p.exchangeUDP(ctx, target, q, wire)
-	} else {
-		raw, err = exchange(ctx, network, target, wire)
-	}
+func roundTrip(ctx context.Context, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
+	raw, err := exchange(ctx, network, target, wire)
 	if err != nil {
 		return nil, false, describeErr(ctx, err, budget)
 	}
@@ -352,15 +339,9 @@ func roundTrip(ctx context.Context, p *DNSProber, target netip.AddrPort, network
 	return nil, false, "truncated over udp; tcp: " + detail
 }
 
-// randomName returns a fresh random label under zone: "lbdns-<16 hex>."
-// and zone as a fully qualified name without a leading dot. It builds the
-// name in one allocation, as it runs once per probe.
-func randomName(zone string) string {
-	return randomNameOf(zone, rand.Uint64())
-}
-
-// randomNameOf is randomName with the label's value v: "lbdns-" and v in
-// 16 hex digits.
+// randomNameOf returns a random label under zone: "lbdns-" and v in 16
+// hex digits, then zone as a fully qualified name without a leading dot.
+// It builds the name in one allocation, as it runs once per probe.
 func randomNameOf(zone string, v uint64) string {
 	zone = strings.TrimPrefix(zone, ".") // ".zone" and "." alike
 	var b strings.Builder
@@ -546,21 +527,6 @@ func validate(q *dns.Msg, reply []byte) (*dns.Msg, verdict, string) {
 	return r, verdictOK, ""
 }
 
-// checkReply judges one raw reply to q: validate, then j. The order of the
-// checks decides the Detail: header, question, TC, rcode, then the answer
-// expectations.
-func checkReply(q *dns.Msg, reply []byte, j *judge) (verdict, string) {
-	r, v, detail := validate(q, reply)
-	if v != verdictOK {
-		return v, detail
-	}
-	ok, detail := j.judge(r)
-	if !ok {
-		return verdictFail, detail
-	}
-	return verdictOK, detail
-}
-
 // judge judges a valid reply: rcode, then expect, then expect_regexp.
 func (j *judge) judge(r *dns.Msg) (bool, string) {
 	if !slices.Contains(j.rcodes, r.Rcode) {
@@ -654,57 +620,11 @@ func equalFoldASCII(a, b []byte) bool {
 	return true
 }
 
-// skipName returns the offset after the domain name at off in msg, or
-// false where dns.UnpackDomainName fails: the same label, length,
-// pointer-count and bounds rules.
-func skipName(msg []byte, off int) (int, bool) {
-	const maxPointers = (255+1)/2 - 2 // dns.maxCompressionPointers
-	budget, ptrs, after := 255, 0, 0
-	for {
-		if off >= len(msg) {
-			return 0, false
-		}
-		c := int(msg[off])
-		off++
-		switch c & 0xC0 {
-		case 0x00:
-			if c == 0 {
-				if ptrs == 0 {
-					after = off
-				}
-				return after, true
-			}
-			if off+c > len(msg) {
-				return 0, false
-			}
-			if budget -= c + 1; budget <= 0 {
-				return 0, false
-			}
-			off += c
-		case 0xC0:
-			if off >= len(msg) {
-				return 0, false
-			}
-			c1 := int(msg[off])
-			off++
-			if ptrs == 0 {
-				after = off
-			}
-			if ptrs++; ptrs > maxPointers {
-				return 0, false
-			}
-			off = (c^0xC0)<<8 | c1
-		default:
-			return 0, false
-		}
-	}
-}
-
 // skipRR returns the offset after the resource record at off in msg, or
 // false where dns.UnpackRR fails or where the record is one judgeWire
 // leaves to Unpack (OPT, types other than A, AAAA, CNAME, NS, PTR, SOA).
 func skipRR(msg []byte, off int) (int, bool) {
-	off, ok := skipName(msg, off)
+	off, ok := dnswire.SkipName(msg, off)
 	if !ok || off+10 > len(msg) {
 		return 0, false
 	}
@@ -724,19 +644,19 @@ func skipRR(msg []byte, off int) (int, bool) {
 	case dns.TypeAAAA:
 		return end, end-off == 16
 	case dns.TypeCNAME, dns.TypeNS, dns.TypePTR:
-		o, ok := skipName(rd, off)
+		o, ok := dnswire.SkipName(rd, off)
 		return end, ok && o == end
 	case dns.TypeSOA:
 		// Two names, then up to five 32-bit fields: Unpack stops at
 		// the end of the RDATA between fields.
-		o, ok := skipName(rd, off)
+		o, ok := dnswire.SkipName(rd, off)
 		if !ok {
 			return 0, false
 		}
 		if o == end {
 			return end, true
 		}
-		if o, ok = skipName(rd, o); !ok {
+		if o, ok = dnswire.SkipName(rd, o); !ok {
 			return 0, false
 		}
 		rest := end - o

@@ -250,7 +250,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		if cert := shook.Load(); days == nil && cert != nil {
 			days = daysLeft(cert.NotAfter.Sub(c.now()))
 		}
-		return Result{RTT: time.Since(start), Detail: detail, CertDaysLeft: days}
+		return Result{RTT: time.Since(start), Detail: detail, Facts: certFacts(days)}
 	}
 	defer resp.Body.Close()
 	var days *int
@@ -264,9 +264,9 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 	body, err := c.readBody(nil, resp.Body)
 	if err != nil {
 		detail, _ := c.describeHTTPErr(ctx, err, budget)
-		return Result{RTT: time.Since(start), Detail: "read body: " + detail, CertDaysLeft: days}
+		return Result{RTT: time.Since(start), Detail: "read body: " + detail, Facts: certFacts(days)}
 	}
-	res := Result{RTT: time.Since(start), CertDaysLeft: days}
+	res := Result{RTT: time.Since(start), Facts: certFacts(days)}
 	res.Detail, res.OK = c.verdict(resp.StatusCode, body)
 	if !res.OK {
 		return res
@@ -366,6 +366,25 @@ func (c *httpChecker) describeHTTPErr(ctx context.Context, err error, budget tim
 
 // daysLeft returns the whole days in left, truncated, and at most -1 once
 // left is not positive: negative means expired.
+// CertDaysLeftFact names the https kind's fact: the whole days until the
+// server's certificate expires (negative: expired).
+const CertDaysLeftFact = "cert_days_left"
+
+// httpFactMetrics returns the metrics of the https kind's facts.
+func httpFactMetrics() []check.FactMetric {
+	return []check.FactMetric{{Fact: CertDaysLeftFact, Metric: "gslb_certificate_days_left",
+		Help: "Days until the certificate the HTTPS monitor was served expires (negative: expired).", Scale: 1}}
+}
+
+// certFacts returns the facts of an https probe that saw a certificate
+// with days left (nil: none seen, as for plain http).
+func certFacts(days *int) []check.Fact {
+	if days == nil {
+		return nil
+	}
+	return []check.Fact{{Name: CertDaysLeftFact, Value: float64(*days)}}
+}
+
 func daysLeft(left time.Duration) *int {
 	d := int(left / (24 * time.Hour))
 	if left <= 0 && d == 0 {

@@ -111,8 +111,8 @@ func TestHTTPNginx(t *testing.T) {
 			if r.OK != tt.ok || r.Detail != tt.detail {
 				t.Errorf("Check = ok %v %q, want ok %v %q", r.OK, r.Detail, tt.ok, tt.detail)
 			}
-			if tt.kind == "https" && (r.CertDaysLeft == nil || (*r.CertDaysLeft != 90 && *r.CertDaysLeft != -3)) {
-				t.Errorf("CertDaysLeft = %v, want 90 (or -3 for the expired one)", r.CertDaysLeft)
+			if tt.kind == "https" && (certDaysOf(r) == nil || (*certDaysOf(r) != 90 && *certDaysOf(r) != -3)) {
+				t.Errorf("CertDaysLeft = %v, want 90 (or -3 for the expired one)", certDaysOf(r))
 			}
 		})
 	}

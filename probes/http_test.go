@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lbdns/check"
 	"lbdns/configs"
 )
 
@@ -185,8 +186,8 @@ func TestHTTPCheck(t *testing.T) {
 			if r.RTT <= 0 || r.RTT > timeout+time.Second {
 				t.Errorf("RTT = %v", r.RTT)
 			}
-			if r.CertDaysLeft != nil {
-				t.Errorf("CertDaysLeft = %d for plain http", *r.CertDaysLeft)
+			if certDaysOf(r) != nil {
+				t.Errorf("CertDaysLeft = %d for plain http", *certDaysOf(r))
 			}
 			if tt.saw != nil {
 				mu.Lock()
@@ -348,12 +349,12 @@ func TestHTTPSCheck(t *testing.T) {
 				t.Errorf("Check = ok %v %q, want ok %v %q", r.OK, r.Detail, tt.ok, tt.detail)
 			}
 			switch {
-			case tt.days == -1000 && r.CertDaysLeft != nil:
-				t.Errorf("CertDaysLeft = %d, want none", *r.CertDaysLeft)
-			case tt.days != -1000 && r.CertDaysLeft == nil:
+			case tt.days == -1000 && certDaysOf(r) != nil:
+				t.Errorf("CertDaysLeft = %d, want none", *certDaysOf(r))
+			case tt.days != -1000 && certDaysOf(r) == nil:
 				t.Errorf("CertDaysLeft = nil, want %d", tt.days)
-			case tt.days != -1000 && *r.CertDaysLeft != tt.days:
-				t.Errorf("CertDaysLeft = %d, want %d", *r.CertDaysLeft, tt.days)
+			case tt.days != -1000 && *certDaysOf(r) != tt.days:
+				t.Errorf("CertDaysLeft = %d, want %d", *certDaysOf(r), tt.days)
 			}
 		})
 	}
@@ -402,10 +403,10 @@ func TestHTTPSCheckClock(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		r := c.Check(ctx)
 		cancel()
-		if r.OK != tt.ok || r.Detail != tt.detail || r.CertDaysLeft == nil || *r.CertDaysLeft != tt.days {
+		if r.OK != tt.ok || r.Detail != tt.detail || certDaysOf(r) == nil || *certDaysOf(r) != tt.days {
 			days := "nil"
-			if r.CertDaysLeft != nil {
-				days = strconv.Itoa(*r.CertDaysLeft)
+			if certDaysOf(r) != nil {
+				days = strconv.Itoa(*certDaysOf(r))
 			}
 			t.Errorf("at NotAfter%+v: Check = ok %v %q days %s, want ok %v %q days %d", tt.at.Sub(na), r.OK, r.Detail, days, tt.ok, tt.detail, tt.days)
 		}
@@ -590,4 +591,14 @@ func BenchmarkHTTPCheck(b *testing.B) {
 		}
 		cancel()
 	}
+}
+
+// certDaysOf returns r's certificate days left fact, nil when it has none.
+func certDaysOf(r Result) *int {
+	f, ok := check.Lookup(r.Facts, CertDaysLeftFact)
+	if !ok {
+		return nil
+	}
+	d := int(f.Value)
+	return &d
 }

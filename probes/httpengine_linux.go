@@ -5,8 +5,9 @@ import (
 	"errors"
 	"net"
 	"os"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lbdns/check"
 )
@@ -75,14 +76,14 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 	r := p.http
 	fd := int(p.fd)
 	if !r.connected {
-		if events&syscall.EPOLLERR != 0 {
+		if events&unix.EPOLLERR != 0 {
 			if soErr, err := rawSoError(fd); err != nil {
 				return p.finish(os.NewSyscallError("getsockopt", err), true)
 			} else if soErr != 0 {
-				return p.finish(os.NewSyscallError("connect", syscall.Errno(soErr)), true)
+				return p.finish(os.NewSyscallError("connect", unix.Errno(soErr)), true)
 			}
 		}
-		if events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) == 0 {
+		if events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
 			return false
 		}
 		r.connected = true
@@ -90,16 +91,16 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 	for req := r.c.wire; r.sent < len(req); {
 		n, err := rawWrite(fd, req[r.sent:])
 		switch {
-		case errors.Is(err, syscall.EAGAIN):
+		case errors.Is(err, unix.EAGAIN):
 			return false
-		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return p.finish(p.opError("write", err), false)
 		}
 		r.sent += n
 	}
-	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == 0 {
 		return false // the response's arrival is the next edge
 	}
 	limit := rawLimit(r.c.maxBody)
@@ -118,9 +119,9 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 		space := cap(r.buf) - len(r.buf)
 		n, err := rawRead(fd, r.buf[len(r.buf):cap(r.buf)])
 		switch {
-		case errors.Is(err, syscall.EAGAIN):
+		case errors.Is(err, unix.EAGAIN):
 			return false
-		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
 			return p.finish(p.opError("read", err), false)
@@ -135,7 +136,7 @@ func (p *connectProbe) stepHTTP(events uint32, bufs *bufferPool) bool {
 			detail, ok := r.c.verdict(code, body)
 			r.res = check.Result{OK: ok, RTT: time.Since(p.start), Detail: detail}
 			return true
-		case n < space && events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0:
+		case n < space && events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) == 0:
 			// A short read emptied the socket: more data, or its end, is
 			// the next edge.
 			return false

@@ -85,16 +85,6 @@ func newICMPChecker(chk *configs.Check, target netip.AddrPort, _ Deps) (check.Ch
 	return c, nil
 }
 
-// ICMPMode returns the socket kind an icmp checker sends on,
-// configs.ICMPRaw ("raw") or configs.ICMPUnprivileged ("unprivileged"),
-// or "" when c is not an icmp checker.
-func ICMPMode(c check.Checker) string {
-	if ic, ok := c.(*icmpChecker); ok {
-		return ic.socket
-	}
-	return ""
-}
-
 // ICMPSocket returns the socket kind icmp checks with the given privileged
 // setting ("auto", "" meaning auto, "raw" or "unprivileged") use for one
 // address family, by opening and closing one: "raw" when a raw ICMP socket
@@ -220,12 +210,31 @@ func (c *icmpChecker) Check(ctx context.Context) Result {
 	return c.judge(ctx, st.PacketsSent, st.PacketsRecv, st.AvgRtt, time.Since(start), budget, err)
 }
 
+// The icmp kind's facts: the echo loss of a probe that sent any, in
+// percent, and the ICMP socket its checker uses ("raw" or
+// "unprivileged").
+const (
+	LossPercentFact = "loss_percent"
+	SocketFact      = "socket"
+)
+
+// icmpFactMetrics returns the metrics of the icmp kind's facts.
+func icmpFactMetrics() []check.FactMetric {
+	return []check.FactMetric{{Fact: LossPercentFact, Metric: "gslb_icmp_loss_ratio",
+		Help: "Echo loss of the ICMP monitor's last probe, 0 to 1.", Scale: 0.01}}
+}
+
 // judge turns the counts of one probe into its Result; err is the first
 // socket error (nil when none), elapsed the probe's duration.
 func (c *icmpChecker) judge(ctx context.Context, sent, recv int, avg, elapsed, budget time.Duration, err error) Result {
-	r := Result{Sent: sent, Recv: recv, RTT: elapsed, Socket: c.socket}
+	r := Result{RTT: elapsed}
+	loss := 0.0
 	if sent > 0 {
-		r.Loss = float64(sent-recv) / float64(sent) * 100
+		loss = float64(sent-recv) / float64(sent) * 100
+		r.Facts = append(r.Facts, check.Fact{Name: LossPercentFact, Value: loss})
+	}
+	if c.socket != "" {
+		r.Facts = append(r.Facts, check.Fact{Name: SocketFact, Text: c.socket})
 	}
 	counts := fmt.Sprintf("%d/%d echoes", recv, sent)
 	switch {
@@ -237,9 +246,9 @@ func (c *icmpChecker) judge(ctx context.Context, sent, recv int, avg, elapsed, b
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, icmpErrText(err))
 	case recv == 0:
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, describeErr(ctx, context.DeadlineExceeded, budget))
-	case r.Loss > float64(c.maxLoss):
+	case loss > float64(c.maxLoss):
 		r.RTT = avg
-		r.Detail = fmt.Sprintf("loss %.0f%% above max_loss_percent %d (%s)", r.Loss, c.maxLoss, counts)
+		r.Detail = fmt.Sprintf("loss %.0f%% above max_loss_percent %d (%s)", loss, c.maxLoss, counts)
 	case c.maxRTT > 0 && avg > c.maxRTT:
 		r.RTT = avg
 		r.Detail = fmt.Sprintf("avg rtt %s above max_rtt %s (%s)", fmtRTT(avg), c.maxRTT, counts)

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +48,7 @@ func buildICMP(t *testing.T, chk *configs.Check, addr netip.Addr) check.Checker 
 // wantEchoes fails t unless r is a success with every echo answered.
 func wantEchoes(t *testing.T, r Result, n int, socket string) {
 	t.Helper()
-	if !r.OK || r.Sent != n || r.Recv != n || r.Loss != 0 {
+	if sent, recv := echoCounts(r); !r.OK || sent != n || recv != n || lossOf(r) != 0 {
 		t.Fatalf("result %+v, want OK with %d/%d echoes", r, n, n)
 	}
 	prefix, suffix := fmt.Sprintf("%d/%d echoes, avg ", n, n), "("+socketText(socket)+")"
@@ -64,9 +66,9 @@ func TestICMPLoopback(t *testing.T) {
 		t.Run(a, func(t *testing.T) {
 			t.Parallel()
 			c := buildICMP(t, icmpCheck(3, 10*time.Millisecond, time.Second, 34, configs.ICMPAuto), netip.MustParseAddr(a))
-			mode := ICMPMode(c)
+			mode := icmpMode(c)
 			if mode != configs.ICMPRaw && mode != configs.ICMPUnprivileged {
-				t.Fatalf("ICMPMode = %q, want raw or unprivileged", mode)
+				t.Fatalf("icmpMode = %q, want raw or unprivileged", mode)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
@@ -99,7 +101,7 @@ func TestICMPLoopbackConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	for i, r := range results {
-		if !r.OK || r.Sent != 3 || r.Recv != 3 {
+		if sent, recv := echoCounts(r); !r.OK || sent != 3 || recv != 3 {
 			t.Errorf("checker %d: %+v, want 3/3 echoes", i, r)
 		}
 	}
@@ -115,7 +117,7 @@ func TestICMPNoSettings(t *testing.T) {
 
 func TestICMPModeOfOtherKind(t *testing.T) {
 	t.Parallel()
-	if m := ICMPMode(check.Func(func(context.Context) Result { return Result{} })); m != "" {
+	if m := icmpMode(check.Func(func(context.Context) Result { return Result{} })); m != "" {
 		t.Errorf("ICMPMode of a non-icmp checker = %q, want empty", m)
 	}
 }
@@ -226,11 +228,17 @@ func TestICMPJudge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.c.judge(expired, tc.sent, tc.recv, tc.avg, 1500*time.Millisecond, time.Second, tc.err)
-			if r.OK != tc.ok || r.Detail != tc.detail || r.Sent != tc.sent || r.Recv != tc.recv {
+			if r.OK != tc.ok || r.Detail != tc.detail {
 				t.Errorf("= %+v, want ok %v, detail %q", r, tc.ok, tc.detail)
 			}
-			if d := r.Loss - tc.wantLoss; d > 1e-9 || d < -1e-9 {
-				t.Errorf("loss %v, want %v", r.Loss, tc.wantLoss)
+			if d := lossOf(r) - tc.wantLoss; d > 1e-9 || d < -1e-9 {
+				t.Errorf("loss %v, want %v", lossOf(r), tc.wantLoss)
+			}
+			if _, has := check.Lookup(r.Facts, LossPercentFact); has != (tc.sent > 0) {
+				t.Errorf("facts %+v: a loss fact %v, want %v (echoes sent: %d)", r.Facts, has, !has, tc.sent)
+			}
+			if f, _ := check.Lookup(r.Facts, SocketFact); f.Text != tc.c.socket {
+				t.Errorf("socket fact %q, want %q", f.Text, tc.c.socket)
 			}
 			if tc.wantRTTIs != 0 && r.RTT != tc.wantRTTIs {
 				t.Errorf("rtt %v, want %v", r.RTT, tc.wantRTTIs)
@@ -243,10 +251,50 @@ func TestICMPJudge(t *testing.T) {
 // constructor in NewBuilder's table.
 func TestBuilderBuildsEveryKind(t *testing.T) {
 	t.Parallel()
-	built := NewBuilder(Deps{}).Kinds()
+	built := NewBuilder(Deps{}).kindNames()
 	for _, k := range configs.CheckKinds() {
 		if !slices.Contains(built, k) {
 			t.Errorf("kind %q has no constructor in NewBuilder", k)
 		}
 	}
+}
+
+// lossOf returns r's echo loss fact in percent, 0 when it has none.
+func lossOf(r Result) float64 {
+	f, _ := check.Lookup(r.Facts, LossPercentFact)
+	return f.Value
+}
+
+// echoCounts returns the echoes answered and sent that r's detail
+// reports ("2/3 echoes"), -1 and -1 when it reports none.
+func echoCounts(r Result) (sent, recv int) {
+	if m := regexp.MustCompile(`(\d+)/(\d+) echoes`).FindStringSubmatch(r.Detail); m != nil {
+		recv, _ = strconv.Atoi(m[1])
+		sent, _ = strconv.Atoi(m[2])
+		return sent, recv
+	}
+	if m := regexp.MustCompile(`no reply to (\d+) echoes`).FindStringSubmatch(r.Detail); m != nil {
+		sent, _ = strconv.Atoi(m[1])
+		return sent, 0
+	}
+	return -1, -1
+}
+
+// icmpMode returns the socket kind an icmp checker sends on,
+// configs.ICMPRaw ("raw") or configs.ICMPUnprivileged ("unprivileged"),
+// or "" when c is not an icmp checker.
+func icmpMode(c check.Checker) string {
+	if ic, ok := c.(*icmpChecker); ok {
+		return ic.socket
+	}
+	return ""
+}
+
+// kindNames returns the kinds b builds (in no particular order).
+func (b *Builder) kindNames() []string {
+	out := make([]string, 0, len(b.kinds))
+	for k := range b.kinds {
+		out = append(out, k)
+	}
+	return out
 }

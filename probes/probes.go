@@ -23,15 +23,15 @@ import (
 // Result is the outcome of one probe (check.Result).
 type Result = check.Result
 
-// Func is the signature of a one-off probe of a check profile: DNS, and
-// DNSProber.Probe. It parses the profile on every call; health checks use
+// Func is the signature of a one-off probe of a check profile, such as
+// DNS. It parses the profile on every call; health checks use
 // checkers made by a Builder instead.
 type Func func(ctx context.Context, target netip.AddrPort, chk *configs.Check) Result
 
 // Deps are what the checkers of one Builder share.
 type Deps struct {
-	// DNS, when set, keeps one idle UDP socket per target for the checks
-	// of kind "dns" (see DNSProber); nil opens a socket per probe.
+	// DNS, when set, runs the UDP checks of kind "dns" through its batch
+	// engine on Linux (see DNSProber); nil opens a socket per probe.
 	DNS *DNSProber
 
 	// tcp runs the connect-only tcp checks; NewBuilder makes it.
@@ -43,7 +43,11 @@ type Deps struct {
 type Constructor func(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error)
 
 // Builder builds checkers by kind: adding a kind is one settings struct in
-// configs and one Constructor in the table NewBuilder makes.
+// configs and one Constructor in the table NewBuilder makes. A kind with
+// facts of its own reports them in its Results (check.Fact), declares the
+// metrics they are exported as beside it (FactMetrics) and, to show them
+// in the monitor tables of lbctl and the status page, has a row in
+// control.FactColumns.
 type Builder struct {
 	deps  Deps
 	kinds map[string]Constructor
@@ -64,13 +68,10 @@ func NewBuilder(deps Deps) *Builder {
 	}}
 }
 
-// Kinds returns the kinds b builds (in no particular order).
-func (b *Builder) Kinds() []string {
-	out := make([]string, 0, len(b.kinds))
-	for k := range b.kinds {
-		out = append(out, k)
-	}
-	return out
+// FactMetrics returns the metrics the kinds export their facts as (see
+// check.FactMetric), each declared beside its kind.
+func FactMetrics() []check.FactMetric {
+	return append(httpFactMetrics(), icmpFactMetrics()...)
 }
 
 // Build returns the checker of chk's kind for target.
@@ -91,11 +92,6 @@ func (b *Builder) Build(chk *configs.Check, target netip.AddrPort) (check.Checke
 		return nil, fmt.Errorf("probes: check %q: %w", chk.Name, err)
 	}
 	return c, nil
-}
-
-// Build returns the checker of chk's kind for target, with deps.
-func Build(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
-	return NewBuilder(deps).Build(chk, target)
 }
 
 // bounded returns ctx with its deadline: its own, or timeout from now when

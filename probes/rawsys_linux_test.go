@@ -1,16 +1,17 @@
 package probes
 
 import (
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestEpollWaiter: the engine's epoll instance waits in the runtime's
 // poller: a wait times out after its duration with nothing ready, and
 // returns the event of a descriptor that becomes ready meanwhile.
 func TestEpollWaiter(t *testing.T) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,16 +21,16 @@ func TestEpollWaiter(t *testing.T) {
 		t.Fatal("epoll instance not pollable: the engine would block a thread in epoll_wait")
 	}
 	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(p[0])
-	defer syscall.Close(p[1])
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p[0])}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p[0])}
 	if err := rawEpollAdd(epfd, p[0], &ev); err != nil {
 		t.Fatal(err)
 	}
-	events := make([]syscall.EpollEvent, 4)
+	events := make([]unix.EpollEvent, 4)
 	start := time.Now()
 	if n := w.wait(events, 30*time.Millisecond); n != 0 {
 		t.Fatalf("wait with nothing ready = %d events", n)
@@ -42,7 +43,7 @@ func TestEpollWaiter(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		syscall.Write(p[1], []byte{1})
+		unix.Write(p[1], []byte{1})
 	}()
 	if n := w.wait(events, 5*time.Second); n != 1 || events[0].Fd != int32(p[0]) {
 		t.Fatalf("wait = %d events %+v, want the pipe's", n, events[:n])

@@ -1,17 +1,18 @@
 package probes
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"lbdns/check"
+	"lbdns/internal/timerheap"
 )
 
 // connectTick is the longest the engine's goroutine waits in epoll_wait,
@@ -22,7 +23,7 @@ const connectTick = 10 * time.Millisecond
 // in flight before it ends (and closes its epoll instance).
 const connectIdle = time.Second
 
-// epollET is EPOLLET as a uint32 (syscall's constant is negative).
+// epollET is EPOLLET as a uint32 (unix.EPOLLET is a negative int).
 const epollET = 1 << 31
 
 // connectEngine runs the connect-only tcp checks of one Builder (those
@@ -51,7 +52,7 @@ type connectEngine struct {
 	// none is): the numbers are small and reused at once, so a slice
 	// costs less than a map, and nothing per check.
 	inflight []*connectProbe
-	byDue    connectHeap
+	byDue    timerheap.Heap[*connectProbe]
 }
 
 // connectProbe is one connection in flight.
@@ -89,7 +90,7 @@ func (e *connectEngine) start(addr netip.AddrPort, deadline time.Time, done func
 		rawClose(int(p.fd))
 		p.end(nil)
 	default:
-		if err := e.add(p, syscall.EPOLLOUT); err != nil {
+		if err := e.add(p, unix.EPOLLOUT); err != nil {
 			rawClose(int(p.fd))
 			p.end(err)
 		}
@@ -114,7 +115,7 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 	}
 	// Edge-triggered, for both directions at once: the connection made
 	// (or made already: epoll reports it at once), then the response.
-	if err := e.add(p, syscall.EPOLLIN|syscall.EPOLLOUT|syscall.EPOLLRDHUP|epollET); err != nil {
+	if err := e.add(p, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|epollET); err != nil {
 		rawClose(int(p.fd))
 		p.end(err)
 	}
@@ -124,11 +125,11 @@ func (e *connectEngine) startHTTP(addr netip.AddrPort, c *httpChecker, deadline 
 // p.addr; connected reports a connection made at once. On an error the
 // socket is closed.
 func (p *connectProbe) connect() (connected bool, err error) {
-	family := syscall.AF_INET
+	family := unix.AF_INET
 	if !p.addr.Addr().Unmap().Is4() {
-		family = syscall.AF_INET6
+		family = unix.AF_INET6
 	}
-	fd, err := rawSocket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	fd, err := rawSocket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return false, os.NewSyscallError("socket", err)
 	}
@@ -136,7 +137,7 @@ func (p *connectProbe) connect() (connected bool, err error) {
 	switch err := rawConnect(fd, p.addr); {
 	case err == nil:
 		return true, nil
-	case !errors.Is(err, syscall.EINPROGRESS):
+	case !errors.Is(err, unix.EINPROGRESS):
 		rawClose(fd)
 		return false, os.NewSyscallError("connect", err)
 	}
@@ -148,7 +149,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.epfd < 0 {
-		epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			return os.NewSyscallError("epoll_create1", err)
 		}
@@ -159,8 +160,8 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 		e.inflight = append(e.inflight, make([]*connectProbe, n-len(e.inflight))...)
 	}
 	e.inflight[p.fd] = p
-	heap.Push(&e.byDue, p)
-	ev := syscall.EpollEvent{Events: events, Fd: p.fd}
+	e.byDue.Push(p)
+	ev := unix.EpollEvent{Events: events, Fd: p.fd}
 	if err := rawEpollAdd(e.epfd, int(p.fd), &ev); err != nil {
 		e.removeLocked(p)
 		return os.NewSyscallError("epoll_ctl", err)
@@ -171,7 +172,7 @@ func (e *connectEngine) add(p *connectProbe, events uint32) error {
 // loop waits for connections, responses and deadlines on epfd until
 // nothing has been in flight for connectIdle.
 func (e *connectEngine) loop(epfd int) {
-	events := make([]syscall.EpollEvent, 128)
+	events := make([]unix.EpollEvent, 128)
 	var (
 		ended []*connectProbe // out of flight: connected, or past the deadline
 		ready []httpReady     // http checks with I/O to do
@@ -185,8 +186,8 @@ func (e *connectEngine) loop(epfd int) {
 		// earlier deadline is timed out at most that late.
 		e.mu.Lock()
 		wait := connectTick
-		if len(e.byDue) > 0 {
-			wait = min(wait, time.Until(e.byDue[0].deadline))
+		if e.byDue.Len() > 0 {
+			wait = min(wait, time.Until((*e.byDue.At(0)).deadline))
 		}
 		e.mu.Unlock()
 		// A deadline passed already still polls, without waiting, so
@@ -210,13 +211,13 @@ func (e *connectEngine) loop(epfd int) {
 				ended = append(ended, p)
 			}
 		}
-		for len(e.byDue) > 0 && !e.byDue[0].deadline.After(now) {
-			p := e.byDue[0]
+		for e.byDue.Len() > 0 && !(*e.byDue.At(0)).deadline.After(now) {
+			p := *e.byDue.At(0)
 			e.removeLocked(p)
 			p.expired = true
 			ended = append(ended, p)
 		}
-		if len(e.byDue) > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
+		if e.byDue.Len() > 0 || len(ended) > 0 || len(ready) > 0 { // byDue: all in flight
 			idleSince = now
 		} else if now.Sub(idleSince) >= connectIdle {
 			e.epfd = -1
@@ -265,7 +266,7 @@ func (e *connectEngine) loop(epfd int) {
 			var err error
 			if p.expired {
 				err = os.ErrDeadlineExceeded
-			} else if p.events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+			} else if p.events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 				err = connectErr(int(p.fd))
 			}
 			rawClose(int(p.fd)) // also out of the epoll set
@@ -283,7 +284,7 @@ func connectErr(fd int) error {
 	case err != nil:
 		return os.NewSyscallError("getsockopt", err)
 	case soErr != 0:
-		return os.NewSyscallError("connect", syscall.Errno(soErr))
+		return os.NewSyscallError("connect", unix.Errno(soErr))
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func connectErr(fd int) error {
 // removeLocked takes p out of flight; e.mu is held.
 func (e *connectEngine) removeLocked(p *connectProbe) {
 	e.inflight[p.fd] = nil
-	heap.Remove(&e.byDue, p.idx)
+	e.byDue.Remove(p.idx)
 }
 
 // end reports p's result: connected when err is nil.
@@ -308,29 +309,8 @@ func (p *connectProbe) end(err error) {
 	p.done(Result{RTT: rtt, Detail: describeErr(context.Background(), err, p.deadline.Sub(p.start))})
 }
 
-// connectHeap orders connections in flight by deadline.
-type connectHeap []*connectProbe
+// Before orders connections in flight by deadline (timerheap.Item).
+func (p *connectProbe) Before(o *connectProbe) bool { return p.deadline.Before(o.deadline) }
 
-func (h connectHeap) Len() int           { return len(h) }
-func (h connectHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h connectHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-
-// Push adds x (heap.Interface).
-func (h *connectHeap) Push(x any) {
-	p := x.(*connectProbe)
-	p.idx = len(*h)
-	*h = append(*h, p)
-}
-
-// Pop removes the last element (heap.Interface).
-func (h *connectHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	p.idx = -1
-	return p
-}
+// SetIndex records p's place in connectEngine.byDue (timerheap.Item).
+func (p *connectProbe) SetIndex(i int) { p.idx = i }

@@ -2,9 +2,10 @@ package probes
 
 import (
 	"net"
-	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // peekSize is the buffer of the first look at a reply: the largest reply
@@ -36,11 +37,11 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 	)
 	err = rc.Read(func(fd uintptr) bool {
 		var peek [peekSize]byte
-		n, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&peek[0])), peekSize,
-			syscall.MSG_PEEK|syscall.MSG_TRUNC, 0, 0)
+		n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&peek[0])), peekSize,
+			unix.MSG_PEEK|unix.MSG_TRUNC, 0, 0)
 		switch errno {
 		case 0:
-		case syscall.EAGAIN, syscall.EINTR:
+		case unix.EAGAIN, unix.EINTR:
 			return false // wait until readable (or the deadline)
 		default:
 			opErr = errno
@@ -51,11 +52,11 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 			return true
 		}
 		buf = make([]byte, int(n))
-		m, err := syscall.Read(int(fd), buf)
+		m, err := unix.Read(int(fd), buf)
 		switch err {
 		case nil:
 			buf = buf[:m]
-		case syscall.EAGAIN, syscall.EINTR:
+		case unix.EAGAIN, unix.EINTR:
 			return false
 		default:
 			opErr = err
@@ -69,42 +70,4 @@ func readDatagram(conn net.Conn) ([]byte, error) {
 		return nil, &net.OpError{Op: "read", Net: "udp", Source: conn.LocalAddr(), Addr: conn.RemoteAddr(), Err: err}
 	}
 	return buf, nil
-}
-
-// recvDatagram consumes the next datagram from the connected UDP socket
-// conn and returns a copy of it, whole. The datagram is received into a
-// buffer of the largest DNS message size from bufs, taken only once the
-// socket is readable and given back at once, so that a probe waiting for
-// its reply holds no buffer. conn's deadline applies as to conn.Read.
-func recvDatagram(conn *net.UDPConn, bufs *sync.Pool) ([]byte, error) {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		out   []byte
-		opErr error
-	)
-	err = rc.Read(func(fd uintptr) bool {
-		bp := scratch(bufs)
-		defer bufs.Put(bp)
-		n, err := syscall.Read(int(fd), *bp)
-		switch err {
-		case nil:
-			out = make([]byte, n)
-			copy(out, (*bp)[:n])
-		case syscall.EAGAIN, syscall.EINTR:
-			return false // wait until readable (or the deadline)
-		default:
-			opErr = err
-		}
-		return true
-	})
-	if err == nil {
-		err = opErr
-	}
-	if err != nil {
-		return nil, &net.OpError{Op: "read", Net: "udp", Source: conn.LocalAddr(), Addr: conn.RemoteAddr(), Err: err}
-	}
-	return out, nil
 }

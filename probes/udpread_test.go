@@ -14,7 +14,7 @@ import (
 // TestDNSReadsWholeDatagram checks that a UDP reply is read whole whatever
 // its size, so that an oversized reply (more than 512 bytes without EDNS0)
 // is judged on its content, not cut short and called malformed, by DNS
-// and by DNSProber (whose second probe reuses the socket).
+// and by DNSProber's batch engine.
 func TestDNSReadsWholeDatagram(t *testing.T) {
 	for _, n := range []int{0, 1, 300, 3000} {
 		t.Run(fmt.Sprintf("%d answers", n), func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestDNSReadsWholeDatagram(t *testing.T) {
 			chk := withCheck(fixedCheck(), func(c *configs.Check) { c.DNS.Expect = "192.0.2.1" })
 			p := NewDNSProber()
 			defer p.Close()
-			for i, probe := range []Func{DNS, p.Probe, p.Probe} {
+			for i, probe := range append([]Func{DNS}, batchProbes(p)...) {
 				res := probe(context.Background(), srv.Addr, chk)
 				want := fmt.Sprintf("NOERROR, answers %d", n)
 				if n == 0 {

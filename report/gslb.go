@@ -37,16 +37,13 @@ func GSLBPools(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatu
 }
 
 // monitorView is the status view of one monitor of a member, with the
-// facts of its kind: the certificate's days left (https), the ICMP loss
-// and socket of its last probe.
+// facts of its kind that its last probe found, whatever they are.
 func monitorView(mon gslb.MonitorState) control.GSLBMonitor {
 	out := control.GSLBMonitor{Check: mon.Check, Kind: mon.Kind,
 		State: mon.State.String(), Since: utc(mon.Since), LastProbe: utc(mon.LastAt),
-		LastResult: mon.Last.Detail, LastOK: !mon.LastAt.IsZero() && mon.Last.OK, RTTMillis: float64(mon.Last.RTT.Microseconds()) / 1000,
-		Socket: mon.Last.Socket, CertDaysLeft: mon.Last.CertDaysLeft}
-	if mon.Last.Sent > 0 {
-		loss := mon.Last.Loss
-		out.LossPercent = &loss
+		LastResult: mon.Last.Detail, LastOK: !mon.LastAt.IsZero() && mon.Last.OK, RTTMillis: float64(mon.Last.RTT.Microseconds()) / 1000}
+	for _, f := range mon.Last.Facts {
+		out.Facts = append(out.Facts, control.Fact{Name: f.Name, Value: f.Value, Text: f.Text})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/configs"
+	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
 	"lbdns/monitor"
@@ -98,5 +99,31 @@ func TestGSLBPoolsNone(t *testing.T) {
 	b, _ := json.Marshal(Status(Input{Config: cfg}))
 	if strings.Contains(string(b), `"gslb"`) {
 		t.Errorf("status JSON without [gslb] has a gslb key: %s", b)
+	}
+}
+
+// TestMonitorViewFacts checks that the facts of a kind flow from the
+// check's Result to the status JSON and the metrics by their names alone:
+// an https monitor's certificate days left.
+func TestMonitorViewFacts(t *testing.T) {
+	mon := gslb.MonitorState{Check: "web", Kind: "https", State: health.Up, LastAt: time.Unix(1e9, 0),
+		Last: check.Result{OK: true, Detail: "status 200", Facts: []check.Fact{{Name: "cert_days_left", Value: 41}}}}
+	mo := monitorView(mon)
+	b, err := json.Marshal(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(b), `"rtt_ms":0,"cert_days_left":41}`) {
+		t.Errorf("JSON %s, want cert_days_left 41 after rtt_ms", b)
+	}
+	c := newStatusCollector(nil, nil)
+	got := map[string]float64{}
+	pools := []control.GSLBPool{{Name: "p", Members: []control.GSLBMember{{Name: "m", Monitors: []control.GSLBMonitor{mo}}}}}
+	collectGSLB(pools, c.facts, func(name string, v float64, labels ...string) { got[name] = v })
+	if v, ok := got["gslb_certificate_days_left"]; !ok || v != 41 {
+		t.Errorf("series %v, want gslb_certificate_days_left 41", got)
+	}
+	if _, ok := c.descs["gslb_certificate_days_left"]; !ok {
+		t.Error("no description of gslb_certificate_days_left")
 	}
 }

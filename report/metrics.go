@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"lbdns/check"
 	"lbdns/control"
 	"lbdns/health"
 	"lbdns/probes"
@@ -121,10 +122,15 @@ type statusCollector struct {
 	src    func(context.Context) Input
 	status func(Input) *control.Status
 	descs  map[string]*prometheus.Desc
+	// facts are the metrics of the check kinds' facts, by fact name.
+	facts map[string]check.FactMetric
 }
 
 func newStatusCollector(src func(context.Context) Input, status func(Input) *control.Status) *statusCollector {
-	c := &statusCollector{src: src, status: status, descs: map[string]*prometheus.Desc{}}
+	c := &statusCollector{src: src, status: status, descs: map[string]*prometheus.Desc{}, facts: map[string]check.FactMetric{}}
+	for _, fm := range probes.FactMetrics() {
+		c.facts[fm.Fact] = fm
+	}
 	add := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc("lbdns_"+name, help, labels, nil)
 	}
@@ -164,8 +170,9 @@ func newStatusCollector(src func(context.Context) Input, status func(Input) *con
 	add("gslb_member_state", "1 for the GSLB member's current state (up, down or unknown: no verdict yet).", "pool", "member", "state")
 	add("gslb_monitor_up", "1 when the GSLB member's monitor (check profile) is up, else 0.", "pool", "member", "check")
 	add("gslb_monitor_rtt_seconds", "Round-trip time of the GSLB monitor's last probe.", "pool", "member", "check")
-	add("gslb_certificate_days_left", "Days until the certificate the HTTPS monitor was served expires (negative: expired).", "pool", "member", "check")
-	add("gslb_icmp_loss_ratio", "Echo loss of the ICMP monitor's last probe, 0 to 1.", "pool", "member", "check")
+	for _, fm := range c.facts {
+		add(fm.Metric, fm.Help, "pool", "member", "check")
+	}
 	add("vip_serving", "1 when the VIP serves: each of its services has a destination taking traffic in the table the kernel was given (never in a dry run).", "vip")
 	add("gslb_listener_serving", "1 when the GSLB responder's listen address serves: bound, with an answer snapshot in force.", "listen")
 	add("prefetch_expired_total", "Window-mode entries found already expired: client-visible misses the prefetcher could not prevent.")
@@ -255,7 +262,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	collectGSLB(st.GSLB, g)
+	collectGSLB(st.GSLB, c.facts, g)
 	if t := in.PrefetchTotals; t != nil {
 		states := map[string]int{prefetchOK: 0, prefetchExpired: 0, prefetchFailing: 0, prefetchParked: 0, prefetchPending: 0}
 		for _, e := range st.Prefetch {
@@ -272,10 +279,11 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectGSLB sends the GSLB pools' series through g: per pool its counts,
-// per member its state, per monitor its state and, when known, its RTT,
-// certificate days left and ICMP loss. Labels are names only (no
-// addresses), so the series are bounded by the configuration.
-func collectGSLB(pools []control.GSLBPool, g func(name string, v float64, labels ...string)) {
+// per member its state, per monitor its state and, when known, its RTT
+// and the facts of its kind that have a metric (facts, by fact name).
+// Labels are names only (no addresses), so the series are bounded by the
+// configuration.
+func collectGSLB(pools []control.GSLBPool, facts map[string]check.FactMetric, g func(name string, v float64, labels ...string)) {
 	for _, p := range pools {
 		g("gslb_pool_members", float64(p.Total), p.Name)
 		g("gslb_pool_up_members", float64(p.Up), p.Name)
@@ -287,11 +295,10 @@ func collectGSLB(pools []control.GSLBPool, g func(name string, v float64, labels
 				if !mo.LastProbe.IsZero() {
 					g("gslb_monitor_rtt_seconds", mo.RTTMillis/1e3, p.Name, m.Name, mo.Check)
 				}
-				if d := mo.CertDaysLeft; d != nil {
-					g("gslb_certificate_days_left", float64(*d), p.Name, m.Name, mo.Check)
-				}
-				if l := mo.LossPercent; l != nil {
-					g("gslb_icmp_loss_ratio", *l/100, p.Name, m.Name, mo.Check)
+				for _, f := range mo.Facts {
+					if fm, ok := facts[f.Name]; ok && f.Text == "" {
+						g(fm.Metric, f.Value*fm.Scale, p.Name, m.Name, mo.Check)
+					}
 				}
 			}
 		}

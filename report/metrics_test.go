@@ -223,16 +223,14 @@ func TestMetrics(t *testing.T) {
 // with an expired certificate, web-3 not probed yet.
 func withGSLB(in Input) *control.Status {
 	st := Status(in)
-	days := func(n int) *int { return &n }
-	pct := func(f float64) *float64 { return &f }
 	st.GSLB = []control.GSLBPool{{Name: "web", Combine: "all", Up: 1, Total: 3, Members: []control.GSLBMember{
 		{Name: "web-1", Address: "192.0.2.10", Weight: 100, State: "up", Since: t0.Add(-time.Hour), Monitors: []control.GSLBMonitor{
-			{Check: "https", Kind: "https", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 12.5, CertDaysLeft: days(41)},
-			{Check: "ping", Kind: "icmp", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 0.5, LossPercent: pct(20), Socket: "raw"},
+			{Check: "https", Kind: "https", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 12.5, Facts: []control.Fact{{Name: "cert_days_left", Value: 41}}},
+			{Check: "ping", Kind: "icmp", State: "up", LastProbe: t0, LastResult: "ok", RTTMillis: 0.5, Facts: []control.Fact{{Name: "loss_percent", Value: 20}, {Name: "socket", Text: "raw"}}},
 		}},
 		{Name: "web-2", Address: "192.0.2.11", ProbeAddress: "192.0.2.111", Weight: 100, State: "down", Since: t0.Add(-time.Minute),
 			Reason: "https down: certificate expired", Monitors: []control.GSLBMonitor{
-				{Check: "https", Kind: "https", State: "down", LastProbe: t0, LastResult: "x509: certificate has expired", RTTMillis: 3, CertDaysLeft: days(-2)},
+				{Check: "https", Kind: "https", State: "down", LastProbe: t0, LastResult: "x509: certificate has expired", RTTMillis: 3, Facts: []control.Fact{{Name: "cert_days_left", Value: -2}}},
 			}},
 		{Name: "web-3", Address: "192.0.2.12", Weight: 100, State: "unknown", Monitors: []control.GSLBMonitor{
 			{Check: "https", Kind: "https", State: "unknown"},

@@ -17,8 +17,10 @@ import (
 // traffic (weight above 0): members held in traffic by a pool failing
 // open count, a service with no such destination does not serve, and a
 // VIP that answers UDP but resets TCP would break truncated answers, so
-// one service short is enough to say no. A VIP that serves while its pool
-// fails open or is below its min_healthy is Degraded.
+// one service short is enough to say no (the VIP is then Partial when
+// another of its services still has a destination taking traffic). A
+// VIP that serves while its pool fails open or is below its min_healthy
+// is Degraded.
 func VIPVerdicts(cfg *configs.Config, applied vip.Table, plan resolvers.Plan, dryRun bool) []hub.Verdict {
 	out := make([]hub.Verdict, 0, len(cfg.VIPs))
 	failOpen, below := map[string]bool{}, map[string]bool{}
@@ -51,6 +53,7 @@ func VIPVerdicts(cfg *configs.Config, applied vip.Table, plan resolvers.Plan, dr
 			}
 		}
 		verdict.Serving = len(short) == 0 && len(parts) > 0
+		verdict.Partial = !verdict.Serving && len(short) < len(parts)
 		switch {
 		case verdict.Serving:
 			verdict.Reason = "serving: " + strings.Join(parts, ", ")

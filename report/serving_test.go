@@ -12,8 +12,8 @@ import (
 
 // TestVIPVerdicts: a VIP serves when every one of its services has a
 // destination of weight above 0 (members held by a pool failing open
-// count, and make it degraded); one service without is enough to say no;
-// in a dry run none serves.
+// count, and make it degraded); one service without is enough to say no
+// (partial while another still takes traffic); in a dry run none serves.
 func TestVIPVerdicts(t *testing.T) {
 	v4 := netip.MustParseAddr("192.0.2.53")
 	cfg := &configs.Config{VIPs: []configs.VIP{{Name: "v4", Addr: v4, Ports: []int{53}, Protocols: []string{"udp", "tcp"}, Pool: "main"}}}
@@ -34,14 +34,16 @@ func TestVIPVerdicts(t *testing.T) {
 		plan              resolvers.Plan
 		dryRun            bool
 		serving, degraded bool
+		partial           bool
 		reason            string
 	}{
-		{"both services take traffic", table(100, 100), plan(false, 2), false, true, false, "serving: udp/53 1 of 2 destinations taking traffic, tcp/53 1 of 1"},
-		{"tcp without a destination", table(100, 0), plan(false, 2), false, false, false, "not serving: no destination taking traffic on tcp/53 (pool main)"},
-		{"no service at all", vip.Table{}, plan(false, 0), false, false, false, "not serving: no destination taking traffic on udp/53, tcp/53"},
-		{"failing open", table(100, 100), plan(true, 0), false, true, true, "(degraded: pool main failing open)"},
-		{"below min_healthy", table(100, 100), plan(false, 0), false, true, true, "(degraded: pool main below its min_healthy)"},
-		{"dry run", table(100, 100), plan(false, 2), true, false, false, "dry run: the IPVS table is computed, not applied"},
+		{"both services take traffic", table(100, 100), plan(false, 2), false, true, false, false, "serving: udp/53 1 of 2 destinations taking traffic, tcp/53 1 of 1"},
+		{"tcp without a destination", table(100, 0), plan(false, 2), false, false, false, true, "not serving: no destination taking traffic on tcp/53 (pool main)"},
+		{"no destination taking traffic", table(0, 0), plan(false, 0), false, false, false, false, "not serving: no destination taking traffic on udp/53, tcp/53"},
+		{"no service at all", vip.Table{}, plan(false, 0), false, false, false, false, "not serving: no destination taking traffic on udp/53, tcp/53"},
+		{"failing open", table(100, 100), plan(true, 0), false, true, true, false, "(degraded: pool main failing open)"},
+		{"below min_healthy", table(100, 100), plan(false, 0), false, true, true, false, "(degraded: pool main below its min_healthy)"},
+		{"dry run", table(100, 100), plan(false, 2), true, false, false, false, "dry run: the IPVS table is computed, not applied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := VIPVerdicts(cfg, tc.table, tc.plan, tc.dryRun)
@@ -49,8 +51,8 @@ func TestVIPVerdicts(t *testing.T) {
 				t.Fatalf("verdicts %+v, want one of v4", got)
 			}
 			v := got[0]
-			if v.Serving != tc.serving || v.Degraded != tc.degraded || !strings.Contains(v.Reason, tc.reason) {
-				t.Errorf("serving %v degraded %v %q; want %v %v containing %q", v.Serving, v.Degraded, v.Reason, tc.serving, tc.degraded, tc.reason)
+			if v.Serving != tc.serving || v.Degraded != tc.degraded || v.Partial != tc.partial || !strings.Contains(v.Reason, tc.reason) {
+				t.Errorf("serving %v degraded %v partial %v %q; want %v %v %v containing %q", v.Serving, v.Degraded, v.Partial, v.Reason, tc.serving, tc.degraded, tc.partial, tc.reason)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/buildinfo"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/prefetch"
 	"lbdns/resolvers"
 	"lbdns/vip"
@@ -41,8 +42,8 @@ type Input struct {
 	// members' health is evaluated from it (nil: none known).
 	Monitor map[monitor.Key]monitor.TargetStatus
 	// Identities are the resolvers' identification answers by resolver
-	// name (resolvers.Identifier); nil when none.
-	Identities map[string]resolvers.Identity
+	// name (identify.Identifier); nil when none.
+	Identities map[string]identify.Identity
 	// Overrides are the operator overrides in force, orphaned ones
 	// included and flagged, in the order they are listed.
 	Overrides []control.Override

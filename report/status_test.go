@@ -13,6 +13,7 @@ import (
 	"lbdns/health"
 	"lbdns/internal/buildinfo"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 	"lbdns/probes"
 	"lbdns/resolvers"
 	"lbdns/vip"
@@ -141,7 +142,7 @@ func testInput(t *testing.T) Input {
 			ts, ok := targets[resolvers.TargetKey{Resolver: r, Check: c}.String()]
 			return ts, ok
 		},
-		Identities: map[string]resolvers.Identity{"a": {Version: "9.18.28-1~deb12u2-Debian", Vendor: "bind"}},
+		Identities: map[string]identify.Identity{"a": {Version: "9.18.28-1~deb12u2-Debian", Vendor: "bind"}},
 		Overrides: []control.Override{
 			{Resolver: "b", VIP: "v2", Action: control.ActionDrain, Reason: "b on v2 only", Set: t0},
 			{Resolver: "c", Action: control.ActionDrain, Reason: "wrong action"},

@@ -10,6 +10,7 @@ import (
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 )
 
 // MonitorKind is the monitor.Key.Kind of the health targets of resolvers.
@@ -75,9 +76,9 @@ func Targets(cfg *configs.Config, build BuildChecker) ([]monitor.Target, error) 
 // member whose check is of kind dns with identify on, once, with the
 // timeout of the first such check and its interval as the spread of the
 // first tries.
-func IdentifyTargets(cfg *configs.Config) []IdentifyTarget {
+func IdentifyTargets(cfg *configs.Config) []identify.Target {
 	seen := map[string]bool{}
-	var out []IdentifyTarget
+	var out []identify.Target
 	for i := range cfg.Pools {
 		p := &cfg.Pools[i]
 		chk := cfg.Checks[p.Check]
@@ -90,7 +91,7 @@ func IdentifyTargets(cfg *configs.Config) []IdentifyTarget {
 				continue
 			}
 			seen[name] = true
-			out = append(out, IdentifyTarget{Resolver: name, Addr: r.AddrPort, Vendor: r.Vendor,
+			out = append(out, identify.Target{Resolver: name, Addr: r.AddrPort, Vendor: r.Vendor,
 				Timeout: chk.Timeout.Duration, Spread: chk.Interval.Duration})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"lbdns/configs"
 	"lbdns/health"
 	"lbdns/monitor"
+	"lbdns/monitor/identify"
 )
 
 // targetsConfig has bind-1 in two pools under check rec (one target),
@@ -194,7 +195,7 @@ func TestTargetsBuildError(t *testing.T) {
 // members only under a check with identify = false are left out.
 func TestIdentifyTargets(t *testing.T) {
 	got := IdentifyTargets(parseTargetsConfig(t))
-	want := []IdentifyTarget{
+	want := []identify.Target{
 		{Resolver: "bind-1", Addr: netip.MustParseAddrPort("127.0.0.1:5301"), Vendor: "bind", Timeout: 500 * time.Millisecond, Spread: 2 * time.Second},
 		{Resolver: "unbound-1", Addr: netip.MustParseAddrPort("127.0.0.1:5302"), Vendor: "unbound", Timeout: 500 * time.Millisecond, Spread: 2 * time.Second},
 	}

@@ -180,28 +180,6 @@ func Diff(current, desired Table, owned func(ServiceKey) bool) []Op {
 	return ops
 }
 
-// Apply returns the table that results from applying ops to t, in order. It
-// is pure: t is not modified, and the result shares no map with t that an op
-// changed (untouched services are shared, so treat the result as read-only
-// or Clone it). Creating what exists updates it; deleting what is absent and
-// destination ops on a missing service are ignored.
-func Apply(t Table, ops []Op) Table {
-	out := make(Table, len(t))
-	for k, s := range t {
-		out[k] = s
-	}
-	copied := make(map[ServiceKey]bool)
-	for _, op := range ops {
-		key := op.Service.Key
-		if s, ok := out[key]; ok && !copied[key] {
-			out[key] = s.Clone()
-		}
-		copied[key] = true
-		applyOp(out, op)
-	}
-	return out
-}
-
 // applyOp applies op to t in place. Destination maps reached from t are
 // modified, so t must own them.
 func applyOp(t Table, op Op) {

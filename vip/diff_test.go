@@ -159,7 +159,7 @@ func TestDiffDoesNotModifyInputs(t *testing.T) {
 	if !tablesEqual(cur, c0) || !tablesEqual(des, d0) {
 		t.Fatal("Diff modified its inputs")
 	}
-	out := Apply(cur, ops)
+	out := apply(cur, ops)
 	if !tablesEqual(cur, c0) {
 		t.Fatal("Apply modified its input")
 	}
@@ -266,7 +266,7 @@ func TestDiffApplyProperty(t *testing.T) {
 		c0, d0 := cur.Clone(), des.Clone()
 
 		ops := Diff(cur, des, owned)
-		got := Apply(cur, ops)
+		got := apply(cur, ops)
 
 		if !tablesEqual(cur, c0) || !tablesEqual(des, d0) {
 			t.Fatalf("iteration %d: inputs modified", i)
@@ -366,4 +366,26 @@ func BenchmarkDiff2000x20OneChange(b *testing.B) {
 			b.Fatalf("got %d ops, want 1", len(ops))
 		}
 	}
+}
+
+// apply returns the table that results from applying ops to t, in order. It
+// is pure: t is not modified, and the result shares no map with t that an op
+// changed (untouched services are shared, so treat the result as read-only
+// or Clone it). Creating what exists updates it; deleting what is absent and
+// destination ops on a missing service are ignored.
+func apply(t Table, ops []Op) Table {
+	out := make(Table, len(t))
+	for k, s := range t {
+		out[k] = s
+	}
+	copied := make(map[ServiceKey]bool)
+	for _, op := range ops {
+		key := op.Service.Key
+		if s, ok := out[key]; ok && !copied[key] {
+			out[key] = s.Clone()
+		}
+		copied[key] = true
+		applyOp(out, op)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"lbdns/configs"
 	"lbdns/hub"
 	"lbdns/internal/bird"
+	"lbdns/internal/ecmp"
 )
 
 const (
@@ -28,6 +29,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := ecmp.SpeakerMain(); ok {
+		os.Exit(code)
+	}
 	if peer := os.Getenv(helperPeer); peer != "" {
 		spk := announce.NewGoBGP(nil)
 		ctx := context.Background()
@@ -81,16 +85,7 @@ func TestVerdictToWithdrawal(t *testing.T) {
 	r := bird.Start(t, bird.Options{AS: routerAS, PeerAS: ourAS})
 	h := hub.New(func() hub.Facts { return nil })
 	h.Config.Publish(speakerConfig(r.Host().RootAddrV4(), r.Host().AddrV4(), false))
-	a := announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 5*time.Second)
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	ecmp.RunAnnouncer(t, announce.New(announce.Options{Hub: h, Speaker: announce.NewGoBGP(nil)}))
 	r.Established()
 	v := func(serving bool) []hub.Verdict {
 		return []hub.Verdict{{Name: "v1", Addr: netip.MustParseAddr("192.0.2.53"), Serving: serving}}

@@ -169,13 +169,13 @@ func startResponder(b *testing.B) {
 // BenchmarkProbeEngine runs the monitor with the real DNS probe against
 // 5,000 loopback targets at a 1 s interval, without the daemon above it.
 // One op is 5,000 probes (about one second). The CPU figures include the
-// in-process responder. "fresh" are checkers without a DNSProber (a new
-// socket per probe), "reuse" with one (one idle socket kept per target).
-// Every
-// target is probed once before the clock starts (steady state).
+// in-process responder. "fresh" are checkers without a DNSProber (a
+// goroutine and a new socket per probe), "engine" with one (its batch
+// engine: shared sockets, sendmmsg/recvmmsg). Every target is probed
+// once before the clock starts (steady state).
 func BenchmarkProbeEngine(b *testing.B) {
 	b.Run("fresh", func(b *testing.B) { benchProbeEngine(b, probes.Deps{}) })
-	b.Run("reuse", func(b *testing.B) {
+	b.Run("engine", func(b *testing.B) {
 		p := probes.NewDNSProber()
 		defer func() {
 			if err := p.Close(); err != nil {

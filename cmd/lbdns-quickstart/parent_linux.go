@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // dieWithParent asks the kernel to send SIGTERM to this process when its
@@ -12,9 +14,8 @@ func dieWithParent() { dieWithParentSignal(syscall.SIGTERM) }
 
 // dieWithParentSignal is dieWithParent with the signal sig.
 func dieWithParentSignal(sig syscall.Signal) {
-	const prSetPdeathsig = 1
 	ppid := os.Getppid()
-	syscall.RawSyscall(syscall.SYS_PRCTL, prSetPdeathsig, uintptr(sig), 0)
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0)
 	if os.Getppid() != ppid {
 		syscall.Kill(os.Getpid(), sig)
 	}

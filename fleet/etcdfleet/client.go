@@ -1,7 +1,8 @@
 // Package etcdfleet is the etcd edge of a fleet of LB hosts: the
 // connection (TLS with a client certificate, always verified), the
 // operator intent shared through etcd (an intent.Store), and the nodes'
-// heartbeats held under their leases with the reader of the fleet view.
+// heartbeats held under their leases with the reader and the watcher
+// (WatchNodes) of the fleet view.
 //
 // Keys, all under the [fleet] prefix P:
 //

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/netip"
 	"slices"
@@ -130,25 +129,6 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 		}
 	}
 	return canonical(p)
-}
-
-// AddList adds every prefix of a prefix list read from r, each with
-// labels: one prefix (or address) per line, '#' starts a comment, blank
-// lines are skipped. An error names the list (name) and the line.
-func (b *Builder) AddList(r io.Reader, name string, labels map[string]string) error {
-	id, err := b.Labels(labels)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	es, err := parseList(data, name, id)
-	if err != nil {
-		return err
-	}
-	return b.addEntries(es, name)
 }
 
 // addEntries adds the entries of a parsed list (name) in their order.

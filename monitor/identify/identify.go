@@ -1,4 +1,11 @@
-package resolvers
+// Package identify learns the product behind each resolver back end
+// (vendor identification: CHAOS TXT version.bind, asked through an
+// injected function) on a schedule of its own beside the health
+// monitor's: each target has its goroutine and timer, the first try
+// spread over a window, then one per period, a failed try repeated
+// sooner. It knows no configuration; package resolvers lists the
+// targets (IdentifyTargets) and the daemon runs it.
+package identify
 
 import (
 	"context"
@@ -12,20 +19,20 @@ import (
 	"time"
 )
 
-// DefaultIdentifyEvery is how often a back end's identity is asked again
-// when IdentifierOptions.Every is zero.
-const DefaultIdentifyEvery = 10 * time.Minute
+// DefaultEvery is how often a back end's identity is asked again
+// when Options.Every is zero.
+const DefaultEvery = 10 * time.Minute
 
-// DefaultIdentifyRetry is how soon a failed identification is tried again
-// when IdentifierOptions.Retry is zero (never later than Every).
-const DefaultIdentifyRetry = 30 * time.Second
+// DefaultRetry is how soon a failed identification is tried again
+// when Options.Retry is zero (never later than Every).
+const DefaultRetry = 30 * time.Second
 
-// ErrIdentifierRunning is returned by Identifier.Run when it is already
+// ErrRunning is returned by Identifier.Run when it is already
 // running.
-var ErrIdentifierRunning = errors.New("resolvers: identifier already running")
+var ErrRunning = errors.New("identify: identifier already running")
 
-// IdentifyTarget is one back end to identify.
-type IdentifyTarget struct {
+// Target is one back end to identify.
+type Target struct {
 	// Resolver is the resolver's name; unique within one Update.
 	Resolver string
 	// Addr is where the question goes.
@@ -52,8 +59,8 @@ type Identity struct {
 	At time.Time
 }
 
-// IdentifierOptions configure an Identifier. Identify is required.
-type IdentifierOptions struct {
+// Options configure an Identifier. Identify is required.
+type Options struct {
 	// Identify asks a back end who it is (probes.Identify: CHAOS TXT
 	// version.bind). Required.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
@@ -81,10 +88,10 @@ type IdentifierOptions struct {
 // Identifier learns the product of each back end (vendor identification),
 // beside the health monitor and never in its way: each target has its own
 // goroutine and timer. The first try comes at start (spread over
-// IdentifyTarget.Spread), then one every Every; a try the back end did not
+// Target.Spread), then one every Every; a try the back end did not
 // answer is repeated after Retry instead.
 type Identifier struct {
-	opts IdentifierOptions
+	opts Options
 	log  *slog.Logger
 
 	mu      sync.Mutex
@@ -96,7 +103,7 @@ type Identifier struct {
 
 // identTarget is the Identifier's state of one target.
 type identTarget struct {
-	IdentifyTarget
+	Target
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -110,8 +117,8 @@ type identTarget struct {
 	failing string
 }
 
-// NewIdentifier returns an Identifier with no targets.
-func NewIdentifier(opts IdentifierOptions) *Identifier {
+// New returns an Identifier with no targets.
+func New(opts Options) *Identifier {
 	if opts.Answered == nil {
 		opts.Answered = func(error) bool { return false }
 	}
@@ -119,10 +126,10 @@ func NewIdentifier(opts IdentifierOptions) *Identifier {
 		opts.VendorOf = func(string) string { return "" }
 	}
 	if opts.Every <= 0 {
-		opts.Every = DefaultIdentifyEvery
+		opts.Every = DefaultEvery
 	}
 	if opts.Retry <= 0 {
-		opts.Retry = DefaultIdentifyRetry
+		opts.Retry = DefaultRetry
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -140,8 +147,8 @@ func NewIdentifier(opts IdentifierOptions) *Identifier {
 // stopped: Update waits until its goroutine exited. Targets with an empty
 // or duplicate name, no identify function, or a non-positive timeout are
 // logged and skipped.
-func (i *Identifier) Update(targets []IdentifyTarget) {
-	want := make(map[string]IdentifyTarget, len(targets))
+func (i *Identifier) Update(targets []Target) {
+	want := make(map[string]Target, len(targets))
 	for _, tg := range targets {
 		switch _, dup := want[tg.Resolver]; {
 		case tg.Resolver == "" || tg.Timeout <= 0 || i.opts.Identify == nil:
@@ -173,7 +180,7 @@ func (i *Identifier) Update(targets []IdentifyTarget) {
 		if _, ok := i.targets[name]; ok {
 			continue
 		}
-		t := &identTarget{IdentifyTarget: tg}
+		t := &identTarget{Target: tg}
 		i.targets[name] = t
 		if i.running {
 			i.startLocked(t)
@@ -186,13 +193,13 @@ func (i *Identifier) Update(targets []IdentifyTarget) {
 }
 
 // Run identifies the targets until ctx is done, then returns nil after
-// every target goroutine exited (or ErrIdentifierRunning at once when
+// every target goroutine exited (or ErrRunning at once when
 // already running). Identities are kept, so Run may be called again.
 func (i *Identifier) Run(ctx context.Context) error {
 	i.mu.Lock()
 	if i.running {
 		i.mu.Unlock()
-		return ErrIdentifierRunning
+		return ErrRunning
 	}
 	i.running, i.runCtx = true, ctx
 	for _, t := range i.targets {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"lbdns/internal/mmsg"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -33,9 +35,6 @@ import (
 // each query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and
 // answer from it.
 
-// udpSockets is how many UDP sockets serve one listen address.
-func udpSockets() int { return 1 }
-
 // udpReaders is how many readers read one UDP socket: n, or by default
 // one per P of the Go runtime (GOMAXPROCS) but one, at least one. The P
 // left over keeps the runtime from finding every P parked in recvmmsg:
@@ -44,7 +43,8 @@ func udpSockets() int { return 1 }
 // On the 2-CPU benchmark host, one reader with a P to spare answered at
 // 3.2-4.1 us of CPU per query where two readers (with or without a spare
 // P) took 4.8-6.5 us, and one reader without one 3.4-4.9 us
-// (bench/README.md).
+// (bench/README.md, "2026-11-30 (session 16): the reply cache, one
+// reader with a P to spare").
 func udpReaders(n int) int {
 	if n > 0 {
 		return n
@@ -82,11 +82,8 @@ func listenUDP(ap netip.AddrPort) (*udpSocket, error) {
 		return nil, fmt.Errorf("server: listen udp %s: getsockname: %w", ap, err)
 	}
 	local := ap
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		local = netip.AddrPortFrom(ap.Addr(), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		local = netip.AddrPortFrom(ap.Addr(), uint16(sa.Port))
+	if bound, ok := mmsg.FromSockaddr(sa); ok {
+		local = netip.AddrPortFrom(ap.Addr(), bound.Port())
 	}
 	return &udpSocket{local: local, fd: fd, done: make(chan struct{})}, nil
 }

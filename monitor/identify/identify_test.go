@@ -1,4 +1,4 @@
-package resolvers
+package identify
 
 import (
 	"bytes"
@@ -67,13 +67,13 @@ func TestIdentifierSchedule(t *testing.T) {
 				return "", errors.New("timeout after 1s")
 			}
 		}
-		id := NewIdentifier(IdentifierOptions{
+		id := New(Options{
 			Identify: identify,
 			Answered: func(err error) bool { return errors.Is(err, errNoVersion) },
 			VendorOf: func(v string) string { return strings.Fields(v)[0] },
 			Every:    10 * time.Minute, Retry: 30 * time.Second,
 		})
-		id.Update([]IdentifyTarget{
+		id.Update([]Target{
 			{Resolver: "a", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second},
 			{Resolver: "knot", Addr: identAddr(2), Vendor: "knot", Timeout: time.Second},
 			{Resolver: "bind", Addr: identAddr(3), Vendor: "bind", Timeout: time.Second},
@@ -115,7 +115,7 @@ func TestIdentifierNeverWaitsForOthers(t *testing.T) {
 		var mu sync.Mutex
 		at := map[netip.AddrPort]time.Duration{}
 		t0 := time.Now()
-		id := NewIdentifier(IdentifierOptions{Identify: func(ctx context.Context, a netip.AddrPort) (string, error) {
+		id := New(Options{Identify: func(ctx context.Context, a netip.AddrPort) (string, error) {
 			if a == identAddr(1) {
 				<-ctx.Done()
 				return "", ctx.Err()
@@ -125,7 +125,7 @@ func TestIdentifierNeverWaitsForOthers(t *testing.T) {
 			mu.Unlock()
 			return "unbound 1.17.1", nil
 		}})
-		id.Update([]IdentifyTarget{
+		id.Update([]Target{
 			{Resolver: "slow", Addr: identAddr(1), Timeout: time.Minute},
 			{Resolver: "fast", Addr: identAddr(2), Timeout: time.Minute},
 		})
@@ -147,13 +147,13 @@ func TestIdentifierLogsNewIdentity(t *testing.T) {
 		var buf bytes.Buffer
 		var mu sync.Mutex
 		log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
-		id := NewIdentifier(IdentifierOptions{
+		id := New(Options{
 			Identify: func(context.Context, netip.AddrPort) (string, error) { return "unbound 1.17.1", nil },
 			VendorOf: func(v string) string { return strings.Fields(v)[0] },
 			Every:    time.Minute,
 			Logger:   log,
 		})
-		id.Update([]IdentifyTarget{
+		id.Update([]Target{
 			{Resolver: "ok", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second},
 			{Resolver: "wrong", Addr: identAddr(2), Vendor: "bind", Timeout: time.Second},
 		})
@@ -176,10 +176,10 @@ func TestIdentifierLogsNewIdentity(t *testing.T) {
 // address starts again; a removed target is forgotten.
 func TestIdentifierUpdate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		id := NewIdentifier(IdentifierOptions{Identify: func(_ context.Context, a netip.AddrPort) (string, error) {
+		id := New(Options{Identify: func(_ context.Context, a netip.AddrPort) (string, error) {
 			return "v" + a.Addr().String(), nil
 		}})
-		id.Update([]IdentifyTarget{
+		id.Update([]Target{
 			{Resolver: "keep", Addr: identAddr(1), Timeout: time.Second},
 			{Resolver: "move", Addr: identAddr(2), Timeout: time.Second},
 			{Resolver: "gone", Addr: identAddr(3), Timeout: time.Second},
@@ -188,7 +188,7 @@ func TestIdentifierUpdate(t *testing.T) {
 		})
 		runIdentifier(t, id)
 		synctest.Wait()
-		id.Update([]IdentifyTarget{
+		id.Update([]Target{
 			{Resolver: "keep", Addr: identAddr(1), Timeout: 2 * time.Second},
 			{Resolver: "move", Addr: identAddr(9), Timeout: time.Second, Spread: time.Hour},
 		})
@@ -223,7 +223,7 @@ func TestIdentifierLogsFailureOnce(t *testing.T) {
 		var n int
 		var nmu sync.Mutex
 		refused := &net.OpError{Op: "read", Net: "udp", Err: syscall.ECONNREFUSED}
-		id := NewIdentifier(identifyOptions(func(context.Context, netip.AddrPort) (string, error) {
+		id := New(identifyOptions(func(context.Context, netip.AddrPort) (string, error) {
 			nmu.Lock()
 			defer nmu.Unlock()
 			n++
@@ -238,7 +238,7 @@ func TestIdentifierLogsFailureOnce(t *testing.T) {
 				return "", fmt.Errorf("read udp 127.0.0.1:%d->127.0.0.1:53: %w", 40000+n, refused)
 			}
 		}, log))
-		id.Update([]IdentifyTarget{{Resolver: "r", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second}})
+		id.Update([]Target{{Resolver: "r", Addr: identAddr(1), Vendor: "unbound", Timeout: time.Second}})
 		runIdentifier(t, id)
 		time.Sleep(7*30*time.Second + 10*time.Minute + 3*30*time.Second)
 		synctest.Wait()
@@ -263,7 +263,7 @@ func TestIdentifierLogsFailureOnce(t *testing.T) {
 
 // identifyOptions returns the options of an Identifier asking with
 // identify, every 10 minutes, retrying after 30 s, logging to log.
-func identifyOptions(identify func(context.Context, netip.AddrPort) (string, error), log *slog.Logger) IdentifierOptions {
-	return IdentifierOptions{Identify: identify, Every: 10 * time.Minute, Retry: 30 * time.Second, Logger: log,
+func identifyOptions(identify func(context.Context, netip.AddrPort) (string, error), log *slog.Logger) Options {
+	return Options{Identify: identify, Every: 10 * time.Minute, Retry: 30 * time.Second, Logger: log,
 		VendorOf: func(v string) string { return strings.Fields(v)[0] }}
 }

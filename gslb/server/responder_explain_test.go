@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -106,8 +105,8 @@ func TestResponderExplain(t *testing.T) {
 	defer r.Stop(context.Background())
 	ctx := context.Background()
 
-	if _, err := r.Explain(ctx, control.GSLBExplainRequest{Name: "www.gslb.test"}); code(err) != http.StatusServiceUnavailable {
-		t.Errorf("before the first update: %v, want 503", err)
+	if _, err := r.Explain(ctx, control.GSLBExplainRequest{Name: "www.gslb.test"}); kind(err) != control.Unavailable {
+		t.Errorf("before the first update: %v, want Unavailable", err)
 	}
 	cfg := explainConfig(t, false)
 	if err := r.Update(cfg, gslb.Evaluate(cfg, states(health.Up, health.Up), clock)); err != nil {
@@ -185,37 +184,37 @@ func TestResponderExplain(t *testing.T) {
 
 	for _, tc := range []struct {
 		req  control.GSLBExplainRequest
-		code int
+		kind control.RefusalKind
 		want string
 	}{
-		{control.GSLBExplainRequest{Name: "www.example.org"}, http.StatusNotFound, "www.example.org. is in no GSLB zone (zones: gslb.test.)"},
-		{control.GSLBExplainRequest{Name: "nope.gslb.test"}, http.StatusNotFound, "no such name: nope.gslb.test. (the responder answers NXDOMAIN)"},
-		{control.GSLBExplainRequest{Name: "www.gslb.test", Type: "BOGUS"}, http.StatusBadRequest, "type: want A, AAAA or another query type, not BOGUS"},
-		{control.GSLBExplainRequest{Name: "www.gslb.test", Client: "1.2.3"}, http.StatusBadRequest, "client: want an IP address, not 1.2.3"},
-		{control.GSLBExplainRequest{Name: "www.gslb.test", ECS: "1.2.3.4/33"}, http.StatusBadRequest, "ecs: want a prefix"},
+		{control.GSLBExplainRequest{Name: "www.example.org"}, control.NotFound, "www.example.org. is in no GSLB zone (zones: gslb.test.)"},
+		{control.GSLBExplainRequest{Name: "nope.gslb.test"}, control.NotFound, "no such name: nope.gslb.test. (the responder answers NXDOMAIN)"},
+		{control.GSLBExplainRequest{Name: "www.gslb.test", Type: "BOGUS"}, control.Malformed, "type: want A, AAAA or another query type, not BOGUS"},
+		{control.GSLBExplainRequest{Name: "www.gslb.test", Client: "1.2.3"}, control.Malformed, "client: want an IP address, not 1.2.3"},
+		{control.GSLBExplainRequest{Name: "www.gslb.test", ECS: "1.2.3.4/33"}, control.Malformed, "ecs: want a prefix"},
 	} {
 		_, err := r.Explain(ctx, tc.req)
-		var ce *control.Error
-		if !errors.As(err, &ce) || ce.Code != tc.code || !strings.Contains(ce.Message, tc.want) {
-			t.Errorf("Explain(%+v) = %v; want %d %q", tc.req, err, tc.code, tc.want)
+		var re *control.Refusal
+		if !errors.As(err, &re) || re.Kind != tc.kind || !strings.Contains(re.Message, tc.want) {
+			t.Errorf("Explain(%+v) = %v; want kind %d %q", tc.req, err, tc.kind, tc.want)
 		}
 	}
 
-	// Off: a clear 503.
+	// Off: a clear Unavailable.
 	off := explainConfig(t, true)
 	_ = r.Update(off, gslb.Evaluate(off, nil, clock))
 	_, err = r.Explain(ctx, control.GSLBExplainRequest{Name: "www.gslb.test"})
-	var ce *control.Error
-	if !errors.As(err, &ce) || ce.Code != http.StatusServiceUnavailable || ce.Message != "the GSLB responder is off (gslb.server.listen is empty)" {
+	var re *control.Refusal
+	if !errors.As(err, &re) || re.Kind != control.Unavailable || re.Message != "the GSLB responder is off (gslb.server.listen is empty)" {
 		t.Errorf("off: %v", err)
 	}
 }
 
-// code is the HTTP status of a *control.Error, 0 otherwise.
-func code(err error) int {
-	var ce *control.Error
-	if errors.As(err, &ce) {
-		return ce.Code
+// kind is the kind of a *control.Refusal, 0 otherwise.
+func kind(err error) control.RefusalKind {
+	var re *control.Refusal
+	if errors.As(err, &re) {
+		return re.Kind
 	}
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/internal/dnswire"
 	"lbdns/internal/splitmix"
 )
 
@@ -146,8 +147,8 @@ func newCacheQuery(query []byte) (q cacheQuery, ok bool) {
 	if be.Uint16(query[4:]) != 1 || be.Uint16(query[6:]) != 0 || be.Uint16(query[8:]) != 0 || be.Uint16(query[10:]) != 1 {
 		return q, true // no OPT record where one looks: the key is all of it
 	}
-	off := skipName(query, 12)
-	if off < 0 || off+4+11 > len(query) {
+	off, named := dnswire.SkipName(query, 12)
+	if !named || off+4+11 > len(query) {
 		return q, true
 	}
 	off += 4

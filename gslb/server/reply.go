@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"lbdns/internal/dnswire"
+
 	"github.com/miekg/dns"
 )
 
@@ -125,7 +127,8 @@ func dropCutQuestion(b []byte) []byte {
 	}
 	off := 12
 	for range int(binary.BigEndian.Uint16(b[4:])) {
-		if off = skipName(b, off); off < 0 {
+		var ok bool
+		if off, ok = dnswire.SkipName(b, off); !ok {
 			return b // miekg/dns cannot unpack it: FORMERR
 		}
 		if off+4 > len(b) {

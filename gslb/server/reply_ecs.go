@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 
+	"lbdns/internal/dnswire"
+
 	"github.com/miekg/dns"
 )
 
@@ -35,13 +37,15 @@ func markECS(b []byte) {
 	ar := int(binary.BigEndian.Uint16(b[10:]))
 	off := 12
 	for range qd {
-		if off = skipName(b, off); off < 0 || off+4 > len(b) {
+		var ok bool
+		if off, ok = dnswire.SkipName(b, off); !ok || off+4 > len(b) {
 			return
 		}
 		off += 4
 	}
 	for i := range rrs + ar {
-		if off = skipName(b, off); off < 0 || off+10 > len(b) {
+		var ok bool
+		if off, ok = dnswire.SkipName(b, off); !ok || off+10 > len(b) {
 			return
 		}
 		typ := binary.BigEndian.Uint16(b[off:])
@@ -64,27 +68,6 @@ func markECS(b []byte) {
 		}
 		off = end
 	}
-}
-
-// skipName returns the offset just past the domain name at off in b, or
-// -1 when it runs past b or uses a reserved label type.
-func skipName(b []byte, off int) int {
-	for off < len(b) {
-		c := int(b[off])
-		switch {
-		case c == 0:
-			return off + 1
-		case c&0xC0 == 0xC0:
-			if off+2 > len(b) {
-				return -1
-			}
-			return off + 2
-		case c&0xC0 != 0:
-			return -1
-		}
-		off += 1 + c
-	}
-	return -1
 }
 
 // ecs is a Client Subnet option of a query, checked.
