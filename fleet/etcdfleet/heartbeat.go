@@ -50,6 +50,9 @@ type Heartbeater struct {
 	// votes are this node's votes, by member, written again under
 	// every new lease.
 	votes map[string]fleet.Vote
+	// unwritten are the votes whose last write failed: written again
+	// by the next Vote on them, even unchanged.
+	unwritten map[string]bool
 	// lease is the lease in force (0 while none).
 	lease atomic.Int64
 
@@ -79,7 +82,7 @@ func StartHeartbeat(ctx context.Context, cli *clientv3.Client, opts HeartbeatOpt
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{}), votes: map[string]fleet.Vote{}}
+	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{}), votes: map[string]fleet.Vote{}, unwritten: map[string]bool{}}
 	sess, err := h.session(ctx)
 	if err != nil {
 		return nil, err
@@ -259,19 +262,33 @@ func (h *Heartbeater) Vote(ctx context.Context, member string, up bool) error {
 	return err
 }
 
-// VoteChanged is Vote, also saying whether the vote was new (and so
-// written).
+// VoteChanged is Vote, also saying whether the vote was written (new,
+// or its last write failed). A vote whose write fails is written again
+// by the next Vote on it.
 func (h *Heartbeater) VoteChanged(ctx context.Context, member string, up bool) (bool, error) {
 	hb := h.content()
 	h.mu.Lock()
-	if prev, ok := h.votes[member]; ok && prev.Up == up {
+	v, ok := h.votes[member]
+	switch {
+	case ok && v.Up == up && !h.unwritten[member]:
 		h.mu.Unlock()
 		return false, nil
+	case !ok || v.Up != up:
+		v = fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
+		h.votes[member] = v
 	}
-	v := fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
-	h.votes[member] = v
 	h.mu.Unlock()
-	return true, h.putVote(ctx, member, v)
+	err := h.putVote(ctx, member, v)
+	h.mu.Lock()
+	if cur, ok := h.votes[member]; ok && cur == v { // not replaced or withdrawn meanwhile
+		if err != nil {
+			h.unwritten[member] = true
+		} else {
+			delete(h.unwritten, member)
+		}
+	}
+	h.mu.Unlock()
+	return true, err
 }
 
 func (h *Heartbeater) putVote(ctx context.Context, member string, v fleet.Vote) error {
@@ -295,6 +312,11 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 		if err := h.putVote(ctx, m, v); err != nil {
 			return err
 		}
+		h.mu.Lock()
+		if h.votes[m] == v {
+			delete(h.unwritten, m)
+		}
+		h.mu.Unlock()
 	}
 	return nil
 }
@@ -305,6 +327,7 @@ func (h *Heartbeater) Unvote(ctx context.Context, member string) (bool, error) {
 	h.mu.Lock()
 	v, ok := h.votes[member]
 	delete(h.votes, member)
+	delete(h.unwritten, member)
 	h.mu.Unlock()
 	if !ok {
 		return false, nil
@@ -327,7 +350,7 @@ func (h *Heartbeater) Voted() int {
 func (h *Heartbeater) Withdraw(ctx context.Context) error {
 	h.mu.Lock()
 	votes := h.votes
-	h.votes = map[string]fleet.Vote{}
+	h.votes, h.unwritten = map[string]fleet.Vote{}, map[string]bool{}
 	h.mu.Unlock()
 	for m, v := range votes {
 		if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, m, v.Prober)); err != nil {
