@@ -338,24 +338,24 @@ func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *c
 	for _, p := range gslb.Evaluate(cfg, own, v.d.now()) {
 		for _, m := range p.Members {
 			key := memberKey(p.Name, m.Name)
-			if mine != nil && !mine[key] {
-				had, err := hb.Unvote(ctx, key)
-				if err != nil {
-					v.n.log.Warn("cannot delete a vote", "member", key, "err", err)
-				}
-				if had {
-					writes++
-				}
-				continue
-			}
-			if m.State == health.Unknown || m.State == health.Down && !fleet.DownConfirmed(canaryOK, m.Since) {
+			var wrote bool
+			var err error
+			switch {
+			case mine != nil && !mine[key]:
+				wrote, err = hb.Unvote(ctx, key)
+			case m.State == health.Unknown || m.State == health.Down && !fleet.DownConfirmed(canaryOK, m.Since):
 				continue // no verdict of its own yet, or its own network not confirmed
+			default:
+				wrote, err = hb.VoteChanged(ctx, key, m.State == health.Up)
 			}
-			changed, err := hb.VoteChanged(ctx, key, m.State == health.Up)
 			if err != nil {
-				v.n.log.Warn("cannot publish a vote", "member", key, "err", err)
+				// The next pass writes what is left (etcd slow or gone:
+				// one warning per pass, not one per member).
+				v.n.log.Warn("cannot write this node's votes; the next pass tries again", "member", key, "err", err)
+				v.addWrites(writes)
+				return
 			}
-			if changed {
+			if wrote {
 				writes++
 			}
 		}

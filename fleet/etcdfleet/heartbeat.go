@@ -322,19 +322,24 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 }
 
 // Unvote deletes this node's vote on member, if it has one (the member
-// is no longer assigned to it), and says whether it had one.
+// is no longer assigned to it), and says whether it had one. A delete
+// that fails keeps the vote, for the next Unvote to delete.
 func (h *Heartbeater) Unvote(ctx context.Context, member string) (bool, error) {
 	h.mu.Lock()
 	v, ok := h.votes[member]
-	delete(h.votes, member)
-	delete(h.unwritten, member)
 	h.mu.Unlock()
 	if !ok {
 		return false, nil
 	}
 	if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
-		return true, fmt.Errorf("fleet: delete vote: %w", err)
+		return false, fmt.Errorf("fleet: delete vote: %w", err)
 	}
+	h.mu.Lock()
+	if h.votes[member] == v { // not voted again meanwhile
+		delete(h.votes, member)
+		delete(h.unwritten, member)
+	}
+	h.mu.Unlock()
 	return true, nil
 }
 
