@@ -122,6 +122,8 @@ type decoder struct {
 	fleetOK                 bool
 	bgpRaw                  map[string]any // [bgp] (bgp.go)
 	bgpOK                   bool
+	floodRaw                map[string]any // [flood] (flood.go)
+	floodOK                 bool
 	actionsRaw              map[string]any // [actions] (actions.go)
 	actionsOK               bool
 	dnstapRaw               map[string]any // [dnstap] (dnstap.go)
@@ -142,7 +144,7 @@ type decoder struct {
 func (d *decoder) decode(raw map[string]any) {
 	sections := map[string]reflect.Type{
 		"daemon": nil, "ipvs": nil, "vip": nil, "pool": nil, "resolver": nil, "check": nil, "prefetch": nil, "gslb": nil, "fleet": nil,
-		"bgp": nil, "actions": nil, "dnstap": nil,
+		"bgp": nil, "flood": nil, "actions": nil, "dnstap": nil,
 	}
 	d.present = map[string]bool{}
 	for _, k := range sortedKeys(raw) {
@@ -176,6 +178,7 @@ func (d *decoder) decode(raw map[string]any) {
 	d.decodeGSLB(raw)
 	d.decodeFleet(raw)
 	d.decodeBGP(raw)
+	d.floodRaw, d.floodOK = d.table("flood", raw, &d.cfg.Flood)
 	d.decodeActions(raw)
 	d.decodeDnstap(raw)
 }

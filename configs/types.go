@@ -20,6 +20,8 @@ type Config struct {
 	// etcd; nil without [fleet] (the host is alone).
 	Fleet *Fleet `toml:"fleet"`
 	BGP   BGP    `toml:"bgp"` // the route announcer ([bgp], bgp.go)
+	// Flood is the flood alarms ([flood], flood.go).
+	Flood Flood `toml:"flood"`
 	// Actions are the client actions' settings ([actions], actions.go).
 	Actions Actions `toml:"actions"`
 	// Dnstap is the dnstap intake from the back-end resolvers; nil

@@ -130,6 +130,9 @@ func (d *decoder) validate() {
 	if d.bgpOK {
 		d.validateBGP()
 	}
+	if d.floodOK {
+		d.validateFlood()
+	}
 	if d.actionsOK {
 		d.validateActions()
 	}

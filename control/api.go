@@ -56,6 +56,9 @@ type Status struct {
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 	// BGP is the route announcer (bgp.go); absent without [bgp].
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Flood is the flood alarms (flood.go); absent when queries are not
+	// counted.
+	Flood *FloodStatus `json:"flood,omitempty"`
 	// Clients are the client actions (clients.go): blocks and limits in
 	// force and whether the kernel enforces them.
 	Clients *ClientsStatus `json:"clients,omitempty"`

@@ -50,6 +50,9 @@ type pageData struct {
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
 	BGP *bgpView
+	// Flood is the flood alarms (flood.go); nil when queries are not
+	// counted.
+	Flood *floodView
 	// Clients are the client actions (clients.go); nil when the daemon
 	// reports none.
 	Clients *clientsView
@@ -356,7 +359,8 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
-	p.BGP = buildBGP(st.BGP, now) // bgp.go
+	p.BGP = buildBGP(st.BGP, now)       // bgp.go
+	p.Flood = buildFlood(st.Flood, now) // flood.go
 	return p
 }
 

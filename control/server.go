@@ -77,6 +77,7 @@ func NewServer(opts ServerOptions) *Server {
 	var rt routes
 	rt.handle(http.MethodGet, APIPrefix+"/status", s.bounded(s.handleStatus))
 	rt.handle(http.MethodGet, APIPrefix+"/fleet", s.bounded(s.handleFleet))
+	rt.handle(http.MethodGet, APIPrefix+"/top", s.bounded(s.handleTop))
 	rt.handle(http.MethodPost, APIPrefix+"/overrides", s.bounded(s.handleOverride))
 	rt.handle(http.MethodPost, APIPrefix+"/gslb", s.bounded(s.handleGSLB))
 	rt.handle(http.MethodPost, APIPrefix+"/reload", s.bounded(s.handleReload))

@@ -149,6 +149,7 @@ type Daemon struct {
 	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
+	flood      *floodPart     // the flood alarms (flood.go); nil when off
 	clients    *clientsPart   // the client actions' enforcement (clients.go)
 	// plans counts the plans computed by reconcile.
 	plans int
@@ -288,7 +289,9 @@ func New(opts Options) (*Daemon, error) {
 		Logger:   d.log.With("component", "monitor"),
 	})
 	// Made here, not in Run, so that Status never races its assignment.
-	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now})
+	d.flood = newFlood(d, cfg)
+	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
+		Flood: d.flood.pipeline()})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
 	d.ident = identify.New(identify.Options{
@@ -480,6 +483,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	fleetDone := d.runFleet(mctx)
 	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
+	floodDone := d.runFlood(mctx)
 	dnstapDone := d.runDnstap(mctx)
 	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
 
@@ -509,6 +513,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-identDone
 			servers.Wait()
 			<-fleetDone
+			<-floodDone
 			<-dnstapDone
 			<-feedDone
 			<-servingDone
@@ -672,6 +677,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)
+	d.flood.configure(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }

@@ -129,7 +129,7 @@ func startOpts(t *testing.T, opts Options, fp *fakeProbe) *harness {
 
 // run runs d until the test ends (or h.stop); fp and client are the
 // probe and the IPVS client d was built with, for the test to reach.
-func run(t *testing.T, d *Daemon, fp *fakeProbe, client *vip.MemClient) *harness {
+func run(t testing.TB, d *Daemon, fp *fakeProbe, client *vip.MemClient) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{d: d, probe: fp, client: client, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()

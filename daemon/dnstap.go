@@ -11,6 +11,7 @@ import (
 	"lbdns/control"
 	"lbdns/dnstap"
 	"lbdns/dnstap/intake"
+	"lbdns/flood"
 )
 
 // dnstapStopTimeout bounds the close of the dnstap connections when
@@ -34,10 +35,7 @@ func (d *Daemon) newDnstap(cfg *configs.Config) (*intake.Server, error) {
 	if c == nil {
 		return nil, nil
 	}
-	var handle intake.Handler
-	if consumer := d.opts.Dnstap; consumer != nil {
-		handle = consumer.ObserveDnstap
-	}
+	handle := d.dnstapHandler()
 	srv, err := intake.New(intake.Config{
 		Unix: c.Unix, TCP: c.TCP, MaxConnections: c.MaxConnections, MaxFrame: c.MaxFrame,
 		HandshakeTimeout: c.HandshakeTimeout.Duration, Now: d.now,
@@ -49,6 +47,30 @@ func (d *Daemon) newDnstap(cfg *configs.Config) (*intake.Server, error) {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// dnstapHandler is what takes each client message of the intake: the
+// flood pipeline counts every CLIENT_QUERY (its client, name and type;
+// responses are not counted, so that a resolver sending both counts
+// each query once), and Options.Dnstap, when set, sees every message.
+// Nil when neither wants them.
+func (d *Daemon) dnstapHandler() intake.Handler {
+	consumer := d.opts.Dnstap
+	var fp *flood.Producer
+	if p := d.flood.pipeline(); p != nil {
+		fp = p.Producer(flood.SourceDnstap) // shared by the connections: safe for concurrent use
+	}
+	if consumer == nil && fp == nil {
+		return nil
+	}
+	return func(m *dnstap.Message) {
+		if fp != nil && m.Type == dnstap.ClientQuery {
+			fp.Add(flood.Query{Client: m.Client, Name: m.Name, Type: m.QType, Rcode: flood.NoRcode, Source: flood.SourceDnstap})
+		}
+		if consumer != nil {
+			consumer.ObserveDnstap(m)
+		}
+	}
 }
 
 // runDnstap serves the intake's connections until ctx is done, then

@@ -105,6 +105,18 @@ func TestDnstapIntake(t *testing.T) {
 	if n := counterValue(t, d.Registry(), "lbdns_dnstap_messages_total", "type", "client_query"); n != 3 {
 		t.Errorf("lbdns_dnstap_messages_total{type=client_query} = %v, want 3", n)
 	}
+	// The flood pipeline counted them too, under the dnstap source.
+	poll.Until(t, 5*time.Second, "the dnstap queries in the flood heavy hitters", func() (bool, string) {
+		rep, err := backend{d}.Top(context.Background(), "clients", 10*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]uint64{}
+		for _, e := range rep.Entries {
+			got[e.Key] = e.Count
+		}
+		return got["10.0.0.1"] == 2 && got["2001:db8::7"] == 1 && d.Flood().Counters().Queries["dnstap"] == 3, fmt.Sprint(got, d.Flood().Counters().Queries)
+	})
 	st, err = d.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 
 // freePort returns a port free on 127.0.0.1 for UDP and TCP (at the time
 // of asking).
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	for range 20 {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")

@@ -66,7 +66,7 @@ func manyNames(n int) string {
 }
 
 // askA returns the A addresses the responder at addr answers for name.
-func askA(t *testing.T, addr, name string) []string {
+func askA(t testing.TB, addr, name string) []string {
 	t.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(name, dns.TypeA)

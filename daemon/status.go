@@ -17,6 +17,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
+	st.Flood = report.FloodStatus(d.flood.pipeline())
 	if cfg := d.Config(); cfg != nil {
 		st.Clients = d.clientsStatus(cfg, d.intentNow()) // the client actions (clients.go)
 	}

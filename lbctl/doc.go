@@ -71,6 +71,15 @@
 //	    resolver x ECS partition): refresh mode, state (ok, failing,
 //	    parked while the resolver is unhealthy, pending), last refresh, TTL
 //	    and what is left of it, next run, failures and the last error.
+//	top [clients|prefixes|names|suffixes|nametypes] [--window 10s]
+//	    The heaviest keys of the queries the daemon counted ([flood]) over
+//	    the last window (default its flood.short_window, at most its
+//	    flood.long_window): clients (addresses), prefixes (/24, /56),
+//	    names, suffixes, or names and types, each with its estimated
+//	    queries, the error of the estimate (the true count lies between
+//	    the estimate less the error and the estimate), its rate and its
+//	    share; the window's queries by reply code. With -o json: the
+//	    /v1/top document.
 //	fleet status
 //	    The fleet of LB hosts sharing intent through etcd ([fleet]), as
 //	    the daemon's node reads it: every node whose heartbeat lease is

@@ -22,7 +22,8 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
 	sw.gslbBanner(st.GSLBIntent)
 	sw.gslbLastResortBanner(st.GSLBResponder)
-	sw.bgpBanner(st.BGP) // bgp.go
+	sw.bgpBanner(st.BGP)     // bgp.go
+	sw.floodBanner(st.Flood) // top.go
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs, st.Daemon.DryRun)
 	if len(st.Pools) == 0 {

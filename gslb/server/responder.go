@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
+	"lbdns/flood"
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
 	"lbdns/hub"
@@ -114,6 +115,9 @@ type ResponderOptions struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Flood, when set, counts every query the listeners read (see
+	// Server.Flood).
+	Flood *flood.Pipeline
 	// Build builds the topology and the snapshots. Zero fields:
 	// DefaultBuilders'.
 	Build Builders
@@ -619,7 +623,7 @@ func (r *Responder) listen(cfg *configs.Config) error {
 	if len(want.ListenAddrs) == 0 {
 		return nil
 	}
-	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, UDPReaders: want.UDPReaders, NoReplyCache: !want.ReplyCache, TCP: tcp, Logger: r.log, Metrics: r.metrics}
+	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, UDPReaders: want.UDPReaders, NoReplyCache: !want.ReplyCache, TCP: tcp, Logger: r.log, Metrics: r.metrics, Flood: r.o.Flood}
 	srv.Swap(r.snap)
 	if err := srv.Start(); err != nil {
 		r.log.Error("gslb responder cannot listen; it is off until a reload changes [gslb.server]", "listen", want.Listen, "err", err)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/flood"
 	"lbdns/gslb"
 )
 
@@ -66,6 +67,11 @@ type Server struct {
 	Logger *slog.Logger
 	// Metrics, when set, counts queries and replies.
 	Metrics *Metrics
+	// Flood, when set, counts every query read, UDP and TCP, cached
+	// reply or not (its client, name, type and the reply's code): each
+	// UDP reader records into a flood.Producer of its own, the TCP
+	// connections into one they share.
+	Flood *flood.Pipeline
 	// NotifyStartedFunc, when set, is called once every listener serves.
 	NotifyStartedFunc func()
 
@@ -75,13 +81,14 @@ type Server struct {
 	// connection that got bytes.
 	tcpRead func()
 
-	mu      sync.Mutex
-	tcp     []net.Listener // served by serveTCP
-	conns   *tcpConns      // the TCP connections of all of them
-	tcpDone chan struct{}  // closed by Shutdown: ends accept back-offs
-	udp     []*udpSocket   // served by serveUDP
-	addrs   []netip.AddrPort
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	tcp      []net.Listener  // served by serveTCP
+	conns    *tcpConns       // the TCP connections of all of them
+	tcpDone  chan struct{}   // closed by Shutdown: ends accept back-offs
+	udp      []*udpSocket    // served by serveUDP
+	tcpFlood *flood.Producer // the TCP connections' (nil: not counted)
+	addrs    []netip.AddrPort
+	wg       sync.WaitGroup
 }
 
 // answerer boxes an Answerer for atomic.Pointer, with the number of its
@@ -143,6 +150,9 @@ func (s *Server) Start() error {
 		addrs = append(addrs, pc.LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	conns, done := newTCPConns(s.TCP, s.Metrics), make(chan struct{})
+	if s.Flood != nil {
+		s.tcpFlood = s.Flood.Producer(flood.SourceResponder)
+	}
 	for _, ln := range tcp {
 		s.wg.Go(func() { s.serveTCP(ln, conns, done) })
 	}
@@ -204,7 +214,7 @@ func (s *Server) Addrs() []netip.AddrPort {
 // (then it closes the connections left).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	tcp, conns, done, udp := s.tcp, s.conns, s.tcpDone, s.udp
+	tcp, conns, done, udp, fp := s.tcp, s.conns, s.tcpDone, s.udp, s.tcpFlood
 	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = nil, nil, nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
@@ -228,6 +238,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(wait) }()
 	select {
 	case <-wait:
+		if fp != nil {
+			fp.Close()
+		}
 	case <-ctx.Done():
 		if conns != nil {
 			conns.closeAll()

@@ -570,6 +570,9 @@ func readRoom(buf []byte, r, w int) ([]byte, int, int) {
 // prefix, to out (nothing when q gets none).
 func (wk *tcpWork) answer(s *Server, out, q []byte, src netip.Addr) []byte {
 	rb := s.reply(&wk.sc, wk.rb[:cap(wk.rb)], q, src, true)
+	if s.tcpFlood != nil {
+		s.tcpFlood.AddMessage(src, q, rb)
+	}
 	if len(rb) == 0 {
 		return out
 	}

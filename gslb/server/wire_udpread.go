@@ -9,6 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"lbdns/flood"
 )
 
 // udpBatch is how many queries a reader takes in one recvmmsg, and
@@ -109,6 +111,11 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
+	var fp *flood.Producer
+	if s.Flood != nil {
+		fp = s.Flood.Producer(flood.SourceResponder)
+		defer fp.Close()
+	}
 	for {
 		if pktinfo {
 			for i := range udpBatch {
@@ -135,7 +142,11 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 				}
 				continue
 			}
-			resp := s.reply(sc, b.out[k], b.r.Data(i), src, false)
+			query := b.r.Data(i)
+			resp := s.reply(sc, b.out[k], query, src, false)
+			if fp != nil {
+				fp.AddMessage(src, query, resp)
+			}
 			if len(resp) == 0 {
 				continue
 			}
