@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,6 +48,23 @@ type Fleet struct {
 	// certificate's common name is the etcd user). Required.
 	CertFile string `toml:"cert_file"`
 	KeyFile  string `toml:"key_file"`
+	// ProbersPerMember is k: how many live probers probe each GSLB
+	// member (rendezvous hashing, spread over locations). 1..16,
+	// default 3.
+	ProbersPerMember int `toml:"probers_per_member"`
+	// Canaries are known-good "HOST:PORT" addresses every prober
+	// connects to (TCP) beside the other nodes' GSLB listen addresses: a
+	// prober withdraws its votes while most of its canaries fail.
+	// Default none.
+	Canaries []string `toml:"canaries"`
+	// CanaryInterval paces the canaries' connects (each one's timeout
+	// too; two failures in a row make a canary down, one success up).
+	// 50ms..10s, default 250ms.
+	CanaryInterval Duration `toml:"canary_interval"`
+	// VoteHold is how long a member's last fleet verdict is held while
+	// its votes decide nothing (a tie, too few votes). 0..1h, default
+	// 30s.
+	VoteHold Duration `toml:"vote_hold"`
 }
 
 // Defaults and limits of [fleet].
@@ -58,6 +76,11 @@ const (
 	DefaultFleetDialTimeout    = 5 * time.Second
 	DefaultFleetResyncInterval = 5 * time.Minute
 	MaxFleetEndpoints          = 16
+	DefaultProbersPerMember    = 3
+	MaxProbersPerMember        = 16
+	DefaultFleetVoteHold       = 30 * time.Second
+	DefaultFleetCanaryInterval = 250 * time.Millisecond
+	MaxFleetCanaries           = 64
 )
 
 // decodeFleet decodes the optional [fleet] table into cfg.Fleet (nil when
@@ -79,6 +102,15 @@ func (d *decoder) decodeFleet(raw map[string]any) {
 	}
 	if !hasKey(d.fleetRaw, "resync_interval") {
 		f.ResyncInterval.Duration = DefaultFleetResyncInterval
+	}
+	if !hasKey(d.fleetRaw, "probers_per_member") {
+		f.ProbersPerMember = DefaultProbersPerMember
+	}
+	if !hasKey(d.fleetRaw, "canary_interval") {
+		f.CanaryInterval.Duration = DefaultFleetCanaryInterval
+	}
+	if !hasKey(d.fleetRaw, "vote_hold") {
+		f.VoteHold.Duration = DefaultFleetVoteHold
 	}
 	d.cfg.Fleet = &f
 }
@@ -142,6 +174,23 @@ func (d *decoder) validateFleet() {
 	if t := f.ResyncInterval.Duration; t < time.Second || t > 24*time.Hour {
 		d.p.add(joinKey(base, "resync_interval"), fmtDur(t), "must be between 1s and "+fmtDur(24*time.Hour))
 	}
+	if k := f.ProbersPerMember; k < 1 || k > MaxProbersPerMember {
+		d.p.add(joinKey(base, "probers_per_member"), strconv.Itoa(k), fmt.Sprintf("must be between 1 and %d", MaxProbersPerMember))
+	}
+	if h := f.VoteHold.Duration; h < 0 || h > time.Hour {
+		d.p.add(joinKey(base, "vote_hold"), fmtDur(h), "must be between 0s and "+fmtDur(time.Hour))
+	}
+	if c := f.CanaryInterval.Duration; c < 50*time.Millisecond || c > 10*time.Second {
+		d.p.add(joinKey(base, "canary_interval"), fmtDur(c), "must be between 50ms and 10s")
+	}
+	if len(f.Canaries) > MaxFleetCanaries {
+		d.p.add(joinKey(base, "canaries"), strconv.Itoa(len(f.Canaries))+" canaries", fmt.Sprintf("at most %d", MaxFleetCanaries))
+	}
+	for i, c := range f.Canaries {
+		if _, err := netip.ParseAddrPort(c); err != nil {
+			d.p.add(indexKey(joinKey(base, "canaries"), i), c, `want "ADDRESS:PORT" (an IP address and a TCP port, "[v6]:PORT" for IPv6)`)
+		}
+	}
 	for _, k := range []struct{ key, val string }{{"ca_file", f.CAFile}, {"cert_file", f.CertFile}, {"key_file", f.KeyFile}} {
 		switch {
 		case k.val == "" && hasKey(d.fleetRaw, k.key):
@@ -186,7 +235,9 @@ func (f *Fleet) Equal(g *Fleet) bool {
 	}
 	return slices.Equal(f.Endpoints, g.Endpoints) && f.Name == g.Name && f.Location == g.Location &&
 		f.Cluster == g.Cluster && f.Prefix == g.Prefix && f.LeaseTTL == g.LeaseTTL && f.DialTimeout == g.DialTimeout &&
-		f.ResyncInterval == g.ResyncInterval && f.CAFile == g.CAFile && f.CertFile == g.CertFile && f.KeyFile == g.KeyFile
+		f.ResyncInterval == g.ResyncInterval && f.CAFile == g.CAFile && f.CertFile == g.CertFile && f.KeyFile == g.KeyFile &&
+		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold &&
+		f.CanaryInterval == g.CanaryInterval
 }
 
 // FleetEndpointHostPort returns an endpoint of [fleet] (validated by

@@ -53,6 +53,10 @@ key_file = "/etc/lbdns/lb1-key.pem"
 		{"lease_ttl", f.LeaseTTL.Duration, 10 * time.Second},
 		{"dial_timeout", f.DialTimeout.Duration, 5 * time.Second},
 		{"resync_interval", f.ResyncInterval.Duration, 5 * time.Minute},
+		{"probers_per_member", f.ProbersPerMember, 3},
+		{"vote_hold", f.VoteHold.Duration, 30 * time.Second},
+		{"canaries", len(f.Canaries), 0},
+		{"canary_interval", f.CanaryInterval.Duration, 250 * time.Millisecond},
 		{"endpoint 0", FleetEndpointHostPort(f.Endpoints[0]), "etcd1:2379"},
 		{"endpoint 1", FleetEndpointHostPort(f.Endpoints[1]), "[2001:db8::1]:2379"},
 	} {

@@ -236,8 +236,49 @@ type GSLBMember struct {
 	// many are up of how many are needed, naming those down or without a
 	// verdict ("2 of 3 monitors up (all needed); down: web").
 	Reason string `json:"reason"`
-	// Monitors are the member's monitors, in configuration order.
+	// Monitors are the member's monitors, in configuration order. In a
+	// fleet, a monitor's state is the fleet's verdict when it has one.
 	Monitors []GSLBMonitor `json:"monitors"`
+	// Fleet is the fleet's verdict on the member and the votes it was
+	// made of (nil outside a fleet).
+	Fleet *GSLBFleetVerdict `json:"fleet,omitempty"`
+}
+
+// GSLBFleetVerdict is the fleet's verdict on one GSLB member.
+type GSLBFleetVerdict struct {
+	// Source is where the answers take the member's state from: "fleet"
+	// or "own probes" (FleetStatus.Verdicts).
+	Source string `json:"source"`
+	// Verdict is "up", "down" or "none" (a tie or too few votes, and no
+	// verdict held: the node's own probes, else no verdict yet); Held
+	// is set while the last verdict is held; Decided is when the votes
+	// last decided.
+	Verdict string    `json:"verdict"`
+	Held    bool      `json:"held,omitempty"`
+	Decided time.Time `json:"decided,omitzero"`
+	// Quorum is how many votes a verdict needs (a majority of the
+	// member's probers).
+	Quorum int `json:"quorum"`
+	// Probers are the member's assigned probers, in the order of choice.
+	Probers []GSLBProber `json:"probers"`
+	// Votes are the votes that counted, by prober.
+	Votes []GSLBVote `json:"votes"`
+}
+
+// GSLBProber is one prober of a member.
+type GSLBProber struct {
+	Name     string `json:"name"`
+	Location string `json:"location"`
+}
+
+// GSLBVote is one prober's vote on a member.
+type GSLBVote struct {
+	Prober   string `json:"prober"`
+	Location string `json:"location"`
+	// Up is the prober's own rise/fall state of the member; At is when
+	// it changed.
+	Up bool      `json:"up"`
+	At time.Time `json:"at"`
 }
 
 // GSLBMonitor is one monitor (check profile) of a GSLB member.
@@ -858,6 +899,32 @@ type FleetStatus struct {
 	Etcd *FleetEtcd `json:"etcd,omitempty"`
 	// Nodes are the nodes whose heartbeats are alive, by name.
 	Nodes []FleetNode `json:"nodes"`
+	// Verdicts is where this node's GSLB answers take the members'
+	// states from: "fleet" (the probers' majority verdicts) or "own
+	// probes" (etcd has not answered for longer than the lease TTL, or
+	// the fleet view is not read yet: the node probes every member).
+	Verdicts string `json:"verdicts,omitempty"`
+	// VerdictsWhy says why the verdicts are the node's own ("" for the
+	// fleet's).
+	VerdictsWhy string `json:"verdicts_why,omitempty"`
+	// EtcdContact is when etcd (a quorum) last answered this node.
+	EtcdContact time.Time `json:"etcd_contact,omitzero"`
+	// Withdrawn is set while this node withdrew its votes: most of its
+	// canaries fail (a prober cut off from the members is no down vote).
+	Withdrawn bool `json:"withdrawn,omitempty"`
+	// Probers are the live probers (heartbeat alive, intent current,
+	// not withdrawn), by name.
+	Probers []string `json:"probers,omitempty"`
+	// ProbersPerMember is [fleet] probers_per_member (k).
+	ProbersPerMember int `json:"probers_per_member,omitempty"`
+	// ProbedMembers is how many of the Members this node probes.
+	ProbedMembers int `json:"probed_members"`
+	Members       int `json:"members"`
+	// Canaries is how many canaries this node probes.
+	Canaries int `json:"canaries"`
+	// VoteWrites counts the vote writes (puts and deletes) this node
+	// made to etcd since it started.
+	VoteWrites uint64 `json:"vote_writes"`
 }
 
 // FleetEtcd is a node's link to the fleet's etcd, in GET /v1/fleet and
@@ -911,6 +978,9 @@ type FleetNode struct {
 	AgeSeconds float64   `json:"age_seconds"`
 	// Odd says how the node differs from the rest (empty: it does not).
 	Odd []string `json:"odd,omitempty"`
+	// Withdrawn is set while the node withdrew its votes (most of its
+	// canaries fail).
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // FleetBackend is the part of a Backend that answers GET /v1/fleet; a

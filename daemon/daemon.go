@@ -146,6 +146,7 @@ type Daemon struct {
 	overrideCh chan overrideCall
 	gslb       *server.Responder
 	fleet      *fleetNode     // nil without [fleet] (fleet.go)
+	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
 	flood      *floodPart     // the flood alarms (flood.go); nil when off
@@ -228,7 +229,7 @@ func New(opts Options) (*Daemon, error) {
 		pf:         prefetch.NewService(prefetch.ServiceOptions{Now: opts.Now, Logger: opts.Logger}),
 	}
 	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
-	d.hub = hub.New(func() hub.Facts { return d.mon.Status() })
+	d.hub = hub.New(func() hub.Facts { return d.memberFacts() }) // the fleet's verdicts over the monitor's facts (fleetvotes.go)
 	m, err := report.NewMetrics(opts.Registry, d.reportInput)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: metrics: %w", err)
@@ -413,7 +414,7 @@ func (d *Daemon) applySettings(cfg *configs.Config) {
 func (d *Daemon) install(cfg *configs.Config, targets []monitor.Target, reload bool) {
 	d.cfg = cfg
 	d.planner.Configure(cfg, d.now(), reload)
-	d.mon.Update(targets)
+	d.updateTargets(targets)  // in a fleet, the members assigned to this node (fleetvotes.go)
 	d.hub.Config.Publish(cfg) // after the targets: the responder reads them with it
 	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {

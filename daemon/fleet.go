@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,7 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	}
 	n := &fleetNode{cfg: f, cli: cli, keys: etcdfleet.KeysOf(f.Prefix, f.Cluster, f.Name), log: d.log.With("component", "fleet")}
 	d.fleet = n
+	d.votes = newFleetVotes(d, n)
 	closer := d.closer
 	d.closer = func() error { cli.Close(); return closer() }
 	if err := d.registerFleetMetrics(); err != nil {
@@ -89,7 +91,7 @@ func (d *Daemon) registerFleetMetrics() error {
 		in, _ := d.hub.Intent.Load()
 		return float64(in.Revision)
 	})
-	for _, c := range append([]prometheus.Collector{alive, rev}, d.fleetLossMetrics()...) {
+	for _, c := range append(append([]prometheus.Collector{alive, rev}, d.fleetLossMetrics()...), d.votes.collectors()...) {
 		if err := d.registry.Register(c); err != nil {
 			return fmt.Errorf("fleet metrics: %w", err)
 		}
@@ -106,9 +108,12 @@ func (d *Daemon) runFleet(ctx context.Context) <-chan struct{} {
 		close(done)
 		return done
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { d.followFleet(ctx) })
+	wg.Go(func() { d.votes.run(ctx) })
 	go func() {
 		defer close(done)
-		d.followFleet(ctx)
+		wg.Wait()
 	}()
 	return done
 }
@@ -163,6 +168,7 @@ func (d *Daemon) followFleet(ctx context.Context) {
 		case <-d.hub.Config.Changed(cfgVer):
 		case <-d.hub.Intent.Changed(inVer):
 		case <-d.hub.Responder.Changed(rsVer):
+		case <-d.votes.beat: // withdrawn, or voting again
 		case <-d.bgp.ann.Beat().Changed(annVer): // what this host announces
 		}
 		hb.Publish(beat())
@@ -177,8 +183,14 @@ func (d *Daemon) fleetHeartbeat(configHash string, intentRev uint64, serial uint
 	return fleet.Heartbeat{
 		Name: f.Name, Location: f.Location, Cluster: f.Cluster,
 		Version: fleet.Version(), ConfigHash: configHash, IntentRevision: intentRev, Serial: serial,
-		Started: d.started.UTC(),
+		Started: d.started.UTC(), Canary: canaryOf(d.Config()), Withdrawn: d.votes.withdrawnNow(),
 	}
+}
+
+// Fleet reads the fleet view (GET /v1/fleet) and this node's part in
+// the votes.
+func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
+	return backend{d}.Fleet(ctx)
 }
 
 // Fleet answers GET /v1/fleet: the fleet view read from etcd now.
@@ -189,6 +201,7 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 	}
 	hb := n.hb.Load()
 	st := &control.FleetStatus{On: true, Node: n.cfg.Name, Location: n.cfg.Location, Cluster: n.cfg.Cluster, Heartbeat: hb != nil && hb.Alive(), Etcd: b.d.fleetEtcd(), Nodes: []control.FleetNode{}}
+	b.d.votes.fillStatus(st)
 	if lost, _ := n.link.lostSince(); lost {
 		st.Error = "etcd unreachable: the fleet view cannot be read (this node serves the intent it applied last)"
 		return st, nil
@@ -204,7 +217,7 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 		st.Nodes = append(st.Nodes, control.FleetNode{
 			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash,
 			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
-			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd,
+			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn,
 		})
 	}
 	return st, nil

@@ -16,6 +16,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
 	st.Fleet = d.fleetEtcd()     // the link to the fleet's etcd (fleet_loss.go)
+	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	st.Flood = report.FloodStatus(d.flood.pipeline())
 	if cfg := d.Config(); cfg != nil {
@@ -33,7 +34,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	d.mu.Lock()
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
-	mon := d.mon.Status()
+	mon := d.memberFacts()
 	snap := d.rec.Snapshot() // table and counters from one publish
 	applied := snap.Table
 	in := report.Input{

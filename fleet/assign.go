@@ -113,12 +113,13 @@ func Moved(before, after map[string][]Prober) float64 {
 
 // Live returns the probers among nodes that count: those in the fleet
 // view (their lease is alive) that have applied the intent revision in
-// force for their scope ("status is intent, heartbeat is fact"), by
-// name. Every node computes the same list from the same view.
+// force for their scope ("status is intent, heartbeat is fact") and have
+// not withdrawn their votes (Heartbeat.Withdrawn), by name. Every node
+// computes the same list from the same view.
 func Live(nodes []Node) []Prober {
 	var out []Prober
 	for _, n := range nodes {
-		if n.IntentRevision == n.CurrentRevision {
+		if n.IntentRevision == n.CurrentRevision && !n.Withdrawn {
 			out = append(out, Prober{Name: n.Name, Location: n.Location})
 		}
 	}

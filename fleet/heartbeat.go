@@ -36,6 +36,14 @@ type Heartbeat struct {
 	// wrote this heartbeat.
 	Started time.Time `json:"started"`
 	Beat    time.Time `json:"beat"`
+	// Canary is an address the other probers connect to (TCP) as one of
+	// their canaries: the node's first GSLB listen address ("" when it
+	// has none).
+	Canary string `json:"canary,omitempty"`
+	// Withdrawn is set while the node withdrew its votes because most
+	// of its canaries fail (CutOff): it votes nothing and is no prober
+	// of Live.
+	Withdrawn bool `json:"withdrawn,omitempty"`
 	// Drained is set while the node's host is drained (lbctl host
 	// drain) or stopping: its announcements are going away.
 	Drained bool `json:"drained,omitempty"`

@@ -41,7 +41,8 @@ type Vote struct {
 type Rules struct {
 	// MinVotes is how many fresh votes a verdict needs (at least 1).
 	MinVotes int
-	// MaxAge is how old a vote may be and still count.
+	// MaxAge is how old a vote may be and still count; 0: no limit (a
+	// vote kept under its prober's lease is fresh while it exists).
 	MaxAge time.Duration
 	// Hold is how long the last verdict is kept when the votes decide
 	// nothing (a tie, too few fresh votes).
@@ -71,7 +72,7 @@ func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
 	var d Decision
 	for _, v := range votes {
 		switch {
-		case now.Sub(v.At) > r.MaxAge:
+		case r.MaxAge > 0 && now.Sub(v.At) > r.MaxAge:
 			d.Stale++
 		case v.Up:
 			d.Up++

@@ -52,7 +52,10 @@
 //	    icmp). --pool keeps one pool; an unknown pool exits 1. With -o
 //	    json: the status document's gslb list, indented. "gslb status"
 //	    first shows a banner and the audit of every emergency switch and
-//	    TTL raise in force.
+//	    TTL raise in force. In a fleet ([fleet]), a row per member with
+//	    the fleet's verdict (held when the votes decide nothing), where
+//	    the answers take it from (fleet, or own probes), its probers and
+//	    their votes by location ("lb2@ams down").
 //	gslb off [--name N | --zone Z] --reason TEXT
 //	gslb on [--name N | --zone Z]
 //	gslb ttl SECONDS|--clear [--name N | --zone Z] --reason TEXT
@@ -83,7 +86,11 @@
 //	    alive, with the heartbeat's age, location, cluster, configuration
 //	    hash, the intent revision applied (applied/in force when behind),
 //	    SOA serial, version and start; the odd one out is marked ! with
-//	    why. With -o json: the /v1/fleet document.
+//	    why. It says where the GSLB verdicts come from (the fleet's
+//	    probers, or, loudly, this node's own probes while etcd is
+//	    unreachable), whether this node withdrew its votes (most of its
+//	    canaries fail), and how many members and canaries it probes.
+//	    With -o json: the /v1/fleet document.
 //	block CLIENT --for DURATION --reason TEXT [--force]
 //	    Drop every packet of the client address or prefix before IPVS
 //	    (lbdnsd's nftables table) until the duration has passed. A client

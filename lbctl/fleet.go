@@ -40,6 +40,23 @@ func fleetCmd(*flag.FlagSet) action {
 	}
 }
 
+// writeVotes says where the GSLB answers take the members' states from,
+// loudly when that is not the fleet, and this node's part in the votes.
+func writeVotes(ew *errWriter, st *control.FleetStatus) {
+	switch st.Verdicts {
+	case "":
+		return
+	case "fleet":
+		fmt.Fprintf(ew, "GSLB verdicts: the fleet's (%d live probers: %s; %d per member)\n", len(st.Probers), dash(strings.Join(st.Probers, " ")), st.ProbersPerMember)
+	default:
+		fmt.Fprintf(ew, "!! GSLB VERDICTS FROM THIS NODE'S OWN PROBES: %s\n", st.VerdictsWhy)
+	}
+	if st.Withdrawn {
+		fmt.Fprintf(ew, "!! VOTES WITHDRAWN: most of this node's %d canaries fail (a prober cut off from the members is no down vote)\n", st.Canaries)
+	}
+	fmt.Fprintf(ew, "this node probes %d of %d GSLB members and %d canaries; %d vote writes\n", st.ProbedMembers, st.Members, st.Canaries, st.VoteWrites)
+}
+
 func writeFleet(e *env, st *control.FleetStatus) error {
 	ew := &errWriter{w: e.stdout}
 	if !st.On {
@@ -59,6 +76,7 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 				stamp(et.Since), et.IntentRevision, et.IntentSource, et.Error)
 		}
 	}
+	writeVotes(ew, st)
 	if st.Error != "" {
 		fmt.Fprintf(ew, "the fleet view cannot be read: %s\n", st.Error)
 		return ew.err
@@ -71,6 +89,9 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 		if len(n.Odd) > 0 {
 			mark, why = "!", strings.Join(n.Odd, "; ")
 			odd++
+		}
+		if n.Withdrawn {
+			why = strings.TrimPrefix(why+"; votes withdrawn (canaries fail)", "-; ")
 		}
 		rev := fmt.Sprint(n.IntentRevision)
 		if n.IntentRevision != n.CurrentRevision {

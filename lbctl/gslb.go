@@ -302,6 +302,39 @@ func (sw *statusWriter) gslbPool(p control.GSLBPool) {
 		}
 	}
 	tw.Flush()
+	sw.gslbVotes(p)
+}
+
+// gslbVotes writes, in a fleet, each member's fleet verdict and the
+// votes it was made of, by prober and location ("b@dc2 down").
+func (sw *statusWriter) gslbVotes(p control.GSLBPool) {
+	if len(p.Members) == 0 || p.Members[0].Fleet == nil {
+		return
+	}
+	sw.printf("\n")
+	tw := sw.table()
+	fmt.Fprintf(tw, "  MEMBER\tFLEET VERDICT\tFROM\tPROBERS\tVOTES\n")
+	for _, m := range p.Members {
+		f := m.Fleet
+		verdict := f.Verdict
+		if f.Held {
+			verdict += " (held)"
+		}
+		var probers, votes []string
+		for _, pr := range f.Probers {
+			probers = append(probers, pr.Name+"@"+pr.Location)
+		}
+		for _, v := range f.Votes {
+			say := "down"
+			if v.Up {
+				say = "up"
+			}
+			votes = append(votes, v.Prober+"@"+v.Location+" "+say)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Name, verdict, f.Source, dash(strings.Join(probers, " ")),
+			dash(strings.Join(votes, ", ")))
+	}
+	tw.Flush()
 }
 
 // combine is a pool's combine rule for people: "all" or "at least 2".

@@ -224,3 +224,36 @@ func TestStatusGSLBSection(t *testing.T) {
 		t.Errorf("resolver member rows missing:\n%s", r.stdout)
 	}
 }
+
+// TestGSLBMembersVotes: in a fleet, each member's verdict with its
+// probers and their votes by location; -o json carries them.
+func TestGSLBMembersVotes(t *testing.T) {
+	st := sampleGSLB()
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i := range st.GSLB {
+		for j := range st.GSLB[i].Members {
+			st.GSLB[i].Members[j].Fleet = &control.GSLBFleetVerdict{Source: "fleet", Verdict: "down", Decided: at, Quorum: 2,
+				Probers: []control.GSLBProber{{Name: "lb1", Location: "fra"}, {Name: "lb2", Location: "ams"}},
+				Votes:   []control.GSLBVote{{Prober: "lb1", Location: "fra", At: at}, {Prober: "lb2", Location: "ams", At: at}}}
+		}
+	}
+	st.GSLB[0].Members[0].Fleet.Verdict, st.GSLB[0].Members[0].Fleet.Held = "up", true
+	st.GSLB[0].Members[0].Fleet.Votes[1].Up = true
+	f := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "gslb", "members", "--pool", "web")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	rows := table(t, r.stdout, "MEMBER", "FLEET VERDICT", "FROM", "PROBERS", "VOTES")
+	first := st.GSLB[0].Members[0].Name
+	if len(rows) == 0 || rows[0]["MEMBER"] != first || rows[0]["FLEET VERDICT"] != "up (held)" || rows[0]["FROM"] != "fleet" ||
+		rows[0]["PROBERS"] != "lb1@fra lb2@ams" || rows[0]["VOTES"] != "lb1@fra down, lb2@ams up" {
+		t.Errorf("votes table %v:\n%s", rows, r.stdout)
+	}
+	r = lbctl(t, "-socket", f.socket, "-o", "json", "gslb", "members", "--pool", "web")
+	var got []control.GSLBPool
+	decodeJSON(t, r.stdout, &got)
+	if len(got) != 1 || got[0].Members[0].Fleet == nil || len(got[0].Members[0].Fleet.Votes) != 2 || got[0].Members[0].Fleet.Votes[0].Location != "fra" {
+		t.Errorf("json: %s", r.stdout)
+	}
+}

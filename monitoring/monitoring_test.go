@@ -13,10 +13,11 @@ import (
 
 // goldens are the metric families lbdnsd exports, one a line ("NAME
 // TYPE [LABELS]: HELP"): the daemon's (report), the GSLB responder's,
-// the status endpoint's, the BGP announcer's, the client actions' and the flood alarms', each
-// kept by a test of its package.
+// the status endpoint's, the BGP announcer's, the client actions', the flood alarms'
+// and the daemon's fleet families, each kept by a test of its package.
 var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt",
-	"../announce/testdata/metrics.txt", "../clientfw/testdata/metrics.txt", "../flood/testdata/metrics.txt", "../daemon/testdata/metrics.txt"}
+	"../announce/testdata/metrics.txt", "../clientfw/testdata/metrics.txt", "../flood/testdata/metrics.txt",
+	"../daemon/testdata/metrics.txt"}
 
 // golden names the goldens in messages.
 const golden = "report, gslb/server, control, announce, clientfw, flood and daemon testdata/metrics.txt"

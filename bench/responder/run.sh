@@ -352,7 +352,9 @@ END {
 				printf "lbdnsd/floor %s: %.2f (goal <= 1.3 on the realistic mix: %s)\n", head, lb / fl, (lb / fl <= 1.3 ? "MEETS" : "MISSES")
 		}
 		nc = "" kind " lbdnsd-nc " Q
-		if (cnt[nc] && lb > 0) {
+		if (cnt[nc] && lb > 0 && (cnt[nc] < 2 || cnt[kind " lbdnsd " Q] < 2))
+			printf "reply cache %s: %.2f us per query without it, %.2f with it: too few clean rounds (%d and %d) for a verdict\n", head, mean[nc], lb, cnt[nc], cnt[kind " lbdnsd " Q]
+		else if (cnt[nc] && lb > 0) {
 			gain = mean[nc] - lb
 			spread = high[nc] - low[nc]; if (high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q] > spread) spread = high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q]
 			printf "reply cache %s: %.2f us per query without it, %.2f with it: %s %.2f us, rounds spread %.2f us: %s\n", head, mean[nc], lb,

@@ -50,6 +50,9 @@ type Heartbeater struct {
 	// votes are this node's votes, by member, written again under
 	// every new lease.
 	votes map[string]fleet.Vote
+	// unwritten are the votes whose last write failed: written again
+	// by the next Vote on them, even unchanged.
+	unwritten map[string]bool
 	// lease is the lease in force (0 while none).
 	lease atomic.Int64
 
@@ -79,7 +82,7 @@ func StartHeartbeat(ctx context.Context, cli *clientv3.Client, opts HeartbeatOpt
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{}), votes: map[string]fleet.Vote{}}
+	h := &Heartbeater{cli: cli, opts: opts, hb: hb, wake: make(chan struct{}, 1), done: make(chan struct{}), votes: map[string]fleet.Vote{}, unwritten: map[string]bool{}}
 	sess, err := h.session(ctx)
 	if err != nil {
 		return nil, err
@@ -255,16 +258,37 @@ func voteKey(prefix, member, prober string) string {
 // as "POOL/MEMBER") under its lease, when it changed: the vote lives
 // while the node's lease does, and is written again under a new lease.
 func (h *Heartbeater) Vote(ctx context.Context, member string, up bool) error {
+	_, err := h.VoteChanged(ctx, member, up)
+	return err
+}
+
+// VoteChanged is Vote, also saying whether the vote was written (new,
+// or its last write failed). A vote whose write fails is written again
+// by the next Vote on it.
+func (h *Heartbeater) VoteChanged(ctx context.Context, member string, up bool) (bool, error) {
 	hb := h.content()
 	h.mu.Lock()
-	if prev, ok := h.votes[member]; ok && prev.Up == up {
+	v, ok := h.votes[member]
+	switch {
+	case ok && v.Up == up && !h.unwritten[member]:
 		h.mu.Unlock()
-		return nil
+		return false, nil
+	case !ok || v.Up != up:
+		v = fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
+		h.votes[member] = v
 	}
-	v := fleet.Vote{Prober: hb.Name, Location: hb.Location, Up: up, At: h.opts.Now().UTC()}
-	h.votes[member] = v
 	h.mu.Unlock()
-	return h.putVote(ctx, member, v)
+	err := h.putVote(ctx, member, v)
+	h.mu.Lock()
+	if cur, ok := h.votes[member]; ok && cur == v { // not replaced or withdrawn meanwhile
+		if err != nil {
+			h.unwritten[member] = true
+		} else {
+			delete(h.unwritten, member)
+		}
+	}
+	h.mu.Unlock()
+	return true, err
 }
 
 func (h *Heartbeater) putVote(ctx context.Context, member string, v fleet.Vote) error {
@@ -288,8 +312,42 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 		if err := h.putVote(ctx, m, v); err != nil {
 			return err
 		}
+		h.mu.Lock()
+		if h.votes[m] == v {
+			delete(h.unwritten, m)
+		}
+		h.mu.Unlock()
 	}
 	return nil
+}
+
+// Unvote deletes this node's vote on member, if it has one (the member
+// is no longer assigned to it), and says whether it had one. A delete
+// that fails keeps the vote, for the next Unvote to delete.
+func (h *Heartbeater) Unvote(ctx context.Context, member string) (bool, error) {
+	h.mu.Lock()
+	v, ok := h.votes[member]
+	h.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
+		return false, fmt.Errorf("fleet: delete vote: %w", err)
+	}
+	h.mu.Lock()
+	if h.votes[member] == v { // not voted again meanwhile
+		delete(h.votes, member)
+		delete(h.unwritten, member)
+	}
+	h.mu.Unlock()
+	return true, nil
+}
+
+// Voted returns how many votes this node publishes.
+func (h *Heartbeater) Voted() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.votes)
 }
 
 // Withdraw deletes every vote of this node (a prober cut off from its
@@ -297,7 +355,7 @@ func (h *Heartbeater) rewriteVotes(ctx context.Context) error {
 func (h *Heartbeater) Withdraw(ctx context.Context) error {
 	h.mu.Lock()
 	votes := h.votes
-	h.votes = map[string]fleet.Vote{}
+	h.votes, h.unwritten = map[string]fleet.Vote{}, map[string]bool{}
 	h.mu.Unlock()
 	for m, v := range votes {
 		if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, m, v.Prober)); err != nil {
@@ -316,17 +374,16 @@ func Votes(ctx context.Context, cli *clientv3.Client, prefix string) (map[string
 	}
 	out := map[string][]fleet.Vote{}
 	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), prefix+"votes/")
-		i := strings.LastIndexByte(rest, '/')
-		if i <= 0 {
+		m, prober, ok := splitVoteKey(prefix, string(kv.Key))
+		if !ok {
 			continue // not a vote's key
 		}
 		var v fleet.Vote
 		if err := json.Unmarshal(kv.Value, &v); err != nil {
 			return nil, fmt.Errorf("fleet: vote %s: %w", kv.Key, err)
 		}
-		v.Prober = rest[i+1:] // the key names the prober
-		out[rest[:i]] = append(out[rest[:i]], v)
+		v.Prober = prober // the key names the prober
+		out[m] = append(out[m], v)
 	}
 	return out, nil
 }

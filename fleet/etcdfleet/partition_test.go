@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"lbdns/fleet"
 	"lbdns/intent"
 	"lbdns/internal/etcdtest"
+	"lbdns/internal/poll"
 	"lbdns/internal/testlog"
 )
 
@@ -118,5 +120,84 @@ func TestStoreWatchAcrossPartition(t *testing.T) {
 		if got.Revision == rev {
 			break
 		}
+	}
+}
+
+// TestFollowerAcrossPartition: a follower whose only etcd member is gone
+// keeps its last view and says when etcd last answered; votes written and
+// compacted meanwhile are in its view once its member is back (read
+// whole, not resumed from before the compaction).
+func TestFollowerAcrossPartition(t *testing.T) {
+	c := etcdtest.StartT(t, 3)
+	prefix := "/follow-partition/"
+	cr, err := c.User("follow-partition", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := c.Fleet(cr, prefix, "a", "dc1", 2*time.Second)
+	fa.Endpoints = c.Endpoints[:1] // the follower reaches member 0 only
+	fb := c.Fleet(cr, prefix, "b", "dc2", 2*time.Second)
+	fb.Endpoints = c.Endpoints[1:]
+	ctx := ctxT(t)
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	f := Follow(fctx, connect(t, fa), FollowOptions{Prefix: prefix, Check: 100 * time.Millisecond, Retry: 100 * time.Millisecond})
+	defer func() { stop(); <-f.Done() }()
+	cli := connect(t, fb)
+	b, err := StartHeartbeat(ctx, cli, HeartbeatOptions{Keys: KeysOf(prefix, "", "b"), TTL: 10 * time.Second}, fleet.Heartbeat{Name: "b", Location: "dc2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	vote := func(m string, up bool) {
+		t.Helper()
+		for range 40 { // the cluster may be electing
+			if err := b.Vote(ctx, m, up); err == nil {
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		t.Fatalf("vote on %s not written", m)
+	}
+	votesOf := func() string {
+		var out []string
+		v := f.View()
+		for _, m := range []string{"www/www-1", "www/www-2"} {
+			for _, x := range v.Votes[m] {
+				out = append(out, fmt.Sprintf("%s:%s=%v", m, x.Prober, x.Up))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	vote("www/www-1", true)
+	poll.Until(t, 10*time.Second, "the first vote", func() (bool, string) {
+		got := votesOf()
+		return got == "www/www-1:b=true", got
+	})
+
+	c.StopMember(0)
+	vote("www/www-1", false)
+	vote("www/www-2", true)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if _, err := c.Compact(cctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(500 * time.Millisecond)
+	if got := votesOf(); got != "www/www-1:b=true" {
+		t.Errorf("cut off, the view changed to %q, want the last one", got)
+	}
+	if since := time.Since(f.Contact()); since < 300*time.Millisecond {
+		t.Errorf("cut off, etcd answered %v ago", since)
+	}
+	if err := c.StartMember(0); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "the votes written during the partition", func() (bool, string) {
+		got := votesOf()
+		return got == "www/www-1:b=false www/www-2:b=true", got
+	})
+	if since := time.Since(f.Contact()); since > 2*time.Second {
+		t.Errorf("etcd answered %v ago, after the partition", since)
 	}
 }

@@ -1,6 +1,7 @@
 package etcdfleet
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -82,5 +83,34 @@ func TestVotes(t *testing.T) {
 	b.Close()
 	if got := votes(); len(got) != 1 || got[0].Prober != "c" {
 		t.Fatalf("after a withdrew and b closed: %+v, want c's alone", got)
+	}
+}
+
+// TestVoteWrittenAgain: a vote whose write failed (etcd did not answer
+// in time) is written by the next Vote on it, though unchanged.
+func TestVoteWrittenAgain(t *testing.T) {
+	tf := newFleet(t, "votes-again")
+	ctx := ctxT(t)
+	a, _ := tf.beat("a", 1, 0)
+	defer a.Close()
+	const m = "www/www-1"
+	dead, cancel := context.WithCancel(ctx)
+	cancel() // the write cannot be made
+	if err := a.Vote(dead, m, false); err == nil {
+		t.Fatal("a vote with a cancelled context was written")
+	}
+	if all, err := Votes(ctx, tf.c.Root(), tf.f.Prefix); err != nil || len(all[m]) != 0 {
+		t.Fatalf("votes after the failed write: %v %v, want none", all, err)
+	}
+	written, err := a.VoteChanged(ctx, m, false)
+	if err != nil || !written {
+		t.Fatalf("the same vote again: written %v, %v; want written", written, err)
+	}
+	all, err := Votes(ctx, tf.c.Root(), tf.f.Prefix)
+	if err != nil || len(all[m]) != 1 || all[m][0].Up {
+		t.Fatalf("votes: %v %v, want a's down vote", all, err)
+	}
+	if written, err := a.VoteChanged(ctx, m, false); err != nil || written {
+		t.Errorf("once written, the same vote: written %v, %v; want not written", written, err)
 	}
 }

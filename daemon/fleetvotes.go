@@ -1,0 +1,579 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"lbdns/check"
+	"lbdns/configs"
+	"lbdns/control"
+	"lbdns/fleet"
+	"lbdns/fleet/etcdfleet"
+	"lbdns/gslb"
+	"lbdns/health"
+	"lbdns/hub"
+	"lbdns/monitor"
+)
+
+// CanaryKind is the monitor kind of a prober's canary targets: the other
+// nodes' GSLB listen addresses and [fleet] canaries, each a TCP connect.
+const CanaryKind = "canary"
+
+// canarySchedule paces the canaries: a connect every [fleet]
+// canary_interval (its timeout too), down after two failures in a row,
+// up after one success.
+func canarySchedule(f *configs.Fleet) monitor.Schedule {
+	iv := f.CanaryInterval.Duration
+	return monitor.Schedule{Interval: iv, Timeout: iv, Rise: 1, Fall: 2}
+}
+
+// Verdict sources: where the GSLB answers' member states come from.
+const (
+	sourceFleet = "fleet"      // the probers' majority verdicts
+	sourceOwn   = "own probes" // this node's own probes (etcd lost, or the fleet view not read yet)
+)
+
+// votePass bounds the wait of one pass of the votes loop on etcd.
+const votePass = 2 * time.Second
+
+// fleetVotes is this node's part in the fleet's majority verdicts: it
+// follows the fleet view and the votes, probes only the GSLB members
+// assigned to it (and the canaries), publishes its votes, and gives the
+// GSLB responder the fleet's verdicts in place of its own facts. When
+// etcd has not answered for longer than the lease TTL (the bound after
+// which this node's votes are gone from etcd) it judges every member
+// from its own probes, and probes them all.
+type fleetVotes struct {
+	d    *Daemon
+	n    *fleetNode
+	k    int
+	hold time.Duration
+	// beat wakes the heartbeat (a new Withdrawn or Canary).
+	beat chan struct{}
+
+	// tmu serializes monitor updates: all is every target of the
+	// configuration in force, filtered on each update.
+	tmu sync.Mutex
+	all []monitor.Target
+
+	mu        sync.Mutex
+	follower  *etcdfleet.Follower
+	mine      map[string]bool // the members this node probes; nil: every member
+	canaries  []string        // the canaries' addresses, sorted
+	withdrawn bool
+	source    string
+	why       string // why the source is own probes
+	views     map[string]fleet.MemberView
+	decisions map[string]fleet.Decision
+	live      []fleet.Prober
+	writes    uint64 // vote writes (puts and deletes) this node made
+}
+
+// newFleetVotes returns the votes of node n (nil without [fleet]).
+func newFleetVotes(d *Daemon, n *fleetNode) *fleetVotes {
+	if n == nil {
+		return nil
+	}
+	return &fleetVotes{d: d, n: n, k: n.cfg.ProbersPerMember, hold: n.cfg.VoteHold.Duration, beat: make(chan struct{}, 1),
+		source: sourceOwn, why: "the fleet view is not read yet", decisions: map[string]fleet.Decision{}}
+}
+
+// memberKey is a member's name in the fleet: "POOL/MEMBER".
+func memberKey(pool, member string) string { return pool + "/" + member }
+
+// members lists cfg's GSLB members as memberKey, in configuration order.
+func members(cfg *configs.Config) []string {
+	if cfg == nil {
+		return nil
+	}
+	var out []string
+	for i := range cfg.GSLB.Pools {
+		p := &cfg.GSLB.Pools[i]
+		for j := range p.Members {
+			out = append(out, memberKey(p.Name, p.Members[j].Name))
+		}
+	}
+	return out
+}
+
+// updateTargets gives the monitor the targets of the configuration in
+// force: all of them alone, or, in a fleet, the GSLB members assigned to
+// this node and its canaries beside the other targets.
+func (d *Daemon) updateTargets(targets []monitor.Target) {
+	v := d.votes
+	if v == nil {
+		d.mon.Update(targets)
+		return
+	}
+	v.tmu.Lock()
+	defer v.tmu.Unlock()
+	v.all = targets
+	v.applyTargetsLocked()
+}
+
+// applyTargets filters the targets again (the assignment or the canaries
+// changed).
+func (v *fleetVotes) applyTargets() {
+	v.tmu.Lock()
+	defer v.tmu.Unlock()
+	v.applyTargetsLocked()
+}
+
+func (v *fleetVotes) applyTargetsLocked() {
+	v.mu.Lock()
+	mine, canaries := v.mine, v.canaries
+	v.mu.Unlock()
+	out := make([]monitor.Target, 0, len(v.all)+len(canaries))
+	for _, t := range v.all {
+		if t.Key.Kind != gslb.MonitorKind || mine == nil || mine[memberKey(t.Key.Owner, t.Key.Member)] {
+			out = append(out, t)
+		}
+	}
+	for _, a := range canaries {
+		t, err := v.canaryTarget(a)
+		if err != nil {
+			v.n.log.Warn("cannot build a canary's check; left out", "canary", a, "err", err)
+			continue
+		}
+		out = append(out, t)
+	}
+	v.d.mon.Update(out)
+}
+
+// canaryTarget is the TCP connect check of canary addr ("ADDR:PORT").
+func (v *fleetVotes) canaryTarget(addr string) (monitor.Target, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return monitor.Target{}, err
+	}
+	s := canarySchedule(v.n.cfg)
+	chk := &configs.Check{Name: "canary", Kind: "tcp", Interval: configs.Duration{Duration: s.Interval}, Timeout: configs.Duration{Duration: s.Timeout},
+		Rise: s.Rise, Fall: s.Fall, TCP: &configs.TCPCheck{Port: int(ap.Port()), MaxRead: configs.DefaultTCPMaxRead}}
+	c, err := v.d.opts.Checkers(chk, ap)
+	if err != nil {
+		return monitor.Target{}, err
+	}
+	return monitor.Target{Key: monitor.Key{Kind: CanaryKind, Member: addr, Check: "tcp"}, Addr: ap, Schedule: s, Checker: c, Spec: "tcp-connect"}, nil
+}
+
+// canaryOf is the address the other probers use as this node's canary:
+// its first GSLB listen address with a specific address and port.
+func canaryOf(cfg *configs.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	for _, l := range cfg.GSLB.Server.Listen {
+		if ap, err := netip.ParseAddrPort(l); err == nil && ap.Port() != 0 && !ap.Addr().IsUnspecified() {
+			return ap.String()
+		}
+	}
+	return ""
+}
+
+// run follows the fleet and keeps this node's votes until ctx is
+// done.
+func (v *fleetVotes) run(ctx context.Context) {
+	f := etcdfleet.Follow(ctx, v.n.cli, etcdfleet.FollowOptions{Prefix: v.n.cfg.Prefix, Check: max(v.n.cfg.LeaseTTL.Duration/4, 250*time.Millisecond),
+		Logger: v.n.log, Now: v.d.now})
+	v.mu.Lock()
+	v.follower = f
+	v.mu.Unlock()
+	tick := time.NewTicker(500 * time.Millisecond) // the hold's end, the bound on etcd's silence
+	defer tick.Stop()
+	var facts uint64
+	for {
+		select {
+		case <-ctx.Done():
+			<-f.Done()
+			return
+		case <-f.Changed():
+		case <-v.d.hub.Facts.Changed(facts):
+		case <-tick.C:
+		}
+		facts = v.d.hub.Facts.Version()
+		v.step(ctx, f.View())
+	}
+}
+
+// step is one pass: the source of the verdicts, the canaries, the
+// assignment, this node's votes and the fleet's verdicts.
+func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
+	d := v.d
+	now := d.now()
+	cfg := d.Config()
+	self := v.n.cfg.Name
+	ms := members(cfg)
+	hb := v.n.hb.Load()
+
+	reachable := view.Loaded && now.Sub(view.Contact) <= v.n.cfg.LeaseTTL.Duration
+	source, why := sourceFleet, ""
+	switch {
+	case !view.Loaded:
+		source, why = sourceOwn, "the fleet view is not read yet"
+	case !reachable:
+		source, why = sourceOwn, fmt.Sprintf("etcd has not answered for %s (more than the lease TTL, %s)", now.Sub(view.Contact).Round(time.Second), v.n.cfg.LeaseTTL.Duration)
+	}
+
+	// Canaries: the configured ones and the other nodes' addresses.
+	canaries := slices.Clone(v.n.cfg.Canaries)
+	for _, n := range view.Nodes {
+		if n.Name != self && n.Canary != "" {
+			canaries = append(canaries, n.Canary)
+		}
+	}
+	slices.Sort(canaries)
+	canaries = slices.Compact(canaries)
+	// Cut off while most canaries are down; one without a verdict yet
+	// (a node just started) is no failure.
+	down, total := 0, 0
+	var canaryOK []time.Time
+	d.mon.EachKind(CanaryKind, func(ts monitor.TargetStatus) {
+		canaryOK = append(canaryOK, ts.Health.LastOK)
+		total++
+		if ts.Health.State == health.Down {
+			down++
+		}
+	})
+	withdrawn := fleet.CutOff(total-down, total)
+
+	live := fleet.Live(view.Nodes)
+	v.mu.Lock()
+	mine := v.mine
+	inLive := slices.ContainsFunc(live, func(p fleet.Prober) bool { return p.Name == self })
+	switch {
+	case source == sourceOwn:
+		mine = nil // judge every member from its own probes
+	case withdrawn:
+		// Cut off: it votes nothing, and keeps probing what it probes,
+		// so that its facts are warm when its canaries answer again.
+	case inLive:
+		was := v.mine
+		mine = map[string]bool{}
+		for _, m := range fleet.Probing(ms, live, v.k, self, view.Votes, func(m string) bool { return was == nil || was[m] }) {
+			mine[m] = true
+		}
+	} // else: not seen live yet (behind on intent): keep probing what it probes
+	retarget := !maps.Equal(mine, v.mine) || (mine == nil) != (v.mine == nil) || !slices.Equal(canaries, v.canaries)
+	rebeat := withdrawn != v.withdrawn
+	if withdrawn != v.withdrawn {
+		if withdrawn {
+			v.n.log.Warn("most canaries fail: this prober withdraws its votes (a prober cut off from the members is no down vote)", "canaries_down", down, "canaries", total)
+		} else {
+			v.n.log.Info("the canaries answer again: this prober votes again", "canaries_down", down, "canaries", total)
+		}
+	}
+	if source != v.source {
+		if source == sourceOwn {
+			v.n.log.Warn("GSLB members are judged from this node's own probes, not the fleet's votes", "why", why)
+		} else {
+			v.n.log.Info("GSLB members are judged by the fleet's votes again")
+		}
+	}
+	v.mine, v.canaries, v.withdrawn, v.live = mine, canaries, withdrawn, live
+	v.mu.Unlock()
+	if retarget {
+		v.applyTargets()
+	}
+	if rebeat {
+		select {
+		case v.beat <- struct{}{}:
+		default:
+		}
+	}
+
+	// This node's votes: its own rise/fall state of each member it
+	// probes; none while withdrawn or while etcd does not answer.
+	if hb != nil && reachable {
+		vctx, cancel := context.WithTimeout(ctx, votePass)
+		if withdrawn {
+			if n := hb.Voted(); n > 0 {
+				if err := hb.Withdraw(vctx); err != nil {
+					v.n.log.Warn("cannot withdraw the votes", "err", err)
+				}
+				v.addWrites(n)
+			}
+		} else {
+			v.vote(vctx, hb, cfg, mine, canaryOK)
+		}
+		cancel()
+	}
+
+	// The fleet's verdicts.
+	v.mu.Lock()
+	views := fleet.Judge(ms, live, v.k, view.Votes, v.decisions, v.hold, now)
+	changed := source != v.source
+	for m, mv := range views {
+		if v.decisions[m].Verdict != mv.Decision.Verdict {
+			changed = true
+		}
+	}
+	decisions := make(map[string]fleet.Decision, len(views))
+	for m, mv := range views {
+		decisions[m] = mv.Decision
+	}
+	v.views, v.decisions, v.source, v.why = views, decisions, source, why
+	v.mu.Unlock()
+	if changed {
+		d.hub.Facts.Touch() // the responder rebuilds from the new verdicts
+	}
+}
+
+// vote publishes this node's vote on every member it probes whose own
+// state is decided, and deletes its votes on the others. A down vote
+// waits until most canaries answered after the member went down
+// (fleet.DownConfirmed over canaryOK, each canary's last success).
+func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time) {
+	if cfg == nil {
+		return
+	}
+	own := v.d.mon.Status()
+	writes := 0
+	for _, p := range gslb.Evaluate(cfg, own, v.d.now()) {
+		for _, m := range p.Members {
+			key := memberKey(p.Name, m.Name)
+			var wrote bool
+			var err error
+			switch {
+			case mine != nil && !mine[key]:
+				wrote, err = hb.Unvote(ctx, key)
+			case m.State == health.Unknown || m.State == health.Down && !fleet.DownConfirmed(canaryOK, m.Since):
+				continue // no verdict of its own yet, or its own network not confirmed
+			default:
+				wrote, err = hb.VoteChanged(ctx, key, m.State == health.Up)
+			}
+			if err != nil {
+				// The next pass writes what is left (etcd slow or gone:
+				// one warning per pass, not one per member).
+				v.n.log.Warn("cannot write this node's votes; the next pass tries again", "member", key, "err", err)
+				v.addWrites(writes)
+				return
+			}
+			if wrote {
+				writes++
+			}
+		}
+	}
+	v.addWrites(writes)
+}
+
+func (v *fleetVotes) addWrites(n int) {
+	v.mu.Lock()
+	v.writes += uint64(n)
+	v.mu.Unlock()
+}
+
+// memberFacts are the statuses the GSLB responder and the status answer from:
+// the monitor's own, with every member the fleet has a verdict on judged
+// by that verdict (each of its monitors up or down as the verdict says).
+// A member without a fleet verdict keeps this node's own facts when it
+// probes it, else it has none (unknown: no verdict yet, as before the
+// first probe round). Judging from its own probes (etcd lost), the node
+// gives the monitor's facts, and the last fleet verdict of a member its
+// own monitors have not judged yet (one it did not probe before): the
+// answers do not lose it while its first probes run.
+func (d *Daemon) memberFacts() hub.Facts {
+	st := d.mon.Status()
+	v := d.votes
+	if v == nil {
+		return st
+	}
+	cfg := d.Config()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if cfg == nil || v.source != sourceFleet && len(v.views) == 0 {
+		return st
+	}
+	own := v.source != sourceFleet
+	for i := range cfg.GSLB.Pools {
+		p := &cfg.GSLB.Pools[i]
+		for j := range p.Members {
+			m := &p.Members[j]
+			mv, ok := v.views[memberKey(p.Name, m.Name)]
+			if !ok || mv.Decision.Verdict == fleet.VerdictNone || own && judged(st, p, m) {
+				continue
+			}
+			state := health.Up
+			if mv.Decision.Verdict == fleet.VerdictDown {
+				state = health.Down
+			}
+			detail := fmt.Sprintf("fleet verdict %s: %d up, %d down of %d probers", mv.Decision.Verdict, mv.Decision.Up, mv.Decision.Down, len(mv.Probers))
+			if mv.Decision.Held {
+				detail += " (held)"
+			}
+			for _, name := range p.MemberMonitors(m) {
+				key := gslb.MonitorKey(p.Name, m.Name, name)
+				ts := st[key]
+				ts.Key = key
+				ts.Health.State, ts.Health.Since = state, mv.Decision.Decided
+				ts.Last = check.Result{OK: state == health.Up, Detail: detail}
+				if state == health.Down {
+					ts.Health.LastFailReason = detail
+				}
+				if ts.LastAt.IsZero() {
+					ts.LastAt = mv.Decision.Decided
+				}
+				st[key] = ts
+			}
+		}
+	}
+	return st
+}
+
+// judged reports whether one of member m's monitors has a verdict of
+// its own in st.
+func judged(st hub.Facts, p *configs.GSLBPool, m *configs.GSLBMember) bool {
+	for _, name := range p.MemberMonitors(m) {
+		if ts, ok := st[gslb.MonitorKey(p.Name, m.Name, name)]; ok && ts.Health.State != health.Unknown {
+			return true
+		}
+	}
+	return false
+}
+
+// withdrawnNow reports whether this node withdrew its votes.
+func (v *fleetVotes) withdrawnNow() bool {
+	if v == nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.withdrawn
+}
+
+// memberVotes returns the fleet's view of member key (false when none).
+func (v *fleetVotes) memberVotes(key string) (fleet.MemberView, string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	mv, ok := v.views[key]
+	return mv, v.source, ok
+}
+
+// votesState is what /v1/fleet and the metrics say of the votes.
+type votesState struct {
+	source, why     string
+	withdrawn       bool
+	probed, members int
+	canaries        int
+	live            []fleet.Prober
+	writes          uint64
+	contact         time.Time
+}
+
+// state returns the votes' state now.
+func (v *fleetVotes) state() votesState {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := votesState{source: v.source, why: v.why, withdrawn: v.withdrawn, members: len(v.views), canaries: len(v.canaries),
+		live: v.live, writes: v.writes, probed: len(v.mine)}
+	if v.mine == nil {
+		s.probed = len(v.views)
+	}
+	if v.follower != nil {
+		s.contact = v.follower.Contact()
+	}
+	return s
+}
+
+// verdictCounts counts the members by fleet verdict ("up", "down",
+// "held", "none").
+func (v *fleetVotes) verdictCounts() map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := map[string]int{"up": 0, "down": 0, "held": 0, "none": 0}
+	for _, mv := range v.views {
+		switch {
+		case mv.Decision.Held:
+			out["held"]++
+		default:
+			out[mv.Decision.Verdict.String()]++
+		}
+	}
+	return out
+}
+
+// fillStatus adds the votes' state to the fleet status.
+func (v *fleetVotes) fillStatus(st *control.FleetStatus) {
+	s := v.state()
+	st.Verdicts, st.VerdictsWhy, st.EtcdContact, st.Withdrawn = s.source, s.why, s.contact, s.withdrawn
+	st.ProbersPerMember, st.ProbedMembers, st.Members, st.Canaries, st.VoteWrites = v.k, s.probed, s.members, s.canaries, s.writes
+	for _, p := range s.live {
+		st.Probers = append(st.Probers, p.Name)
+	}
+}
+
+// fillMembers adds the fleet's verdict and votes to every member of
+// pools (nothing outside a fleet).
+func (v *fleetVotes) fillMembers(pools []control.GSLBPool) {
+	if v == nil {
+		return
+	}
+	for i := range pools {
+		for j := range pools[i].Members {
+			m := &pools[i].Members[j]
+			mv, source, ok := v.memberVotes(memberKey(pools[i].Name, m.Name))
+			if !ok {
+				m.Fleet = &control.GSLBFleetVerdict{Source: source, Verdict: fleet.VerdictNone.String(), Probers: []control.GSLBProber{}, Votes: []control.GSLBVote{}}
+				continue
+			}
+			f := &control.GSLBFleetVerdict{Source: source, Verdict: mv.Decision.Verdict.String(), Held: mv.Decision.Held, Decided: mv.Decision.Decided.UTC(),
+				Quorum: fleet.Quorum(len(mv.Probers)), Probers: make([]control.GSLBProber, 0, len(mv.Probers)), Votes: make([]control.GSLBVote, 0, len(mv.Votes))}
+			if mv.Decision.Decided.IsZero() {
+				f.Decided = time.Time{}
+			}
+			for _, p := range mv.Probers {
+				f.Probers = append(f.Probers, control.GSLBProber{Name: p.Name, Location: p.Location})
+			}
+			for _, x := range mv.Votes {
+				f.Votes = append(f.Votes, control.GSLBVote{Prober: x.Prober, Location: x.Location, Up: x.Up, At: x.At.UTC()})
+			}
+			m.Fleet = f
+		}
+	}
+}
+
+// collectors are the votes' metrics.
+func (v *fleetVotes) collectors() []prometheus.Collector {
+	gauge := func(name, help string, f func(votesState) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(v.state()) })
+	}
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	return []prometheus.Collector{
+		gauge("lbdns_fleet_own_verdicts", "1 while this node judges the GSLB members from its own probes (etcd unreachable for longer than the lease TTL, or the fleet view not read yet), 0 while it answers from the fleet's verdicts.",
+			func(s votesState) float64 { return bit(s.source != sourceFleet) }),
+		gauge("lbdns_fleet_votes_withdrawn", "1 while this node withdrew its votes because most of its canaries fail.",
+			func(s votesState) float64 { return bit(s.withdrawn) }),
+		gauge("lbdns_fleet_probed_members", "The GSLB members this node probes (its assignment; every member while it judges from its own probes).",
+			func(s votesState) float64 { return float64(s.probed) }),
+		gauge("lbdns_fleet_live_probers", "The live probers of the fleet view (heartbeat alive, intent current, votes not withdrawn).",
+			func(s votesState) float64 { return float64(len(s.live)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lbdns_fleet_vote_writes_total", Help: "Vote writes (puts and deletes) this node made to etcd: votes are written only when they change."},
+			func() float64 { return float64(v.state().writes) }),
+		&verdictCollector{v: v},
+	}
+}
+
+// verdictCollector exports the members by fleet verdict.
+type verdictCollector struct{ v *fleetVotes }
+
+var verdictDesc = prometheus.NewDesc("lbdns_fleet_member_verdicts", "The GSLB members by the fleet's verdict: up, down, held (the votes decide nothing and the last verdict is held), none.", []string{"verdict"}, nil)
+
+func (c *verdictCollector) Describe(ch chan<- *prometheus.Desc) { ch <- verdictDesc }
+
+func (c *verdictCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.v.verdictCounts()
+	for _, verdict := range []string{"up", "down", "held", "none"} {
+		ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, float64(counts[verdict]), verdict)
+	}
+}
