@@ -157,8 +157,13 @@ func (n *fleetNode) config(cr etcdtest.Creds) string {
 	for i, e := range l.etcd.Endpoints {
 		eps[i] = fmt.Sprintf("%q", e)
 	}
-	fmt.Fprintf(&b, "\n[fleet]\nendpoints = [%s]\nname = %q\nlocation = %q\nprefix = %q\nlease_ttl = %q\ndial_timeout = \"2s\"\nca_file = %q\ncert_file = %q\nkey_file = %q\n",
-		strings.Join(eps, ", "), n.name, n.location, fleetPrefix, fleetTTL.String(), cr.CAFile, cr.CertFile, cr.KeyFile)
+	// The canaries, known-good for every node: the etcd members' ports.
+	canaries := make([]string, len(l.etcd.Endpoints))
+	for i, e := range l.etcd.Endpoints {
+		canaries[i] = fmt.Sprintf("%q", strings.TrimPrefix(e, "https://"))
+	}
+	fmt.Fprintf(&b, "\n[fleet]\nendpoints = [%s]\nname = %q\nlocation = %q\nprefix = %q\nlease_ttl = %q\ndial_timeout = \"2s\"\nca_file = %q\ncert_file = %q\nkey_file = %q\ncanaries = [%s]\n",
+		strings.Join(eps, ", "), n.name, n.location, fleetPrefix, fleetTTL.String(), cr.CAFile, cr.CertFile, cr.KeyFile, strings.Join(canaries, ", "))
 	fmt.Fprintf(&b, "\n[check.tcp]\nkind = \"tcp\"\ninterval = \"200ms\"\ntimeout = \"150ms\"\nrise = 1\nfall = 1\n\n[check.tcp.tcp]\nport = %d\n", gslbTCPPort)
 	b.WriteString("\n[[gslb.pool]]\nname = \"site\"\nmonitors = [\"tcp\"]\nalgorithm = \"all\"\n")
 	for _, m := range l.memberNames {
@@ -299,6 +304,7 @@ func TestFleetNetns(t *testing.T) {
 	a.waitFleet("three nodes, converged", 10*time.Second, converged("a", "b", "c"))
 
 	scenarioMemberDeath(l, "m1", a, b, c)
+	scenarioProberCutOff(l, c, a, b)
 	scenarioEmergency(l, a, b, c)
 	scenarioStaleWrite(l, a, b, c)
 	scenarioCutOff(l, b, a)
@@ -342,6 +348,54 @@ func scenarioMemberDeath(l *fleetLab, m string, nodes ...*fleetNode) {
 	for _, n := range nodes {
 		n.waitAnswer("www.g.test", l.memberAddrs()...)
 	}
+}
+
+// scenarioProberCutOff: prober n cut off from the members (nftables in
+// its namespace), not from etcd nor from its canaries, votes them down
+// and is outvoted: no node's answer changes, n's own included, while
+// another node sees n's down votes; when the cut ends n votes them up
+// again.
+func scenarioProberCutOff(l *fleetLab, n *fleetNode, others ...*fleetNode) {
+	l.t.Log("scenario: a prober cut off from the members but not from etcd flips no verdict")
+	restore := l.cutFromMembers(n)
+	cut := true
+	defer func() {
+		if cut {
+			restore()
+		}
+	}()
+	others[0].waitVotes(n.name, false)
+	for range 10 { // 2 s more of answers, every node alike
+		for _, x := range append([]*fleetNode{n}, others...) {
+			a, err := x.dig("www.g.test")
+			if err != nil || !slices.Equal(a.addrs, l.memberAddrs()) {
+				l.t.Fatalf("%s answers %v (%v) while %s alone is cut off from the members, want %v", x.name, a.addrs, err, n.name, l.memberAddrs())
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	restore()
+	cut = false
+	others[0].waitVotes(n.name, true)
+}
+
+// waitVotes waits until node x's lbctl gslb members -o json shows
+// prober's vote on every member as up (or down).
+func (x *fleetNode) waitVotes(prober string, up bool) {
+	x.lab.t.Helper()
+	poll.Until(x.lab.t, 15*time.Second, fmt.Sprintf("%s: %s's votes up=%v on every member", x.name, prober, up), func() (bool, string) {
+		var pools []control.GSLBPool
+		out := x.mustLbctl("gslb", "members", "-o", "json").stdout
+		if err := json.Unmarshal([]byte(out), &pools); err != nil || len(pools) != 1 {
+			return false, fmt.Sprintf("%v: %s", err, out)
+		}
+		for _, m := range pools[0].Members {
+			if m.Fleet == nil || !slices.ContainsFunc(m.Fleet.Votes, func(v control.GSLBVote) bool { return v.Prober == prober && v.Up == up }) {
+				return false, out
+			}
+		}
+		return true, ""
+	})
 }
 
 // scenarioStaleWrite: two operators change the intent at once on a and
