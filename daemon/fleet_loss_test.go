@@ -38,6 +38,24 @@ func answersA(t *testing.T, node string, port int, want string) {
 	})
 }
 
+// gslbFleet starts a three-member etcd with a user of prefix
+// /lbdns-test/, and returns it with the user's certificates, a probe
+// that finds every target up, a free GSLB port for nodes a and b, and
+// the GSLB tables of each (www.gslb.example. over gslbExtra's pool).
+func gslbFleet(t *testing.T) (*etcdtest.Cluster, etcdtest.Creds, *fakeProbe, map[string]int, func(name string) string) {
+	t.Helper()
+	c := etcdtest.StartT(t, 3)
+	cr, err := c.User("lbdns", "/lbdns-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]int{"a": freePort(t), "b": freePort(t)}
+	gslbFor := func(name string) string {
+		return fmt.Sprintf(gslbExtra, "www.example.", 100) + fmt.Sprintf(emergencyExtra, ports[name])
+	}
+	return c, cr, &fakeProbe{}, ports, gslbFor
+}
+
 // waitEtcd waits until node's status says etcd is reachable (or not).
 func waitEtcd(t *testing.T, name string, d *Daemon, reachable bool) *control.FleetEtcd {
 	t.Helper()
@@ -90,16 +108,7 @@ func gauge(t *testing.T, d *Daemon, name string) float64 {
 // Restarted while its member is down, a serves the local copy of the
 // intent it applied last, says so, and takes etcd's when it is back.
 func TestFleetEtcdLost(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := &fakeProbe{}
-	ports := map[string]int{"a": freePort(t), "b": freePort(t)}
-	gslbFor := func(name string) string {
-		return fmt.Sprintf(gslbExtra, "www.example.", 100) + fmt.Sprintf(emergencyExtra, ports[name])
-	}
+	c, cr, fp, ports, gslbFor := gslbFleet(t)
 	pathA := fleetConfigAt(t, c.Endpoints[:1], cr, "a", "c1", gslbFor("a"))
 	a := start(t, pathA, vip.NewMemClient(), fp)
 	b := start(t, fleetConfigAt(t, c.Endpoints[1:], cr, "b", "c2", gslbFor("b")), vip.NewMemClient(), fp)
@@ -134,7 +143,7 @@ func TestFleetEtcdLost(t *testing.T) {
 	// A change is refused before the 3s a client waits here (a hang in
 	// the loop would end in this context's deadline instead).
 	rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err = (backend{a.d}).SetGSLB(rctx, control.GSLBRequest{Action: control.GSLBOn}, "uid 0")
+	_, err := (backend{a.d}).SetGSLB(rctx, control.GSLBRequest{Action: control.GSLBOn}, "uid 0")
 	rcancel()
 	var ce *control.Error
 	if !errors.As(err, &ce) || ce.Code != http.StatusServiceUnavailable || ce.Unavailable != control.UnavailableEtcd || !strings.Contains(ce.Message, "nothing was changed") {

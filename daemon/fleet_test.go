@@ -216,16 +216,7 @@ func TestFleetStaleWrite(t *testing.T) {
 // node is off on a node of another cluster, which answers the static set;
 // switched on again from that node, it is on on the first.
 func TestFleetEmergencySwitch(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := &fakeProbe{}
-	ports := map[string]int{"a": freePort(t), "b": freePort(t)}
-	gslbFor := func(name string) string {
-		return fmt.Sprintf(gslbExtra, "www.example.", 100) + fmt.Sprintf(emergencyExtra, ports[name])
-	}
+	c, cr, fp, ports, gslbFor := gslbFleet(t)
 	a := start(t, fleetConfig(t, c, cr, "a", "c1", gslbFor("a")), vip.NewMemClient(), fp)
 	b := start(t, fleetConfig(t, c, cr, "b", "c2", gslbFor("b")), vip.NewMemClient(), fp)
 	answers := func(node string, want string) { t.Helper(); answersA(t, node, ports[node], want) }
