@@ -114,23 +114,8 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	}()
 	endFlood := sync.OnceValue(func() int { close(stopFlood); return <-flooded })
 	defer endFlood()
-	var rise, share control.Event
-	poll.Until(t, 20*time.Second, "the flood alarm events", func() (bool, string) {
-		evs, err := c.Events(context.Background(), 0)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, ev := range evs.Events {
-			switch {
-			case ev.Kind != control.EventFlood || !ev.Error:
-			case ev.Subject == "dnstap":
-				rise = ev
-			case ev.Subject == "clients "+flooder.String():
-				share = ev
-			}
-		}
-		return rise.Seq > 0 && share.Seq > 0, fmt.Sprintf("%d events; rates %v", len(evs.Events), d.Flood().Counters().Rates)
-	})
+	evs := waitFloodAlarms(t, c, 20*time.Second, "dnstap", "clients "+flooder.String())
+	rise, share := evs[0], evs[1]
 	t.Logf("alarm: %s", rise.Message)
 	for _, want := range []string{"flood alarm: dnstap at ", "top clients: " + flooder.String() + " ", "prefixes: 127.0.0.0/24 ", "names: " + www + " "} {
 		if !strings.Contains(rise.Message, want) {
@@ -140,15 +125,7 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	if !strings.HasPrefix(share.Message, "flood alarm: client "+flooder.String()+" has ") {
 		t.Errorf("share alarm event %q", share.Message)
 	}
-	for kind, want := range map[string]string{"clients": flooder.String(), "names": www} {
-		rep, err := c.Top(context.Background(), kind, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Entries) == 0 || rep.Entries[0].Key != want || rep.Entries[0].Count < rep.Entries[0].Error {
-			t.Errorf("top %s: %+v, want %s first", kind, rep.Entries, want)
-		}
-	}
+	checkTopFirst(t, c, map[string]string{"clients": flooder.String(), "names": www})
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
