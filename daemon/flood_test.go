@@ -73,6 +73,51 @@ func floodSender(t testing.TB, addr netip.AddrPort, from netip.Addr, names []str
 	return sent
 }
 
+// waitFloodAlarms polls the daemon's events through c for up to timeout
+// until a raised flood alarm event of each subject is there ("responder",
+// "dnstap", "clients ADDR"...), and returns them in the subjects' order.
+func waitFloodAlarms(t testing.TB, c *control.Client, timeout time.Duration, subjects ...string) []control.Event {
+	t.Helper()
+	got := make([]control.Event, len(subjects))
+	poll.Until(t, timeout, fmt.Sprintf("the flood alarm events of %q", subjects), func() (bool, string) {
+		evs, err := c.Events(context.Background(), 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ev := range evs.Events {
+			if ev.Kind != control.EventFlood || !ev.Error {
+				continue
+			}
+			if i := slices.Index(subjects, ev.Subject); i >= 0 {
+				got[i] = ev
+			}
+		}
+		for _, ev := range got {
+			if ev.Seq == 0 {
+				return false, fmt.Sprintf("%d events, got %+v", len(evs.Events), got)
+			}
+		}
+		return true, ""
+	})
+	return got
+}
+
+// checkTopFirst fails t unless GET /v1/top of the last 10 s, through c,
+// puts first the key firsts[kind] of each kind, its count above its
+// error.
+func checkTopFirst(t testing.TB, c *control.Client, firsts map[string]string) {
+	t.Helper()
+	for kind, want := range firsts {
+		rep, err := c.Top(context.Background(), kind, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Entries) == 0 || rep.Entries[0].Key != want || rep.Entries[0].Count < rep.Entries[0].Error {
+			t.Errorf("top %s: %+v, want %s first", kind, rep.Entries, want)
+		}
+	}
+}
+
 // TestFloodAlarm: among background queries from twenty clients for
 // twenty names at a bounded rate, one client floods one name; the
 // responder's readers count it before any reply cache, the alarm event
@@ -135,23 +180,8 @@ func TestFloodAlarm(t *testing.T) {
 	}()
 	// Two alarms: the responder's rate rose over 4 times its
 	// baseline, and the client took more than half of the queries.
-	var alarm, share control.Event
-	poll.Until(t, 15*time.Second, "the flood alarm events", func() (bool, string) {
-		evs, err := c.Events(context.Background(), 0)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, ev := range evs.Events {
-			switch {
-			case ev.Kind != control.EventFlood || !ev.Error:
-			case ev.Subject == "responder":
-				alarm = ev
-			case ev.Subject == "clients 127.0.0.99":
-				share = ev
-			}
-		}
-		return alarm.Seq > 0 && share.Seq > 0, fmt.Sprintf("%d events", len(evs.Events))
-	})
+	evs := waitFloodAlarms(t, c, 15*time.Second, "responder", "clients 127.0.0.99")
+	alarm, share := evs[0], evs[1]
 	for _, want := range []string{"flood alarm: responder at", "top clients: 127.0.0.99 ", "prefixes: 127.0.0.0/24 ", "names: n7.gslb.example. "} {
 		if !strings.Contains(alarm.Message, want) {
 			t.Errorf("alarm event %q lacks %q", alarm.Message, want)
@@ -161,15 +191,7 @@ func TestFloodAlarm(t *testing.T) {
 		t.Errorf("share alarm event %q", share.Message)
 	}
 	// The heavy hitters of the last 10 s, as lbctl top reads them.
-	for kind, want := range map[string]string{"clients": "127.0.0.99", "names": "n7.gslb.example.", "nametypes": "n7.gslb.example. A", "suffixes": "n7.gslb.example."} {
-		rep, err := c.Top(context.Background(), kind, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Entries) == 0 || rep.Entries[0].Key != want || rep.Entries[0].Count < rep.Entries[0].Error {
-			t.Errorf("top %s: %+v, want %s first", kind, rep.Entries, want)
-		}
-	}
+	checkTopFirst(t, c, map[string]string{"clients": "127.0.0.99", "names": "n7.gslb.example.", "nametypes": "n7.gslb.example. A", "suffixes": "n7.gslb.example."})
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
