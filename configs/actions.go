@@ -2,8 +2,10 @@ package configs
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strconv"
+	"time"
 )
 
 // Actions are the client actions' settings ([actions]): the limits on
@@ -35,6 +37,15 @@ type Actions struct {
 	// inet): letters, digits and '_', starting with a letter, at most 32.
 	// Nothing else of the host's ruleset is touched. Default "lbdns".
 	NftTable string `toml:"nft_table"`
+	// AutoSharePercent is the share of a flood alarm's seconds that its
+	// top client address (or, failing that, its top client prefix) must
+	// hold for an automatic limit (Enabled), 1..100. It is apart from
+	// [flood] share_percent: rate alarms name top clients too, and share
+	// alarms may be off. Default 50.
+	AutoSharePercent int `toml:"auto_share_percent"`
+	// AutoFor is how long an automatic limit lasts before it ends on its
+	// own, 1m..24h. Default 10m.
+	AutoFor Duration `toml:"auto_for"`
 
 	// AllowNets and SharedNets are Allow and Shared parsed (set by
 	// Load; an address is its /32 or /128).
@@ -48,6 +59,10 @@ const (
 	DefaultActionsLimitQPS   = 50
 	MaxActionsLimitQPS       = 1000000
 	DefaultActionsNftTable   = "lbdns"
+	DefaultActionsAutoShare  = 50
+	DefaultActionsAutoFor    = 10 * time.Minute
+	MinActionsAutoFor        = time.Minute
+	MaxActionsAutoFor        = 24 * time.Hour
 )
 
 // decodeActions decodes [actions].
@@ -66,6 +81,18 @@ func (d *decoder) validateActions() {
 	}
 	if !hasKey(raw, "nft_table") {
 		a.NftTable = DefaultActionsNftTable
+	}
+	if !hasKey(raw, "auto_share_percent") {
+		a.AutoSharePercent = DefaultActionsAutoShare
+	}
+	if !hasKey(raw, "auto_for") {
+		a.AutoFor.Duration = DefaultActionsAutoFor
+	}
+	if v := a.AutoSharePercent; v < 1 || v > 100 {
+		d.p.add("actions.auto_share_percent", strconv.Itoa(v), "must be between 1 and 100")
+	}
+	if v := a.AutoFor.Duration; v < MinActionsAutoFor || v > MaxActionsAutoFor {
+		d.p.add("actions.auto_for", fmtDur(v), fmt.Sprintf("must be between %s and %s", fmtDur(MinActionsAutoFor), fmtDur(MaxActionsAutoFor)))
 	}
 	if a.MaxEntries < 1 || a.MaxEntries > MaxActionsMaxEntries {
 		d.p.add("actions.max_entries", strconv.Itoa(a.MaxEntries), "must be between 1 and "+strconv.Itoa(MaxActionsMaxEntries))

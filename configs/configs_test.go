@@ -722,14 +722,15 @@ func TestActionsDefaults(t *testing.T) {
 	}
 	a := full.Actions
 	if a.Enabled || a.MaxEntries != 1024 || a.DefaultLimitQPS != 50 || a.NftTable != "lbdns" ||
-		fmt.Sprint(a.AllowNets) != "[192.0.2.0/28]" || fmt.Sprint(a.SharedNets) != "[100.64.0.0/10]" {
+		a.AutoSharePercent != 50 || a.AutoFor.Duration != 10*time.Minute || fmt.Sprint(a.AllowNets) != "[192.0.2.0/28]" || fmt.Sprint(a.SharedNets) != "[100.64.0.0/10]" {
 		t.Errorf("full.toml [actions] = %+v", a)
 	}
 	min, err := Load("minimal.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := min.Actions; a.Enabled || a.MaxEntries != DefaultActionsMaxEntries || a.DefaultLimitQPS != DefaultActionsLimitQPS || a.NftTable != DefaultActionsNftTable || len(a.AllowNets) != 0 {
+	if a := min.Actions; a.Enabled || a.MaxEntries != DefaultActionsMaxEntries || a.DefaultLimitQPS != DefaultActionsLimitQPS || a.NftTable != DefaultActionsNftTable || len(a.AllowNets) != 0 ||
+		a.AutoSharePercent != DefaultActionsAutoShare || a.AutoFor.Duration != DefaultActionsAutoFor {
 		t.Errorf("defaults without [actions] = %+v", a)
 	}
 }

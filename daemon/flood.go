@@ -106,6 +106,7 @@ func (d *Daemon) stepFlood(ctx context.Context, now time.Time) {
 		d.journal.FloodAlarm(a)
 		if a.Raised {
 			d.autoTTLRaise(ctx, a)
+			d.autoLimit(ctx, a)
 		}
 	}
 }
@@ -139,6 +140,57 @@ func (d *Daemon) autoTTLRaise(ctx context.Context, a flood.Alarm) {
 	if r.err != nil {
 		d.log.Warn("flood alarm: automatic TTL raise failed", "alarm", a.ID, "name", top.Key, "err", r.err)
 	}
+}
+
+// autoLimit limits the alarm's top client address, or else its top
+// client prefix, when [actions] enabled says so and that client has at
+// least auto_share_percent of the queries of the seconds that raised
+// the alarm: a limit (never a block: the client may be a NAT gateway or
+// a shared resolver) at default_limit_qps for auto_for, set through the
+// operator intent (persisted, shown, journaled by "lbdnsd (flood
+// alarm)") and ending on its own. Nothing is set when an action already
+// covers the client or overlaps it; a limit the intent refuses (an
+// allowlisted, protected or configured network, too many entries) is a
+// warning and an event, once for the alarm (each alarm is raised once).
+func (d *Daemon) autoLimit(ctx context.Context, a flood.Alarm) {
+	act := d.Config().Actions
+	if !act.Enabled {
+		return
+	}
+	top, ok := autoClient(a, float64(act.AutoSharePercent)/100)
+	if !ok {
+		d.log.Info("flood alarm: no automatic limit: no client or client prefix has the share", "alarm", a.ID, "auto_share_percent", act.AutoSharePercent)
+		return
+	}
+	p, err := configs.ParseClient(top.Key)
+	if err != nil {
+		d.journal.AutoLimitRefused(a.ID, top.Key, err)
+		return
+	}
+	for _, c := range d.intentNow().ClientsAt(d.now()) {
+		if c.Client.Overlaps(p) {
+			d.log.Info("flood alarm: no automatic limit: an action already covers the client", "alarm", a.ID, "client", top.Key, "action", c.Text(), "by", c.By)
+			return
+		}
+	}
+	reason := fmt.Sprintf("flood alarm %s: %s at %.0f/s, %.0f%% of the queries ([actions] enabled)", a.ID, top.Key, top.Rate, 100*top.Share)
+	req := control.ClientRequest{Action: control.ClientLimit, Client: top.Key, ForSeconds: int64(act.AutoFor.Duration / time.Second), Reason: reason}
+	if r := d.intentCall(ctx, overrideCall{cl: &req, by: autoFloodBy}); r.err != nil {
+		d.journal.AutoLimitRefused(a.ID, top.Key, r.err)
+	}
+}
+
+// autoClient is the alarm's top client address with at least share of
+// the queries, else its top client prefix with that share.
+func autoClient(a flood.Alarm, share float64) (flood.ViewEntry, bool) {
+	for _, k := range []flood.Kind{flood.KindClient, flood.KindPrefix} {
+		for _, v := range a.Top {
+			if v.Kind == k && len(v.Entries) > 0 && v.Entries[0].Share >= share {
+				return v.Entries[0], true
+			}
+		}
+	}
+	return flood.ViewEntry{}, false
 }
 
 // isGSLBName reports whether name (lower-cased, fully qualified) is a

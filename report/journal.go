@@ -384,6 +384,14 @@ func (j *Journal) Client(req control.ClientRequest, by string, res intent.Result
 	j.event(control.Event{Kind: control.EventClient, Subject: req.Client, Message: text})
 }
 
+// AutoLimitRefused tells that the automatic limit of client a flood
+// alarm asked for was not set, and why.
+func (j *Journal) AutoLimitRefused(alarm, client string, err error) {
+	text := "flood alarm " + alarm + ": no automatic limit of " + client + ": " + err.Error()
+	j.log.Warn(text, "alarm", alarm, "client", client)
+	j.event(control.Event{Kind: control.EventClient, Subject: client, Message: text, Error: true})
+}
+
 // ClientsExpired tells the client actions that ended on their own at
 // their expiry and were removed from the intent.
 func (j *Journal) ClientsExpired(gone []intent.ClientAction) {

@@ -167,13 +167,7 @@ func StartWith(t testing.TB, v Vendor, upstream netip.AddrPort, opts Options) *P
 	if v.Binary() == "" {
 		t.Fatalf("vendors: unknown vendor %q (want one of %v)", v, All())
 	}
-	path, err := LookPath(v)
-	if err != nil {
-		if required() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	path := Require(t, v)
 	dir := t.TempDir()
 	// The products may chdir or drop privileges; make the directory
 	// reachable whatever they do.
@@ -213,6 +207,21 @@ func StartWith(t testing.TB, v Vendor, upstream netip.AddrPort, opts Options) *P
 		t.Logf("vendors: %v; trying another port", err)
 	}
 	panic("unreachable")
+}
+
+// Require returns the path of v's binary, or skips t without it (fails
+// it when CI=true or LBDNS_REQUIRE_VENDORS=1): for a test that must set
+// up more before it starts v.
+func Require(t testing.TB, v Vendor) string {
+	t.Helper()
+	path, err := LookPath(v)
+	if err != nil {
+		if required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return path
 }
 
 // Launch starts vendor v listening on addr (UDP and TCP), forwarding to
