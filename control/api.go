@@ -56,6 +56,9 @@ type Status struct {
 	GSLBResponder *GSLBResponder `json:"gslb_responder,omitempty"`
 	// BGP is the route announcer (bgp.go); absent without [bgp].
 	BGP *BGPStatus `json:"bgp,omitempty"`
+	// Fleet is the node's link to the fleet's etcd; absent without
+	// [fleet].
+	Fleet *FleetEtcd `json:"fleet,omitempty"`
 	// Flood is the flood alarms (flood.go); absent when queries are not
 	// counted.
 	Flood *FloodStatus `json:"flood,omitempty"`
@@ -555,6 +558,8 @@ const (
 	// EventServing: a VIP or a GSLB listen address started or stopped
 	// serving (its serving verdict changed).
 	EventServing = "serving"
+	// EventFleet: the node lost or regained the fleet's etcd.
+	EventFleet = "fleet"
 	// EventMissed stands, in a followed stream, for events the log
 	// dropped before they could be sent (Seq 0).
 	EventMissed = "missed"
@@ -562,7 +567,7 @@ const (
 
 // EventKinds returns every event kind, in the order of their constants.
 func EventKinds() []string {
-	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventMissed}
+	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventFleet, EventMissed}
 }
 
 // Event is one entry of the event log (GET /v1/events).
@@ -662,7 +667,15 @@ type ErrorReply struct {
 	// Problems lists every configuration problem when a reload was
 	// rejected.
 	Problems []Problem `json:"problems,omitempty"`
+	// Unavailable names what the daemon needed and could not reach when
+	// it refused a change for that reason (UnavailableEtcd), "" otherwise.
+	Unavailable string `json:"unavailable,omitempty"`
 }
+
+// UnavailableEtcd is ErrorReply.Unavailable of a change refused because
+// the fleet's etcd cannot be reached (HTTP 503): nothing was changed, on
+// this host or elsewhere.
+const UnavailableEtcd = "etcd"
 
 // Error is an error with the HTTP status the servers reply with. Backend
 // methods return it for requests they refuse; any other error is a 500.
@@ -673,6 +686,8 @@ type Error struct {
 	Code     int
 	Message  string
 	Problems []Problem
+	// Unavailable is ErrorReply.Unavailable.
+	Unavailable string
 }
 
 // Error returns the message.
@@ -879,6 +894,9 @@ type FleetStatus struct {
 	// Error is why the fleet view could not be read ("" when it was):
 	// Nodes is then empty.
 	Error string `json:"error,omitempty"`
+	// Etcd is this node's link to the fleet's etcd (absent when the
+	// daemon is in no fleet).
+	Etcd *FleetEtcd `json:"etcd,omitempty"`
 	// Nodes are the nodes whose heartbeats are alive, by name.
 	Nodes []FleetNode `json:"nodes"`
 	// Verdicts is where this node's GSLB answers take the members'
@@ -908,6 +926,35 @@ type FleetStatus struct {
 	// made to etcd since it started.
 	VoteWrites uint64 `json:"vote_writes"`
 }
+
+// FleetEtcd is a node's link to the fleet's etcd, in GET /v1/fleet and
+// in the status (Status.Fleet).
+type FleetEtcd struct {
+	// Reachable is false while the node cannot reach etcd (no member
+	// with a leader answers): it then serves the intent it applied last,
+	// refuses every intent change (HTTP 503, ErrorReply.Unavailable
+	// "etcd") and catches up whole when etcd is back.
+	Reachable bool `json:"reachable"`
+	// Since is when Reachable last changed (the start counts).
+	Since time.Time `json:"since"`
+	// Error is the last failure of etcd, "" while it is reachable.
+	Error string `json:"error,omitempty"`
+	// IntentRevision is the revision of the intent in force;
+	// IntentSource where it came from: "etcd", or "local copy" when the
+	// daemon started without etcd and serves the copy it kept in its
+	// state directory of the intent it last applied ("none" without
+	// one).
+	IntentRevision uint64 `json:"intent_revision"`
+	IntentSource   string `json:"intent_source"`
+}
+
+// The sources of the intent in force of a node in a fleet
+// (FleetEtcd.IntentSource).
+const (
+	IntentFromEtcd      = "etcd"
+	IntentFromLocalCopy = "local copy"
+	IntentFromNone      = "none"
+)
 
 // FleetNode is one node of the fleet view.
 type FleetNode struct {

@@ -50,6 +50,9 @@ type pageData struct {
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
 	BGP *bgpView
+	// EtcdLost is the fleet's etcd out of reach (page_fleet.go); nil
+	// while it is reachable or without [fleet].
+	EtcdLost *etcdLostView
 	// Flood is the flood alarms (flood.go); nil when queries are not
 	// counted.
 	Flood *floodView
@@ -359,8 +362,9 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		v.Listeners = r.Listeners
 		p.GSLBResponder = v
 	}
-	p.BGP = buildBGP(st.BGP, now)       // bgp.go
-	p.Flood = buildFlood(st.Flood, now) // flood.go
+	p.BGP = buildBGP(st.BGP, now)             // bgp.go
+	p.Flood = buildFlood(st.Flood, now)       // flood.go
+	p.EtcdLost = buildEtcdLost(st.Fleet, now) // page_fleet.go
 	return p
 }
 

@@ -73,6 +73,8 @@ func longestStatus(now time.Time) *Status {
 		})
 	}
 	st.GSLB = []GSLBPool{{Name: "www-global-anycast-frontends", Combine: "at_least", AtLeast: 2, Up: 0, Total: 6, Members: members}}
+	st.Fleet = &FleetEtcd{Since: now.Add(-3 * time.Minute), IntentRevision: 123456, IntentSource: IntentFromLocalCopy,
+		Error: "context deadline exceeded: no etcd member of https://etcd-1.datacenter-east.example.net:2379, https://etcd-2.datacenter-east.example.net:2379 answered"}
 	st.Daemon.DryRun, st.Daemon.LastReloadError = true, "datacenter-east.toml:123: pools[2].members[7]: resolver \"unbound-resolver-44.east.example.net\" is not defined"
 	return st
 }
@@ -132,6 +134,7 @@ func layoutAt(t *testing.T, url string, width int) {
 		"frontend-05.eu-central-1.example.net",
 		"Recent events",
 		"Legend:",
+		"FLEET: etcd UNREACHABLE since 3m ago",
 	} {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)

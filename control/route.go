@@ -76,7 +76,7 @@ func writeError(w http.ResponseWriter, err error) {
 	rep := ErrorReply{Error: err.Error()}
 	var e *Error
 	if errors.As(err, &e) {
-		rep.Problems = e.Problems
+		rep.Problems, rep.Unavailable = e.Problems, e.Unavailable
 	}
 	writeJSON(w, httpStatus(err), rep)
 }

@@ -133,7 +133,10 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 		if err != nil {
 			var ds *atomicfile.DirSyncError
 			var ce *intent.ConflictError
+			var ue *control.Error
 			switch {
+			case errors.As(err, &ue) && ue.Unavailable != "":
+				return overrideResult{err: ue} // the fleet's etcd is out of reach: it says so whole
 			case errors.As(err, &ce):
 				// Another writer of the store won: take its revision, so
 				// that a retry is decided on it.

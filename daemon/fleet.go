@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -28,6 +29,8 @@ type fleetNode struct {
 	log  *slog.Logger
 	// hb is the heartbeat once it started (nil before).
 	hb atomic.Pointer[etcdfleet.Heartbeater]
+	// link is the node's link to etcd (fleet_loss.go).
+	link *etcdLink
 }
 
 // openFleet connects to the fleet's etcd when cfg has [fleet] and
@@ -41,8 +44,9 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.DialTimeout.Duration+time.Second)
 	defer cancel()
-	cli, err := etcdfleet.Connect(ctx, f)
-	if err != nil {
+	cli, err := etcdfleet.Open(ctx, f)
+	var unreachable *etcdfleet.UnreachableError
+	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
 	n := &fleetNode{cfg: f, cli: cli, keys: etcdfleet.KeysOf(f.Prefix, f.Cluster, f.Name), log: d.log.With("component", "fleet")}
@@ -53,6 +57,10 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	if err := d.registerFleetMetrics(); err != nil {
 		return nil, err
 	}
+	store := d.newLossStore(n, etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), cfg.Daemon.StateDir, err)
+	if unreachable != nil { // fleet_loss.go: Load serves the local copy
+		return store, nil
+	}
 	version, old, err := etcdfleet.ServerVersion(ctx, cli)
 	switch {
 	case err != nil:
@@ -61,7 +69,7 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 		n.log.Warn("the etcd server is older than 3.5: end of life, and its watches may duplicate or lose events; upgrade it", "etcd_version", version)
 	}
 	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix, "etcd_version", version)
-	return etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), nil
+	return store, nil
 }
 
 // registerFleetMetrics registers the fleet's gauges on the daemon's
@@ -83,7 +91,7 @@ func (d *Daemon) registerFleetMetrics() error {
 		in, _ := d.hub.Intent.Load()
 		return float64(in.Revision)
 	})
-	for _, c := range append([]prometheus.Collector{alive, rev}, d.votes.collectors()...) {
+	for _, c := range append(append([]prometheus.Collector{alive, rev}, d.fleetLossMetrics()...), d.votes.collectors()...) {
 		if err := d.registry.Register(c); err != nil {
 			return fmt.Errorf("fleet metrics: %w", err)
 		}
@@ -192,8 +200,14 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 		return &control.FleetStatus{Nodes: []control.FleetNode{}}, nil
 	}
 	hb := n.hb.Load()
-	st := &control.FleetStatus{On: true, Node: n.cfg.Name, Location: n.cfg.Location, Cluster: n.cfg.Cluster, Heartbeat: hb != nil && hb.Alive(), Nodes: []control.FleetNode{}}
+	st := &control.FleetStatus{On: true, Node: n.cfg.Name, Location: n.cfg.Location, Cluster: n.cfg.Cluster, Heartbeat: hb != nil && hb.Alive(), Etcd: b.d.fleetEtcd(), Nodes: []control.FleetNode{}}
 	b.d.votes.fillStatus(st)
+	if lost, _ := n.link.lostSince(); lost {
+		st.Error = "etcd unreachable: the fleet view cannot be read (this node serves the intent it applied last)"
+		return st, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, fleetSaveTimeout)
+	defer cancel()
 	nodes, err := etcdfleet.Nodes(ctx, n.cli, n.cfg.Prefix, b.d.now())
 	if err != nil {
 		st.Error = fmt.Sprintf("%v", err)

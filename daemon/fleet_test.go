@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
@@ -39,8 +37,14 @@ key_file = %q
 // own, with more (TOML) appended.
 func fleetConfig(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name, cluster string, more ...string) string {
 	t.Helper()
-	eps := make([]string, len(c.Endpoints))
-	for i, e := range c.Endpoints {
+	return fleetConfigAt(t, c.Endpoints, cr, name, cluster, more...)
+}
+
+// fleetConfigAt is fleetConfig with the etcd endpoints endpoints.
+func fleetConfigAt(t *testing.T, endpoints []string, cr etcdtest.Creds, name, cluster string, more ...string) string {
+	t.Helper()
+	eps := make([]string, len(endpoints))
+	for i, e := range endpoints {
 		eps[i] = fmt.Sprintf("%q", e)
 	}
 	return writeConfig(t, t.TempDir(), strings.Join(more, "")+fmt.Sprintf(fleetExtra, strings.Join(eps, ", "), name, cluster, cr.CAFile, cr.CertFile, cr.KeyFile))
@@ -212,34 +216,10 @@ func TestFleetStaleWrite(t *testing.T) {
 // node is off on a node of another cluster, which answers the static set;
 // switched on again from that node, it is on on the first.
 func TestFleetEmergencySwitch(t *testing.T) {
-	c := etcdtest.StartT(t, 3)
-	cr, err := c.User("lbdns", "/lbdns-test/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := &fakeProbe{}
-	ports := map[string]int{"a": freePort(t), "b": freePort(t)}
-	gslbFor := func(name string) string {
-		return fmt.Sprintf(gslbExtra, "www.example.", 100) + fmt.Sprintf(emergencyExtra, ports[name])
-	}
+	c, cr, fp, ports, gslbFor := gslbFleet(t)
 	a := start(t, fleetConfig(t, c, cr, "a", "c1", gslbFor("a")), vip.NewMemClient(), fp)
 	b := start(t, fleetConfig(t, c, cr, "b", "c2", gslbFor("b")), vip.NewMemClient(), fp)
-	answers := func(node string, want string) {
-		t.Helper()
-		poll.Until(t, 10*time.Second, node+" to answer "+want, func() (bool, string) {
-			m := new(dns.Msg)
-			m.SetQuestion("www.gslb.example.", dns.TypeA)
-			r, err := dns.Exchange(m, fmt.Sprintf("127.0.0.1:%d", ports[node]))
-			if err != nil {
-				return false, err.Error()
-			}
-			var got []string
-			for _, rr := range r.Answer {
-				got = append(got, rr.(*dns.A).A.String())
-			}
-			return fmt.Sprint(got) == want, fmt.Sprint(got)
-		})
-	}
+	answers := func(node string, want string) { t.Helper(); answersA(t, node, ports[node], want) }
 	answers("a", "[192.0.2.80]")
 	answers("b", "[192.0.2.80]")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

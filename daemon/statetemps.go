@@ -10,7 +10,7 @@ import (
 // stateFiles returns the files lbdnsd writes in daemon.state_dir, each
 // through atomicfile.Write.
 func stateFiles() []string {
-	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, server.SerialFile}
+	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, server.SerialFile, FleetCopyFile}
 }
 
 // removeStateTemps removes the temporary files of lbdnsd's own state files

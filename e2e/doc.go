@@ -6,6 +6,12 @@
 // on the read-only status endpoint. What the daemon would program into
 // IPVS is read from the dry-run table it writes to its state directory.
 //
+// The fleet's tests (fleet_test.go) run as root: three lbdnsd nodes, a
+// three-member etcd and GSLB members each in a network namespace of its
+// own (internal/netns), asserted with dig and lbctl fleet status; they
+// skip without root, namespaces or etcd, unless LBDNS_REQUIRE_NETNS=1 or
+// LBDNS_REQUIRE_ETCD=1.
+//
 // The package holds only tests; run them with
 //
 //	go test -race -count=1 ./e2e/

@@ -122,8 +122,13 @@ func (e *emergencyWorld) dig(qname string) (digAnswer, error) {
 
 // digAt asks server for qname A with dig.
 func (e *emergencyWorld) digAt(server netip.AddrPort, qname string, opts ...string) (digAnswer, error) {
+	return digA(e.t, server, qname, opts...)
+}
+
+// digA asks server for qname A with dig (Debian's bind9-dnsutils).
+func digA(t *testing.T, server netip.AddrPort, qname string, opts ...string) (digAnswer, error) {
 	args := append([]string{"@" + server.Addr().String(), "-p", strconv.Itoa(int(server.Port())), qname, "A", "+tries=1", "+time=1"}, opts...)
-	r := run(e.t, "dig", args...)
+	r := run(t, "dig", args...)
 	a := digAnswer{scope: -1, out: r.stdout}
 	if r.code != 0 || !strings.Contains(r.stdout, "status: NOERROR") {
 		return a, fmt.Errorf("dig %s: %s", qname, r)

@@ -49,9 +49,15 @@ func (w *world) start(args ...string) *lbdnsd {
 // with status 0.
 func (w *world) spawn(args ...string) *lbdnsd {
 	w.t.Helper()
-	d := &lbdnsd{t: w.t, stderr: &testlog.Buffer{}, done: make(chan struct{}), socket: w.socket, spawned: time.Now()}
 	all := append([]string{"-config", w.cfgPath, "-dry-run", "-log-format", "json"}, args...)
-	d.cmd = exec.Command(binaries.lbdnsd, all...)
+	return spawnLbdnsd(w.t, w.socket, exec.Command(binaries.lbdnsd, all...))
+}
+
+// spawnLbdnsd starts cmd, an lbdnsd serving its control socket at
+// socket, and returns at once; Cleanup stops it as spawn says.
+func spawnLbdnsd(t *testing.T, socket string, cmd *exec.Cmd) *lbdnsd {
+	t.Helper()
+	d := &lbdnsd{t: t, stderr: &testlog.Buffer{}, done: make(chan struct{}), socket: socket, spawned: time.Now(), cmd: cmd}
 	if _, set := os.LookupEnv("GORACE"); !set {
 		// A race-built daemon sleeps a second at exit by default.
 		d.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=50")
@@ -59,13 +65,13 @@ func (w *world) spawn(args ...string) *lbdnsd {
 	d.cmd.Stderr = d.stderr
 	d.cmd.Stdout = d.stderr
 	if err := d.cmd.Start(); err != nil {
-		w.t.Fatalf("start lbdnsd: %v", err)
+		t.Fatalf("start lbdnsd: %v", err)
 	}
 	go func() {
 		_ = d.cmd.Wait()
 		close(d.done)
 	}()
-	w.t.Cleanup(d.cleanup)
+	t.Cleanup(d.cleanup)
 	return d
 }
 

@@ -123,5 +123,6 @@
 // reload, gslb off, on or ttl) was sent whole but no reply came (the
 // connection was cut, -timeout passed or lbctl was interrupted): whether
 // it was applied is unknown, so check with lbctl status and lbctl events
-// before sending it again.
+// before sending it again; 5 the daemon, in a fleet, refused a change
+// because it cannot reach the fleet's etcd (nothing was changed).
 package main

@@ -30,7 +30,8 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 // fail prints err as the operator should see it and returns the exit
 // status: 2 for a usage error, 3 when the daemon cannot be reached or does
 // not answer in time, 4 when a change was sent but no reply came (whether
-// it was applied is unknown), 1 when it refused, the operator interrupted
+// it was applied is unknown), 5 when the daemon refused a change because
+// it cannot reach the fleet's etcd, 1 when it refused, the operator interrupted
 // the request before it was sent, or anything else went wrong.
 func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 	var (
@@ -74,6 +75,9 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUnreachable
 	case errors.As(err, &ce):
 		e.refused(ce)
+		if ce.Unavailable == control.UnavailableEtcd {
+			return exitNoEtcd
+		}
 		return exitRefused
 	}
 	fmt.Fprintf(e.stderr, "lbctl: %v\n", err)
@@ -84,7 +88,7 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 // stdout, else its message and every problem on stderr.
 func (e *env) refused(ce *control.Error) {
 	if e.json() {
-		if err := e.writeJSON(control.ErrorReply{Error: ce.Message, Problems: ce.Problems}); err != nil {
+		if err := e.writeJSON(control.ErrorReply{Error: ce.Message, Problems: ce.Problems, Unavailable: ce.Unavailable}); err != nil {
 			fmt.Fprintf(e.stderr, "lbctl: %v\n", err)
 		}
 		return

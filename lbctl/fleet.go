@@ -68,6 +68,14 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 		hb = "NOT alive (etcd unreachable? this node is missing from the fleet view)"
 	}
 	fmt.Fprintf(ew, "node %s (location %s, cluster %s), heartbeat %s\n", st.Node, st.Location, dash(st.Cluster), hb)
+	if et := st.Etcd; et != nil {
+		if et.Reachable {
+			fmt.Fprintf(ew, "etcd reachable (since %s), intent revision %d from %s\n", stamp(et.Since), et.IntentRevision, et.IntentSource)
+		} else {
+			fmt.Fprintf(ew, "ETCD UNREACHABLE since %s: serving the intent applied last (revision %d, from %s); intent changes are refused (exit 5) until it is back: %s\n",
+				stamp(et.Since), et.IntentRevision, et.IntentSource, et.Error)
+		}
+	}
 	writeVotes(ew, st)
 	if st.Error != "" {
 		fmt.Fprintf(ew, "the fleet view cannot be read: %s\n", st.Error)
@@ -104,4 +112,14 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 		fmt.Fprintf(ew, "%d of %d nodes differ (marked !)\n", odd, len(st.Nodes))
 	}
 	return ew.err
+}
+
+// etcdBanner says, first, that the daemon cannot reach the fleet's etcd
+// (nothing without [fleet] or while etcd is reachable).
+func (sw *statusWriter) etcdBanner(f *control.FleetEtcd) {
+	if f == nil || f.Reachable {
+		return
+	}
+	sw.printf("FLEET: ETCD UNREACHABLE since %s (%s ago): serving the intent applied last (revision %d, from %s); intent changes are refused (exit 5) until it is back\n",
+		stamp(f.Since), sw.ago(f.Since), f.IntentRevision, f.IntentSource)
 }

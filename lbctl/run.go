@@ -21,6 +21,9 @@ const (
 	exitUsage       = 2
 	exitUnreachable = 3
 	exitUnknown     = 4 // a change was sent, no reply came: applied or not is unknown
+	// exitNoEtcd: the daemon, in a fleet, refused a change because it
+	// cannot reach the fleet's etcd (nothing changed).
+	exitNoEtcd = 5
 )
 
 // defaultTimeout is the default deadline of one request to the daemon.

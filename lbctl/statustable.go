@@ -24,6 +24,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw.gslbLastResortBanner(st.GSLBResponder)
 	sw.bgpBanner(st.BGP)     // bgp.go
 	sw.floodBanner(st.Flood) // top.go
+	sw.etcdBanner(st.Fleet)  // fleet.go
 	sw.daemon(st.Daemon)
 	sw.vips(st.VIPs, st.Daemon.DryRun)
 	if len(st.Pools) == 0 {

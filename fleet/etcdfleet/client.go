@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -64,6 +65,33 @@ func scopeKey(prefix, cluster, name string) string {
 // to fix: the TLS files, a certificate etcd refuses, a role without the
 // prefix, no member reachable.
 func Connect(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
+	cli, err := Open(ctx, f)
+	var ue *UnreachableError
+	if errors.As(err, &ue) {
+		cli.Close()
+		return nil, err
+	}
+	return cli, err
+}
+
+// UnreachableError is Open's error when no etcd member answered within
+// the dial timeout and none refused the node's certificate: etcd may be
+// down or cut off, and the client Open returns with it keeps trying.
+type UnreachableError struct{ Err error }
+
+// Error returns the explained error.
+func (e *UnreachableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the explained error.
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Open is Connect for a node that may start while etcd is unreachable:
+// when no member answers within f.DialTimeout and none refused the
+// node's certificate, it returns the client (which keeps reconnecting in
+// the background; the caller closes it) with an *UnreachableError.
+// Every other error (TLS files, a certificate or a role etcd refuses)
+// comes with a nil client.
+func Open(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
 	tlsInfo := transport.TLSInfo{TrustedCAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile}
 	tc, err := tlsInfo.ClientConfig()
 	if err != nil {
@@ -86,20 +114,58 @@ func Connect(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.DialTimeout.Duration)
 	defer cancel()
-	if _, err := cli.Get(cctx, f.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
-		cli.Close()
-		if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-			// The client retries a refused handshake until the
-			// deadline: ask the members directly why.
-			for _, ep := range eps {
-				if terr := probeTLS(ctx, ep, tc); terr != nil {
-					return nil, Explain(fmt.Errorf("%s: %w", ep, terr), f)
-				}
-			}
-		}
-		return nil, Explain(err, f)
+	_, err = cli.Get(cctx, f.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err == nil {
+		return cli, nil
 	}
-	return cli, nil
+	if IsUnreachable(err) && !isTLSError(err) {
+		// The client retries a refused handshake until the deadline:
+		// ask the members directly why.
+		if terr := probeAll(ctx, eps, tc); terr != nil {
+			cli.Close()
+			return nil, Explain(terr, f)
+		}
+		return cli, &UnreachableError{Err: Explain(err, f)}
+	}
+	cli.Close()
+	return nil, Explain(err, f)
+}
+
+// IsUnreachable reports whether err, from a request to etcd, says that
+// no member with a leader answered in time (down, cut off, or without a
+// quorum), rather than that etcd refused or failed the request.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Unavailable:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpctypes.ErrNoLeader) ||
+		errors.Is(err, rpctypes.ErrTimeout) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) ||
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost) || errors.Is(err, rpctypes.ErrLeaderChanged)
+}
+
+// probeAll probes every endpoint at once (probeTLS) and returns the
+// first TLS error, with its endpoint.
+func probeAll(ctx context.Context, eps []string, tc *tls.Config) error {
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() {
+			if terr := probeTLS(ctx, ep, tc); terr != nil {
+				errs[i] = fmt.Errorf("%s: %w", ep, terr)
+			}
+		})
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // probeTLS makes one TLS connection to endpoint and reports the TLS

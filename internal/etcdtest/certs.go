@@ -22,6 +22,9 @@ type CA struct {
 	dir  string
 	// File is the CA certificate's PEM file.
 	File string
+	// IPs are addresses, besides 127.0.0.1, that the certificates it
+	// issues are valid for.
+	IPs []net.IP
 }
 
 // NewCA makes a CA whose certificate is written to dir/name.pem.
@@ -55,7 +58,7 @@ func NewCA(dir, name string) (*CA, error) {
 }
 
 // Issue signs a certificate for common name cn (the etcd user of a
-// client certificate), valid for 127.0.0.1 and localhost, for server and
+// client certificate), valid for 127.0.0.1 (and ca.IPs) and localhost, for server and
 // client use, and writes it and its key to dir/file.pem and
 // dir/file-key.pem, whose paths it returns.
 func (ca *CA) Issue(file, cn string) (certFile, keyFile string, err error) {
@@ -74,7 +77,7 @@ func (ca *CA) Issue(file, cn string) (certFile, keyFile string, err error) {
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses:  append([]net.IP{net.IPv4(127, 0, 0, 1)}, ca.IPs...),
 		DNSNames:     []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,6 +96,7 @@ type Cluster struct {
 	CA *CA
 
 	dir     string
+	command func(name string, args ...string) *exec.Cmd
 	members []*member
 	root    *clientv3.Client
 
@@ -114,7 +116,21 @@ type member struct {
 // Start starts a cluster of size members in dir (their data, logs and
 // certificates), waits until it serves, and enables auth with a root
 // user. Close stops it.
-func Start(dir string, size int) (*Cluster, error) {
+func Start(dir string, size int) (*Cluster, error) { return StartWith(dir, size, Options{}) }
+
+// Options place a cluster elsewhere than on loopback.
+type Options struct {
+	// Addr is the IP address the members listen on (clients and
+	// peers) and their certificates are valid for. Default 127.0.0.1.
+	Addr netip.Addr
+	// Command makes the command that runs a member (default
+	// exec.Command); a test runs the members in a network namespace
+	// of its own with it.
+	Command func(name string, args ...string) *exec.Cmd
+}
+
+// StartWith is Start with the members placed by o.
+func StartWith(dir string, size int, o Options) (*Cluster, error) {
 	bin, err := Find()
 	if err != nil {
 		return nil, err
@@ -123,15 +139,26 @@ func Start(dir string, size int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{CA: ca, dir: dir, users: map[string]bool{}}
+	if !o.Addr.IsValid() {
+		o.Addr = netip.MustParseAddr("127.0.0.1")
+	}
+	if !o.Addr.IsLoopback() {
+		ca.IPs = append(ca.IPs, net.IP(o.Addr.AsSlice()))
+	}
+	if o.Command == nil {
+		o.Command = exec.Command
+	}
+	c := &Cluster{CA: ca, dir: dir, users: map[string]bool{}, command: o.Command}
 	ports, err := freePorts(2 * size)
 	if err != nil {
 		return nil, err
 	}
+	host := netip.AddrPortFrom(o.Addr, 0).String()
+	host = host[:len(host)-2] // "IP" or "[IPv6]"
 	var initial []string
 	for i := range size {
-		initial = append(initial, fmt.Sprintf("m%d=https://127.0.0.1:%d", i, ports[2*i+1]))
-		c.Endpoints = append(c.Endpoints, fmt.Sprintf("https://127.0.0.1:%d", ports[2*i]))
+		initial = append(initial, fmt.Sprintf("m%d=https://%s:%d", i, host, ports[2*i+1]))
+		c.Endpoints = append(c.Endpoints, fmt.Sprintf("https://%s:%d", host, ports[2*i]))
 	}
 	for i := range size {
 		name := fmt.Sprintf("m%d", i)
@@ -140,7 +167,7 @@ func Start(dir string, size int) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
-		client, peer := c.Endpoints[i], fmt.Sprintf("https://127.0.0.1:%d", ports[2*i+1])
+		client, peer := c.Endpoints[i], fmt.Sprintf("https://%s:%d", host, ports[2*i+1])
 		args := []string{
 			"--name", name, "--data-dir", filepath.Join(dir, name+".data"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
@@ -152,7 +179,7 @@ func Start(dir string, size int) (*Cluster, error) {
 			"--heartbeat-interval", "50", "--election-timeout", "500",
 			"--log-level", "warn",
 		}
-		m, err := startMember(bin, name, filepath.Join(dir, name+".log"), args)
+		m, err := c.startMember(bin, name, filepath.Join(dir, name+".log"), args)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -167,12 +194,12 @@ func Start(dir string, size int) (*Cluster, error) {
 	return c, nil
 }
 
-func startMember(bin, name, logPath string, args []string) (*member, error) {
+func (c *Cluster) startMember(bin, name, logPath string, args []string) (*member, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("etcdtest: %w", err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := c.command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
 	if err := cmd.Start(); err != nil {
@@ -347,7 +374,7 @@ func (c *Cluster) StartMember(i int) error {
 		return fmt.Errorf("etcdtest: %w", err)
 	}
 	m.log.Close()
-	cmd := exec.Command(m.bin, m.args...)
+	cmd := c.command(m.bin, m.args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

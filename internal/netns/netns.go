@@ -54,8 +54,9 @@ type Host struct {
 	slot int
 
 	mu    sync.Mutex
-	drops []drop  // ports dropped by Drop
-	loss  float64 // loss in % made by nftables when the kernel lacks netem
+	drops []drop       // ports dropped by Drop
+	froms []netip.Addr // sources dropped by DropFrom
+	loss  float64      // loss in % made by nftables when the kernel lacks netem
 }
 
 // drop is one (protocol, port) whose incoming traffic is dropped.
@@ -444,6 +445,41 @@ func (h *Host) Undrop(proto string, port uint16) {
 	h.applyNft()
 }
 
+// DropFrom silently drops every packet arriving at the Host from addr,
+// with nftables inside the Host: the Host is cut off from addr (what it
+// sends gets no reply, what addr sends is lost) while the rest of its
+// link works. It fails the test when nft is missing.
+func (h *Host) DropFrom(addr netip.Addr) {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Contains(h.froms, addr) {
+		h.froms = append(h.froms, addr)
+	}
+	h.applyNft()
+}
+
+// UndropFrom ends a DropFrom of addr.
+func (h *Host) UndropFrom(addr netip.Addr) {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.froms = slices.DeleteFunc(h.froms, func(a netip.Addr) bool { return a == addr })
+	h.applyNft()
+}
+
+// Forward lets the root namespace route what the Host sends to the other
+// Hosts that Forward too: IPv4 forwarding on the root end of the Host's
+// link only (the kernel decides by the interface a packet came in on),
+// so the rest of the machine forwards nothing. The link's removal at the
+// end of the test removes the setting.
+func (h *Host) Forward() {
+	h.t.Helper()
+	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+h.root+"/forwarding", []byte("1"), 0o644); err != nil {
+		h.t.Fatalf("netns: forward: %v", err)
+	}
+}
+
 // applyNft replaces the Host's nftables table with one rule per drop and
 // one for the loss.
 func (h *Host) applyNft() {
@@ -465,6 +501,13 @@ func (h *Host) applyNft() {
 			h.t.Fatalf("netns: drop: protocol %q is not tcp or udp", d.proto)
 		}
 		fmt.Fprintf(&b, "\t\t%s dport %d drop\n", d.proto, d.port)
+	}
+	for _, a := range h.froms {
+		family := "ip"
+		if a.Is6() {
+			family = "ip6"
+		}
+		fmt.Fprintf(&b, "\t\t%s saddr %s drop\n", family, a)
 	}
 	b.WriteString("\t}\n}\n")
 	cmd := exec.Command("ip", "netns", "exec", h.name, "nft", "-f", "-")
