@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,8 @@ type fleetNode struct {
 	log  *slog.Logger
 	// hb is the heartbeat once it started (nil before).
 	hb atomic.Pointer[etcdfleet.Heartbeater]
-	// link is the node's link to etcd (fleet_loss.go).
-	link *etcdLink
+	// link is the node's link to etcd (etcdfleet.LossStore's).
+	link *etcdfleet.Link
 }
 
 // openFleet connects to the fleet's etcd when cfg has [fleet] and
@@ -57,8 +58,13 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	if err := d.registerFleetMetrics(); err != nil {
 		return nil, err
 	}
-	store := d.newLossStore(n, etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}), cfg.Daemon.StateDir, err)
-	if unreachable != nil { // fleet_loss.go: Load serves the local copy
+	n.link = etcdfleet.NewLink(d.now, d.journal, func() uint64 { in, _ := d.hub.Intent.Load(); return in.Revision })
+	store := etcdfleet.NewLossStore(etcdfleet.LossStoreOptions{
+		Inner:  etcdfleet.NewStore(cli, etcdfleet.StoreOptions{Keys: n.keys, Resync: f.ResyncInterval.Duration, Logger: n.log}),
+		Client: cli, Key: n.keys.Fleet, Link: n.link, CopyPath: filepath.Join(cfg.Daemon.StateDir, etcdfleet.CopyFile), Node: f.Name,
+		Now: d.now, Logger: n.log, Unreachable: err,
+	})
+	if unreachable != nil { // Load serves the local copy
 		return store, nil
 	}
 	version, old, err := etcdfleet.ServerVersion(ctx, cli)
@@ -202,11 +208,11 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 	hb := n.hb.Load()
 	st := &control.FleetStatus{On: true, Node: n.cfg.Name, Location: n.cfg.Location, Cluster: n.cfg.Cluster, Heartbeat: hb != nil && hb.Alive(), Etcd: b.d.fleetEtcd(), Nodes: []control.FleetNode{}}
 	b.d.votes.fillStatus(st)
-	if lost, _ := n.link.lostSince(); lost {
+	if lost, _ := n.link.LostSince(); lost {
 		st.Error = "etcd unreachable: the fleet view cannot be read (this node serves the intent it applied last)"
 		return st, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, fleetSaveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, etcdfleet.SaveTimeout)
 	defer cancel()
 	nodes, err := etcdfleet.Nodes(ctx, n.cli, n.cfg.Prefix, b.d.now())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"lbdns/control"
+	"lbdns/fleet/etcdfleet"
 	"lbdns/internal/etcdtest"
 	"lbdns/internal/poll"
 	"lbdns/vip"
@@ -216,7 +217,7 @@ func TestFleetBadLocalCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := fleetConfigAt(t, c.Endpoints, cr, "a", "c1")
-	copyPath := filepath.Join(filepath.Dir(path), "state", FleetCopyFile)
+	copyPath := filepath.Join(filepath.Dir(path), "state", etcdfleet.CopyFile)
 	if err := os.MkdirAll(filepath.Dir(copyPath), 0o750); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb/server"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
@@ -10,7 +11,7 @@ import (
 // stateFiles returns the files lbdnsd writes in daemon.state_dir, each
 // through atomicfile.Write.
 func stateFiles() []string {
-	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, server.SerialFile, FleetCopyFile}
+	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, server.SerialFile, etcdfleet.CopyFile}
 }
 
 // removeStateTemps removes the temporary files of lbdnsd's own state files

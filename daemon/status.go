@@ -15,7 +15,7 @@ import (
 func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
-	st.Fleet = d.fleetEtcd()     // the link to the fleet's etcd (fleet_loss.go)
+	st.Fleet = d.fleetEtcd()     // the link to the fleet's etcd (etcdfleet.Link)
 	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	st.Flood = report.FloodStatus(d.flood.pipeline())
