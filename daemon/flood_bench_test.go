@@ -133,9 +133,9 @@ func BenchmarkFloodDetection(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		// The alarm is decided at the end of each second the flood
 		// package counts: a flood starts at a point of that second
-		// drawn anew each time.
+		// drawn anew each time, and in each run.
 		b.StopTimer()
-		time.Sleep(time.Duration(r.Int64N(int64(time.Second))))
+		time.Sleep(rand.N(time.Second)) // not seeded: each run its own
 		b.StartTimer()
 		fl := newUDPLoad(b, addr, floodAsked, []loadClientSpec{{from: netip.MustParseAddr(floodClient), share: 1, wires: wires}})
 		w := startWindow(addr.Port(), background, fl)
