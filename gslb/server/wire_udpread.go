@@ -198,9 +198,10 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 // that has run on one schedule tick for 10 ms, then polls every 20 us for
 // a millisecond or more before it backs off again. A reader left alone
 // woke it about 2,500 times a second at 30,000 qps, 0.7-1.0 us of CPU per
-// query; yielding every 5 ms (runtime.Gosched, one reschedule) keeps it
+// query; yielding every 8 ms (runtime.Gosched, one reschedule: with the
+// thread locked, a hand-over of the P to another thread and back) keeps it
 // asleep (bench/README.md, "2026-12-01: the reader yields").
-const yieldEvery = 5 * time.Millisecond
+const yieldEvery = 8 * time.Millisecond
 
 // senderString is the address a reply k is sent to, for logs.
 func (b *batch) senderString(k int) string {
