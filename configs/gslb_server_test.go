@@ -9,10 +9,9 @@ import (
 	"time"
 )
 
-// TestGSLBServer: [gslb.server] defaults to off with udp_size 1232, and
-// its listen addresses are parsed (IPv4-mapped IPv6 unmapped).
-func TestGSLBServer(t *testing.T) {
-	base := `
+// serverDoc is a document with one GSLB pool that ends in [gslb.server]
+// (line 13): a test's keys of the table follow it, from line 14.
+const serverDoc = `
 [check.c.dns]
 qname = "example.com"
 
@@ -23,7 +22,14 @@ monitors = ["c"]
 [[gslb.pool.member]]
 name = "m"
 address = "192.0.2.1"
+
+[gslb.server]
 `
+
+// TestGSLBServer: [gslb.server] defaults to off with udp_size 1232, and
+// its listen addresses are parsed (IPv4-mapped IPv6 unmapped).
+func TestGSLBServer(t *testing.T) {
+	base := serverDoc
 	cfg, err := Parse([]byte(base), "t.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -38,9 +44,7 @@ address = "192.0.2.1"
 		s.TCPMaxQueries != 1000 || s.TCPReservedFDs != 1024 {
 		t.Errorf("default [gslb.server] TCP limits = %+v, want 1024 connections, 64 per source, idle 10s, 1000 queries, 1024 descriptors reserved", s)
 	}
-	cfg, err = Parse([]byte(base+`
-[gslb.server]
-listen = ["192.0.2.53:53", "[2001:db8::53]:5353", "[::ffff:192.0.2.54]:53", "127.0.0.1:0", "127.0.0.1:0"]
+	cfg, err = Parse([]byte(base+`listen = ["192.0.2.53:53", "[2001:db8::53]:5353", "[::ffff:192.0.2.54]:53", "127.0.0.1:0", "127.0.0.1:0"]
 udp_size = 4096
 `), "t.toml")
 	if err != nil {
@@ -58,21 +62,7 @@ udp_size = 4096
 // the file, its line and the key; of another type it is an error as
 // before; Load carries the warning too.
 func TestGSLBServerReplyCacheRemoved(t *testing.T) {
-	base := `
-[check.c.dns]
-qname = "example.com"
-
-[[gslb.pool]]
-name = "p"
-monitors = ["c"]
-
-[[gslb.pool.member]]
-name = "m"
-address = "192.0.2.1"
-
-[gslb.server]
-udp_size = 1232
-`
+	base := serverDoc + "udp_size = 1232\n"
 	const line = 15 // reply_cache's, after base
 	for _, v := range []string{"true", "false"} {
 		cfg, err := Parse([]byte(base+"reply_cache = "+v+"\n"), "t.toml")
@@ -108,20 +98,7 @@ udp_size = 1232
 // tcp_max_connections below the default per-source cap lowers that
 // default; a per-source cap above the total is an error naming both.
 func TestGSLBServerTCP(t *testing.T) {
-	base := `
-[check.c.dns]
-qname = "example.com"
-
-[[gslb.pool]]
-name = "p"
-monitors = ["c"]
-
-[[gslb.pool.member]]
-name = "m"
-address = "192.0.2.1"
-
-[gslb.server]
-`
+	base := serverDoc
 	cfg, err := Parse([]byte(base+`tcp_max_connections = 5000
 tcp_max_per_source = 100
 tcp_idle_timeout = "30s"

@@ -3,16 +3,11 @@ package server
 import (
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/configs"
-	"lbdns/gslb"
-	"lbdns/gslb/topology"
-	"lbdns/health"
-	"lbdns/monitor"
 )
 
 // pathDoc is the configuration of BenchmarkServerPath: a zone with a
@@ -94,20 +89,8 @@ func snapshotServer(tb testing.TB, doc string) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	now := time.Unix(1_800_000_000, 0)
-	statuses := map[monitor.Key]monitor.TargetStatus{}
-	for _, p := range cfg.GSLB.Pools {
-		for _, m := range p.Members {
-			k := gslb.MonitorKey(p.Name, m.Name, "t")
-			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: health.Up}}
-		}
-	}
-	loc, err := topology.Load(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	s := &Server{}
-	s.Swap(gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, now), loc, 1))
+	s.Swap(snapshotOf(tb, cfg))
 	return s
 }
 

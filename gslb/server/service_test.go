@@ -7,15 +7,11 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 
 	"lbdns/configs"
 	"lbdns/gslb"
-	"lbdns/gslb/topology"
-	"lbdns/health"
-	"lbdns/monitor"
 )
 
 // algorithmsDoc is packDoc with a name per pool algorithm (rr, wrr, hash by
@@ -47,30 +43,6 @@ name = "down.bench.test"
 pool = "down"
 `)
 	return b.String()
-}
-
-// downSnapshot is the snapshot of cfg with every member up but those
-// of pools in down, and of members "POOL/MEMBER" in down.
-func downSnapshot(t testing.TB, cfg *configs.Config, down ...string) *gslb.Snapshot {
-	t.Helper()
-	statuses := map[monitor.Key]monitor.TargetStatus{}
-	for _, p := range cfg.GSLB.Pools {
-		for _, m := range p.Members {
-			st := health.Up
-			for _, d := range down {
-				if d == p.Name || d == p.Name+"/"+m.Name {
-					st = health.Down
-				}
-			}
-			k := gslb.MonitorKey(p.Name, m.Name, "t")
-			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: st}}
-		}
-	}
-	loc, err := topology.Load(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, time.Unix(1_800_000_000, 0)), loc, 1)
 }
 
 // randomECS is the data of a Client Subnet option: IPv4 from 10.0.0.0/13
@@ -237,8 +209,8 @@ func TestServiceAnswersAsInline(t *testing.T) {
 	}
 	var snaps [2][]*gslb.Snapshot
 	for k, cfg := range cfgs {
-		snaps[k] = []*gslb.Snapshot{downSnapshot(t, cfg, "down"), downSnapshot(t, cfg, "down", "rr/m1", "all/m0", "r0"),
-			downSnapshot(t, cfg, "down", "gl", "hash/m2", "wrr/m0", "priority/m0")}
+		snaps[k] = []*gslb.Snapshot{snapshotOf(t, cfg, "down"), snapshotOf(t, cfg, "down", "rr/m1", "all/m0", "r0"),
+			snapshotOf(t, cfg, "down", "gl", "hash/m2", "wrr/m0", "priority/m0")}
 	}
 	var srvs [2]*Server
 	var scs [2]*scratch
