@@ -230,7 +230,7 @@ func (s *floodScene) stopAndClear(t *testing.T) {
 
 // TestFloodAlarm: among background queries from twenty clients for
 // twenty names at a bounded rate, one client floods one name; the
-// responder's readers count it before any reply cache, the alarm event
+// responder's readers count it, the alarm event
 // names that client and that name, GET /v1/top puts them first, the
 // name's TTL is raised (auto_ttl_raise: a TTL raise of the intent, by
 // the flood alarm), the client is limited ([actions] enabled: a limit

@@ -107,9 +107,6 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	defer runtime.UnlockOSThread()
 	u.readers.Add(1)
 	sc := &scratch{reader: true, counters: counterCache{local: true}}
-	if !s.NoReplyCache {
-		sc.cache = newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))
-	}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	var fp *flood.Producer
