@@ -27,9 +27,12 @@ import (
 // (127.0.0.99) asks one name neither asked by the background (n20) at
 // 1.5 times the background counted, from a point of the second drawn
 // at random. [flood]: floor 1.5 times the background counted (set by a
-// reload once it is measured), rise 2.
+// reload once it is measured), rise 2; each flood once the responder's
+// baseline is within 2 % of the background (then the level is about
+// twice the background).
 //
-// It reports the mean and largest delay; the background's rates
+// It reports the mean and largest delay, the alarms' mean baseline; the
+// background's rates
 // offered (sent) and answered (replies read) and counted by the
 // responder, and the flood's offered and answered in its seconds; the
 // host's idle share and the daemon's CPU per query answered (the
@@ -91,17 +94,30 @@ func BenchmarkFloodDetection(b *testing.B) {
 	defer func() { close(stopBG); wg.Wait() }()
 	wg.Go(func() { background.run(stopBG, time.Millisecond, 10*time.Minute) })
 
-	responderRate := func() float64 {
+	responder := func() flood.SourceRate {
 		for _, r := range d.Flood().Counters().Rates {
 			if r.Source == "responder" {
-				return r.Rate
+				return r
 			}
 		}
-		return 0
+		return flood.SourceRate{}
 	}
-	// The baseline (10 s), and the background the host could send:
-	// the floor, 1.5 times its largest second, is set by a reload.
+	responderRate := func() float64 { return responder().Rate }
+	// baselineAt waits, at most limit, for the responder's baseline (an
+	// average over 10 s, from the daemon's first second, nearly idle)
+	// to come within 2 % of rate: otherwise the level twice the
+	// baseline would be below twice the background.
+	baselineAt := func(rate float64, limit time.Duration) {
+		for deadline := time.Now().Add(limit); responder().Baseline < 0.98*rate; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the responder's baseline is not within 2 %% of %.0f/s after %v: %+v", rate, limit, responder())
+			}
+		}
+	}
+	// The baseline, and the background the host could send: the
+	// floor, 1.5 times its largest second, is set by a reload.
 	time.Sleep(10 * time.Second)
+	baselineAt(0.95*float64(bg), 60*time.Second)
 	w := startWindow(addr.Port(), background)
 	var bgRate float64
 	for range 4 {
@@ -120,12 +136,13 @@ func BenchmarkFloodDetection(b *testing.B) {
 		b.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
+	baselineAt(bgRate, 30*time.Second)
 	if act := d.Flood().Active(); len(act) > 0 {
 		b.Fatalf("an alarm of the background alone: %+v", act)
 	}
 
 	var total, worst time.Duration
-	var floodRate float64
+	var floodRate, baseline float64
 	var floods []windowRates
 	floodAsked := bgRate * 1.5
 	wires := packQueries(b, r, []string{floodName}, 256, func() int { return 0 })
@@ -163,20 +180,21 @@ func BenchmarkFloodDetection(b *testing.B) {
 		if topFirst(alarm.Top, flood.KindClient) != floodClient || topFirst(alarm.Top, flood.KindName) != floodName {
 			b.Errorf("the alarm does not name the flood's client and name first: %+v", alarm.Top)
 		}
-		b.Logf("flood %d, asked %.0f/s: delay %v; %s; load average %s", i+1, floodAsked, delay.Round(time.Millisecond), fwin, loadAvg())
+		b.Logf("flood %d, asked %.0f/s: delay %v (raised at %.0f/s, baseline %.0f/s); %s; load average %s", i+1, floodAsked, delay.Round(time.Millisecond), alarm.Rate, alarm.Baseline, fwin, loadAvg())
 		if fwin.parts[1].offered < 0.95*floodAsked || fwin.parts[0].offered < 0.95*float64(bg) {
 			b.Logf("NOT REACHED: flood %d offered %.0f/s of %.0f/s asked, the background %.0f/s of %d/s", i+1, fwin.parts[1].offered, floodAsked, fwin.parts[0].offered, bg)
 		}
 		total += delay
 		worst = max(worst, delay)
+		baseline += alarm.Baseline / float64(b.N)
 		floodRate += (alarm.Rate - bgRate) / float64(b.N) // the second that raised it
 		b.StopTimer()
 		// The alarm clears once the rate is below half the level it
 		// was raised at for clear_after: half of twice the baseline,
 		// the background's own rate. The background at 80 % clears
-		// it; then back at its rate, it is the baseline again (which
-		// stood still while the alarm was raised, and a second at 80 %
-		// lowers by 2 %) within a few seconds.
+		// it; then back at its rate, the baseline (which stood still
+		// while the alarm was raised, and a second at 80 % lowers by
+		// 2 %) is let come back to within 2 % of it.
 		background.setRate(0.8 * float64(bg))
 		for deadline := time.Now().Add(20 * time.Second); len(d.Flood().Active()) > 0; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -184,7 +202,8 @@ func BenchmarkFloodDetection(b *testing.B) {
 			}
 		}
 		background.setRate(float64(bg))
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Second)
+		baselineAt(bgRate, 30*time.Second)
 		if act := d.Flood().Active(); len(act) > 0 {
 			b.Fatalf("an alarm before the flood: %+v", act)
 		}
@@ -198,7 +217,8 @@ func BenchmarkFloodDetection(b *testing.B) {
 	b.ReportMetric(bgRate, "bg-qps") // counted by the responder, largest second
 	b.ReportMetric(bgWin.parts[0].offered, "bg-offered-qps")
 	b.ReportMetric(bgWin.parts[0].answered, "bg-answered-qps")
-	b.ReportMetric(floodRate, "flood-qps") // counted, mean, in the seconds that raised the alarms
+	b.ReportMetric(floodRate, "flood-qps")   // counted, mean, in the seconds that raised the alarms
+	b.ReportMetric(baseline, "baseline-qps") // the alarms', mean
 	b.ReportMetric(all.parts[1].offered, "flood-offered-qps")
 	b.ReportMetric(all.parts[1].answered, "flood-answered-qps")
 	b.ReportMetric(bgWin.idle, "bg-idle-%")
