@@ -1,7 +1,9 @@
 package flood
 
 import (
+	"bytes"
 	"cmp"
+	"hash/maphash"
 	"slices"
 )
 
@@ -17,108 +19,202 @@ import (
 //     estimates sum to N, and Min is the smallest of m of them).
 //
 // A key with a true count above N/m therefore always has a counter.
-// A Summary is not safe for concurrent use.
+//
+// Keys are found by a seeded 64-bit hash (hash/maphash) in an open
+// addressing table of its own, each hash computed once per key added;
+// two keys of the same hash are told apart by their bytes. Each counter
+// keeps its key in a buffer of its own, reused by the keys that take
+// the counter after it (a buffer grows only for a longer key), so that
+// counting does not allocate once the buffers have grown. A Summary is
+// not safe for concurrent use.
 type Summary struct {
-	m   int
-	n   uint64
-	idx map[string]int32 // key -> slot
+	m    int
+	n    uint64
+	seed maphash.Seed
+	// table finds a key's counter: at h&mask for a key of hash h, or
+	// the next places on (linear probing); 0 is a free place.
+	table []place
+	mask  uint64
 	// slots hold the counters, each at a fixed slot while its key is
-	// counted; heap orders the slots by estimate (a min-heap), and pos
-	// is each slot's place in it: a sift moves slot numbers, never
-	// touches the map.
+	// counted (those from len(heap) on are free, kept for their
+	// buffers); heap orders them by estimate (a min-heap, with the
+	// estimates in it), and pos is each slot's place in it.
 	slots []counter
-	heap  []int32
+	heap  []heapEntry
 	pos   []int32
 }
 
-// counter is one counted key.
-type counter struct {
-	key      string
-	est, err uint64
+// place is one place of the table: the upper half of the hash of the
+// key there (to skip most others without reading their counter), and
+// its slot plus one (0: free).
+type place struct {
+	tag  uint32
+	slot int32
 }
+
+// counter is one counted key; its estimate is in the heap.
+type counter struct {
+	key  []byte
+	hash uint64
+	err  uint64
+}
+
+type heapEntry struct {
+	est  uint64
+	slot int32
+}
+
+// minKeyBuf is the least a counter's key buffer holds: most names fit.
+const minKeyBuf = 32
 
 // NewSummary returns an empty summary of at most m counters (at least 1).
 func NewSummary(m int) *Summary {
+	return newSummary(m, maphash.MakeSeed())
+}
+
+func newSummary(m int, seed maphash.Seed) *Summary {
 	m = max(m, 1)
-	return &Summary{m: m, idx: make(map[string]int32, m), slots: make([]counter, 0, m),
-		heap: make([]int32, 0, m), pos: make([]int32, 0, m)}
+	size := 4
+	for size < 2*m {
+		size *= 2
+	}
+	return &Summary{m: m, seed: seed, table: make([]place, size), mask: uint64(size - 1),
+		slots: make([]counter, 0, m), heap: make([]heapEntry, 0, m), pos: make([]int32, 0, m)}
 }
 
 // N is the weight added.
 func (s *Summary) N() uint64 { return s.n }
 
 // Len is the number of counters in use.
-func (s *Summary) Len() int { return len(s.slots) }
+func (s *Summary) Len() int { return len(s.heap) }
 
 // Min is the bound on the count of a key without a counter: the
 // smallest estimate when the summary is full, else 0.
 func (s *Summary) Min() uint64 {
-	if len(s.slots) < s.m {
+	if len(s.heap) < s.m {
 		return 0
 	}
-	return s.slots[s.heap[0]].est
+	return s.heap[0].est
 }
 
-// Add counts key with weight w. key is copied only when it takes a
-// counter, so a caller may pass a string converted from reused bytes
-// (AddBytes).
+// Add counts key with weight w.
 func (s *Summary) Add(key string, w uint64) {
-	s.n += w
-	if i, ok := s.idx[key]; ok {
-		s.slots[i].est += w
-		s.down(int(s.pos[i]))
-		return
-	}
-	s.insert(cloneKey(key), w, 0)
+	s.add([]byte(key), maphash.String(s.seed, key), w)
 }
 
-// AddBytes is Add of string(key), without allocating when key has a
-// counter already.
+// AddBytes is Add of string(key). It does not allocate once the
+// counters' buffers have grown to the keys' lengths.
 func (s *Summary) AddBytes(key []byte, w uint64) {
-	s.n += w
-	if i, ok := s.idx[string(key)]; ok {
-		s.slots[i].est += w
-		s.down(int(s.pos[i]))
-		return
-	}
-	s.insert(string(key), w, 0)
+	s.add(key, maphash.Bytes(s.seed, key), w)
 }
 
-// cloneKey copies key (it may point at reused bytes).
-func cloneKey(key string) string { return string([]byte(key)) }
+// add counts key, of hash h, with weight w. Only the counters hold on
+// to key: it may be reused bytes.
+func (s *Summary) add(key []byte, h, w uint64) {
+	s.n += w
+	if i, ok := s.find(key, h); ok {
+		p := s.pos[i]
+		s.heap[p].est += w
+		s.down(int(p))
+		return
+	}
+	s.insert(key, h, w, 0)
+}
 
-// insert gives key (owned) a counter of estimate base+w and error err
-// plus what the counter it takes had.
-func (s *Summary) insert(key string, w, err uint64) {
-	if len(s.slots) < s.m {
-		i := int32(len(s.slots))
-		s.slots = append(s.slots, counter{key: key, est: w, err: err})
-		s.heap = append(s.heap, i)
+// find is the slot of key, of hash h.
+func (s *Summary) find(key []byte, h uint64) (slot int32, ok bool) {
+	tag := uint32(h >> 32)
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		p := s.table[i]
+		if p.slot == 0 {
+			return 0, false
+		}
+		if p.tag == tag {
+			if c := &s.slots[p.slot-1]; c.hash == h && bytes.Equal(c.key, key) {
+				return p.slot - 1, true
+			}
+		}
+	}
+}
+
+// place puts slot, of hash h, in the table (its key is not there).
+func (s *Summary) place(slot int32, h uint64) {
+	i := h & s.mask
+	for s.table[i].slot != 0 {
+		i = (i + 1) & s.mask
+	}
+	s.table[i] = place{tag: uint32(h >> 32), slot: slot + 1}
+}
+
+// unplace takes slot, of hash h, out of the table, moving the places
+// after it back so that every key stays reachable from its own place
+// (deletion in linear probing, without tombstones).
+func (s *Summary) unplace(slot int32, h uint64) {
+	i := h & s.mask
+	for s.table[i].slot != slot+1 {
+		i = (i + 1) & s.mask
+	}
+	for j := (i + 1) & s.mask; ; j = (j + 1) & s.mask {
+		p := s.table[j]
+		if p.slot == 0 {
+			break
+		}
+		// p may move to i when its own place is not in (i, j].
+		home := s.slots[p.slot-1].hash & s.mask
+		if (j-home)&s.mask >= (j-i)&s.mask {
+			s.table[i] = p
+			i = j
+		}
+	}
+	s.table[i] = place{}
+}
+
+// setKey copies key into slot i's buffer, growing it when too short.
+func (s *Summary) setKey(i int32, key []byte) {
+	c := &s.slots[i]
+	if cap(c.key) < len(key) {
+		c.key = make([]byte, 0, max(len(key), minKeyBuf))
+	}
+	c.key = append(c.key[:0], key...)
+}
+
+// insert gives key, of hash h, a counter of estimate base+w and error
+// err plus base, base the estimate of the counter it takes (0 while the
+// summary is not full).
+func (s *Summary) insert(key []byte, h, w, err uint64) {
+	if len(s.heap) < s.m {
+		i := int32(len(s.heap))
+		if int(i) == len(s.slots) {
+			s.slots = append(s.slots, counter{})
+		} // else slots[i] is a counter of before Reset, with its buffer
+		s.setKey(i, key)
+		s.slots[i].hash, s.slots[i].err = h, err
+		s.heap = append(s.heap, heapEntry{est: w, slot: i})
 		s.pos = append(s.pos, i)
-		s.idx[key] = i
+		s.place(i, h)
 		s.up(int(i))
 		return
 	}
-	i := s.heap[0]
-	least := s.slots[i]
-	delete(s.idx, least.key)
-	s.slots[i] = counter{key: key, est: least.est + w, err: least.est + err}
-	s.idx[key] = i
+	least := s.heap[0]
+	i := least.slot
+	s.unplace(i, s.slots[i].hash)
+	s.setKey(i, key)
+	s.slots[i].hash, s.slots[i].err = h, least.est+err
+	s.heap[0].est = least.est + w
+	s.place(i, h)
 	s.down(0)
 }
 
-func (s *Summary) less(a, b int) bool { return s.slots[s.heap[a]].est < s.slots[s.heap[b]].est }
-
 func (s *Summary) swap(a, b int) {
 	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
-	s.pos[s.heap[a]] = int32(a)
-	s.pos[s.heap[b]] = int32(b)
+	s.pos[s.heap[a].slot] = int32(a)
+	s.pos[s.heap[b].slot] = int32(b)
 }
 
 func (s *Summary) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !s.less(i, p) {
+		if s.heap[i].est >= s.heap[p].est {
 			return
 		}
 		s.swap(i, p)
@@ -127,17 +223,18 @@ func (s *Summary) up(i int) {
 }
 
 func (s *Summary) down(i int) {
-	n := len(s.heap)
+	h := s.heap
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && s.less(r, l) {
+		if r := l + 1; r < n && h[r].est < h[l].est {
 			j = r
 		}
-		if !s.less(j, i) {
+		if h[j].est >= h[i].est {
 			return
 		}
 		s.swap(i, j)
@@ -145,12 +242,12 @@ func (s *Summary) down(i int) {
 	}
 }
 
-// Reset empties the summary, keeping its storage.
+// Reset empties the summary, keeping its storage (the counters' key
+// buffers too).
 func (s *Summary) Reset() {
 	s.n = 0
-	clear(s.idx)
-	clear(s.slots) // drop the keys
-	s.slots, s.heap, s.pos = s.slots[:0], s.heap[:0], s.pos[:0]
+	clear(s.table)
+	s.heap, s.pos = s.heap[:0], s.pos[:0]
 }
 
 // Entry is one key of a summary or of a merge of summaries: its
@@ -163,9 +260,10 @@ type Entry struct {
 
 // Entries are the summary's counters, largest estimate first.
 func (s *Summary) Entries() []Entry {
-	out := make([]Entry, len(s.slots))
-	for i, c := range s.slots {
-		out[i] = Entry{Key: c.key, Est: c.est, Err: c.err}
+	out := make([]Entry, len(s.heap))
+	for i, e := range s.heap {
+		c := &s.slots[e.slot]
+		out[i] = Entry{Key: string(c.key), Est: e.est, Err: c.err}
 	}
 	sortEntries(out)
 	return out
@@ -202,18 +300,20 @@ func Merge(sums []*Summary) (entries []Entry, n uint64) {
 	}
 	at := make(map[string]int)
 	for _, s := range sums {
-		for _, c := range s.slots {
-			i, ok := at[c.key]
+		m := s.Min()
+		for _, he := range s.heap {
+			c := &s.slots[he.slot]
+			i, ok := at[string(c.key)]
 			if !ok {
 				i = len(entries)
-				at[c.key] = i
+				key := string(c.key)
+				at[key] = i
 				// Start at every summary's bound; each summary
 				// that counts x replaces its min by its estimate.
-				entries = append(entries, Entry{Key: c.key, Est: mins, Err: mins})
+				entries = append(entries, Entry{Key: key, Est: mins, Err: mins})
 			}
 			e := &entries[i]
-			m := s.Min()
-			e.Est += c.est - m
+			e.Est += he.est - m
 			e.Err += c.err - m
 		}
 	}
@@ -234,13 +334,10 @@ func (s *Summary) fold(sums ...*Summary) {
 		entries = entries[:s.m]
 	}
 	s.Reset()
-	s.n = n
-	// Smallest first is a min-heap.
-	slices.Reverse(entries)
-	for i, e := range entries {
-		s.slots = append(s.slots, counter{key: e.Key, est: e.Est, err: e.Err})
-		s.heap = append(s.heap, int32(i))
-		s.pos = append(s.pos, int32(i))
-		s.idx[e.Key] = int32(i)
+	// Smallest first is a min-heap: each insert leaves it in place.
+	for _, e := range slices.Backward(entries) {
+		key := []byte(e.Key)
+		s.insert(key, maphash.Bytes(s.seed, key), e.Est, e.Err)
 	}
+	s.n = n
 }

@@ -158,7 +158,7 @@ func TestMergeBounds(t *testing.T) {
 		// the bounds.
 		a.Add("flood", 5)
 		for i := 1; i < a.Len(); i++ {
-			if a.less(i, (i-1)/2) {
+			if a.heap[i].est < a.heap[(i-1)/2].est {
 				t.Fatalf("folded summary is not a min-heap at %d", i)
 			}
 		}
