@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 )
 
@@ -20,48 +21,60 @@ import (
 //
 // A key with a true count above N/m therefore always has a counter.
 //
-// Keys are found by a seeded 64-bit hash (hash/maphash) in an open
-// addressing table of its own, each hash computed once per key added;
-// two keys of the same hash are told apart by their bytes. Each counter
-// keeps its key in a buffer of its own, reused by the keys that take
-// the counter after it (a buffer grows only for a longer key), so that
-// counting does not allocate once the buffers have grown. A Summary is
-// not safe for concurrent use.
+// It is the paper's Stream-Summary: the counters of one estimate hang
+// from a bucket of that estimate, the buckets in a list by estimate, so
+// that adding weight 1 to a key, or giving a new key the smallest
+// counter, is a few links changed (a weight w walks past the buckets of
+// estimates between the old and the new). Keys are found by a seeded
+// 64-bit hash (hash/maphash), computed once per key added, in an open
+// addressing table of the summary's own; two keys of one hash are told
+// apart by their bytes. Each counter keeps its key in a buffer of its
+// own that the keys taking the counter after it reuse (it grows only
+// for a longer key), so that counting does not allocate once the
+// buffers have grown. A Summary is not safe for concurrent use.
 type Summary struct {
 	m    int
 	n    uint64
 	seed maphash.Seed
-	// table finds a key's counter: at h&mask for a key of hash h, or
-	// the next places on (linear probing); 0 is a free place.
+	// table finds a key's counter: from the place of the hash's top
+	// bits on (linear probing); a zero place is free.
 	table []place
-	mask  uint64
-	// slots hold the counters, each at a fixed slot while its key is
-	// counted (those from len(heap) on are free, kept for their
-	// buffers); heap orders them by estimate (a min-heap, with the
-	// estimates in it), and pos is each slot's place in it.
-	slots []counter
-	heap  []heapEntry
-	pos   []int32
+	shift uint // 64 - log2(len(table))
+	// counters are the counters, the first used of them counting a
+	// key each; those after keep their key buffers for reuse.
+	counters []counter
+	used     int
+	// buckets are the estimates counted, each with the counters of
+	// that estimate, in a list from first (the smallest) to last;
+	// spare are the indexes of buckets unused.
+	buckets     []bucket
+	spare       []int32
+	first, last int32
 }
 
-// place is one place of the table: the upper half of the hash of the
-// key there (to skip most others without reading their counter), and
-// its slot plus one (0: free).
+// place is one place of the table: the hash's top 32 bits (its place
+// among them) and the counter plus one (0: a free place).
 type place struct {
-	tag  uint32
-	slot int32
+	tag uint32
+	c   int32
 }
 
-// counter is one counted key; its estimate is in the heap.
+// counter is one counted key, in the list of its bucket.
 type counter struct {
-	key  []byte
-	hash uint64
-	err  uint64
+	key        []byte
+	hash       uint64
+	err        uint64
+	bucket     int32
+	prev, next int32 // in the bucket, -1 at either end
 }
 
-type heapEntry struct {
-	est  uint64
-	slot int32
+// bucket is one estimate and the counters of it: head and the list on
+// from it; prev and next are the buckets of the estimates below and
+// above (-1: none).
+type bucket struct {
+	est        uint64
+	head       int32
+	prev, next int32
 }
 
 // minKeyBuf is the least a counter's key buffer holds: most names fit.
@@ -69,32 +82,29 @@ const minKeyBuf = 32
 
 // NewSummary returns an empty summary of at most m counters (at least 1).
 func NewSummary(m int) *Summary {
-	return newSummary(m, maphash.MakeSeed())
-}
-
-func newSummary(m int, seed maphash.Seed) *Summary {
 	m = max(m, 1)
 	size := 4
 	for size < 2*m {
 		size *= 2
 	}
-	return &Summary{m: m, seed: seed, table: make([]place, size), mask: uint64(size - 1),
-		slots: make([]counter, 0, m), heap: make([]heapEntry, 0, m), pos: make([]int32, 0, m)}
+	return &Summary{m: m, seed: maphash.MakeSeed(), table: make([]place, size),
+		shift: uint(64 - bits.TrailingZeros(uint(size))), counters: make([]counter, 0, m),
+		buckets: make([]bucket, 0, m), first: -1, last: -1}
 }
 
 // N is the weight added.
 func (s *Summary) N() uint64 { return s.n }
 
 // Len is the number of counters in use.
-func (s *Summary) Len() int { return len(s.heap) }
+func (s *Summary) Len() int { return s.used }
 
 // Min is the bound on the count of a key without a counter: the
 // smallest estimate when the summary is full, else 0.
 func (s *Summary) Min() uint64 {
-	if len(s.heap) < s.m {
+	if s.used < s.m {
 		return 0
 	}
-	return s.heap[0].est
+	return s.buckets[s.first].est
 }
 
 // Add counts key with weight w.
@@ -108,138 +118,217 @@ func (s *Summary) AddBytes(key []byte, w uint64) {
 	s.add(key, maphash.Bytes(s.seed, key), w)
 }
 
-// add counts key, of hash h, with weight w. Only the counters hold on
-// to key: it may be reused bytes.
+// add counts key, of hash h, with weight w (any h: keys of one hash are
+// told apart, only slower). Only the counters hold on to key: it may be
+// reused bytes.
 func (s *Summary) add(key []byte, h, w uint64) {
 	s.n += w
 	if i, ok := s.find(key, h); ok {
-		p := s.pos[i]
-		s.heap[p].est += w
-		s.down(int(p))
+		s.raise(i, w)
 		return
 	}
-	s.insert(key, h, w, 0)
+	if s.used < s.m {
+		s.insert(key, h, w, 0)
+		return
+	}
+	// The new key takes a counter of the smallest estimate.
+	b := s.first
+	i := s.buckets[b].head
+	c := &s.counters[i]
+	s.unplace(i, c.hash)
+	s.setKey(i, key)
+	c.hash, c.err = h, s.buckets[b].est
+	s.place(i, h)
+	s.raise(i, w)
 }
 
-// find is the slot of key, of hash h.
-func (s *Summary) find(key []byte, h uint64) (slot int32, ok bool) {
+// find is the counter of key, of hash h.
+func (s *Summary) find(key []byte, h uint64) (int32, bool) {
 	tag := uint32(h >> 32)
-	for i := h & s.mask; ; i = (i + 1) & s.mask {
+	mask := uint64(len(s.table) - 1)
+	for i := h >> s.shift; ; i = (i + 1) & mask {
 		p := s.table[i]
-		if p.slot == 0 {
+		if p.c == 0 {
 			return 0, false
 		}
 		if p.tag == tag {
-			if c := &s.slots[p.slot-1]; c.hash == h && bytes.Equal(c.key, key) {
-				return p.slot - 1, true
+			if c := &s.counters[p.c-1]; c.hash == h && bytes.Equal(c.key, key) {
+				return p.c - 1, true
 			}
 		}
 	}
 }
 
-// place puts slot, of hash h, in the table (its key is not there).
-func (s *Summary) place(slot int32, h uint64) {
-	i := h & s.mask
-	for s.table[i].slot != 0 {
-		i = (i + 1) & s.mask
+// place puts counter i, of hash h, in the table (its key is not there).
+func (s *Summary) place(i int32, h uint64) {
+	mask := uint64(len(s.table) - 1)
+	j := h >> s.shift
+	for s.table[j].c != 0 {
+		j = (j + 1) & mask
 	}
-	s.table[i] = place{tag: uint32(h >> 32), slot: slot + 1}
+	s.table[j] = place{tag: uint32(h >> 32), c: i + 1}
 }
 
-// unplace takes slot, of hash h, out of the table, moving the places
-// after it back so that every key stays reachable from its own place
-// (deletion in linear probing, without tombstones).
-func (s *Summary) unplace(slot int32, h uint64) {
-	i := h & s.mask
-	for s.table[i].slot != slot+1 {
-		i = (i + 1) & s.mask
+// unplace takes counter i, of hash h, out of the table, moving the
+// places after it back so that every key stays reachable from its own
+// place (deletion in linear probing, without tombstones).
+func (s *Summary) unplace(i int32, h uint64) {
+	mask := uint64(len(s.table) - 1)
+	hole := h >> s.shift
+	for s.table[hole].c != i+1 {
+		hole = (hole + 1) & mask
 	}
-	for j := (i + 1) & s.mask; ; j = (j + 1) & s.mask {
+	for j := (hole + 1) & mask; ; j = (j + 1) & mask {
 		p := s.table[j]
-		if p.slot == 0 {
+		if p.c == 0 {
 			break
 		}
-		// p may move to i when its own place is not in (i, j].
-		home := s.slots[p.slot-1].hash & s.mask
-		if (j-home)&s.mask >= (j-i)&s.mask {
-			s.table[i] = p
-			i = j
+		// p moves back to the hole unless its own place is in
+		// (hole, j].
+		home := uint64(p.tag) >> (s.shift - 32)
+		if (j-home)&mask >= (j-hole)&mask {
+			s.table[hole] = p
+			hole = j
 		}
 	}
-	s.table[i] = place{}
+	s.table[hole] = place{}
 }
 
-// setKey copies key into slot i's buffer, growing it when too short.
+// setKey copies key into counter i's buffer, growing it when too short.
 func (s *Summary) setKey(i int32, key []byte) {
-	c := &s.slots[i]
+	c := &s.counters[i]
 	if cap(c.key) < len(key) {
 		c.key = make([]byte, 0, max(len(key), minKeyBuf))
 	}
 	c.key = append(c.key[:0], key...)
 }
 
-// insert gives key, of hash h, a counter of estimate base+w and error
-// err plus base, base the estimate of the counter it takes (0 while the
-// summary is not full).
-func (s *Summary) insert(key []byte, h, w, err uint64) {
-	if len(s.heap) < s.m {
-		i := int32(len(s.heap))
-		if int(i) == len(s.slots) {
-			s.slots = append(s.slots, counter{})
-		} // else slots[i] is a counter of before Reset, with its buffer
-		s.setKey(i, key)
-		s.slots[i].hash, s.slots[i].err = h, err
-		s.heap = append(s.heap, heapEntry{est: w, slot: i})
-		s.pos = append(s.pos, i)
-		s.place(i, h)
-		s.up(int(i))
+// insert gives key, of hash h, a counter of a new estimate est and
+// error err; the summary is not full.
+func (s *Summary) insert(key []byte, h, est, err uint64) {
+	i := int32(s.used)
+	if s.used == len(s.counters) {
+		s.counters = append(s.counters, counter{})
+	}
+	s.used++
+	s.setKey(i, key)
+	c := &s.counters[i]
+	c.hash, c.err = h, err
+	s.place(i, h)
+	// The bucket below which est goes: from the last when est is
+	// above every estimate (as when fold builds a summary, smallest
+	// first), else from the first.
+	switch {
+	case s.first < 0:
+		s.link(i, s.newBucket(est, -1, -1))
+	case est >= s.buckets[s.last].est:
+		s.settle(i, s.last, est)
+	case est <= s.buckets[s.first].est:
+		if b := s.first; s.buckets[b].est == est {
+			s.link(i, b)
+		} else {
+			s.link(i, s.newBucket(est, -1, b))
+		}
+	default:
+		s.settle(i, s.first, est)
+	}
+}
+
+// raise adds w to counter i's estimate.
+func (s *Summary) raise(i int32, w uint64) {
+	c := &s.counters[i]
+	b := c.bucket
+	est := s.buckets[b].est + w
+	next := s.buckets[b].next
+	if c.prev < 0 && c.next < 0 && (next < 0 || s.buckets[next].est > est) {
+		// Alone in its bucket, and no estimate in between.
+		s.buckets[b].est = est
 		return
 	}
-	least := s.heap[0]
-	i := least.slot
-	s.unplace(i, s.slots[i].hash)
-	s.setKey(i, key)
-	s.slots[i].hash, s.slots[i].err = h, least.est+err
-	s.heap[0].est = least.est + w
-	s.place(i, h)
-	s.down(0)
-}
-
-func (s *Summary) swap(a, b int) {
-	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
-	s.pos[s.heap[a].slot] = int32(a)
-	s.pos[s.heap[b].slot] = int32(b)
-}
-
-func (s *Summary) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if s.heap[i].est >= s.heap[p].est {
-			return
-		}
-		s.swap(i, p)
-		i = p
+	s.unlink(i)
+	s.settle(i, b, est)
+	if s.buckets[b].head < 0 {
+		s.dropBucket(b)
 	}
 }
 
-func (s *Summary) down(i int) {
-	h := s.heap
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		j := l
-		if r := l + 1; r < n && h[r].est < h[l].est {
-			j = r
-		}
-		if h[j].est >= h[i].est {
-			return
-		}
-		s.swap(i, j)
-		i = j
+// settle links counter i (in no bucket) to the bucket of est, found
+// from bucket from (of an estimate no larger) on, made when missing.
+func (s *Summary) settle(i, from int32, est uint64) {
+	prev := from
+	for b := s.buckets[prev].next; b >= 0 && s.buckets[b].est <= est; b = s.buckets[b].next {
+		prev = b
 	}
+	if s.buckets[prev].est == est {
+		s.link(i, prev)
+		return
+	}
+	s.link(i, s.newBucket(est, prev, s.buckets[prev].next))
+}
+
+// link puts counter i at the head of bucket b.
+func (s *Summary) link(i, b int32) {
+	c := &s.counters[i]
+	h := s.buckets[b].head
+	c.bucket, c.prev, c.next = b, -1, h
+	if h >= 0 {
+		s.counters[h].prev = i
+	}
+	s.buckets[b].head = i
+}
+
+// unlink takes counter i out of its bucket (which may be left empty).
+func (s *Summary) unlink(i int32) {
+	c := &s.counters[i]
+	if c.prev >= 0 {
+		s.counters[c.prev].next = c.next
+	} else {
+		s.buckets[c.bucket].head = c.next
+	}
+	if c.next >= 0 {
+		s.counters[c.next].prev = c.prev
+	}
+	c.prev, c.next = -1, -1
+}
+
+// newBucket makes an empty bucket of est between prev and next.
+func (s *Summary) newBucket(est uint64, prev, next int32) int32 {
+	var b int32
+	if n := len(s.spare); n > 0 {
+		b = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		b = int32(len(s.buckets))
+		s.buckets = append(s.buckets, bucket{})
+	}
+	s.buckets[b] = bucket{est: est, head: -1, prev: prev, next: next}
+	if prev >= 0 {
+		s.buckets[prev].next = b
+	} else {
+		s.first = b
+	}
+	if next >= 0 {
+		s.buckets[next].prev = b
+	} else {
+		s.last = b
+	}
+	return b
+}
+
+// dropBucket takes the empty bucket b out of the list.
+func (s *Summary) dropBucket(b int32) {
+	prev, next := s.buckets[b].prev, s.buckets[b].next
+	if prev >= 0 {
+		s.buckets[prev].next = next
+	} else {
+		s.first = next
+	}
+	if next >= 0 {
+		s.buckets[next].prev = prev
+	} else {
+		s.last = prev
+	}
+	s.spare = append(s.spare, b)
 }
 
 // Reset empties the summary, keeping its storage (the counters' key
@@ -247,8 +336,13 @@ func (s *Summary) down(i int) {
 func (s *Summary) Reset() {
 	s.n = 0
 	clear(s.table)
-	s.heap, s.pos = s.heap[:0], s.pos[:0]
+	s.used = 0
+	s.buckets, s.spare = s.buckets[:0], s.spare[:0]
+	s.first, s.last = -1, -1
 }
+
+// est is counter i's estimate.
+func (s *Summary) est(i int) uint64 { return s.buckets[s.counters[i].bucket].est }
 
 // Entry is one key of a summary or of a merge of summaries: its
 // estimated count and the error of the estimate, Est - Err <= true
@@ -260,10 +354,9 @@ type Entry struct {
 
 // Entries are the summary's counters, largest estimate first.
 func (s *Summary) Entries() []Entry {
-	out := make([]Entry, len(s.heap))
-	for i, e := range s.heap {
-		c := &s.slots[e.slot]
-		out[i] = Entry{Key: string(c.key), Est: e.est, Err: c.err}
+	out := make([]Entry, s.used)
+	for i, c := range s.counters[:s.used] {
+		out[i] = Entry{Key: string(c.key), Est: s.est(i), Err: c.err}
 	}
 	sortEntries(out)
 	return out
@@ -301,8 +394,7 @@ func Merge(sums []*Summary) (entries []Entry, n uint64) {
 	at := make(map[string]int)
 	for _, s := range sums {
 		m := s.Min()
-		for _, he := range s.heap {
-			c := &s.slots[he.slot]
+		for j, c := range s.counters[:s.used] {
 			i, ok := at[string(c.key)]
 			if !ok {
 				i = len(entries)
@@ -313,7 +405,7 @@ func Merge(sums []*Summary) (entries []Entry, n uint64) {
 				entries = append(entries, Entry{Key: key, Est: mins, Err: mins})
 			}
 			e := &entries[i]
-			e.Est += he.est - m
+			e.Est += s.est(j) - m
 			e.Err += c.err - m
 		}
 	}
@@ -334,7 +426,7 @@ func (s *Summary) fold(sums ...*Summary) {
 		entries = entries[:s.m]
 	}
 	s.Reset()
-	// Smallest first is a min-heap: each insert leaves it in place.
+	// Smallest first: each goes at the end of the buckets.
 	for _, e := range slices.Backward(entries) {
 		key := []byte(e.Key)
 		s.insert(key, maphash.Bytes(s.seed, key), e.Est, e.Err)
