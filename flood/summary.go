@@ -37,7 +37,9 @@ type Summary struct {
 	n    uint64
 	seed maphash.Seed
 	// table finds a key's counter: from the place of the hash's top
-	// bits on (linear probing); a zero place is free.
+	// bits on (linear probing); a zero place is free. It has 4m
+	// places or more: at a quarter full, most searches end at the
+	// first place they look at.
 	table []place
 	shift uint // 64 - log2(len(table))
 	// counters are the counters, the first used of them counting a
@@ -52,11 +54,10 @@ type Summary struct {
 	first, last int32
 }
 
-// place is one place of the table: the hash's top 32 bits (its place
-// among them) and the counter plus one (0: a free place).
+// place is one place of the table: the hash's top 16 bits (its own
+// place among them) and the counter plus one (0: a free place).
 type place struct {
-	tag uint32
-	c   int32
+	tag, c uint16
 }
 
 // counter is one counted key, in the list of its bucket.
@@ -80,11 +81,16 @@ type bucket struct {
 // minKeyBuf is the least a counter's key buffer holds: most names fit.
 const minKeyBuf = 32
 
-// NewSummary returns an empty summary of at most m counters (at least 1).
+// MaxCounters is the most counters a Summary has: its table's places
+// are of 16 bits.
+const MaxCounters = 1 << 14
+
+// NewSummary returns an empty summary of at most m counters (at least
+// 1, at most MaxCounters).
 func NewSummary(m int) *Summary {
-	m = max(m, 1)
+	m = min(max(m, 1), MaxCounters)
 	size := 4
-	for size < 2*m {
+	for size < 4*m {
 		size *= 2
 	}
 	return &Summary{m: m, seed: maphash.MakeSeed(), table: make([]place, size),
@@ -144,7 +150,7 @@ func (s *Summary) add(key []byte, h, w uint64) {
 
 // find is the counter of key, of hash h.
 func (s *Summary) find(key []byte, h uint64) (int32, bool) {
-	tag := uint32(h >> 32)
+	tag := uint16(h >> 48)
 	mask := uint64(len(s.table) - 1)
 	for i := h >> s.shift; ; i = (i + 1) & mask {
 		p := s.table[i]
@@ -153,7 +159,7 @@ func (s *Summary) find(key []byte, h uint64) (int32, bool) {
 		}
 		if p.tag == tag {
 			if c := &s.counters[p.c-1]; c.hash == h && bytes.Equal(c.key, key) {
-				return p.c - 1, true
+				return int32(p.c) - 1, true
 			}
 		}
 	}
@@ -166,7 +172,7 @@ func (s *Summary) place(i int32, h uint64) {
 	for s.table[j].c != 0 {
 		j = (j + 1) & mask
 	}
-	s.table[j] = place{tag: uint32(h >> 32), c: i + 1}
+	s.table[j] = place{tag: uint16(h >> 48), c: uint16(i + 1)}
 }
 
 // unplace takes counter i, of hash h, out of the table, moving the
@@ -175,7 +181,7 @@ func (s *Summary) place(i int32, h uint64) {
 func (s *Summary) unplace(i int32, h uint64) {
 	mask := uint64(len(s.table) - 1)
 	hole := h >> s.shift
-	for s.table[hole].c != i+1 {
+	for int32(s.table[hole].c) != i+1 {
 		hole = (hole + 1) & mask
 	}
 	for j := (hole + 1) & mask; ; j = (j + 1) & mask {
@@ -185,7 +191,7 @@ func (s *Summary) unplace(i int32, h uint64) {
 		}
 		// p moves back to the hole unless its own place is in
 		// (hole, j].
-		home := uint64(p.tag) >> (s.shift - 32)
+		home := uint64(p.tag) >> (s.shift - 48)
 		if (j-home)&mask >= (j-hole)&mask {
 			s.table[hole] = p
 			hole = j

@@ -210,7 +210,7 @@ func checkStructure(t *testing.T, s *Summary) {
 			continue
 		}
 		placed++
-		if int(p.c-1) >= s.used || p.tag != uint32(s.counters[p.c-1].hash>>32) {
+		if int(p.c-1) >= s.used || p.tag != uint16(s.counters[p.c-1].hash>>48) {
 			t.Fatalf("place of counter %d, tag %x: not a counter in use", p.c-1, p.tag)
 		}
 	}
