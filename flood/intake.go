@@ -296,17 +296,19 @@ func appendWireName(dst, wire []byte) []byte {
 	if len(wire) == 0 {
 		return append(dst, '.')
 	}
-	for i := 0; i < len(wire); {
-		l := int(wire[i])
-		i++
-		for _, c := range wire[i:min(i+l, len(wire))] {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			dst = append(dst, c)
+	// Each label's length becomes the dot after it: the labels
+	// shifted by one, then the dots put in.
+	n := len(dst)
+	dst = append(dst, wire[1:]...)
+	dst = append(dst, '.')
+	out := dst[n:]
+	for i := int(wire[0]) + 1; i < len(wire); i += int(wire[i]) + 1 {
+		out[i-1] = '.'
+	}
+	for i, c := range out {
+		if c-'A' < 'Z'-'A'+1 {
+			out[i] = c + 'a' - 'A'
 		}
-		dst = append(dst, '.')
-		i += l
 	}
 	return dst
 }

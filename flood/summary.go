@@ -87,13 +87,17 @@ const MaxCounters = 1 << 14
 
 // NewSummary returns an empty summary of at most m counters (at least
 // 1, at most MaxCounters).
-func NewSummary(m int) *Summary {
+func NewSummary(m int) *Summary { return newSummary(m, maphash.MakeSeed()) }
+
+// newSummary is NewSummary hashing with seed: summaries of one seed
+// hash a key alike (Tracker hashes a name once for two of them).
+func newSummary(m int, seed maphash.Seed) *Summary {
 	m = min(max(m, 1), MaxCounters)
 	size := 4
 	for size < 4*m {
 		size *= 2
 	}
-	return &Summary{m: m, seed: maphash.MakeSeed(), table: make([]place, size),
+	return &Summary{m: m, seed: seed, table: make([]place, size),
 		shift: uint(64 - bits.TrailingZeros(uint(size))), counters: make([]counter, 0, m),
 		buckets: make([]bucket, 0, m), first: -1, last: -1}
 }

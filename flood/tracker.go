@@ -2,6 +2,7 @@ package flood
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -93,6 +94,7 @@ type Tracker struct {
 	recent []*period // closed epochs, oldest first; at most Short/Epoch
 	slabs  []*period // older epochs by short window, oldest first
 	free   []*Summary
+	seed   maphash.Seed // of every summary
 	key    []byte
 	name   []byte
 	// stride is k, the sampling of the summaries (see
@@ -105,7 +107,7 @@ type Tracker struct {
 // (truncated to the epoch).
 func NewTracker(cfg TrackerConfig, now time.Time) *Tracker {
 	cfg = cfg.withDefaults()
-	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones), stride: 1, rng: rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x51ab))}
+	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones), seed: maphash.MakeSeed(), stride: 1, rng: rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x51ab))}
 	t.cur = t.newPeriod(now.Truncate(Epoch))
 	return t
 }
@@ -127,7 +129,7 @@ func (t *Tracker) summary() *Summary {
 		t.free = t.free[:n-1]
 		return s
 	}
-	return NewSummary(t.cfg.Counters)
+	return newSummary(t.cfg.Counters, t.seed)
 }
 
 func (t *Tracker) release(p *period) {
@@ -201,28 +203,41 @@ func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, w uint64) {
 	p := t.cur
 	if client.IsValid() {
 		client = client.Unmap()
-		t.key = appendAddr(t.key[:0], client)
+		t.key = appendAddr(t.key[:0], client, false)
 		p.sums[KindClient].AddBytes(t.key, w)
-		pfx := Prefix(client)
-		t.key = appendAddr(t.key[:0], pfx.Addr())
+		t.key = appendAddr(t.key[:0], client, true)
 		p.sums[KindPrefix].AddBytes(t.key, w)
 	}
 	if len(name) == 0 {
 		return
 	}
-	p.sums[KindName].AddBytes(name, w)
-	p.sums[KindSuffix].AddBytes(name[suffixStart(t.suffix.zones, name):], w)
+	// The suffix is often the name itself (a GSLB name is its zone
+	// and one label): it is hashed once then.
+	h := maphash.Bytes(t.seed, name)
+	p.sums[KindName].add(name, h, w)
+	if i := suffixStart(t.suffix.zones, name); i > 0 {
+		p.sums[KindSuffix].AddBytes(name[i:], w)
+	} else {
+		p.sums[KindSuffix].add(name, h, w)
+	}
 	t.key = binary.BigEndian.AppendUint16(append(t.key[:0], name...), qtype)
 	p.sums[KindNameType].AddBytes(t.key, w)
 }
 
-// appendAddr appends a's bytes (4 or 16).
-func appendAddr(dst []byte, a netip.Addr) []byte {
+// appendAddr appends a's bytes (4 or 16), those of its prefix (Prefix)
+// when prefix is set.
+func appendAddr(dst []byte, a netip.Addr, prefix bool) []byte {
 	if a.Is4() {
 		b := a.As4()
+		if prefix {
+			clear(b[PrefixBits4/8:])
+		}
 		return append(dst, b[:]...)
 	}
 	b := a.As16()
+	if prefix {
+		clear(b[PrefixBits6/8:])
+	}
 	return append(dst, b[:]...)
 }
 

@@ -39,6 +39,13 @@ func TestPrefixAndKind(t *testing.T) {
 		if got := Prefix(netip.MustParseAddr(a)).String(); got != want {
 			t.Errorf("Prefix(%s) = %s, want %s", a, got, want)
 		}
+		// The tracker counts the client under that prefix.
+		tr := NewTracker(TrackerConfig{}, t0)
+		tr.Add(Query{Client: netip.MustParseAddr(a)})
+		tr.Rotate(t0.Add(Epoch))
+		if v := tr.View(KindPrefix, Epoch, 0); len(v.Entries) != 1 || v.Entries[0].Key != want {
+			t.Errorf("%s counted under %+v, want %s", a, v.Entries, want)
+		}
 	}
 	for _, s := range []string{"clients", "client", "prefix", "names", "suffixes", "suffix", "nametypes"} {
 		if _, err := ParseKind(s); err != nil {
@@ -47,6 +54,21 @@ func TestPrefixAndKind(t *testing.T) {
 	}
 	if _, err := ParseKind("talkers"); err == nil {
 		t.Error("ParseKind(talkers): no error")
+	}
+}
+
+func TestWireName(t *testing.T) {
+	for _, tc := range []struct{ wire, want string }{
+		{"", "."},
+		{"\x03Www\x07EXAMPLE\x03com", "www.example.com."},
+		{"\x01a\x00", "a.."},                 // an empty label, as written
+		{"\x03a.b\x02zZ", "a.b.zz."},         // a dot in a label, kept
+		{"\x05ab", "ab."},                    // cut short
+		{"\x02\xc3\x89\x01@", "\xc3\x89.@."}, // bytes beyond ASCII letters, kept
+	} {
+		if got := string(appendWireName([]byte("x"), []byte(tc.wire))); got != "x"+tc.want {
+			t.Errorf("appendWireName(%q) = %q, want %q", tc.wire, got, "x"+tc.want)
+		}
 	}
 }
 
