@@ -78,7 +78,8 @@ type bucket struct {
 	prev, next int32
 }
 
-// minKeyBuf is the least a counter's key buffer holds: most names fit.
+// A counter's key buffer holds 16 bytes for a key that fits
+// (addresses), else at least minKeyBuf (most names fit).
 const minKeyBuf = 32
 
 // MaxCounters is the most counters a Summary has: its table's places
@@ -207,8 +208,14 @@ func (s *Summary) unplace(i int32, h uint64) {
 // setKey copies key into counter i's buffer, growing it when too short.
 func (s *Summary) setKey(i int32, key []byte) {
 	c := &s.counters[i]
-	if cap(c.key) < len(key) {
-		c.key = make([]byte, 0, max(len(key), minKeyBuf))
+	if n := len(key); cap(c.key) < n {
+		switch {
+		case n <= 16:
+			n = 16
+		case n < minKeyBuf:
+			n = minKeyBuf
+		}
+		c.key = make([]byte, 0, n)
 	}
 	c.key = append(c.key[:0], key...)
 }

@@ -93,7 +93,9 @@ type Tracker struct {
 	cur    *period
 	recent []*period // closed epochs, oldest first; at most Short/Epoch
 	slabs  []*period // older epochs by short window, oldest first
-	free   []*Summary
+	// free are the summaries released, by kind: a summary keeps its
+	// counters' key buffers, as long as that kind's keys.
+	free [numKinds][]*Summary
 	seed   maphash.Seed // of every summary
 	key    []byte
 	name   []byte
@@ -118,24 +120,24 @@ func (t *Tracker) Config() TrackerConfig { return t.cfg }
 func (t *Tracker) newPeriod(start time.Time) *period {
 	p := &period{start: start, end: start.Add(Epoch), epochs: 1}
 	for k := range p.sums {
-		p.sums[k] = t.summary()
+		p.sums[k] = t.summary(Kind(k))
 	}
 	return p
 }
 
-func (t *Tracker) summary() *Summary {
-	if n := len(t.free); n > 0 {
-		s := t.free[n-1]
-		t.free = t.free[:n-1]
+func (t *Tracker) summary(k Kind) *Summary {
+	if n := len(t.free[k]); n > 0 {
+		s := t.free[k][n-1]
+		t.free[k] = t.free[k][:n-1]
 		return s
 	}
 	return newSummary(t.cfg.Counters, t.seed)
 }
 
 func (t *Tracker) release(p *period) {
-	for _, s := range p.sums {
+	for k, s := range p.sums {
 		s.Reset()
-		t.free = append(t.free, s)
+		t.free[k] = append(t.free[k], s)
 	}
 }
 
