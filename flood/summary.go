@@ -60,13 +60,14 @@ type place struct {
 	tag, c uint16
 }
 
-// counter is one counted key, in the list of its bucket.
+// counter is one counted key, in the list of its bucket, at place in
+// the table.
 type counter struct {
 	key        []byte
-	hash       uint64
 	err        uint64
 	bucket     int32
 	prev, next int32 // in the bucket, -1 at either end
+	place      int32
 }
 
 // bucket is one estimate and the counters of it: head and the list on
@@ -100,7 +101,7 @@ func newSummary(m int, seed maphash.Seed) *Summary {
 	}
 	return &Summary{m: m, seed: seed, table: make([]place, size),
 		shift: uint(64 - bits.TrailingZeros(uint(size))), counters: make([]counter, 0, m),
-		buckets: make([]bucket, 0, m), first: -1, last: -1}
+		first: -1, last: -1}
 }
 
 // N is the weight added.
@@ -146,9 +147,9 @@ func (s *Summary) add(key []byte, h, w uint64) {
 	b := s.first
 	i := s.buckets[b].head
 	c := &s.counters[i]
-	s.unplace(i, c.hash)
+	s.unplace(i)
 	s.setKey(i, key)
-	c.hash, c.err = h, s.buckets[b].est
+	c.err = s.buckets[b].est
 	s.place(i, h)
 	s.raise(i, w)
 }
@@ -163,7 +164,7 @@ func (s *Summary) find(key []byte, h uint64) (int32, bool) {
 			return 0, false
 		}
 		if p.tag == tag {
-			if c := &s.counters[p.c-1]; c.hash == h && bytes.Equal(c.key, key) {
+			if bytes.Equal(s.counters[p.c-1].key, key) {
 				return int32(p.c) - 1, true
 			}
 		}
@@ -178,17 +179,15 @@ func (s *Summary) place(i int32, h uint64) {
 		j = (j + 1) & mask
 	}
 	s.table[j] = place{tag: uint16(h >> 48), c: uint16(i + 1)}
+	s.counters[i].place = int32(j)
 }
 
-// unplace takes counter i, of hash h, out of the table, moving the
-// places after it back so that every key stays reachable from its own
-// place (deletion in linear probing, without tombstones).
-func (s *Summary) unplace(i int32, h uint64) {
+// unplace takes counter i out of the table, moving the places after
+// it back so that every key stays reachable from its own place
+// (deletion in linear probing, without tombstones).
+func (s *Summary) unplace(i int32) {
 	mask := uint64(len(s.table) - 1)
-	hole := h >> s.shift
-	for int32(s.table[hole].c) != i+1 {
-		hole = (hole + 1) & mask
-	}
+	hole := uint64(s.counters[i].place)
 	for j := (hole + 1) & mask; ; j = (j + 1) & mask {
 		p := s.table[j]
 		if p.c == 0 {
@@ -199,6 +198,7 @@ func (s *Summary) unplace(i int32, h uint64) {
 		home := uint64(p.tag) >> (s.shift - 48)
 		if (j-home)&mask >= (j-hole)&mask {
 			s.table[hole] = p
+			s.counters[p.c-1].place = int32(hole)
 			hole = j
 		}
 	}
@@ -229,8 +229,7 @@ func (s *Summary) insert(key []byte, h, est, err uint64) {
 	}
 	s.used++
 	s.setKey(i, key)
-	c := &s.counters[i]
-	c.hash, c.err = h, err
+	s.counters[i].err = err
 	s.place(i, h)
 	// The bucket below which est goes: from the last when est is
 	// above every estimate (as when fold builds a summary, smallest
