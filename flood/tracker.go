@@ -96,9 +96,9 @@ type Tracker struct {
 	// free are the summaries released, by kind: a summary keeps its
 	// counters' key buffers, as long as that kind's keys.
 	free [numKinds][]*Summary
-	seed   maphash.Seed // of every summary
-	key    []byte
-	name   []byte
+	seed maphash.Seed // of every summary
+	key  []byte
+	name []byte
 	// stride is k, the sampling of the summaries (see
 	// TrackerConfig.Full): 1, every query.
 	stride uint64
