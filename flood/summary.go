@@ -130,9 +130,10 @@ func (s *Summary) AddBytes(key []byte, w uint64) {
 	s.add(key, maphash.Bytes(s.seed, key), w)
 }
 
-// add counts key, of hash h, with weight w (any h: keys of one hash are
-// told apart, only slower). Only the counters hold on to key: it may be
-// reused bytes.
+// add counts key, of hash h, with weight w. h must be the same for a
+// key every time it is added: that of AddBytes, or (in tests) any
+// function of the key; keys of one hash are told apart, only slower.
+// Only the counters hold on to key: it may be reused bytes.
 func (s *Summary) add(key []byte, h, w uint64) {
 	s.n += w
 	if i, ok := s.find(key, h); ok {
@@ -317,34 +318,31 @@ func (s *Summary) newBucket(est uint64, prev, next int32) int32 {
 		b = int32(len(s.buckets))
 		s.buckets = append(s.buckets, bucket{})
 	}
-	s.buckets[b] = bucket{est: est, head: -1, prev: prev, next: next}
-	if prev >= 0 {
-		s.buckets[prev].next = b
-	} else {
-		s.first = b
-	}
-	if next >= 0 {
-		s.buckets[next].prev = b
-	} else {
-		s.last = b
-	}
+	s.buckets[b] = bucket{est: est, head: -1}
+	s.join(prev, b)
+	s.join(b, next)
 	return b
 }
 
 // dropBucket takes the empty bucket b out of the list.
 func (s *Summary) dropBucket(b int32) {
-	prev, next := s.buckets[b].prev, s.buckets[b].next
-	if prev >= 0 {
-		s.buckets[prev].next = next
-	} else {
-		s.first = next
-	}
-	if next >= 0 {
-		s.buckets[next].prev = prev
-	} else {
-		s.last = prev
-	}
+	s.join(s.buckets[b].prev, s.buckets[b].next)
 	s.spare = append(s.spare, b)
+}
+
+// join makes bucket b the one after a in the list (-1: b is the first,
+// or a the last).
+func (s *Summary) join(a, b int32) {
+	if a >= 0 {
+		s.buckets[a].next = b
+	} else {
+		s.first = b
+	}
+	if b >= 0 {
+		s.buckets[b].prev = a
+	} else {
+		s.last = a
+	}
 }
 
 // Reset empties the summary, keeping its storage (the counters' key

@@ -25,7 +25,7 @@ const (
 // TrackerConfig sizes a Tracker.
 type TrackerConfig struct {
 	// Counters is m, the counters of each summary. Default
-	// DefaultCounters.
+	// DefaultCounters; at most MaxCounters.
 	Counters int
 	// Short is the short window, a whole number of epochs: that many
 	// epochs' summaries are kept apart. Default DefaultShortWindow.
