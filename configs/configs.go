@@ -27,7 +27,8 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes, defaults and validates a config document. name is used in
 // messages and as Config.Path. On error the Config is nil and the error
-// joins (errors.Join) one Problem per thing wrong, sorted by line.
+// joins (errors.Join) one Problem per thing wrong, sorted by line; a
+// document accepted may carry warnings (Config.Warnings).
 func Parse(data []byte, name string) (*Config, error) {
 	p := &problems{file: name, data: data}
 	// One parse, into the generic document; one walk of it checks it
@@ -46,6 +47,8 @@ func Parse(data []byte, name string) (*Config, error) {
 	if len(p.list) > 0 {
 		return nil, p.err()
 	}
+	byLine(p.warnings)
+	d.cfg.Warnings = p.warnings
 	return d.cfg, nil
 }
 
@@ -57,6 +60,8 @@ type problems struct {
 	// sound document needs none.
 	lines lineIndex
 	list  []Problem
+	// warnings are what is accepted but worth saying (Config.Warnings).
+	warnings []Problem
 	// known caches fields per struct type for the walker (tens of
 	// thousands of tables share a few types).
 	known map[reflect.Type]map[string]field
@@ -65,6 +70,12 @@ type problems struct {
 // add records a problem at key path key (its line is looked up).
 func (p *problems) add(key, value, msg string) {
 	p.list = append(p.list, Problem{File: p.file, Line: p.lineOf(key), Key: key, Value: value, Msg: msg})
+}
+
+// warn records a warning at key path key (its line is looked up): a key
+// accepted that the operator should hear of.
+func (p *problems) warn(key, value, msg string) {
+	p.warnings = append(p.warnings, Problem{File: p.file, Line: p.lineOf(key), Key: key, Value: value, Msg: msg})
 }
 
 // lineOf returns the line of key path key (see lineIndex.lineOf).
@@ -87,18 +98,24 @@ func (p *problems) syntax(err error) {
 
 // err returns the problems sorted by line (unknown lines last) and joined.
 func (p *problems) err() error {
-	sort.SliceStable(p.list, func(i, j int) bool {
-		li, lj := p.list[i].Line, p.list[j].Line
-		if li == 0 || lj == 0 {
-			return lj == 0 && li != 0
-		}
-		return li < lj
-	})
+	byLine(p.list)
 	errs := make([]error, len(p.list))
 	for i, pr := range p.list {
 		errs[i] = pr
 	}
 	return errors.Join(errs...)
+}
+
+// byLine sorts list by line, unknown lines last, keeping the order of
+// those on one line.
+func byLine(list []Problem) {
+	sort.SliceStable(list, func(i, j int) bool {
+		li, lj := list[i].Line, list[j].Line
+		if li == 0 || lj == 0 {
+			return lj == 0 && li != 0
+		}
+		return li < lj
+	})
 }
 
 // decoder carries one Parse from the generic decoding to the typed Config.

@@ -22,10 +22,11 @@ type GSLBServer struct {
 	// socket, 0..1024; 0 (the default): one per CPU the Go runtime runs
 	// on (GOMAXPROCS) but one, at least one.
 	UDPReaders int `toml:"udp_readers"`
-	// ReplyCache keeps, in each UDP reader, the replies it built, so that
-	// a question asked again is answered with the same bytes without
-	// asking the snapshot (exact: an entry serves only while its
-	// snapshot is in force). Default true; false builds every reply.
+	// ReplyCache is the key reply_cache of the responder's reply cache,
+	// which was removed: it is still accepted (a boolean), so that older
+	// files load, with a warning (Config.Warnings).
+	//
+	// Deprecated: it has no effect.
 	ReplyCache bool `toml:"reply_cache"`
 	// TCPMaxConnections is the most TCP connections open at once, all
 	// listen addresses together, 1..1048576; a new one beyond closes the
@@ -80,10 +81,10 @@ func (d *decoder) validateGSLBServer() {
 	if !hasKey(raw, "udp_size") {
 		s.UDPSize = DefaultGSLBUDPSize
 	}
-	if !hasKey(raw, "reply_cache") {
-		s.ReplyCache = true
-	}
 	base := "gslb.server"
+	if v, ok := raw["reply_cache"]; ok {
+		d.p.warn(joinKey(base, "reply_cache"), scalarText(v), "has no effect; the reply cache was removed")
+	}
 	if s.UDPSize < MinGSLBUDPSize || s.UDPSize > MaxGSLBUDPSize {
 		d.p.add(joinKey(base, "udp_size"), strconv.Itoa(s.UDPSize), fmt.Sprintf("must be between %d and %d", MinGSLBUDPSize, MaxGSLBUDPSize))
 	}

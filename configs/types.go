@@ -30,6 +30,12 @@ type Config struct {
 
 	// Path is the file the config was loaded from (not a TOML key).
 	Path string `toml:"-"`
+	// Warnings are what Parse accepted but the operator should hear of,
+	// sorted by line: keys still accepted, so that older files load,
+	// that have no effect. Each names its file, line and key (Msg says
+	// why); lbdnsd logs them when it loads the file, and -check-config
+	// prints them.
+	Warnings []Problem `toml:"-" json:"-"`
 
 	// index maps names to positions for the accessors; built by Parse.
 	index *index

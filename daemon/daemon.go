@@ -237,6 +237,7 @@ func New(opts Options) (*Daemon, error) {
 	d.metrics = m
 	d.journal = report.NewJournal(d.log, d.evlog, m)
 	d.setLevel(cfg)
+	d.journal.ConfigWarnings(cfg)
 	switch {
 	case opts.Client != nil:
 		d.client = opts.Client
@@ -674,6 +675,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.applySettings(cfg)
 	d.install(cfg, targets, true) // a warm planner stays warm: targets that kept their state are not held back
 	d.journal.ReloadApplied(d.opts.ConfigPath, cfg)
+	d.journal.ConfigWarnings(cfg)
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)

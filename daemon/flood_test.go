@@ -37,16 +37,22 @@ auto_ttl_raise = 300
 // max queries are sent; it reads and drops the replies. It returns how
 // many it sent.
 func floodSender(t testing.TB, addr netip.AddrPort, from netip.Addr, names []string, every time.Duration, perTick, max int, stop <-chan struct{}) int {
-	c, err := net.DialUDP("udp", &net.UDPAddr{IP: from.AsSlice()}, net.UDPAddrFromAddrPort(addr))
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: from.AsSlice()})
 	if err != nil {
 		t.Error(err)
 		return 0
 	}
+	return floodPackets(c, addr, names, every, perTick, max, stop)
+}
+
+// floodPackets is floodSender from c (for a socket made elsewhere, such
+// as inside a network namespace), which it closes.
+func floodPackets(c net.PacketConn, addr netip.AddrPort, names []string, every time.Duration, perTick, max int, stop <-chan struct{}) int {
 	defer c.Close()
 	go func() {
 		buf := make([]byte, 1500)
 		for {
-			if _, err := c.Read(buf); err != nil {
+			if _, _, err := c.ReadFrom(buf); err != nil {
 				return
 			}
 		}
@@ -55,6 +61,7 @@ func floodSender(t testing.TB, addr netip.AddrPort, from netip.Addr, names []str
 	for i, n := range names {
 		wires[i], _ = new(dns.Msg).SetQuestion(n, dns.TypeA).Pack()
 	}
+	to := net.UDPAddrFromAddrPort(addr)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	sent := 0
@@ -65,7 +72,7 @@ func floodSender(t testing.TB, addr netip.AddrPort, from netip.Addr, names []str
 		case <-tick.C:
 		}
 		for range perTick {
-			if _, err := c.Write(wires[sent%len(wires)]); err != nil {
+			if _, err := c.WriteTo(wires[sent%len(wires)], to); err != nil {
 				return sent
 			}
 			sent++
@@ -223,7 +230,7 @@ func (s *floodScene) stopAndClear(t *testing.T) {
 
 // TestFloodAlarm: among background queries from twenty clients for
 // twenty names at a bounded rate, one client floods one name; the
-// responder's readers count it before any reply cache, the alarm event
+// responder's readers count it, the alarm event
 // names that client and that name, GET /v1/top puts them first, the
 // name's TTL is raised (auto_ttl_raise: a TTL raise of the intent, by
 // the flood alarm), the client is limited ([actions] enabled: a limit

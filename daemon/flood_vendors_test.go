@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/internal/dnstest"
+	"lbdns/internal/netns"
 	"lbdns/internal/poll"
 	"lbdns/internal/vendors"
 	"lbdns/vip"
@@ -48,12 +51,20 @@ func zipfNames(up *dnstest.Server, seed uint64, n int) []string {
 // TestFloodAlarmFromVendors: Debian's Unbound, BIND and Knot Resolver,
 // each answering from a loopback authoritative server, send dnstap of
 // their client queries to a running lbdnsd ([dnstap] on a Unix socket,
-// [flood] on). Ten background clients (127.0.0.10-19, Zipf rates from
-// 50 q/s down, Zipf names) query the resolver; then 127.0.0.99 floods one
-// name at a bounded rate. The rise alarm of the dnstap source names that
-// client and that name first, a share alarm names the client, and GET
-// /v1/top puts both first. The clients are distinct loopback source
-// addresses (the products' fixtures accept 127.0.0.0/8 only).
+// [flood] on). Eleven background clients query the resolver at Zipf
+// rates (50 q/s down, about 150 q/s in all) for Zipf names: the loudest
+// one is a client in a network namespace of its own, the others are
+// loopback source addresses 127.0.0.10-19. Then a client in another
+// network namespace floods one name at a bounded rate. Each namespace is
+// joined to the test's by a veth pair (internal/netns, 198.18.0.0/15);
+// the resolver listens also on the root end of each pair and answers
+// their networks (vendors.Options Listen and Allow), so the clients'
+// queries cross a link and reach it from their own addresses. The rise
+// alarm of the dnstap source names the flooding namespace's address,
+// its /24 and the name first, a share alarm names that client, and GET
+// /v1/top puts both first, with the background namespace's client
+// listed under its own address. It needs root and iproute2 (skipped
+// without, failed when LBDNS_REQUIRE_NETNS=1).
 func TestFloodAlarmFromVendors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three resolver products and floods each for seconds")
@@ -65,6 +76,8 @@ func TestFloodAlarmFromVendors(t *testing.T) {
 
 func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	vendors.Require(t, v)
+	flood := netns.New(t, "flood-"+string(v))
+	bgNS := netns.New(t, "flood-bg-"+string(v))
 	up := dnstest.NewServer(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "dnstap.sock")
@@ -76,18 +89,36 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	}
 	run(t, d, fp, nil)
 	identity := "lbdns-flood-" + string(v)
-	p := vendors.StartWith(t, v, up.Addr(), vendors.Options{Dnstap: &vendors.Dnstap{Unix: sock, Identity: identity}})
+	p := vendors.StartWith(t, v, up.Addr(), vendors.Options{
+		Dnstap: &vendors.Dnstap{Unix: sock, Identity: identity},
+		Listen: []netip.Addr{flood.RootAddrV4(), bgNS.RootAddrV4()},
+		Allow:  []netip.Prefix{netip.PrefixFrom(flood.AddrV4(), 30), netip.PrefixFrom(bgNS.AddrV4(), 30)},
+	})
+	// inNS returns a UDP socket inside h and the resolver's address on
+	// the root end of h's link.
+	inNS := func(h *netns.Host) (net.PacketConn, netip.AddrPort) {
+		pc, err := h.ListenPacket("udp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pc, netip.AddrPortFrom(h.RootAddrV4(), p.Addr.Port())
+	}
 
-	// Background: client i every 20 ms × (i+1) (50, 25, 17 ... 5 q/s,
-	// about 150 q/s in all), each through its own rotation of 600 Zipf
-	// names, at most 60 s.
+	// Background: client i every 20 ms × (i+1) (50, 25, 17 ... 5 q/s),
+	// each through its own rotation of 600 Zipf names, at most 60 s; the
+	// first from the background namespace, then 127.0.0.10-19.
 	stopBG := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(stopBG); wg.Wait() }()
-	for i := range 10 {
-		from := netip.AddrFrom4([4]byte{127, 0, 0, byte(10 + i)})
+	for i := range 11 {
 		names := zipfNames(up, uint64(i), 600)
 		every := 20 * time.Millisecond * time.Duration(i+1)
+		if i == 0 {
+			pc, to := inNS(bgNS)
+			wg.Go(func() { floodPackets(pc, to, names, every, 1, int(time.Minute/every), stopBG) })
+			continue
+		}
+		from := netip.AddrFrom4([4]byte{127, 0, 0, byte(9 + i)})
 		wg.Go(func() { floodSender(t, p.Addr, from, names, every, 1, int(time.Minute/every), stopBG) })
 	}
 	c := control.NewClient(d.ControlSocket())
@@ -103,21 +134,23 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 		t.Fatalf("alarms before the flood: %+v", act)
 	}
 
-	// The flood: 127.0.0.99 asks www at up to 1500 q/s, at most 30,000
-	// queries (20 s).
-	flooder := netip.MustParseAddr("127.0.0.99")
+	// The flood: the flooding namespace asks www at up to 1500 q/s, at
+	// most 30,000 queries (20 s).
+	flooder := flood.AddrV4()
 	www := strings.ToLower(up.Name("www"))
 	stopFlood := make(chan struct{})
 	flooded := make(chan int, 1)
+	pc, to := inNS(flood)
 	go func() {
-		flooded <- floodSender(t, p.Addr, flooder, []string{www}, 10*time.Millisecond, 15, 30000, stopFlood)
+		flooded <- floodPackets(pc, to, []string{www}, 10*time.Millisecond, 15, 30000, stopFlood)
 	}()
 	endFlood := sync.OnceValue(func() int { close(stopFlood); return <-flooded })
 	defer endFlood()
 	evs := waitFloodAlarms(t, c, 20*time.Second, "dnstap", "clients "+flooder.String())
 	rise, share := evs[0], evs[1]
 	t.Logf("alarm: %s", rise.Message)
-	for _, want := range []string{"flood alarm: dnstap at ", "top clients: " + flooder.String() + " ", "prefixes: 127.0.0.0/24 ", "names: " + www + " "} {
+	prefix := netip.PrefixFrom(flooder, 24).Masked()
+	for _, want := range []string{"flood alarm: dnstap at ", "top clients: " + flooder.String() + " ", "prefixes: " + prefix.String() + " ", "names: " + www + " "} {
 		if !strings.Contains(rise.Message, want) {
 			t.Errorf("alarm event %q lacks %q", rise.Message, want)
 		}
@@ -126,6 +159,13 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 		t.Errorf("share alarm event %q", share.Message)
 	}
 	checkTopFirst(t, c, map[string]string{"clients": flooder.String(), "names": www})
+	top, err := c.Top(context.Background(), "clients", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(top.Entries, func(e control.TopEntry) bool { return e.Key == bgNS.AddrV4().String() }) {
+		t.Errorf("top clients %+v lack the background namespace's client %s", top.Entries, bgNS.AddrV4())
+	}
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -133,5 +173,5 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	if st.Dnstap == nil || len(st.Dnstap.Senders) == 0 || st.Dnstap.Senders[0].Identity != identity {
 		t.Errorf("status dnstap senders %+v, want %s", st.Dnstap, identity)
 	}
-	t.Logf("%s: flood of %d queries", v, endFlood())
+	t.Logf("%s: flood of %d queries from %s", v, endFlood(), flooder)
 }

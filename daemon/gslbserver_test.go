@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"lbdns/gslb/server"
 	"lbdns/internal/poll"
+	"lbdns/internal/testlog"
 	"lbdns/vip"
 )
 
@@ -141,5 +144,39 @@ func TestGSLBResponderWired(t *testing.T) {
 	h.stop()
 	if _, err := ask("udp"); err == nil {
 		t.Error("still answering after the daemon stopped")
+	}
+}
+
+// TestConfigWarningsLogged: a configuration with a key that has no
+// effect ([gslb.server] reply_cache) starts the daemon and reloads, and
+// each load logs the warning with the file, the key's line and the key.
+func TestConfigWarningsLogged(t *testing.T) {
+	dir := t.TempDir()
+	path := writeConfig(t, dir, "\n[gslb.server]\nreply_cache = true\n")
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 1 + strings.Count(string(doc[:strings.Index(string(doc), "reply_cache")]), "\n")
+	var buf testlog.Buffer
+	fp := &fakeProbe{down: map[netip.AddrPort]bool{}}
+	d, err := New(Options{ConfigPath: path, Client: vip.NewMemClient(), Probe: fp.probe, Identify: noIdentify,
+		TickInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`level=WARN msg="config warning" config=%s line=%d key=gslb.server.reply_cache value=true warning="has no effect; the reply cache was removed"`, path, line)
+	if n := strings.Count(buf.String(), want); n != 1 {
+		t.Fatalf("the warning logged %d times at start, want once (%s):\n%s", n, want, buf.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := d.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), want); n != 2 {
+		t.Errorf("the warning logged %d times after a reload, want twice:\n%s", n, buf.String())
 	}
 }

@@ -228,31 +228,6 @@ func (fp *famPool) pick(key uint64, own []uint64) ([]dns.RR, bool) {
 	}
 }
 
-// reuse is how an answer fp picked comes again (see Reuse; Source is
-// the caller's to set): a hash or rendezvous pick is the same for the
-// same key; a pick turned by the caller's own counter in own repeats
-// every length of what it turns; a random pick, or one turned by the
-// shared counter, never repeats for sure.
-func (fp *famPool) reuse(own []uint64) Reuse {
-	switch fp.algorithm {
-	case configs.AlgorithmRandom:
-		return Reuse{}
-	case configs.AlgorithmHash, configs.AlgorithmRendezvous:
-		return Reuse{OK: true}
-	}
-	if fp.rot.slot >= len(own) {
-		return Reuse{}
-	}
-	period := fp.upRing.n // rr, all
-	switch fp.algorithm {
-	case configs.AlgorithmWRR:
-		period = len(fp.sched)
-	case configs.AlgorithmPriority:
-		period = fp.prio.n
-	}
-	return Reuse{OK: true, Rotor: fp.rot.slot + 1, Period: period}
-}
-
 // rendezvous returns the index in ms of the member with the highest
 // weighted random weight for key (weighted rendezvous hashing: score =
 // weight / -ln(u), u uniform in (0,1) from the key and the member).

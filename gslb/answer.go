@@ -96,34 +96,6 @@ type Response struct {
 	// none), the last resort taken ("fail-open", "static", "servfail";
 	// "" when none).
 	Name, Policy, Pool, LastResort string
-	// Reuse says when the same answer comes again (a UDP reader's reply
-	// cache keys on it); the zero value: never.
-	Reuse Reuse
-}
-
-// Reuse says whether, and for which later queries, a Response is the
-// very one the snapshot that gave it would give again: a caller that
-// keeps what it built from a response (its reply's bytes) may serve that
-// again, without asking, to the same question (same name as asked, type,
-// ECS option) asked of the same snapshot, from the same source address
-// when Source is set, at the same position of the rotation counter
-// Query.Rotation[Rotor-1] modulo Period when Rotor is set (the caller
-// then moves that counter on by one, as the snapshot would have).
-type Reuse struct {
-	// OK is set when the answer is a function of the question, the
-	// snapshot and what the other fields name; unset (never reuse) for
-	// an answer that turns with a counter shared by every caller (an
-	// emergency set, a last resort, a pool rotating in the snapshot's
-	// own counters), that is drawn at random, or that was traced.
-	OK bool
-	// Source is set when the answer depends on the query's source
-	// address: the client was located, or hashed, by it (no ECS), or
-	// the name is the whoami name.
-	Source bool
-	// Rotor is the index in Query.Rotation, plus one, of the counter the
-	// answer turned (0: none); the answer at position c is the answer at
-	// every c+k*Period.
-	Rotor, Period int
 }
 
 // Answerer answers queries. Implementations are immutable snapshots, safe

@@ -23,7 +23,7 @@ func (s *Snapshot) Answer(q Query) Response {
 		z = s.zoneOf(q.Name)
 	}
 	if z == nil {
-		r := Response{Rcode: dns.RcodeRefused, Reuse: Reuse{OK: !q.Explain}}
+		r := Response{Rcode: dns.RcodeRefused}
 		if q.Explain {
 			r.Trace = &Trace{Client: q.Source, ClientFrom: "source"}
 		}
@@ -105,10 +105,8 @@ func (s *Snapshot) zoneOf(qname string) *zone {
 	return s.zones["."]
 }
 
-// static finishes a response from zone data: scope 0, and the trace (or
-// the response reusable as it is).
+// static finishes a response from zone data: scope 0, and the trace.
 func (s *Snapshot) static(q Query, z *zone, r Response) Response {
-	r.Reuse.OK = !q.Explain
 	if q.Explain {
 		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer)}
 		if len(r.Answer) > 0 {
@@ -140,8 +138,6 @@ func (s *Snapshot) whoami(q Query, z *zone) Response {
 	}
 	if q.Explain {
 		r.Trace = &Trace{Client: q.Source, ClientFrom: "source", Answer: addrsOf(r.Answer), Scope: r.Scope}
-	} else {
-		r.Reuse = Reuse{OK: true, Source: true}
 	}
 	return r
 }
@@ -160,7 +156,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 	}
 	if !nf.any {
 		// No member of the family: NODATA.
-		r := Response{Authority: z.neg, Trace: tr, Reuse: Reuse{OK: tr == nil}}
+		r := Response{Authority: z.neg, Trace: tr}
 		if tr != nil {
 			tr.TTL = z.neg[0].Header().Ttl
 		}
@@ -238,11 +234,6 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 				continue
 			}
 			r := Response{Answer: q.Records.fill(rrs, n.fqdn, n.ttl), Name: n.fqdn, Policy: p.label, Pool: fp.name}
-			if tr == nil {
-				r.Reuse = fp.reuse(own)
-				// Located or hashed by the source address.
-				r.Reuse.Source = !ecs && (n.located || dependsOnKey)
-			}
 			if ecs {
 				if located {
 					r.Scope = loc.Scope

@@ -62,7 +62,6 @@ type respOf struct {
 	Answer, Authority              string
 	Scope                          int
 	Name, Policy, Pool, LastResort string
-	Reuse                          Reuse
 	Trace                          *Trace
 }
 
@@ -74,13 +73,13 @@ func respView(r Response) respOf {
 		}
 		return b.String()
 	}
-	return respOf{r.Rcode, text(r.Answer), text(r.Authority), r.Scope, r.Name, r.Policy, r.Pool, r.LastResort, r.Reuse, r.Trace}
+	return respOf{r.Rcode, text(r.Answer), text(r.Authority), r.Scope, r.Name, r.Policy, r.Pool, r.LastResort, r.Trace}
 }
 
 // TestServiceAnswersAsInline: a snapshot whose names have services
 // answers every query as the one whose names carry the same keys and
 // policies themselves: records (owners, TTLs), scopes, metrics labels,
-// reuse, traces, rotations, last resorts, under emergency switches and
+// traces, rotations, last resorts, under emergency switches and
 // TTL raises, over random names, types, sources and ECS prefixes, with
 // and without a caller's own Records and rotation counters.
 func TestServiceAnswersAsInline(t *testing.T) {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,8 +60,30 @@ func TestCheckConfig(t *testing.T) {
 	r = lbctl(t, "-o", "json", "check-config", "../minimal.toml")
 	res = checkResult{}
 	decodeJSON(t, r.stdout, &res)
-	if r.code != exitOK || !res.Valid || res.Summary != cfg.Summary() || len(res.Problems) != 0 {
+	if r.code != exitOK || !res.Valid || res.Summary != cfg.Summary() || len(res.Problems) != 0 || res.Warnings == nil || len(res.Warnings) != 0 {
 		t.Errorf("json minimal.toml: exit %d, result %+v", r.code, res)
+	}
+
+	// A key without effect: valid, with a warning naming file, line and key.
+	doc, err := os.ReadFile("../minimal.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = append(doc, "\n[gslb.server]\nreply_cache = true\n"...)
+	warned := filepath.Join(t.TempDir(), "warned.toml")
+	if err := os.WriteFile(warned, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`%s:%d: gslb.server.reply_cache: value "true": has no effect; the reply cache was removed`, warned, strings.Count(string(doc), "\n"))
+	r = lbctl(t, "check-config", warned)
+	if r.code != exitOK || r.stdout != cfg.Summary()+"\n" || r.stderr != "warning: "+text+"\n" {
+		t.Errorf("warned.toml: exit %d, stdout %q, stderr %q (want %q)", r.code, r.stdout, r.stderr, "warning: "+text)
+	}
+	r = lbctl(t, "-o", "json", "check-config", warned)
+	res = checkResult{}
+	decodeJSON(t, r.stdout, &res)
+	if r.code != exitOK || !res.Valid || len(res.Warnings) != 1 || res.Warnings[0].Text != text || res.Warnings[0].Key != "gslb.server.reply_cache" {
+		t.Errorf("json warned.toml: exit %d, result %+v", r.code, res)
 	}
 
 	r = lbctl(t, "check-config", "no-such-file.toml")

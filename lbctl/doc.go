@@ -112,7 +112,8 @@
 //	    configuration stays.
 //	check-config FILE
 //	    Validate a configuration file offline, with the same rules as the
-//	    daemon, and print its summary or every problem.
+//	    daemon, and print its summary (and every warning: a key without
+//	    effect) or every problem.
 //	help [COMMAND]
 //	    Print the usage of lbctl or of one command.
 //

@@ -143,6 +143,15 @@ func (j *Journal) ReloadRejected(path string, err error) {
 		Message: fmt.Sprintf("reload rejected (%d problems), running config unchanged: %s", n, first)})
 }
 
+// ConfigWarnings logs, as warnings, what the configuration cfg was
+// accepted with but the operator should hear of (configs.Config.Warnings:
+// keys without effect), one line each with its file, line and key.
+func (j *Journal) ConfigWarnings(cfg *configs.Config) {
+	for _, w := range cfg.Warnings {
+		j.log.Warn("config warning", "config", w.File, "line", w.Line, "key", w.Key, "value", w.Value, "warning", w.Msg)
+	}
+}
+
 // RestartOnlyKept warns that a reloaded configuration changed keys that
 // take effect only at a restart, and that running's stay in force
 // (configs.Config.KeepRestartOnly).

@@ -236,6 +236,19 @@ func TestJournalReloadRejected(t *testing.T) {
 	}
 }
 
+// TestJournalConfigWarnings: each warning of a configuration is one
+// warning line naming the file, line and key; none without warnings.
+func TestJournalConfigWarnings(t *testing.T) {
+	cfg := testInput(t).Config
+	logs, _, _ := journalRun(t, func(j *Journal) { j.ConfigWarnings(cfg) })
+	checkLogs(t, logs, nil)
+	cfg.Warnings = []configs.Problem{{File: "/etc/lbdns.toml", Line: 7, Key: "gslb.server.reply_cache", Value: "true", Msg: "has no effect; the reply cache was removed"}}
+	logs, evs, _ := journalRun(t, func(j *Journal) { j.ConfigWarnings(cfg) })
+	checkLogs(t, logs, []logRecord{{slog.LevelWarn, "config warning", map[string]string{"config": "/etc/lbdns.toml", "line": "7",
+		"key": "gslb.server.reply_cache", "value": "true", "warning": "has no effect; the reply cache was removed"}}})
+	checkEvents(t, evs, nil)
+}
+
 func TestJournalRestartOnlyKept(t *testing.T) {
 	cfg := testInput(t).Config
 	cfg.Daemon.StateDir, cfg.Daemon.ControlSocket, cfg.Daemon.StatusListen = "/var/lib/x", "/run/x.sock", "127.0.0.1:9"

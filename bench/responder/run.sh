@@ -2,8 +2,8 @@
 # bench/responder/run.sh: the GSLB responder's CPU per query at fixed
 # offered loads, side by side in the same rounds with Debian's gdnsd
 # (geoip plugin with the same nets, multifo pools with the same members)
-# at udp_threads 1 and 2, with a second lbdnsd without its reply cache
-# (its verdict), and with a floor responder that does no DNS work; then
+# at udp_threads 1 and 2, and with a floor responder that does no DNS
+# work; then
 # the same at full speed, with dnsperf's own CPU and the machine's idle
 # share beside; then a reload of a big configuration while dnsperf runs.
 # Each round is checked: a sample of answers against the pools the
@@ -23,8 +23,8 @@
 # default 10), ROUNDS (alternations of every server, default 5),
 # SATURATED (1: the full-speed runs too), DURATION (s, each full-speed
 # run), CLIENTS and THREADS (dnsperf -c, -T), OUTSTANDING (dnsperf -q),
-# FOREIGN_MAX (cores, default 0.15), NOCACHE (1: the lbdnsd without
-# reply cache too), COMPARE (0: only the reload test), REGIONS
+# FOREIGN_MAX (cores, default 0.15), COMPARE (0: only the reload test),
+# REGIONS
 # (networks and pools), NAMES (dynamic names), PREFIXES (0: region R is 10.R.0.0/16; else a map of that many
 # interleaved /24s), FORM (lbdnsd's names: service, list or inline; see
 # tool config), MIX (the queries: friendly, realistic or hostile; see
@@ -34,7 +34,7 @@
 # BIG_MEMBERS, BIG_PREFIXES (the reload test's size), BIG_INTERVAL (its
 # tcp monitor's interval, s), LBDNSD_SRC (build lbdnsd from another
 # checkout), KEEP=1 (keep the work directory), NETNS=0 (run in this
-# network namespace: ports 5301-5305, 8053, 9361 and 9362 must be free,
+# network namespace: ports 5301-5303, 5305 and 8053 must be free,
 # and the IPv6 members up needs "ip -6 route add local fd00::/64 dev lo"
 # done by hand).
 set -euo pipefail
@@ -48,7 +48,6 @@ LOADS=${LOADS:-"10000 30000 50000"}
 SOURCES=${SOURCES:-4}
 SATURATED=${SATURATED:-1}
 FOREIGN_MAX=${FOREIGN_MAX:-0.15}
-NOCACHE=${NOCACHE:-1}
 COMPARE=${COMPARE:-1}
 CLIENTS=${CLIENTS:-4}
 THREADS=${THREADS:-1}
@@ -85,7 +84,7 @@ if [[ -n ${LBDNS_BENCH_NETNS:-} ]]; then
 	ip link set lo up
 	ip -6 route add local fd00::/64 dev lo
 fi
-for c in gdnsd dnsperf dig jq curl; do command -v "$c" >/dev/null || die "$c is not installed"; done
+for c in gdnsd dnsperf dig jq; do command -v "$c" >/dev/null || die "$c is not installed"; done
 ((DURATION >= 1 && LAT_DURATION >= 1 && SOURCES >= 1 && SOURCES <= 200 && ROUNDS >= 2 && REGIONS >= 1 && REGIONS <= 200 && NAMES >= 1)) ||
 	die "DURATION and LAT_DURATION must be at least 1, SOURCES 1..200, ROUNDS at least 2, REGIONS 1..200, NAMES at least 1"
 ((BIG_MEMBERS >= BIG_NAMES && BIG_MEMBERS <= 250 * 250 * 100 && BIG_PREFIXES >= BIG_FILES && BIG_PREFIXES <= 100 * 65536)) ||
@@ -141,34 +140,21 @@ field() { awk -v l="$2" 'index($0, l) { s = substr($0, index($0, l) + length(l))
 [[ $COMPARE == 1 ]] && {
 # The servers, all running for the whole comparison (an idle one only
 # monitors its 36 members; the dnsperf runs alternate between them):
-# lbdnsd with its reply cache and, with NOCACHE=1, a second lbdnsd
-# without it ([gslb.server] reply_cache = false), for the cache's
-# verdict; gdnsd with udp_threads 1 and with 2 (the CPU goals compare
+# lbdnsd; gdnsd with udp_threads 1 and with 2 (the CPU goals compare
 # with its better one); and the floor.
-LB2_PORT=5304 GD2_PORT=5305
-sed -e "s|127.0.0.1:$LB_PORT|127.0.0.1:$LB2_PORT|" -e "s|$WORK/lbdns\b|$WORK/lbdns-nc|g" -e 's|^status_listen = .*|status_listen = "127.0.0.1:9362"|' \
-	-e 's|^\[gslb.server\]$|[gslb.server]\nreply_cache = false|' "$WORK/lbdns.toml" >"$WORK/lbdns-nc.toml"
-sed -i 's|^status_listen = .*|status_listen = "127.0.0.1:9361"|' "$WORK/lbdns.toml"
-mkdir -p "$WORK/lbdns-nc"
+GD2_PORT=5305
 cp -r "$WORK/gdnsd" "$WORK/gdnsd2"
 sed -i -e "s|$WORK/gdnsd/|$WORK/gdnsd2/|g" -e "s|$WORK/gdnsd\$|$WORK/gdnsd2|" -e "s|127.0.0.1:$GD_PORT|127.0.0.1:$GD2_PORT|" \
 	-e 's|^options => {$|options => {\n  udp_threads => 2|' "$WORK/gdnsd2/config"
 sed -i -e 's|^options => {$|options => {\n  udp_threads => 1|' "$WORK/gdnsd/config"
-"$WORK/lbdnsd" -check-config "$WORK/lbdns-nc.toml" >"$WORK/check-config-nc.log" 2>&1 || die "lbdnsd -check-config (no cache): $(tail -3 "$WORK/check-config-nc.log")"
 gdnsd -c "$WORK/gdnsd2" checkconf >"$WORK/gdnsd2-checkconf.log" 2>&1 || die "gdnsd checkconf (udp_threads 2): $(tail -3 "$WORK/gdnsd2-checkconf.log")"
 
 declare -A PORT PID
-PORT[lbdnsd]=$LB_PORT PORT[lbdnsd-nc]=$LB2_PORT PORT[gdnsd-t1]=$GD_PORT PORT[gdnsd-t2]=$GD2_PORT PORT[floor]=$FL_PORT
+PORT[lbdnsd]=$LB_PORT PORT[gdnsd-t1]=$GD_PORT PORT[gdnsd-t2]=$GD2_PORT PORT[floor]=$FL_PORT
 "$WORK/lbdnsd" -dry-run -config "$WORK/lbdns.toml" -log-format json >"$WORK/lbdnsd.out" 2>"$WORK/lbdnsd.log" &
 PID[lbdnsd]=$!
 PIDS+=("$!")
 SERVERS=(lbdnsd)
-if [[ $NOCACHE == 1 ]]; then
-	"$WORK/lbdnsd" -dry-run -config "$WORK/lbdns-nc.toml" -log-format json >"$WORK/lbdnsd-nc.out" 2>"$WORK/lbdnsd-nc.log" &
-	PID[lbdnsd-nc]=$!
-	PIDS+=("$!")
-	SERVERS+=(lbdnsd-nc)
-fi
 gdnsd -c "$WORK/gdnsd" start >"$WORK/gdnsd-t1.out" 2>"$WORK/gdnsd-t1.log" &
 PID[gdnsd-t1]=$!
 PIDS+=("$!")
@@ -220,26 +206,21 @@ ours() {
 	for p in "${PID[@]}"; do s=$((s + $(cpu_ns "$p"))); done
 	echo "$s"
 }
-# cache_hits: lbdnsd's reply cache hits and misses so far.
-cache_hits() {
-	curl -sf http://127.0.0.1:9361/metrics | awk '/^lbdns_gslb_reply_cache_total\{result="hit"\}/ { h = $2 } /^lbdns_gslb_reply_cache_total\{result="miss"\}/ { m = $2 } END { printf "%d %d\n", h, m }'
-}
 
 # measure KIND NAME ROUND [QPS]: dnsperf against NAME, at full speed
 # (KIND sat, one dnsperf) or at a fixed QPS (KIND fixed, SOURCES dnsperf
 # processes from 127.0.0.2.., QPS/SOURCES each). One line printed, and a
 # line appended to $WORK/results: KIND NAME QPS ROUND server_us_per_query
-# qps_answered foreign_share idle_share dnsperf_us_per_query lost
-# hit_rate. The foreign share is the machine's CPU used by neither the
+# qps_answered foreign_share idle_share dnsperf_us_per_query lost. The
+# foreign share is the machine's CPU used by neither the
 # servers nor dnsperf, in cores; above FOREIGN_MAX the round is marked
 # and left out of the summary.
 measure() {
-	local kind=$1 name=$2 run=$3 qps=${4:-0} port=${PORT[$2]} pid=${PID[$2]} c0 c1 o0 o1 b0 i0 b1 i1 t0 t1 h0 h1 n i out
+	local kind=$1 name=$2 run=$3 qps=${4:-0} port=${PORT[$2]} pid=${PID[$2]} c0 c1 o0 o1 b0 i0 b1 i1 t0 t1 n i out
 	n=1
 	[[ $kind == fixed ]] && n=$SOURCES
 	out="$WORK/$name.$kind.$qps.$run"
-	h0="0 0" h1="0 0"
-	[[ $name == lbdnsd ]] && h0=$(cache_hits)
+	[[ $kind == fixed && $name == lbdnsd* ]] && threads "$pid" >"$out.threads0"
 	c0=$(cpu_ns "$pid") o0=$(ours) t0=$(now_ns)
 	read -r b0 i0 < <(busy_idle)
 	local dp=()
@@ -253,7 +234,6 @@ measure() {
 	for p in "${dp[@]}"; do wait "$p" || die "dnsperf against $name: $(tail -5 "$out.0")"; done
 	c1=$(cpu_ns "$pid") o1=$(ours) t1=$(now_ns)
 	read -r b1 i1 < <(busy_idle)
-	[[ $name == lbdnsd ]] && h1=$(cache_hits)
 	kill -0 "$pid" 2>/dev/null || die "$name exited: $(tail -5 "$WORK/$name.log")"
 	local sent=0 lost=0 q=0 dcpu=0
 	for ((i = 0; i < n; i++)); do
@@ -263,18 +243,34 @@ measure() {
 		dcpu=$((dcpu + $(cat "$out.$i.cpu")))
 	done
 	awk -v k="$kind" -v n="$name" -v r="$run" -v Q="$qps" -v q="$q" -v sent="$sent" -v lost="$lost" -v c=$((c1 - c0)) -v o=$((o1 - o0)) \
-		-v b=$((b1 - b0)) -v id=$((i1 - i0)) -v d="$dcpu" -v hz="$HZ" -v w=$((t1 - t0)) -v fmax="$FOREIGN_MAX" -v h="$h0 $h1" 'BEGIN {
-		wall = w / 1e9; split(h, hh, " ")
+		-v b=$((b1 - b0)) -v id=$((i1 - i0)) -v d="$dcpu" -v hz="$HZ" -v w=$((t1 - t0)) -v fmax="$FOREIGN_MAX" 'BEGIN {
+		wall = w / 1e9
 		us = sent ? c / 1e3 / sent : 0; dus = sent ? 1e6 * d / hz / sent : 0
 		foreign = ((b - d) / hz - o / 1e9) / wall; if (foreign < 0) foreign = 0
 		idle = (b + id) ? id / (b + id) : 0
-		dh = hh[3] - hh[1]; dm = hh[4] - hh[2]; hit = (dh + dm) ? dh / (dh + dm) : -1
 		mark = foreign > fmax ? sprintf(" | FOREIGN LOAD %.2f cores: left out", foreign) : ""
-		printf "%-9s %s %d%s: %8.0f qps answered | %d sent, %d lost | server %5.2f us CPU per query | dnsperf %5.2f us per query | idle %2.0f%%%s%s\n",
-			n, (k == "fixed" ? "fixed" : "full speed"), r, (k == "fixed" ? sprintf(" at %d qps", Q) : ""), q, sent, lost, us, dus, 100 * idle,
-			(hit >= 0 ? sprintf(" | reply cache hits %.0f%%", 100 * hit) : ""), mark
-		printf "%s %s %d %d %f %f %f %f %f %d %f\n", k, n, Q, r, us, q, foreign, idle, dus, lost, hit >> "'"$WORK/results"'"
+		printf "%-9s %s %d%s: %8.0f qps answered | %d sent, %d lost | server %5.2f us CPU per query | dnsperf %5.2f us per query | idle %2.0f%%%s\n",
+			n, (k == "fixed" ? "fixed" : "full speed"), r, (k == "fixed" ? sprintf(" at %d qps", Q) : ""), q, sent, lost, us, dus, 100 * idle, mark
+		printf "%s %s %d %d %f %f %f %f %f %d\n", k, n, Q, r, us, q, foreign, idle, dus, lost >> "'"$WORK/results"'"
 	}'
+	# lbdnsd's busiest threads at a fixed load: the CPU of each per query
+	# sent and its wake-ups (voluntary switches) per second; the Go
+	# runtime's monitor (sysmon) is the thread with many wake-ups and
+	# little CPU.
+	if [[ $kind == fixed && $name == lbdnsd* ]]; then
+		threads "$pid" >"$out.threads1"
+		join "$out.threads0" "$out.threads1" | awk -v sent="$sent" -v w=$((t1 - t0)) '{ d = $4 - $2; v = $5 - $3; if (d > 0) printf "%.2f %.0f\n", sent ? d / 1e3 / sent : 0, v / (w / 1e9) }' |
+			sort -rn | head -4 | awk -v n="$name" '{ s = s sprintf("%s%s us/q %s wake-ups/s", (NR > 1 ? "; " : ""), $1, $2) } END { printf "%-9s threads (busiest 4): %s\n", n, s }'
+	fi
+}
+
+# threads PID: each thread of PID as "tid cpu_ns voluntary_switches"
+# (the scheduler's account and /proc's status).
+threads() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "${t##*/} $(awk '{ print $1 }' "$t/schedstat" 2>/dev/null || echo 0) $(awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status" 2>/dev/null || echo 0)"
+	done | sort -k1,1
 }
 
 # checked NAME ROUND: a sample of answers compared with the pool each
@@ -321,7 +317,6 @@ function stats(key,   i, s, lo, hi) {
 	if (!($2 in servers)) { servers[$2] = 1; order[++ns] = $2 }
 	if ($7 > fmax) { out[k]++; next }
 	cnt[k]++; val[k, cnt[k]] = $5; qps[k] += $6; dus[k] += $9; idle[k] += $8; lost[k] += $10
-	if ($11 >= 0) { hit[k] += $11; nhit[k]++ }
 }
 END {
 	for (k in all) if (cnt[k]) stats(k)
@@ -335,10 +330,9 @@ END {
 			k = kind " " s " " Q
 			if (!all[k]) continue
 			if (!cnt[k]) { printf "%-9s %s: every one of %d rounds had foreign load: no figure\n", s, head, all[k]; continue }
-			printf "%-9s %s: %.2f us CPU per query (%.2f..%.2f, %d rounds%s)%s | %.0f qps answered | dnsperf %.2f us per query | idle %.0f%% | %d lost%s\n",
+			printf "%-9s %s: %.2f us CPU per query (%.2f..%.2f, %d rounds%s)%s | %.0f qps answered | dnsperf %.2f us per query | idle %.0f%% | %d lost\n",
 				s, head, mean[k], low[k], high[k], cnt[k], (out[k] ? sprintf(", %d left out", out[k]) : ""),
-				(fl > 0 && s != "floor" ? sprintf(" = %.2fx the floor", mean[k] / fl) : ""), qps[k] / cnt[k], dus[k] / cnt[k], 100 * idle[k] / cnt[k], lost[k],
-				(nhit[k] ? sprintf(" | reply cache hits %.0f%%", 100 * hit[k] / nhit[k]) : "")
+				(fl > 0 && s != "floor" ? sprintf(" = %.2fx the floor", mean[k] / fl) : ""), qps[k] / cnt[k], dus[k] / cnt[k], 100 * idle[k] / cnt[k], lost[k]
 		}
 		g1 = mean[kind " gdnsd-t1 " Q]; g2 = mean[kind " gdnsd-t2 " Q]
 		g = (g1 > 0 && (g2 <= 0 || g1 <= g2)) ? g1 : g2; gname = (g == g1) ? "udp_threads 1" : "udp_threads 2"
@@ -350,16 +344,6 @@ END {
 				(isgoal ? sprintf(" (goal <= %.1f on the %s mix: %s)", goal, mix, (ratio <= goal ? "MEETS" : "MISSES")) : "")
 			if (isgoal && mix == "realistic" && fl > 0)
 				printf "lbdnsd/floor %s: %.2f (goal <= 1.3 on the realistic mix: %s)\n", head, lb / fl, (lb / fl <= 1.3 ? "MEETS" : "MISSES")
-		}
-		nc = "" kind " lbdnsd-nc " Q
-		if (cnt[nc] && lb > 0 && (cnt[nc] < 2 || cnt[kind " lbdnsd " Q] < 2))
-			printf "reply cache %s: %.2f us per query without it, %.2f with it: too few clean rounds (%d and %d) for a verdict\n", head, mean[nc], lb, cnt[nc], cnt[kind " lbdnsd " Q]
-		else if (cnt[nc] && lb > 0) {
-			gain = mean[nc] - lb
-			spread = high[nc] - low[nc]; if (high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q] > spread) spread = high[kind " lbdnsd " Q] - low[kind " lbdnsd " Q]
-			printf "reply cache %s: %.2f us per query without it, %.2f with it: %s %.2f us, rounds spread %.2f us: %s\n", head, mean[nc], lb,
-				(gain >= 0 ? "gain" : "cost"), (gain >= 0 ? gain : -gain), spread,
-				(gain > spread ? "a gain beyond the spread" : (-gain > spread ? "a cost beyond the spread" : "within the spread"))
 		}
 	}
 }' "$WORK/results"

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,5 +48,32 @@ func TestCheckConfigSummaryNamesZones(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary %q lacks %q", out, want)
 		}
+	}
+}
+
+// TestCheckConfigWarns: a configuration that sets a key without effect
+// ([gslb.server] reply_cache) is valid (exit 0, its summary on stdout)
+// and the warning, with the file, line and key, is on stderr.
+func TestCheckConfigWarns(t *testing.T) {
+	doc, err := os.ReadFile("../../configs/testdata/gslb-names.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = append(doc, "\n[gslb.server]\nreply_cache = false\n"...)
+	path := filepath.Join(t.TempDir(), "lbdns.toml")
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Count(doc, []byte("\n")) // the last line's
+	var stdout, stderr bytes.Buffer
+	if code := checkConfig(path, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	want := fmt.Sprintf("warning: %s:%d: gslb.server.reply_cache: value \"false\": has no effect; the reply cache was removed\n", path, line)
+	if stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	if !strings.Contains(stdout.String(), "gslb names") {
+		t.Errorf("summary %q", stdout.String())
 	}
 }

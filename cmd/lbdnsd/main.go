@@ -149,6 +149,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// checkConfig validates the file at path as a start would (the
+// configuration, the checkers of its targets, the responder's network
+// map): exit 0 with its summary on stdout, and every warning (a key
+// without effect) on stderr, each "warning: FILE:LINE: KEY: ..."; exit 1
+// with every problem on stderr.
 func checkConfig(path string, stdout, stderr io.Writer) int {
 	cfg, err := configs.Load(path)
 	if err == nil {
@@ -162,6 +167,9 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w.Error())
 	}
 	fmt.Fprintln(stdout, cfg.Summary()+gslbSummary(cfg))
 	return 0

@@ -15,9 +15,8 @@ import (
 )
 
 // BenchmarkFloodCounting is a UDP reader's path of one query with the
-// flood counting off and on, paired in one run: the reply (from the
-// reader's reply cache, "cached", or built, "built") and, when on, the
-// record of its client, name, type and reply code into the reader's
+// flood counting off and on, paired in one run: the reply and, when
+// on, the record of its client, name, type and reply code into the reader's
 // flood.Producer, as readUDP does. A drainer keeps up on its own
 // goroutine (drained: the daemon's pace): its cost per query is flood's
 // BenchmarkTrackerAdd.
@@ -27,49 +26,39 @@ func BenchmarkFloodCounting(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, cached := range []bool{true, false} {
-		path := "built"
-		if cached {
-			path = "cached"
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
 		}
-		for _, on := range []bool{false, true} {
-			name := path + "/off"
+		b.Run(name, func(b *testing.B) {
+			s := snapshotServer(b, pathDoc)
+			sc := &scratch{reader: true, counters: counterCache{local: true}}
+			var fp *flood.Producer
 			if on {
-				name = path + "/on"
+				p := drained(b)
+				fp = p.Producer(flood.SourceResponder)
+				defer fp.Close()
 			}
-			b.Run(name, func(b *testing.B) {
-				s := snapshotServer(b, pathDoc)
-				sc := &scratch{reader: true, counters: counterCache{local: true}}
-				if cached {
-					sc.cache = newReplyCache(replyCacheSlots(1))
+			buf := make([]byte, dns.MaxMsgSize)
+			in := make([]byte, len(wire))
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				copy(in, wire)
+				out := s.reply(sc, buf, in, src, false)
+				if out == nil {
+					b.Fatal("no reply")
 				}
-				var fp *flood.Producer
-				if on {
-					p := drained(b)
-					fp = p.Producer(flood.SourceResponder)
-					defer fp.Close()
+				if fp != nil {
+					fp.AddMessage(src, in, out)
 				}
-				buf := make([]byte, dns.MaxMsgSize)
-				in := make([]byte, len(wire))
-				b.ReportAllocs()
-				cpu0 := processCPU()
-				for b.Loop() {
-					copy(in, wire)
-					out := s.reply(sc, buf, in, src, false)
-					if out == nil {
-						b.Fatal("no reply")
-					}
-					if fp != nil {
-						fp.AddMessage(src, in, out)
-					}
-				}
-				// The process's CPU (every thread: the drainer's
-				// and the collector's too) per query: less
-				// sensitive than the time to a host shared with
-				// other work.
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-			})
-		}
+			}
+			// The process's CPU (every thread: the drainer's and
+			// the collector's too) per query: less sensitive than
+			// the time to a host shared with other work.
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }
 
@@ -108,11 +97,11 @@ func processCPU() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// TestFloodCountingAllocs: counting keeps a reader's cached path free of
+// TestFloodCountingAllocs: counting keeps a reader's path free of
 // allocations.
 func TestFloodCountingAllocs(t *testing.T) {
 	s := snapshotServer(t, pathDoc)
-	sc := &scratch{reader: true, counters: counterCache{local: true}, cache: newReplyCache(replyCacheSlots(1))}
+	sc := &scratch{reader: true, counters: counterCache{local: true}}
 	p := flood.NewPipeline(flood.Config{}, time.Now())
 	fp := p.Producer(flood.SourceResponder)
 	defer fp.Close()
@@ -126,7 +115,7 @@ func TestFloodCountingAllocs(t *testing.T) {
 	}
 	run()
 	if n := testing.AllocsPerRun(1000, run); n != 0 {
-		t.Errorf("cached reply and count: %v allocs, want 0", n)
+		t.Errorf("reply and count: %v allocs, want 0", n)
 	}
 	p.Drain()
 	p.Step(time.Now().Add(2*time.Second), nil)

@@ -11,12 +11,41 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/configs"
 	"lbdns/gslb"
+	"lbdns/gslb/topology"
+	"lbdns/health"
 	"lbdns/internal/leakcheck"
+	"lbdns/monitor"
 )
 
 func TestMain(m *testing.M) {
 	leakcheck.Main(m, "miekg/dns.(*Server)", "lbdns/gslb/server.(*Server)", "lbdns/gslb/server.(*Responder)")
+}
+
+// snapshotOf is the snapshot of cfg (over the topology of package
+// gslb/topology) with every member up by check t but those of pools in
+// down, and the members "POOL/MEMBER" in down.
+func snapshotOf(t testing.TB, cfg *configs.Config, down ...string) *gslb.Snapshot {
+	t.Helper()
+	statuses := map[monitor.Key]monitor.TargetStatus{}
+	for _, p := range cfg.GSLB.Pools {
+		for _, m := range p.Members {
+			st := health.Up
+			for _, d := range down {
+				if d == p.Name || d == p.Name+"/"+m.Name {
+					st = health.Down
+				}
+			}
+			k := gslb.MonitorKey(p.Name, m.Name, "t")
+			statuses[k] = monitor.TargetStatus{Key: k, Health: health.Status{State: st}}
+		}
+	}
+	loc, err := topology.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gslb.NewSnapshot(cfg, gslb.Evaluate(cfg, statuses, time.Unix(1_800_000_000, 0)), loc, 1)
 }
 
 // zone is the fake snapshot's zone.

@@ -25,7 +25,6 @@ type Metrics struct {
 	emergency *prometheus.GaugeVec
 	ttlRaised *prometheus.GaugeVec
 	emAnswers *prometheus.CounterVec
-	cached    *prometheus.CounterVec
 	resortNow *prometheus.GaugeVec
 	tcp       tcpMetrics
 
@@ -81,10 +80,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lbdns", Name: "gslb_emergency_answers_total",
 			Help: "Answers of GSLB names given with intelligent resolution off (lbctl gslb off), by name.",
 		}, []string{"name"}),
-		cached: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "lbdns", Name: "gslb_reply_cache_total",
-			Help: "UDP queries of the GSLB responder by what their UDP reader's reply cache did: hit (the reply built before for the same question from the same snapshot, served again), miss (built).",
-		}, []string{"result"}),
 		resortNow: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "lbdns", Name: "gslb_last_resort_names",
 			Help: "GSLB names and types answering by their last resort now (no pool of any of their policies has a member up), by last resort (fail-open, static, servfail); names whose members are still warming are not counted.",
@@ -93,7 +88,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.banks = make(map[*bank]struct{})
 	m.tcp = newTCPMetrics()
 	for _, c := range append([]prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
-		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, folding{m, m.cached}, m.resortNow}, m.tcp.collectors()...) {
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, m.resortNow}, m.tcp.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}

@@ -12,54 +12,12 @@ import (
 // reply answers the DNS message query from src (over TCP when tcp is
 // set): the reply packed into dst (or a new buffer when dst is too
 // small), or nil when query gets none. It is the UDP readers' whole
-// query path: query is parsed by parseQuery when it has the common shape,
-// else marked (markECS) and unpacked by miekg/dns as its server would;
-// what cannot be unpacked is answered FORMERR as miekg/dns's server
-// answers it, a message shorter than a header or a response not at all.
-// query may be changed (markECS). A UDP reader's reply comes from its
-// reply cache (sc.cache) when the cache holds it: the same bytes, built
-// before from the same snapshot (see replyCache).
+// query path, and the TCP connections': query is parsed by parseQuery
+// when it has the common shape, else marked (markECS) and unpacked by
+// miekg/dns as its server would; what cannot be unpacked is answered
+// FORMERR as miekg/dns's server answers it, a message shorter than a
+// header or a response not at all. query may be changed (markECS).
 func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {
-	c := sc.cache
-	box := s.answerer.Load()
-	if c == nil || box == nil || tcp || len(query) < 12 {
-		return s.fresh(sc, dst, query, src, tcp)
-	}
-	m := s.Metrics
-	q, cacheable := c.query(query) // not: a FORMERR
-	if cacheable {
-		if out, ok := c.get(sc, box, dst, &q, src); ok {
-			if m != nil {
-				sc.counters.inc(m, vecCache, cacheHit, "")
-			}
-			return out
-		}
-	}
-	// Built, then kept if its answer comes again: the counters it
-	// counts are recorded, and it is kept only when they were all
-	// counted in one generation of the counter cache and the query took
-	// the fast parse (so build ran, and sc.r is this query's).
-	gen := sc.counters.gen
-	sc.counters.rec, sc.counters.recording = sc.counters.rec[:0], true
-	out := s.fresh(sc, dst, query, src, false)
-	sc.counters.recording = false
-	if cacheable && len(out) > 0 && sc.qlower != "" && sc.counters.gen == gen {
-		c.put(sc, box, &q, out, src)
-	}
-	if m != nil && len(out) > 0 {
-		sc.counters.inc(m, vecCache, cacheMiss, "")
-	}
-	return out
-}
-
-// The result label values of lbdns_gslb_reply_cache_total.
-const (
-	cacheHit  = "hit"
-	cacheMiss = "miss"
-)
-
-// fresh is reply without the reply cache: the reply built anew.
-func (s *Server) fresh(sc *scratch, dst, query []byte, src netip.Addr, tcp bool) []byte {
 	if len(query) < 12 {
 		return nil // miekg/dns: the client is let hang
 	}

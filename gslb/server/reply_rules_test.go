@@ -22,7 +22,7 @@ import (
 )
 
 // regionsConfig is a zone gslb.test served on 127.0.0.1:0 by one UDP
-// reader (one reply cache), with a map of IPv4 and IPv6 regions:
+// reader, with a map of IPv4 and IPv6 regions:
 // 10.2.0.0/16 a, 10.1.0.0/16 b, 192.0.2.0/24 c, 2001:db8:1::/48 d,
 // 127.0.0.0/8 lo. Names (ECS on but ind-src):
 //
@@ -140,7 +140,7 @@ func ecsData(p netip.Prefix) []byte {
 }
 
 // udpConn is one UDP socket to addr: every query from it reaches the same
-// reader, and its reply cache.
+// reader.
 func udpConn(t *testing.T, addr string) *dns.Conn {
 	t.Helper()
 	c, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).Dial(addr)
@@ -186,8 +186,7 @@ func replyOf(r *dns.Msg) (string, int) {
 
 // TestWireDifferential asks the same questions, with Client Subnet
 // prefixes drawn at random (IPv4, IPv6, IPv4-mapped, SOURCE 0, the
-// mapped /96), of the UDP reader (twice: the second often from its reply
-// cache), of TCP, and of lbctl gslb explain: the same rcode, records and
+// mapped /96), of the UDP reader (twice), of TCP, and of lbctl gslb explain: the same rcode, records and
 // ECS scope from all four, and every scope within the option's family
 // (for a mapped prefix 0 or at least 96).
 func TestWireDifferential(t *testing.T) {

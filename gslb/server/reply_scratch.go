@@ -67,9 +67,6 @@ type scratch struct {
 
 	// counters caches the metrics' counters by label values.
 	counters counterCache
-	// cache, for a UDP reader, keeps the replies it built (see
-	// replyCache); nil: none.
-	cache *replyCache
 }
 
 // internedName is a name read and its lower-cased form.
@@ -122,12 +119,6 @@ type counterCache struct {
 	// labels) or its query type and rcode, without hashing strings.
 	hot  [hotSize]hotCounter
 	hotQ [hotSize]hotQuery
-	// gen counts the resets: a counter kept from before one is no
-	// longer counted (replyCache drops what it kept with one). While
-	// recording is set, every counter counted is appended to rec.
-	gen       uint64
-	recording bool
-	rec       []*cachedCounter
 }
 
 // hotSize is the number of entries of each direct-mapped counter cache.
@@ -182,7 +173,6 @@ const (
 	vecEmergency
 	vecECS
 	vecTruncated
-	vecCache
 	vecCount
 )
 
@@ -217,9 +207,6 @@ const noQtype = -1
 
 // add counts one in e.
 func (c *counterCache) add(e *cachedCounter) {
-	if c.recording {
-		c.rec = append(c.rec, e)
-	}
 	if c.local {
 		e.n.Add(1)
 		return
@@ -248,8 +235,6 @@ func (c *counterCache) counter(m *Metrics, vec uint8, a, b string) *cachedCounte
 		e.ctr = m.emAnswers.WithLabelValues(a)
 	case vecECS:
 		e.ctr = m.ecs
-	case vecCache:
-		e.ctr = m.cached.WithLabelValues(a)
 	default:
 		e.ctr = m.truncated
 	}
@@ -263,7 +248,6 @@ func (c *counterCache) counter(m *Metrics, vec uint8, a, b string) *cachedCounte
 // reset empties the cache for m, folding its local counters for good.
 func (c *counterCache) reset(m *Metrics) {
 	c.release()
-	c.gen++
 	c.m, c.all = m, make(map[counterKey]*cachedCounter)
 	c.hot, c.hotQ = [hotSize]hotCounter{}, [hotSize]hotQuery{}
 	if c.local {

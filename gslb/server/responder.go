@@ -616,14 +616,14 @@ func (r *Responder) failed(msg string, err error) error {
 // stay; changed, the old server stops and a new one starts.
 func (r *Responder) listen(cfg *configs.Config) error {
 	want, tcp := cfg.GSLB.Server, TCPLimitsOf(cfg.GSLB.Server)
-	if r.srv != nil && slices.Equal(r.srv.Listen, want.ListenAddrs) && r.srv.UDPSize == want.UDPSize && r.srv.UDPReaders == want.UDPReaders && r.srv.NoReplyCache == !want.ReplyCache && r.srv.TCP == tcp {
+	if r.srv != nil && slices.Equal(r.srv.Listen, want.ListenAddrs) && r.srv.UDPSize == want.UDPSize && r.srv.UDPReaders == want.UDPReaders && r.srv.TCP == tcp {
 		return nil
 	}
 	r.stopLocked(context.Background())
 	if len(want.ListenAddrs) == 0 {
 		return nil
 	}
-	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, UDPReaders: want.UDPReaders, NoReplyCache: !want.ReplyCache, TCP: tcp, Logger: r.log, Metrics: r.metrics, Flood: r.o.Flood}
+	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, UDPReaders: want.UDPReaders, TCP: tcp, Logger: r.log, Metrics: r.metrics, Flood: r.o.Flood}
 	srv.Swap(r.snap)
 	if err := srv.Start(); err != nil {
 		r.log.Error("gslb responder cannot listen; it is off until a reload changes [gslb.server]", "listen", want.Listen, "err", err)

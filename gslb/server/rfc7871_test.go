@@ -45,8 +45,8 @@ import (
 //     it, and not in FORMERR replies: rows "no ecs", "too many octets".
 //   - §6 FAMILY 2 with an IPv4-mapped ADDRESS: echoed as it came, the
 //     scope in the option's family (row "ipv4-mapped"; what a real
-//     snapshot answers for mapped prefixes, and that the reply cache
-//     keeps them apart, in TestRFC7871Mapped).
+//     snapshot answers for mapped prefixes, and that the prefixes of
+//     different regions are kept apart, in TestRFC7871Mapped).
 func TestRFC7871(t *testing.T) {
 	f := &fake{Scope: 16}
 	_, addr := start(t, f)
@@ -153,13 +153,13 @@ func TestRFC7871(t *testing.T) {
 
 // TestRFC7871Mapped is the conformance table's rows for IPv4-mapped
 // prefixes (FAMILY 2, ADDRESS ::ffff:a.b.c.d), over a real snapshot and
-// the UDP reader's reply cache: a mapped prefix is located as the IPv4
+// a UDP reader: a mapped prefix is located as the IPv4
 // prefix it maps (its length less 96), and SCOPE PREFIX-LENGTH is said
 // in the option's own family (RFC 7871 §6: the scope counts the
 // ADDRESS's bits), so the IPv4 scope plus 96; 0 when the answer holds
 // for every client; a mapped /96 (an IPv4 /0) is answered as SOURCE 0.
-// A reply kept for one mapped prefix is never served to another region:
-// asked one after another on one socket (one reader, one cache).
+// The answer for one mapped prefix is never given to another region:
+// asked one after another on one socket (one reader).
 func TestRFC7871Mapped(t *testing.T) {
 	_, addr := startRegions(t)
 	c := udpConn(t, addr)
@@ -169,7 +169,7 @@ func TestRFC7871Mapped(t *testing.T) {
 		scope            int
 	}{
 		{"mapped region a", "geo", "::ffff:10.2.3.0/120", "198.51.100.1", 16 + 96},
-		{"mapped region a again (cache)", "geo", "::ffff:10.2.3.0/120", "198.51.100.1", 16 + 96},
+		{"mapped region a again", "geo", "::ffff:10.2.3.0/120", "198.51.100.1", 16 + 96},
 		{"mapped region b after a", "geo", "::ffff:10.1.2.0/120", "198.51.100.2", 16 + 96},
 		{"mapped region c", "geo", "::ffff:192.0.2.0/120", "198.51.100.3", 24 + 96},
 		{"mapped /128", "geo", "::ffff:10.1.2.3/128", "198.51.100.2", 16 + 96},

@@ -184,8 +184,8 @@ func TestConfigHashAsMarshal(t *testing.T) {
 		}
 		cfgs = append(cfgs, cfg)
 	}
-	tricky := strings.Replace(cacheDoc(), "[[gslb.zone.record]]", "[[gslb.zone.record]]\nname = \"trick\"\ntype = \"TXT\"\nvalue = ',\"Names\":null,\"Names\":[]'\n\n[[gslb.zone.record]]", 1)
-	for _, doc := range []string{cacheDoc(), serviceDoc(), asServices(serviceDoc()), tricky} {
+	tricky := strings.Replace(algorithmsDoc(), "[[gslb.zone.record]]", "[[gslb.zone.record]]\nname = \"trick\"\ntype = \"TXT\"\nvalue = ',\"Names\":null,\"Names\":[]'\n\n[[gslb.zone.record]]", 1)
+	for _, doc := range []string{algorithmsDoc(), serviceDoc(), asServices(serviceDoc()), tricky} {
 		cfg, err := configs.Parse([]byte(doc), "doc.toml")
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@
 //     wire_tcp.go (TCP accept loops and connections);
 //   - the reply path: reply.go (a query's bytes to a reply's),
 //     reply_answer.go (a parsed query to its answer), reply_pack.go,
-//     reply_cache.go, reply_ecs.go, reply_scratch.go, metrics.go;
+//     reply_ecs.go, reply_scratch.go, metrics.go;
 //   - the responder's lifecycle: responder.go (the Responder: waits on
 //     the hub, rebuilds and swaps snapshots, listens), responder_state.go,
 //     responder_status.go, responder_explain.go;
@@ -31,7 +31,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/miekg/dns"
 
@@ -57,9 +56,6 @@ type Server struct {
 	// address's UDP socket. Default (0): GOMAXPROCS but one, at least
 	// one (see udpReaders).
 	UDPReaders int
-	// NoReplyCache, when set, builds every UDP reply anew: the readers
-	// keep no reply cache (see replyCache).
-	NoReplyCache bool
 	// TCP bounds the TCP connections (RFC 7766 section 10); its zero
 	// fields take their defaults.
 	TCP TCPLimits
@@ -67,8 +63,8 @@ type Server struct {
 	Logger *slog.Logger
 	// Metrics, when set, counts queries and replies.
 	Metrics *Metrics
-	// Flood, when set, counts every query read, UDP and TCP, cached
-	// reply or not (its client, name, type and the reply's code): each
+	// Flood, when set, counts every query read, UDP and TCP (its
+	// client, name, type and the reply's code): each
 	// UDP reader records into a flood.Producer of its own, the TCP
 	// connections into one they share.
 	Flood *flood.Pipeline
@@ -96,9 +92,6 @@ type Server struct {
 type answerer struct {
 	gslb.Answerer
 	rotations int
-	// id is a weak pointer to the box: what the readers' reply caches
-	// keep, so that a snapshot swapped out is freed whatever they hold.
-	id weak.Pointer[answerer]
 }
 
 // Swap makes a the snapshot that answers from now on. A query being
@@ -111,7 +104,6 @@ func (s *Server) Swap(a gslb.Answerer) {
 		return
 	}
 	box := &answerer{Answerer: a}
-	box.id = weak.Make(box)
 	if r, ok := a.(interface{ Rotations() int }); ok {
 		box.rotations = r.Rotations()
 	}

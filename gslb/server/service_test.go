@@ -14,12 +14,69 @@ import (
 	"lbdns/gslb"
 )
 
-// serviceDoc is cacheDoc with more names of each kind: a name with a
+// algorithmsDoc is packDoc with a name per pool algorithm (rr, wrr, hash by
+// source and by ECS, rendezvous, priority, random) and a name whose
+// pool is down (its last resort answers).
+func algorithmsDoc() string {
+	var b strings.Builder
+	b.WriteString(packDoc())
+	for i, alg := range []string{"rr", "wrr", "hash", "rendezvous", "priority", "random", "all"} {
+		fmt.Fprintf(&b, "\n[[gslb.pool]]\nname = %q\nmonitors = [\"t\"]\nalgorithm = %q\n", alg, alg)
+		for j := range 3 {
+			fmt.Fprintf(&b, "[[gslb.pool.member]]\nname = \"m%d\"\naddress = \"127.20.%d.%d\"\nweight = %d\npriority = %d\n", j, i, j+1, j+1, j/2)
+		}
+		fmt.Fprintf(&b, "[[gslb.pool.member]]\nname = \"v6\"\naddress = \"fd00::20:%d\"\n", i)
+		fmt.Fprintf(&b, "\n[[gslb.name]]\nname = \"%s.bench.test\"\n[[gslb.name.policy]]\nmatch = { region = \"r1\" }\npool = \"gl\"\n[[gslb.name.policy]]\npool = %q\n", alg, alg)
+		fmt.Fprintf(&b, "\n[[gslb.name]]\nname = \"%s-ecs.bench.test\"\necs = true\n[[gslb.name.policy]]\npool = %q\n", alg, alg)
+	}
+	b.WriteString(`
+[[gslb.pool]]
+name = "down"
+monitors = ["t"]
+[[gslb.pool.member]]
+name = "d"
+address = "127.30.0.1"
+
+[[gslb.name]]
+name = "down.bench.test"
+[[gslb.name.policy]]
+pool = "down"
+`)
+	return b.String()
+}
+
+// randomECS is the data of a Client Subnet option: IPv4 from 10.0.0.0/13
+// (inside and around the topology's networks) of SOURCE 16 to 32, the
+// same IPv4-mapped (FAMILY 2, SOURCE 112 to 128), or IPv6 of SOURCE 48
+// to 64; one in 20 with a bit set beyond SOURCE.
+func randomECS(rng *rand.Rand) []byte {
+	family, source := 1, 16+rng.IntN(17)
+	addr := []byte{10, byte(rng.IntN(8)), byte(rng.Uint32()), byte(rng.Uint32())}
+	switch rng.IntN(6) {
+	case 0, 1:
+		family, source = 2, 48+rng.IntN(17)
+		addr = []byte{0x20, 1, 0xd, 0xb8, 0, byte(rng.IntN(2)), byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32()), 0, 0, 0, 0, 0, 0, 0}
+	case 2:
+		family, source = 2, source+96
+		addr = append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, addr...)
+	}
+	p := netip.PrefixFrom(netip.AddrFrom16([16]byte(append(addr, make([]byte, 16)...)[:16])), source)
+	if family == 1 {
+		p = netip.PrefixFrom(netip.AddrFrom4([4]byte(addr)), source)
+	}
+	raw := p.Masked().Addr().AsSlice()[:(source+7)/8]
+	if rng.IntN(20) == 0 && source%8 != 0 {
+		raw[len(raw)-1] |= 1 // beyond SOURCE: FORMERR
+	}
+	return append([]byte{0, byte(family), byte(source), 0}, raw...)
+}
+
+// serviceDoc is algorithmsDoc with more names of each kind: a name with a
 // static last resort, one that answers SERVFAIL, and a twin of every
 // name (the same keys and policies under another name), so that, once
 // asServices has turned it, several names share one service.
 func serviceDoc() string {
-	doc := cacheDoc() + `
+	doc := algorithmsDoc() + `
 [[gslb.name]]
 name = "st.bench.test"
 ttl = 7
@@ -152,8 +209,8 @@ func TestServiceAnswersAsInline(t *testing.T) {
 	}
 	var snaps [2][]*gslb.Snapshot
 	for k, cfg := range cfgs {
-		snaps[k] = []*gslb.Snapshot{cacheSnapshot(t, cfg, "down"), cacheSnapshot(t, cfg, "down", "rr/m1", "all/m0", "r0"),
-			cacheSnapshot(t, cfg, "down", "gl", "hash/m2", "wrr/m0", "priority/m0")}
+		snaps[k] = []*gslb.Snapshot{snapshotOf(t, cfg, "down"), snapshotOf(t, cfg, "down", "rr/m1", "all/m0", "r0"),
+			snapshotOf(t, cfg, "down", "gl", "hash/m2", "wrr/m0", "priority/m0")}
 	}
 	var srvs [2]*Server
 	var scs [2]*scratch

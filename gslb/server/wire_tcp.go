@@ -21,7 +21,7 @@ import (
 // per listen address and a goroutine per connection, which reads what
 // the client sent into a buffer that grows only as bytes arrive, answers
 // every whole query in it in order (pipelined queries, section 6.2.1.1)
-// with the UDP readers' own reply (without their reply cache), and
+// with the UDP readers' own reply, and
 // writes the answers of a read at once. The connections of all listen
 // addresses are bounded together (section 10): in total (at the cap,
 // the longest idle one is closed for the new one, as gdnsd does), per

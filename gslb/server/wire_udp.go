@@ -30,8 +30,7 @@ import (
 // next one: no reader idles while another has a queue (with a socket per
 // reader, SO_REUSEPORT's hash of the clients' ports may give one reader
 // most of them). No goroutine per query, and no allocation per query
-// once its name is known; and a question asked again is answered from
-// its reader's reply cache (replyCache). Sockets bound to a wildcard address receive
+// once its name is known. Sockets bound to a wildcard address receive
 // each query's destination address (IP_PKTINFO, IPV6_RECVPKTINFO) and
 // answer from it.
 

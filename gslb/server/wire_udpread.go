@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"time"
 
 	"lbdns/internal/mmsg"
 
@@ -106,9 +107,6 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 	defer runtime.UnlockOSThread()
 	u.readers.Add(1)
 	sc := &scratch{reader: true, counters: counterCache{local: true}}
-	if !s.NoReplyCache {
-		sc.cache = newReplyCache(replyCacheSlots(udpReaders(s.UDPReaders)))
-	}
 	defer sc.counters.release()
 	b := newBatch(pktinfo)
 	var fp *flood.Producer
@@ -116,7 +114,12 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 		fp = s.Flood.Producer(flood.SourceResponder)
 		defer fp.Close()
 	}
+	yielded := time.Now()
 	for {
+		if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+			runtime.Gosched()
+			yielded = now
+		}
 		if pktinfo {
 			for i := range udpBatch {
 				b.r.Hdrs[i].Hdr.SetControllen(len(b.oob[i]))
@@ -185,6 +188,17 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 		}
 	}
 }
+
+// yieldEvery is how long a reader goes without yielding its P: a reader
+// that blocks in recvmmsg and answers is never rescheduled by the Go
+// runtime, and the runtime's monitor (sysmon) takes the P of a goroutine
+// that has run on one schedule tick for 10 ms, then polls every 20 us for
+// a millisecond or more before it backs off again. A reader left alone
+// woke it about 2,500 times a second at 30,000 qps, 0.7-1.0 us of CPU per
+// query; yielding every 8 ms (runtime.Gosched, one reschedule: with the
+// thread locked, a hand-over of the P to another thread and back) keeps it
+// asleep (bench/README.md, "2026-12-01: the reader yields").
+const yieldEvery = 8 * time.Millisecond
 
 // senderString is the address a reply k is sent to, for logs.
 func (b *batch) senderString(k int) string {

@@ -1,7 +1,6 @@
 // Package splitmix is the SplitMix64 finalizer: a fast, well-spread
 // 64-bit mix of a 64-bit value, for hash keys that are not secrets (the
-// GSLB pools' hash and rendezvous keys, the UDP readers' reply cache
-// slots).
+// GSLB pools' hash and rendezvous keys, the fleet's assignments).
 package splitmix
 
 // Mix returns x mixed: every bit of the result depends on every bit of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -18,9 +19,23 @@ type spec struct {
 
 // specFor builds the configuration of vendor v listening on listen,
 // forwarding everything to upstream, with its files in dir.
+// Every product listens on listen and on opts.Listen at listen's port,
+// and answers 127.0.0.0/8 and opts.Allow.
 func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options) (spec, error) {
 	la, lp := listen.Addr().String(), listen.Port()
 	ua, up := upstream.Addr().String(), upstream.Port()
+	if err := checkNetworks(opts); err != nil {
+		return spec{}, err
+	}
+	// Every address the product listens on, and every network it answers.
+	las := []string{la}
+	for _, a := range opts.Listen {
+		las = append(las, a.String())
+	}
+	allow := []string{"127.0.0.0/8"}
+	for _, p := range opts.Allow {
+		allow = append(allow, p.Masked().String())
+	}
 	switch v {
 	case Unbound:
 		conf := filepath.Join(dir, "unbound.conf")
@@ -57,12 +72,12 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 	use-syslog: no
 	logfile: ""
 	verbosity: 1
-	interface: %s@%d
+	%s
 	port: %d
 	do-ip6: no
 	so-reuseport: no
 	num-threads: 1
-	access-control: 127.0.0.0/8 allow
+	%s
 	do-not-query-localhost: no
 	infra-keep-probing: yes
 	%s
@@ -75,7 +90,7 @@ remote-control:
 forward-zone:
 	name: "."
 	forward-addr: %s@%d
-%s`, dir, la, lp, lp, modules, prefetch, ua, up, dnstap)},
+%s`, dir, each(las, "interface: %s@"+strconv.Itoa(int(lp)), "\n\t"), lp, each(allow, "access-control: %s allow", "\n\t"), modules, prefetch, ua, up, dnstap)},
 			args: []string{"-d", "-p", "-c", conf},
 		}, nil
 
@@ -102,11 +117,11 @@ forward-zone:
 	pid-file none;
 	session-keyfile none;
 	managed-keys-directory %q;
-	listen-on port %d { %s; };
+	listen-on port %d { %s };
 	listen-on-v6 { none; };
 	recursion yes;
-	allow-query { 127.0.0.0/8; };
-	allow-recursion { 127.0.0.0/8; };
+	allow-query { %s };
+	allow-recursion { %s };
 	dnssec-validation no;
 	forward only;
 	forwarders { %s port %d; };
@@ -115,7 +130,7 @@ forward-zone:
 	querylog no;
 %s};
 controls { };
-`, dir, dir, lp, la, ua, up, prefetch, dnstap)},
+`, dir, dir, lp, each(las, "%s;", " "), each(allow, "%s;", " "), each(allow, "%s;", " "), ua, up, prefetch, dnstap)},
 			args: []string{"-g", "-4", "-n", "1", "-c", conf},
 		}, nil
 
@@ -139,7 +154,7 @@ controls { };
 			binary: "kresd",
 			files: map[string]string{"kresd.conf": fmt.Sprintf(`-- lbdns test fixture: forward everything to a loopback upstream.
 net.ipv6 = false
-net.listen('%s', %d, { kind = 'dns' })
+%s
 cache.size = 16 * MB
 trust_anchors.remove('.')
 modules.unload('priming')
@@ -148,7 +163,7 @@ modules.unload('detect_time_jump')
 modules.unload('ta_signal_query')
 modules.unload('ta_sentinel')
 %spolicy.add(policy.all(policy.FORWARD({'%s@%d'})))
-`, la, lp, extra, ua, up)},
+`, each(las, "net.listen('%s', "+strconv.Itoa(int(lp))+", { kind = 'dns' })", "\n"), extra, ua, up)},
 			args: []string{"-n", "-c", conf, dir},
 		}, nil
 
@@ -173,7 +188,7 @@ log-timestamp=no
 loglevel=4
 local-address=%s
 local-port=%d
-allow-from=127.0.0.0/8
+allow-from=%s
 threads=1
 pdns-distributes-queries=no
 dnssec=process-no-validate
@@ -181,7 +196,7 @@ forward-zones=.=%s:%d
 security-poll-suffix=
 max-cache-entries=100000
 refresh-on-ttl-perc=%s
-`, dir, la, lp, ua, up, refresh)},
+`, dir, strings.Join(las, ","), lp, strings.Join(allow, ","), ua, up, refresh)},
 			args: []string{"--config-dir=" + dir},
 		}, nil
 
@@ -205,11 +220,37 @@ pid-file=
 log-facility=-
 user=root
 cache-size=1000
-`, la, lp, ua, up)},
+`, strings.Join(las, ","), lp, ua, up)},
 			args: []string{"-C", conf},
 		}, nil
 	}
 	return spec{}, fmt.Errorf("vendors: unknown vendor %q (want one of %s)", v, strings.Join(names(), ", "))
+}
+
+// checkNetworks refuses what the IPv4-only products cannot take in
+// opts.Listen and opts.Allow.
+func checkNetworks(opts Options) error {
+	for _, a := range opts.Listen {
+		if !a.Is4() {
+			return fmt.Errorf("vendors: listen address %q: want an IPv4 address (the products run IPv4-only)", a)
+		}
+	}
+	for _, p := range opts.Allow {
+		if !p.IsValid() || !p.Addr().Is4() {
+			return fmt.Errorf("vendors: allowed network %q: want an IPv4 prefix (the products run IPv4-only)", p)
+		}
+	}
+	return nil
+}
+
+// each formats every item with format (one %s) and joins the results
+// with sep.
+func each(items []string, format, sep string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf(format, it)
+	}
+	return strings.Join(out, sep)
 }
 
 func names() []string {

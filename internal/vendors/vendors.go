@@ -3,7 +3,9 @@
 // as foreground processes on loopback, for tests. Each one listens on
 // 127.0.0.1 with a port of its own and forwards every query to one upstream
 // (usually an internal/dnstest server), and talks to nothing else: no root
-// priming, no trust-anchor refresh, no security polling.
+// priming, no trust-anchor refresh, no security polling. Options.Listen and
+// Options.Allow add addresses to listen on and client networks to answer,
+// for clients in network namespaces; the default answers 127.0.0.0/8 only.
 //
 // Install the products with scripts/install-test-deps.sh. When a product's
 // binary is missing, Start skips the test, unless the environment says the
@@ -86,6 +88,19 @@ type Options struct {
 	// Knot Resolver. Starting PowerDNS Recursor or dnsmasq with it is an
 	// error (neither sends dnstap).
 	Dnstap *Dnstap
+	// Listen lists IPv4 addresses the product listens on besides its
+	// 127.0.0.1 one, on the same port, UDP and TCP: the root end of a
+	// network namespace's veth pair, for clients inside the namespace
+	// (packets to 127.0.0.0/8 never cross a link). Each must be an
+	// address of the test's namespace when the product starts. The
+	// products run IPv4-only: an IPv6 address is an error.
+	Listen []netip.Addr
+	// Allow lists IPv4 client networks the product answers besides
+	// 127.0.0.0/8: unbound access-control, BIND allow-query and
+	// allow-recursion, PowerDNS Recursor allow-from. Knot Resolver and
+	// dnsmasq answer every client that reaches an address they listen
+	// on, so they need none.
+	Allow []netip.Prefix
 }
 
 // Dnstap says where a product sends dnstap: a Unix socket, or, for
