@@ -3,6 +3,7 @@ package flood
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"slices"
@@ -36,6 +37,9 @@ type Summary struct {
 	m    int
 	n    uint64
 	seed maphash.Seed
+	// typed: every key ends in a type of 2 bytes, hashed apart
+	// (typedHash), so that a name's hash serves its (name, type).
+	typed bool
 	// table finds a key's counter: from the place of the hash's top
 	// bits on (linear probing); a zero place is free. It has 4m
 	// places or more: at a quarter full, most searches end at the
@@ -89,17 +93,18 @@ const MaxCounters = 1 << 14
 
 // NewSummary returns an empty summary of at most m counters (at least
 // 1, at most MaxCounters).
-func NewSummary(m int) *Summary { return newSummary(m, maphash.MakeSeed()) }
+func NewSummary(m int) *Summary { return newSummary(m, maphash.MakeSeed(), false) }
 
 // newSummary is NewSummary hashing with seed: summaries of one seed
-// hash a key alike (Tracker hashes a name once for two of them).
-func newSummary(m int, seed maphash.Seed) *Summary {
+// hash a key alike (Tracker hashes a name once for three of them), the
+// typed ones (KindNameType) with the type apart.
+func newSummary(m int, seed maphash.Seed, typed bool) *Summary {
 	m = min(max(m, 1), MaxCounters)
 	size := 4
 	for size < 4*m {
 		size *= 2
 	}
-	return &Summary{m: m, seed: seed, table: make([]place, size),
+	return &Summary{m: m, seed: seed, typed: typed, table: make([]place, size),
 		shift: uint(64 - bits.TrailingZeros(uint(size))), counters: make([]counter, 0, m),
 		first: -1, last: -1}
 }
@@ -121,13 +126,32 @@ func (s *Summary) Min() uint64 {
 
 // Add counts key with weight w.
 func (s *Summary) Add(key string, w uint64) {
-	s.add([]byte(key), maphash.String(s.seed, key), w)
+	b := []byte(key)
+	s.add(b, s.hash(b), w)
 }
 
 // AddBytes is Add of string(key). It does not allocate once the
 // counters' buffers have grown to the keys' lengths.
 func (s *Summary) AddBytes(key []byte, w uint64) {
-	s.add(key, maphash.Bytes(s.seed, key), w)
+	s.add(key, s.hash(key), w)
+}
+
+// hash is key's hash.
+func (s *Summary) hash(key []byte) uint64 {
+	if n := len(key) - 2; s.typed && n >= 0 {
+		return typedHash(maphash.Bytes(s.seed, key[:n]), binary.BigEndian.Uint16(key[n:]))
+	}
+	return maphash.Bytes(s.seed, key)
+}
+
+// typedHash is the hash of a key of hash h followed by type t: h and t
+// mixed (a bijection of h^t, every bit of which moves the top bits).
+func typedHash(h uint64, t uint16) uint64 {
+	x := h ^ uint64(t)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
 }
 
 // add counts key, of hash h, with weight w. h must be the same for a
@@ -443,7 +467,7 @@ func (s *Summary) fold(sums ...*Summary) {
 	// Smallest first: each goes at the end of the buckets.
 	for _, e := range slices.Backward(entries) {
 		key := []byte(e.Key)
-		s.insert(key, maphash.Bytes(s.seed, key), e.Est, e.Err)
+		s.insert(key, s.hash(key), e.Est, e.Err)
 	}
 	s.n = n
 }

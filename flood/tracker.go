@@ -131,7 +131,7 @@ func (t *Tracker) summary(k Kind) *Summary {
 		t.free[k] = t.free[k][:n-1]
 		return s
 	}
-	return newSummary(t.cfg.Counters, t.seed)
+	return newSummary(t.cfg.Counters, t.seed, k == KindNameType)
 }
 
 func (t *Tracker) release(p *period) {
@@ -213,8 +213,9 @@ func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, w uint64) {
 	if len(name) == 0 {
 		return
 	}
-	// The suffix is often the name itself (a GSLB name is its zone
-	// and one label): it is hashed once then.
+	// The name is hashed once: for itself, its (name, type) and its
+	// suffix when that is the name itself (a GSLB name is often its
+	// zone and one label).
 	h := maphash.Bytes(t.seed, name)
 	p.sums[KindName].add(name, h, w)
 	if i := suffixStart(t.suffix.zones, name); i > 0 {
@@ -223,7 +224,7 @@ func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, w uint64) {
 		p.sums[KindSuffix].add(name, h, w)
 	}
 	t.key = binary.BigEndian.AppendUint16(append(t.key[:0], name...), qtype)
-	p.sums[KindNameType].AddBytes(t.key, w)
+	p.sums[KindNameType].add(t.key, typedHash(h, qtype), w)
 }
 
 // appendAddr appends a's bytes (4 or 16), those of its prefix (Prefix)

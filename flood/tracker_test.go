@@ -248,3 +248,20 @@ func TestSampling(t *testing.T) {
 		t.Errorf("rcodes %d, want every query: %d", v.Rcodes[0], n)
 	}
 }
+
+// TestTrackerHashes: the tracker hashes a name once for the name, its
+// suffix (when the name is its own suffix) and its (name, type); each
+// summary finds that key again by its own hash (as Add and fold do),
+// under the one counter.
+func TestTrackerHashes(t *testing.T) {
+	tr := NewTracker(TrackerConfig{Zones: []string{"gslb.example.com"}}, t0)
+	const name = "app.gslb.example.com."
+	tr.Add(Query{Client: netip.MustParseAddr("192.0.2.1"), Name: name, Type: dns.TypeAAAA})
+	for kind, key := range map[Kind]string{KindName: name, KindSuffix: name, KindNameType: name + "\x00\x1c"} {
+		s := tr.cur.sums[kind]
+		s.Add(key, 1)
+		if e := s.Entries(); len(e) != 1 || e[0].Key != key || e[0].Est != 2 {
+			t.Errorf("%s: entries %+v, want %q counted twice", kind, e, key)
+		}
+	}
+}
