@@ -265,3 +265,21 @@ func TestTrackerHashes(t *testing.T) {
 		}
 	}
 }
+
+func TestLower(t *testing.T) {
+	var all, want []byte
+	for c := range 256 {
+		all = append(all, byte(c))
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		want = append(want, byte(c))
+	}
+	for off := range 8 {
+		b := append([]byte(nil), all[off:]...)
+		lower(b)
+		if string(b) != string(want[off:]) {
+			t.Errorf("lower from byte %d: %q, want %q", off, b, want[off:])
+		}
+	}
+}
