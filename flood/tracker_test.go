@@ -1,7 +1,10 @@
 package flood
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -281,5 +284,33 @@ func TestLower(t *testing.T) {
 		if string(b) != string(want[off:]) {
 			t.Errorf("lower from byte %d: %q, want %q", off, b, want[off:])
 		}
+	}
+}
+
+// TestAddBatchAllocs: once its summaries have grown (key buffers,
+// buckets), the drainer counts a batch without allocating, new keys
+// taking counters over all the while.
+func TestAddBatchAllocs(t *testing.T) {
+	in := NewIntake()
+	p := in.NewProducer(SourceResponder)
+	r := rand.New(rand.NewPCG(7, 8))
+	zc := rand.NewZipf(r, 1.1, 1, 9999)
+	zn := rand.NewZipf(r, 1.1, 1, 999)
+	for range batchRecords {
+		msg, _ := new(dns.Msg).SetQuestion(fmt.Sprintf("n%d.gslb.example.com.", zn.Uint64()), dns.TypeA).Pack()
+		c := zc.Uint64()
+		p.AddMessage(netip.AddrFrom4([4]byte{10, byte(c >> 16), byte(c >> 8), byte(c)}), msg, nil)
+	}
+	var b *batch
+	in.Drain(func(x *batch) { b = &batch{recs: slices.Clone(x.recs), names: slices.Clone(x.names)} })
+	tr := NewTracker(TrackerConfig{Counters: 64, Zones: []string{"gslb.example.com"}, Full: -1}, t0)
+	for range 10 {
+		tr.addBatch(b)
+	}
+	if n := testing.AllocsPerRun(20, func() { tr.addBatch(b) }); n != 0 {
+		t.Errorf("%v allocations per batch of %d queries, want 0", n, len(b.recs))
+	}
+	if v := tr.cur.sums[KindClient]; v.Len() != 64 || v.Min() == 0 {
+		t.Errorf("client summary: %d counters, min %d: want it full, keys taking counters over", v.Len(), v.Min())
 	}
 }
