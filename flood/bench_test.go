@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -96,12 +97,15 @@ func TestMemoryBound(t *testing.T) {
 	cfg := TrackerConfig{Zones: []string{"gslb.example.com"}, Full: -1}
 	tr := NewTracker(cfg, t0)
 	// 70 s at 20,000 queries a second, every one a new client and a
-	// new name of 250 octets: 1.4 million distinct keys of each kind.
-	label := make([]byte, 60)
-	for i := range label {
-		label[i] = 'a'
+	// new name of 250 octets whose last two labels (its suffix, under
+	// no zone) are new too: 1.4 million distinct keys of each kind.
+	label := strings.Repeat("a", 63)
+	name := func(i int) string {
+		return label + "." + label + "." + fmt.Sprintf("%08x", i) + label[8:] + "." + label[:57] + "."
 	}
-	base := string(label) + "." + string(label) + "." + string(label) + "." + string(label) + "."
+	if n := len(name(0)); n != 250 {
+		t.Fatalf("names of %d octets, want 250", n)
+	}
 	now := t0
 	i := 0
 	for range 70 {
@@ -109,7 +113,7 @@ func TestMemoryBound(t *testing.T) {
 			var a [16]byte
 			binary.BigEndian.PutUint64(a[8:], uint64(i))
 			binary.BigEndian.PutUint32(a[:], uint32(i))
-			tr.Add(Query{Client: netip.AddrFrom16(a), Name: fmt.Sprintf("%08x%s%s", i, base[:250-8-17], "gslb.example.com."), Type: dns.TypeA})
+			tr.Add(Query{Client: netip.AddrFrom16(a), Name: name(i), Type: dns.TypeA})
 			i++
 		}
 		now = now.Add(Epoch)

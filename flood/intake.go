@@ -296,17 +296,34 @@ func appendWireName(dst, wire []byte) []byte {
 	if len(wire) == 0 {
 		return append(dst, '.')
 	}
-	for i := 0; i < len(wire); {
-		l := int(wire[i])
-		i++
-		for _, c := range wire[i:min(i+l, len(wire))] {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			dst = append(dst, c)
-		}
-		dst = append(dst, '.')
-		i += l
+	// Each label's length becomes the dot after it: the labels
+	// shifted by one, then the dots put in.
+	n := len(dst)
+	dst = append(dst, wire[1:]...)
+	dst = append(dst, '.')
+	out := dst[n:]
+	for i := int(wire[0]) + 1; i < len(wire); i += int(wire[i]) + 1 {
+		out[i-1] = '.'
 	}
+	lower(out)
 	return dst
+}
+
+// lower lower-cases the ASCII letters of b, eight bytes at a time: in
+// each byte below 0x80, the top bit of its low seven bits plus 0x3f is
+// set from 'A' on, plus 0x25 from past 'Z' on.
+func lower(b []byte) {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		low := x &^ tops
+		upper := (low + 0x3f*ones) &^ (low + 0x25*ones) &^ x & tops
+		binary.LittleEndian.PutUint64(b, x|upper>>2)
+		b = b[8:]
+	}
+	for i, c := range b {
+		if c-'A' < 'Z'-'A'+1 {
+			b[i] = c + 'a' - 'A'
+		}
+	}
 }

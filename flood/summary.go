@@ -1,7 +1,11 @@
 package flood
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
+	"hash/maphash"
+	"math/bits"
 	"slices"
 )
 
@@ -17,141 +21,366 @@ import (
 //     estimates sum to N, and Min is the smallest of m of them).
 //
 // A key with a true count above N/m therefore always has a counter.
-// A Summary is not safe for concurrent use.
+//
+// It is the paper's Stream-Summary: the counters of one estimate hang
+// from a bucket of that estimate, the buckets in a list by estimate, so
+// that adding weight 1 to a key, or giving a new key the smallest
+// counter, is a few links changed (a weight w walks past the buckets of
+// estimates between the old and the new). Keys are found by a seeded
+// 64-bit hash (hash/maphash), computed once per key added, in an open
+// addressing table of the summary's own; two keys of one hash are told
+// apart by their bytes. Each counter keeps its key in a buffer of its
+// own that the keys taking the counter after it reuse (it grows only
+// for a longer key), so that counting does not allocate once the
+// buffers have grown. A Summary is not safe for concurrent use.
 type Summary struct {
-	m   int
-	n   uint64
-	idx map[string]int32 // key -> slot
-	// slots hold the counters, each at a fixed slot while its key is
-	// counted; heap orders the slots by estimate (a min-heap), and pos
-	// is each slot's place in it: a sift moves slot numbers, never
-	// touches the map.
-	slots []counter
-	heap  []int32
-	pos   []int32
+	m    int
+	n    uint64
+	seed maphash.Seed
+	// typed: every key ends in a type of 2 bytes, hashed apart
+	// (typedHash), so that a name's hash serves its (name, type).
+	typed bool
+	// table finds a key's counter: from the place of the hash's top
+	// bits on (linear probing); a zero place is free. It has 4m
+	// places or more: at a quarter full, most searches end at the
+	// first place they look at.
+	table []place
+	shift uint // 64 - log2(len(table))
+	// counters are the counters, the first used of them counting a
+	// key each; those after keep their key buffers for reuse.
+	counters []counter
+	used     int
+	// buckets are the estimates counted, each with the counters of
+	// that estimate, in a list from first (the smallest) to last;
+	// spare are the indexes of buckets unused.
+	buckets     []bucket
+	spare       []int32
+	first, last int32
 }
 
-// counter is one counted key.
+// place is one place of the table: the hash's top 16 bits (its own
+// place among them) and the counter plus one (0: a free place).
+type place struct {
+	tag, c uint16
+}
+
+// counter is one counted key, in the list of its bucket, at place in
+// the table.
 type counter struct {
-	key      string
-	est, err uint64
+	key        []byte
+	err        uint64
+	bucket     int32
+	prev, next int32 // in the bucket, -1 at either end
+	place      int32
 }
 
-// NewSummary returns an empty summary of at most m counters (at least 1).
-func NewSummary(m int) *Summary {
-	m = max(m, 1)
-	return &Summary{m: m, idx: make(map[string]int32, m), slots: make([]counter, 0, m),
-		heap: make([]int32, 0, m), pos: make([]int32, 0, m)}
+// bucket is one estimate and the counters of it: head and the list on
+// from it; prev and next are the buckets of the estimates below and
+// above (-1: none).
+type bucket struct {
+	est        uint64
+	head       int32
+	prev, next int32
+}
+
+// A counter's key buffer holds 16 bytes for a key that fits
+// (addresses), else at least minKeyBuf (most names fit).
+const minKeyBuf = 32
+
+// MaxCounters is the most counters a Summary has: its table's places
+// are of 16 bits.
+const MaxCounters = 1 << 14
+
+// NewSummary returns an empty summary of at most m counters (at least
+// 1, at most MaxCounters).
+func NewSummary(m int) *Summary { return newSummary(m, maphash.MakeSeed(), false) }
+
+// newSummary is NewSummary hashing with seed: summaries of one seed
+// hash a key alike (Tracker hashes a name once for three of them), the
+// typed ones (KindNameType) with the type apart.
+func newSummary(m int, seed maphash.Seed, typed bool) *Summary {
+	m = min(max(m, 1), MaxCounters)
+	size := 4
+	for size < 4*m {
+		size *= 2
+	}
+	return &Summary{m: m, seed: seed, typed: typed, table: make([]place, size),
+		shift: uint(64 - bits.TrailingZeros(uint(size))), counters: make([]counter, 0, m),
+		first: -1, last: -1}
 }
 
 // N is the weight added.
 func (s *Summary) N() uint64 { return s.n }
 
 // Len is the number of counters in use.
-func (s *Summary) Len() int { return len(s.slots) }
+func (s *Summary) Len() int { return s.used }
 
 // Min is the bound on the count of a key without a counter: the
 // smallest estimate when the summary is full, else 0.
 func (s *Summary) Min() uint64 {
-	if len(s.slots) < s.m {
+	if s.used < s.m {
 		return 0
 	}
-	return s.slots[s.heap[0]].est
+	return s.buckets[s.first].est
 }
 
-// Add counts key with weight w. key is copied only when it takes a
-// counter, so a caller may pass a string converted from reused bytes
-// (AddBytes).
+// Add counts key with weight w.
 func (s *Summary) Add(key string, w uint64) {
-	s.n += w
-	if i, ok := s.idx[key]; ok {
-		s.slots[i].est += w
-		s.down(int(s.pos[i]))
-		return
-	}
-	s.insert(cloneKey(key), w, 0)
+	b := []byte(key)
+	s.add(b, s.hash(b), w)
 }
 
-// AddBytes is Add of string(key), without allocating when key has a
-// counter already.
+// AddBytes is Add of string(key). It does not allocate once the
+// counters' buffers have grown to the keys' lengths.
 func (s *Summary) AddBytes(key []byte, w uint64) {
+	s.add(key, s.hash(key), w)
+}
+
+// hash is key's hash.
+func (s *Summary) hash(key []byte) uint64 {
+	if n := len(key) - 2; s.typed && n >= 0 {
+		return typedHash(maphash.Bytes(s.seed, key[:n]), binary.BigEndian.Uint16(key[n:]))
+	}
+	return maphash.Bytes(s.seed, key)
+}
+
+// typedHash is the hash of a key of hash h followed by type t: h and t
+// mixed (a bijection of h^t, every bit of which moves the top bits).
+func typedHash(h uint64, t uint16) uint64 {
+	x := h ^ uint64(t)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
+}
+
+// add counts key, of hash h, with weight w. h must be the same for a
+// key every time it is added: that of AddBytes, or (in tests) any
+// function of the key; keys of one hash are told apart, only slower.
+// Only the counters hold on to key: it may be reused bytes.
+func (s *Summary) add(key []byte, h, w uint64) {
 	s.n += w
-	if i, ok := s.idx[string(key)]; ok {
-		s.slots[i].est += w
-		s.down(int(s.pos[i]))
+	if i, ok := s.find(key, h); ok {
+		s.raise(i, w)
 		return
 	}
-	s.insert(string(key), w, 0)
-}
-
-// cloneKey copies key (it may point at reused bytes).
-func cloneKey(key string) string { return string([]byte(key)) }
-
-// insert gives key (owned) a counter of estimate base+w and error err
-// plus what the counter it takes had.
-func (s *Summary) insert(key string, w, err uint64) {
-	if len(s.slots) < s.m {
-		i := int32(len(s.slots))
-		s.slots = append(s.slots, counter{key: key, est: w, err: err})
-		s.heap = append(s.heap, i)
-		s.pos = append(s.pos, i)
-		s.idx[key] = i
-		s.up(int(i))
+	if s.used < s.m {
+		s.insert(key, h, w, 0)
 		return
 	}
-	i := s.heap[0]
-	least := s.slots[i]
-	delete(s.idx, least.key)
-	s.slots[i] = counter{key: key, est: least.est + w, err: least.est + err}
-	s.idx[key] = i
-	s.down(0)
+	// The new key takes a counter of the smallest estimate.
+	b := s.first
+	i := s.buckets[b].head
+	c := &s.counters[i]
+	s.unplace(i)
+	s.setKey(i, key)
+	c.err = s.buckets[b].est
+	s.place(i, h)
+	s.raise(i, w)
 }
 
-func (s *Summary) less(a, b int) bool { return s.slots[s.heap[a]].est < s.slots[s.heap[b]].est }
-
-func (s *Summary) swap(a, b int) {
-	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
-	s.pos[s.heap[a]] = int32(a)
-	s.pos[s.heap[b]] = int32(b)
-}
-
-func (s *Summary) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
+// find is the counter of key, of hash h.
+func (s *Summary) find(key []byte, h uint64) (int32, bool) {
+	tag := uint16(h >> 48)
+	mask := uint64(len(s.table) - 1)
+	for i := h >> s.shift; ; i = (i + 1) & mask {
+		p := s.table[i]
+		if p.c == 0 {
+			return 0, false
 		}
-		s.swap(i, p)
-		i = p
+		if p.tag == tag {
+			if bytes.Equal(s.counters[p.c-1].key, key) {
+				return int32(p.c) - 1, true
+			}
+		}
 	}
 }
 
-func (s *Summary) down(i int) {
-	n := len(s.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
+// place puts counter i, of hash h, in the table (its key is not there).
+func (s *Summary) place(i int32, h uint64) {
+	mask := uint64(len(s.table) - 1)
+	j := h >> s.shift
+	for s.table[j].c != 0 {
+		j = (j + 1) & mask
+	}
+	s.table[j] = place{tag: uint16(h >> 48), c: uint16(i + 1)}
+	s.counters[i].place = int32(j)
+}
+
+// unplace takes counter i out of the table, moving the places after
+// it back so that every key stays reachable from its own place
+// (deletion in linear probing, without tombstones).
+func (s *Summary) unplace(i int32) {
+	mask := uint64(len(s.table) - 1)
+	hole := uint64(s.counters[i].place)
+	for j := (hole + 1) & mask; ; j = (j + 1) & mask {
+		p := s.table[j]
+		if p.c == 0 {
+			break
 		}
-		j := l
-		if r := l + 1; r < n && s.less(r, l) {
-			j = r
+		// p moves back to the hole unless its own place is in
+		// (hole, j].
+		home := uint64(p.tag) >> (s.shift - 48)
+		if (j-home)&mask >= (j-hole)&mask {
+			s.table[hole] = p
+			s.counters[p.c-1].place = int32(hole)
+			hole = j
 		}
-		if !s.less(j, i) {
-			return
+	}
+	s.table[hole] = place{}
+}
+
+// setKey copies key into counter i's buffer, growing it when too short.
+func (s *Summary) setKey(i int32, key []byte) {
+	c := &s.counters[i]
+	if n := len(key); cap(c.key) < n {
+		switch {
+		case n <= 16:
+			n = 16
+		case n < minKeyBuf:
+			n = minKeyBuf
 		}
-		s.swap(i, j)
-		i = j
+		c.key = make([]byte, 0, n)
+	}
+	c.key = append(c.key[:0], key...)
+}
+
+// insert gives key, of hash h, a counter of a new estimate est and
+// error err; the summary is not full.
+func (s *Summary) insert(key []byte, h, est, err uint64) {
+	i := int32(s.used)
+	if s.used == len(s.counters) {
+		s.counters = append(s.counters, counter{})
+	}
+	s.used++
+	s.setKey(i, key)
+	s.counters[i].err = err
+	s.place(i, h)
+	// The bucket below which est goes: from the last when est is
+	// above every estimate (as when fold builds a summary, smallest
+	// first), else from the first.
+	switch {
+	case s.first < 0:
+		s.link(i, s.newBucket(est, -1, -1))
+	case est >= s.buckets[s.last].est:
+		s.settle(i, s.last, est)
+	case est <= s.buckets[s.first].est:
+		if b := s.first; s.buckets[b].est == est {
+			s.link(i, b)
+		} else {
+			s.link(i, s.newBucket(est, -1, b))
+		}
+	default:
+		s.settle(i, s.first, est)
 	}
 }
 
-// Reset empties the summary, keeping its storage.
+// raise adds w to counter i's estimate.
+func (s *Summary) raise(i int32, w uint64) {
+	c := &s.counters[i]
+	b := c.bucket
+	est := s.buckets[b].est + w
+	next := s.buckets[b].next
+	if c.prev < 0 && c.next < 0 && (next < 0 || s.buckets[next].est > est) {
+		// Alone in its bucket, and no estimate in between.
+		s.buckets[b].est = est
+		return
+	}
+	s.unlink(i)
+	s.settle(i, b, est)
+	if s.buckets[b].head < 0 {
+		s.dropBucket(b)
+	}
+}
+
+// settle links counter i (in no bucket) to the bucket of est, found
+// from bucket from (of an estimate no larger) on, made when missing.
+func (s *Summary) settle(i, from int32, est uint64) {
+	prev := from
+	for b := s.buckets[prev].next; b >= 0 && s.buckets[b].est <= est; b = s.buckets[b].next {
+		prev = b
+	}
+	if s.buckets[prev].est == est {
+		s.link(i, prev)
+		return
+	}
+	s.link(i, s.newBucket(est, prev, s.buckets[prev].next))
+}
+
+// link puts counter i at the head of bucket b.
+func (s *Summary) link(i, b int32) {
+	c := &s.counters[i]
+	h := s.buckets[b].head
+	c.bucket, c.prev, c.next = b, -1, h
+	if h >= 0 {
+		s.counters[h].prev = i
+	}
+	s.buckets[b].head = i
+}
+
+// unlink takes counter i out of its bucket (which may be left empty).
+func (s *Summary) unlink(i int32) {
+	c := &s.counters[i]
+	if c.prev >= 0 {
+		s.counters[c.prev].next = c.next
+	} else {
+		s.buckets[c.bucket].head = c.next
+	}
+	if c.next >= 0 {
+		s.counters[c.next].prev = c.prev
+	}
+	c.prev, c.next = -1, -1
+}
+
+// newBucket makes an empty bucket of est between prev and next.
+func (s *Summary) newBucket(est uint64, prev, next int32) int32 {
+	var b int32
+	if n := len(s.spare); n > 0 {
+		b = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		b = int32(len(s.buckets))
+		s.buckets = append(s.buckets, bucket{})
+	}
+	s.buckets[b] = bucket{est: est, head: -1}
+	s.join(prev, b)
+	s.join(b, next)
+	return b
+}
+
+// dropBucket takes the empty bucket b out of the list.
+func (s *Summary) dropBucket(b int32) {
+	s.join(s.buckets[b].prev, s.buckets[b].next)
+	s.spare = append(s.spare, b)
+}
+
+// join makes bucket b the one after a in the list (-1: b is the first,
+// or a the last).
+func (s *Summary) join(a, b int32) {
+	if a >= 0 {
+		s.buckets[a].next = b
+	} else {
+		s.first = b
+	}
+	if b >= 0 {
+		s.buckets[b].prev = a
+	} else {
+		s.last = a
+	}
+}
+
+// Reset empties the summary, keeping its storage (the counters' key
+// buffers too).
 func (s *Summary) Reset() {
 	s.n = 0
-	clear(s.idx)
-	clear(s.slots) // drop the keys
-	s.slots, s.heap, s.pos = s.slots[:0], s.heap[:0], s.pos[:0]
+	clear(s.table)
+	s.used = 0
+	s.buckets, s.spare = s.buckets[:0], s.spare[:0]
+	s.first, s.last = -1, -1
 }
+
+// est is counter i's estimate.
+func (s *Summary) est(i int) uint64 { return s.buckets[s.counters[i].bucket].est }
 
 // Entry is one key of a summary or of a merge of summaries: its
 // estimated count and the error of the estimate, Est - Err <= true
@@ -163,9 +392,9 @@ type Entry struct {
 
 // Entries are the summary's counters, largest estimate first.
 func (s *Summary) Entries() []Entry {
-	out := make([]Entry, len(s.slots))
-	for i, c := range s.slots {
-		out[i] = Entry{Key: c.key, Est: c.est, Err: c.err}
+	out := make([]Entry, s.used)
+	for i, c := range s.counters[:s.used] {
+		out[i] = Entry{Key: string(c.key), Est: s.est(i), Err: c.err}
 	}
 	sortEntries(out)
 	return out
@@ -202,18 +431,19 @@ func Merge(sums []*Summary) (entries []Entry, n uint64) {
 	}
 	at := make(map[string]int)
 	for _, s := range sums {
-		for _, c := range s.slots {
-			i, ok := at[c.key]
+		m := s.Min()
+		for j, c := range s.counters[:s.used] {
+			i, ok := at[string(c.key)]
 			if !ok {
 				i = len(entries)
-				at[c.key] = i
+				key := string(c.key)
+				at[key] = i
 				// Start at every summary's bound; each summary
 				// that counts x replaces its min by its estimate.
-				entries = append(entries, Entry{Key: c.key, Est: mins, Err: mins})
+				entries = append(entries, Entry{Key: key, Est: mins, Err: mins})
 			}
 			e := &entries[i]
-			m := s.Min()
-			e.Est += c.est - m
+			e.Est += s.est(j) - m
 			e.Err += c.err - m
 		}
 	}
@@ -234,13 +464,10 @@ func (s *Summary) fold(sums ...*Summary) {
 		entries = entries[:s.m]
 	}
 	s.Reset()
-	s.n = n
-	// Smallest first is a min-heap.
-	slices.Reverse(entries)
-	for i, e := range entries {
-		s.slots = append(s.slots, counter{key: e.Key, est: e.Est, err: e.Err})
-		s.heap = append(s.heap, int32(i))
-		s.pos = append(s.pos, int32(i))
-		s.idx[e.Key] = int32(i)
+	// Smallest first: each goes at the end of the buckets.
+	for _, e := range slices.Backward(entries) {
+		key := []byte(e.Key)
+		s.insert(key, s.hash(key), e.Est, e.Err)
 	}
+	s.n = n
 }

@@ -2,6 +2,7 @@ package flood
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -154,15 +155,145 @@ func TestMergeBounds(t *testing.T) {
 		}
 		entries, n := Merge([]*Summary{a, b})
 		checkMerged(t, entries, n, sums, exact)
-		// A folded summary is a valid min-heap: adding to it keeps
-		// the bounds.
+		// A folded summary is a whole Stream-Summary: adding to it
+		// keeps its order.
+		checkStructure(t, a)
 		a.Add("flood", 5)
-		for i := 1; i < a.Len(); i++ {
-			if a.less(i, (i-1)/2) {
-				t.Fatalf("folded summary is not a min-heap at %d", i)
-			}
-		}
+		a.Add("new", 1)
+		checkStructure(t, a)
 	})
+}
+
+// checkStructure checks a summary's links: the buckets in order of
+// estimate, each with its counters, every counter in one bucket and
+// found in the table by its key and hash, and nothing else there.
+func checkStructure(t *testing.T, s *Summary) {
+	t.Helper()
+	seen := 0
+	keys := map[string]bool{}
+	prev := int32(-1)
+	inList := 0
+	for b := s.first; b >= 0; b = s.buckets[b].next {
+		inList++
+		bk := s.buckets[b]
+		if bk.prev != prev {
+			t.Fatalf("bucket %d: prev %d, want %d", b, bk.prev, prev)
+		}
+		if prev >= 0 && s.buckets[prev].est >= bk.est {
+			t.Fatalf("bucket %d: estimate %d not above the one before, %d", b, bk.est, s.buckets[prev].est)
+		}
+		if bk.head < 0 {
+			t.Fatalf("bucket %d of estimate %d is empty", b, bk.est)
+		}
+		cp := int32(-1)
+		for i := bk.head; i >= 0; i = s.counters[i].next {
+			c := s.counters[i]
+			if c.bucket != b || c.prev != cp {
+				t.Fatalf("counter %d: bucket %d prev %d, want %d and %d", i, c.bucket, c.prev, b, cp)
+			}
+			if keys[string(c.key)] {
+				t.Fatalf("counter %d: key %q counted twice", i, c.key)
+			}
+			keys[string(c.key)] = true
+			// Its place is reached from the home of its tag:
+			// no free place in between.
+			mask := uint64(len(s.table) - 1)
+			p := s.table[c.place]
+			if int32(p.c) != i+1 {
+				t.Fatalf("counter %d: at place %d, which has %d", i, c.place, p.c-1)
+			}
+			for j := uint64(p.tag) >> (s.shift - 48); j != uint64(c.place); j = (j + 1) & mask {
+				if s.table[j].c == 0 {
+					t.Fatalf("counter %d at place %d: free place %d before it", i, c.place, j)
+				}
+			}
+			cp = i
+			seen++
+		}
+		prev = b
+	}
+	if prev != s.last {
+		t.Fatalf("last bucket %d, want %d", s.last, prev)
+	}
+	if seen != s.used || inList+len(s.spare) != len(s.buckets) {
+		t.Fatalf("%d counters in buckets, %d used; %d buckets listed, %d spare, %d in all", seen, s.used, inList, len(s.spare), len(s.buckets))
+	}
+	placed := 0
+	for _, p := range s.table {
+		if p.c == 0 {
+			continue
+		}
+		placed++
+		if int(p.c-1) >= s.used {
+			t.Fatalf("place of counter %d: not a counter in use", p.c-1)
+		}
+	}
+	if placed != s.used {
+		t.Fatalf("%d places taken, want %d", placed, s.used)
+	}
+}
+
+// TestSummaryCollisions counts keys whose hashes collide: all of them
+// (one hash for every key), or in a few places of the table (hashes of
+// a few top bits): the keys are kept apart, the table stays whole as
+// counters are taken over, and the bounds hold against exact counts,
+// with weights above 1 too.
+func TestSummaryCollisions(t *testing.T) {
+	t.Run("same hash", func(t *testing.T) {
+		s := NewSummary(8)
+		for _, k := range []string{"a", "b", "a", "c", "a", "b"} {
+			s.add([]byte(k), 42, 1)
+		}
+		got := map[string]uint64{}
+		for _, e := range s.Entries() {
+			got[e.Key] = e.Est
+		}
+		if len(got) != 3 || got["a"] != 3 || got["b"] != 2 || got["c"] != 1 {
+			t.Errorf("entries %v, want a 3, b 2, c 1", got)
+		}
+		checkStructure(t, s)
+	})
+	for _, tc := range []struct {
+		name string
+		bits uint // of the hash kept, at the top
+		maxW uint64
+	}{
+		{"one hash", 0, 1},
+		{"4 places", 2, 1},
+		{"16 places, weights", 4, 8},
+		{"full hash, weights", 64, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream, _ := zipfStream(3, 20000, 5000, 50)
+			r := rand.New(rand.NewPCG(5, 6))
+			s := NewSummary(64)
+			exact := map[string]uint64{}
+			for i, k := range stream {
+				h := maphash.String(s.seed, k)
+				if tc.bits < 64 {
+					h = h >> (64 - tc.bits) << (64 - tc.bits)
+					if tc.bits == 0 {
+						h = 0x5eed
+					}
+				}
+				w := 1 + r.Uint64N(tc.maxW)
+				s.add([]byte(k), h, w)
+				exact[k] += w
+				if i%997 == 0 {
+					checkStructure(t, s)
+				}
+			}
+			checkStructure(t, s)
+			checkBounds(t, s, exact)
+			var sum uint64
+			for _, e := range s.Entries() {
+				sum += e.Est
+			}
+			if sum != s.N() {
+				t.Errorf("estimates sum to %d, want N = %d", sum, s.N())
+			}
+		})
+	}
 }
 
 // TestHeavyHitters measures precision and recall of the keys reported

@@ -2,6 +2,7 @@ package flood
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -24,7 +25,7 @@ const (
 // TrackerConfig sizes a Tracker.
 type TrackerConfig struct {
 	// Counters is m, the counters of each summary. Default
-	// DefaultCounters.
+	// DefaultCounters; at most MaxCounters.
 	Counters int
 	// Short is the short window, a whole number of epochs: that many
 	// epochs' summaries are kept apart. Default DefaultShortWindow.
@@ -92,9 +93,12 @@ type Tracker struct {
 	cur    *period
 	recent []*period // closed epochs, oldest first; at most Short/Epoch
 	slabs  []*period // older epochs by short window, oldest first
-	free   []*Summary
-	key    []byte
-	name   []byte
+	// free are the summaries released, by kind: a summary keeps its
+	// counters' key buffers, as long as that kind's keys.
+	free [numKinds][]*Summary
+	seed maphash.Seed // of every summary
+	key  []byte
+	name []byte
 	// stride is k, the sampling of the summaries (see
 	// TrackerConfig.Full): 1, every query.
 	stride uint64
@@ -105,7 +109,7 @@ type Tracker struct {
 // (truncated to the epoch).
 func NewTracker(cfg TrackerConfig, now time.Time) *Tracker {
 	cfg = cfg.withDefaults()
-	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones), stride: 1, rng: rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x51ab))}
+	t := &Tracker{cfg: cfg, suffix: NewSuffixer(cfg.Zones), seed: maphash.MakeSeed(), stride: 1, rng: rand.New(rand.NewPCG(uint64(now.UnixNano()), 0x51ab))}
 	t.cur = t.newPeriod(now.Truncate(Epoch))
 	return t
 }
@@ -116,24 +120,24 @@ func (t *Tracker) Config() TrackerConfig { return t.cfg }
 func (t *Tracker) newPeriod(start time.Time) *period {
 	p := &period{start: start, end: start.Add(Epoch), epochs: 1}
 	for k := range p.sums {
-		p.sums[k] = t.summary()
+		p.sums[k] = t.summary(Kind(k))
 	}
 	return p
 }
 
-func (t *Tracker) summary() *Summary {
-	if n := len(t.free); n > 0 {
-		s := t.free[n-1]
-		t.free = t.free[:n-1]
+func (t *Tracker) summary(k Kind) *Summary {
+	if n := len(t.free[k]); n > 0 {
+		s := t.free[k][n-1]
+		t.free[k] = t.free[k][:n-1]
 		return s
 	}
-	return NewSummary(t.cfg.Counters)
+	return newSummary(t.cfg.Counters, t.seed, k == KindNameType)
 }
 
 func (t *Tracker) release(p *period) {
-	for _, s := range p.sums {
+	for k, s := range p.sums {
 		s.Reset()
-		t.free = append(t.free, s)
+		t.free[k] = append(t.free[k], s)
 	}
 }
 
@@ -201,28 +205,42 @@ func (t *Tracker) add(client netip.Addr, name []byte, qtype uint16, w uint64) {
 	p := t.cur
 	if client.IsValid() {
 		client = client.Unmap()
-		t.key = appendAddr(t.key[:0], client)
+		t.key = appendAddr(t.key[:0], client, false)
 		p.sums[KindClient].AddBytes(t.key, w)
-		pfx := Prefix(client)
-		t.key = appendAddr(t.key[:0], pfx.Addr())
+		t.key = appendAddr(t.key[:0], client, true)
 		p.sums[KindPrefix].AddBytes(t.key, w)
 	}
 	if len(name) == 0 {
 		return
 	}
-	p.sums[KindName].AddBytes(name, w)
-	p.sums[KindSuffix].AddBytes(name[suffixStart(t.suffix.zones, name):], w)
+	// The name is hashed once: for itself, its (name, type) and its
+	// suffix when that is the name itself (a GSLB name is often its
+	// zone and one label).
+	h := maphash.Bytes(t.seed, name)
+	p.sums[KindName].add(name, h, w)
+	if i := suffixStart(t.suffix.zones, name); i > 0 {
+		p.sums[KindSuffix].AddBytes(name[i:], w)
+	} else {
+		p.sums[KindSuffix].add(name, h, w)
+	}
 	t.key = binary.BigEndian.AppendUint16(append(t.key[:0], name...), qtype)
-	p.sums[KindNameType].AddBytes(t.key, w)
+	p.sums[KindNameType].add(t.key, typedHash(h, qtype), w)
 }
 
-// appendAddr appends a's bytes (4 or 16).
-func appendAddr(dst []byte, a netip.Addr) []byte {
+// appendAddr appends a's bytes (4 or 16), those of its prefix (Prefix)
+// when prefix is set.
+func appendAddr(dst []byte, a netip.Addr, prefix bool) []byte {
 	if a.Is4() {
 		b := a.As4()
+		if prefix {
+			clear(b[PrefixBits4/8:])
+		}
 		return append(dst, b[:]...)
 	}
 	b := a.As16()
+	if prefix {
+		clear(b[PrefixBits6/8:])
+	}
 	return append(dst, b[:]...)
 }
 

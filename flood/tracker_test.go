@@ -1,7 +1,10 @@
 package flood
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,6 +42,13 @@ func TestPrefixAndKind(t *testing.T) {
 		if got := Prefix(netip.MustParseAddr(a)).String(); got != want {
 			t.Errorf("Prefix(%s) = %s, want %s", a, got, want)
 		}
+		// The tracker counts the client under that prefix.
+		tr := NewTracker(TrackerConfig{}, t0)
+		tr.Add(Query{Client: netip.MustParseAddr(a)})
+		tr.Rotate(t0.Add(Epoch))
+		if v := tr.View(KindPrefix, Epoch, 0); len(v.Entries) != 1 || v.Entries[0].Key != want {
+			t.Errorf("%s counted under %+v, want %s", a, v.Entries, want)
+		}
 	}
 	for _, s := range []string{"clients", "client", "prefix", "names", "suffixes", "suffix", "nametypes"} {
 		if _, err := ParseKind(s); err != nil {
@@ -47,6 +57,21 @@ func TestPrefixAndKind(t *testing.T) {
 	}
 	if _, err := ParseKind("talkers"); err == nil {
 		t.Error("ParseKind(talkers): no error")
+	}
+}
+
+func TestWireName(t *testing.T) {
+	for _, tc := range []struct{ wire, want string }{
+		{"", "."},
+		{"\x03Www\x07EXAMPLE\x03com", "www.example.com."},
+		{"\x01a\x00", "a.."},                 // an empty label, as written
+		{"\x03a.b\x02zZ", "a.b.zz."},         // a dot in a label, kept
+		{"\x05ab", "ab."},                    // cut short
+		{"\x02\xc3\x89\x01@", "\xc3\x89.@."}, // bytes beyond ASCII letters, kept
+	} {
+		if got := string(appendWireName([]byte("x"), []byte(tc.wire))); got != "x"+tc.want {
+			t.Errorf("appendWireName(%q) = %q, want %q", tc.wire, got, "x"+tc.want)
+		}
 	}
 }
 
@@ -224,5 +249,68 @@ func TestSampling(t *testing.T) {
 	}
 	if v.Rcodes[0] != n {
 		t.Errorf("rcodes %d, want every query: %d", v.Rcodes[0], n)
+	}
+}
+
+// TestTrackerHashes: the tracker hashes a name once for the name, its
+// suffix (when the name is its own suffix) and its (name, type); each
+// summary finds that key again by its own hash (as Add and fold do),
+// under the one counter.
+func TestTrackerHashes(t *testing.T) {
+	tr := NewTracker(TrackerConfig{Zones: []string{"gslb.example.com"}}, t0)
+	const name = "app.gslb.example.com."
+	tr.Add(Query{Client: netip.MustParseAddr("192.0.2.1"), Name: name, Type: dns.TypeAAAA})
+	for kind, key := range map[Kind]string{KindName: name, KindSuffix: name, KindNameType: name + "\x00\x1c"} {
+		s := tr.cur.sums[kind]
+		s.Add(key, 1)
+		if e := s.Entries(); len(e) != 1 || e[0].Key != key || e[0].Est != 2 {
+			t.Errorf("%s: entries %+v, want %q counted twice", kind, e, key)
+		}
+	}
+}
+
+func TestLower(t *testing.T) {
+	var all, want []byte
+	for c := range 256 {
+		all = append(all, byte(c))
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		want = append(want, byte(c))
+	}
+	for off := range 8 {
+		b := append([]byte(nil), all[off:]...)
+		lower(b)
+		if string(b) != string(want[off:]) {
+			t.Errorf("lower from byte %d: %q, want %q", off, b, want[off:])
+		}
+	}
+}
+
+// TestAddBatchAllocs: once its summaries have grown (key buffers,
+// buckets), the drainer counts a batch without allocating, new keys
+// taking counters over all the while.
+func TestAddBatchAllocs(t *testing.T) {
+	in := NewIntake()
+	p := in.NewProducer(SourceResponder)
+	r := rand.New(rand.NewPCG(7, 8))
+	zc := rand.NewZipf(r, 1.1, 1, 9999)
+	zn := rand.NewZipf(r, 1.1, 1, 999)
+	for range batchRecords {
+		msg, _ := new(dns.Msg).SetQuestion(fmt.Sprintf("n%d.gslb.example.com.", zn.Uint64()), dns.TypeA).Pack()
+		c := zc.Uint64()
+		p.AddMessage(netip.AddrFrom4([4]byte{10, byte(c >> 16), byte(c >> 8), byte(c)}), msg, nil)
+	}
+	var b *batch
+	in.Drain(func(x *batch) { b = &batch{recs: slices.Clone(x.recs), names: slices.Clone(x.names)} })
+	tr := NewTracker(TrackerConfig{Counters: 64, Zones: []string{"gslb.example.com"}, Full: -1}, t0)
+	for range 10 {
+		tr.addBatch(b)
+	}
+	if n := testing.AllocsPerRun(20, func() { tr.addBatch(b) }); n != 0 {
+		t.Errorf("%v allocations per batch of %d queries, want 0", n, len(b.recs))
+	}
+	if v := tr.cur.sums[KindClient]; v.Len() != 64 || v.Min() == 0 {
+		t.Errorf("client summary: %d counters, min %d: want it full, keys taking counters over", v.Len(), v.Min())
 	}
 }
