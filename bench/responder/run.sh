@@ -220,7 +220,7 @@ measure() {
 	n=1
 	[[ $kind == fixed ]] && n=$SOURCES
 	out="$WORK/$name.$kind.$qps.$run"
-	[[ $kind == fixed && $name == lbdnsd* ]] && threads "$pid" >"$out.threads0"
+	[[ $kind == fixed ]] && threads "$pid" >"$out.threads0"
 	c0=$(cpu_ns "$pid") o0=$(ours) t0=$(now_ns)
 	read -r b0 i0 < <(busy_idle)
 	local dp=()
@@ -253,11 +253,11 @@ measure() {
 			n, (k == "fixed" ? "fixed" : "full speed"), r, (k == "fixed" ? sprintf(" at %d qps", Q) : ""), q, sent, lost, us, dus, 100 * idle, mark
 		printf "%s %s %d %d %f %f %f %f %f %d\n", k, n, Q, r, us, q, foreign, idle, dus, lost >> "'"$WORK/results"'"
 	}'
-	# lbdnsd's busiest threads at a fixed load: the CPU of each per query
+	# Each server's busiest threads at a fixed load: the CPU of each per query
 	# sent and its wake-ups (voluntary switches) per second; the Go
 	# runtime's monitor (sysmon) is the thread with many wake-ups and
 	# little CPU.
-	if [[ $kind == fixed && $name == lbdnsd* ]]; then
+	if [[ $kind == fixed ]]; then
 		threads "$pid" >"$out.threads1"
 		join "$out.threads0" "$out.threads1" | awk -v sent="$sent" -v w=$((t1 - t0)) '{ d = $4 - $2; v = $5 - $3; if (d > 0) printf "%.2f %.0f\n", sent ? d / 1e3 / sent : 0, v / (w / 1e9) }' |
 			sort -rn | head -4 | awk -v n="$name" '{ s = s sprintf("%s%s us/q %s wake-ups/s", (NR > 1 ? "; " : ""), $1, $2) } END { printf "%-9s threads (busiest 4): %s\n", n, s }'

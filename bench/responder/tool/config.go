@@ -45,7 +45,7 @@ func config(args []string) error {
 	fs.IntVar(&l.lbPort, "lb-port", 5301, "lbdnsd's port on 127.0.0.1")
 	fs.IntVar(&l.gdPort, "gd-port", 5302, "gdnsd's port on 127.0.0.1")
 	fs.IntVar(&l.monPort, "mon-port", 8053, "the members' tcp monitor port")
-	fs.IntVar(&l.interval, "interval", 1, "lbdnsd's tcp monitor interval, s (gdnsd's is 2 s)")
+	fs.IntVar(&l.interval, "interval", 2, "both servers' tcp monitor interval, s")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ status_listen = ""
 [check.tcp]
 kind = "tcp"
 interval = "%ds"
-timeout = "500ms"
+timeout = "1s"
 rise = 1
 fall = 3
 
@@ -232,12 +232,12 @@ options => {
   state_dir => %s/state
 }
 service_types => {
-  tcpmon => { plugin => tcp_connect, port => %d, up_thresh => 1, ok_thresh => 1, down_thresh => 3, interval => 2, timeout => 1 }
+  tcpmon => { plugin => tcp_connect, port => %d, up_thresh => 1, ok_thresh => 1, down_thresh => 3, interval => %d, timeout => 1 }
 }
 plugins => {
   multifo => {
     service_types => [ tcpmon ]
-`, l.gdPort, g, g, l.monPort)
+`, l.gdPort, g, g, l.monPort, l.interval)
 	mf := func(name string, a, b int) {
 		fmt.Fprintf(w, "    %s => { addrs_v4 => { a => %s, b => %s }, addrs_v6 => { c => %s, d => %s } }\n",
 			name, v4(a, b, 1), v4(a, b, 2), v6(a, b, 1), v6(a, b, 2))
