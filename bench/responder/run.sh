@@ -33,7 +33,8 @@
 # the reload, half after its new snapshot is in force), BIG_NAMES,
 # BIG_MEMBERS, BIG_PREFIXES (the reload test's size), BIG_INTERVAL (its
 # tcp monitor's interval, s), LBDNSD_SRC (build lbdnsd from another
-# checkout), KEEP=1 (keep the work directory), NETNS=0 (run in this
+# checkout), LBDNSD_B_SRC (a second lbdnsd from another checkout, in the
+# same rounds: a paired comparison of two builds), KEEP=1 (keep the work directory), NETNS=0 (run in this
 # network namespace: ports 5301-5303, 5305 and 8053 must be free,
 # and the IPv6 members up needs "ip -6 route add local fd00::/64 dev lo"
 # done by hand).
@@ -95,6 +96,10 @@ bench_start resp
 echo "== build"
 SRC=${LBDNSD_SRC:-$ROOT}
 (cd "$SRC" && go build -o "$WORK/lbdnsd" ./cmd/lbdnsd && go build -o "$WORK/lbctl" ./lbctl)
+if [[ -n ${LBDNSD_B_SRC:-} ]]; then
+	(cd "$LBDNSD_B_SRC" && go build -o "$WORK/lbdnsd-b" ./cmd/lbdnsd)
+	echo "lbdnsd-b from $LBDNSD_B_SRC ($(git -C "$LBDNSD_B_SRC" describe --always --dirty 2>/dev/null || echo unknown)), measured in the same rounds"
+fi
 (cd "$ROOT" && go build -o "$WORK/tool" ./bench/responder/tool)
 echo "lbdnsd from $SRC ($(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)); $(gdnsd -c "$WORK" checkconf 2>&1 | grep -o 'gdnsd version [^ ]*' | head -1 || echo gdnsd); $(dnsperf -h 2>&1 | grep -i '^version' || echo dnsperf)"
 
@@ -155,6 +160,19 @@ PORT[lbdnsd]=$LB_PORT PORT[gdnsd-t1]=$GD_PORT PORT[gdnsd-t2]=$GD2_PORT PORT[floo
 PID[lbdnsd]=$!
 PIDS+=("$!")
 SERVERS=(lbdnsd)
+# LBDNSD_B_SRC: a second lbdnsd, built from another checkout, on its own
+# port and state directory, measured in the same rounds (a paired
+# comparison of two builds; the summary prints lbdnsd / lbdnsd-b).
+if [[ -n ${LBDNSD_B_SRC:-} ]]; then
+	LBB_PORT=5304
+	mkdir -p "$WORK/lbdns-b"
+	sed -e "s|127.0.0.1:$LB_PORT|127.0.0.1:$LBB_PORT|" -e "s|$WORK/lbdns\b|$WORK/lbdns-b|g" "$WORK/lbdns.toml" >"$WORK/lbdns-b.toml"
+	PORT[lbdnsd-b]=$LBB_PORT
+	"$WORK/lbdnsd-b" -dry-run -config "$WORK/lbdns-b.toml" -log-format json >"$WORK/lbdnsd-b.out" 2>"$WORK/lbdnsd-b.log" &
+	PID[lbdnsd-b]=$!
+	PIDS+=("$!")
+	SERVERS+=(lbdnsd-b)
+fi
 gdnsd -c "$WORK/gdnsd" start >"$WORK/gdnsd-t1.out" 2>"$WORK/gdnsd-t1.log" &
 PID[gdnsd-t1]=$!
 PIDS+=("$!")
@@ -345,6 +363,10 @@ END {
 			if (isgoal && mix == "realistic" && fl > 0)
 				printf "lbdnsd/floor %s: %.2f (goal <= 1.3 on the realistic mix: %s)\n", head, lb / fl, (lb / fl <= 1.3 ? "MEETS" : "MISSES")
 		}
+		lbb = mean[kind " lbdnsd-b " Q]
+		if (lb > 0 && lbb > 0)
+			printf "lbdnsd - lbdnsd-b %s: %+.2f us per query (lbdnsd %.2f..%.2f, lbdnsd-b %.2f..%.2f)\n", head, lb - lbb,
+				low[kind " lbdnsd " Q], high[kind " lbdnsd " Q], low[kind " lbdnsd-b " Q], high[kind " lbdnsd-b " Q]
 	}
 }' "$WORK/results"
 for s in "${SERVERS[@]}"; do stop "${PID[$s]}"; done
