@@ -22,7 +22,9 @@
 // internal/sdnotify).
 //
 // For profiling, LBDNS_CPUPROFILE=FILE writes a Go CPU profile of the whole
-// run to FILE (read it with go tool pprof); unset, nothing is profiled.
+// run to FILE, and LBDNS_MEMPROFILE=FILE the allocations of the whole run
+// and the heap in use (pprof's allocs profile) to FILE when lbdnsd stops
+// (read them with go tool pprof); unset, nothing is profiled.
 package main
 
 import (
@@ -105,6 +107,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer stopProfile()
+	}
+	if path := os.Getenv("LBDNS_MEMPROFILE"); path != "" {
+		defer func() {
+			if err := writeMemProfile(path); err != nil {
+				fmt.Fprintf(stderr, "lbdnsd: LBDNS_MEMPROFILE: %v\n", err)
+			}
+		}()
 	}
 
 	notifier, err := sdnotify.New(sdnotify.Options{Logger: log})
@@ -222,6 +231,20 @@ func flagError(fs *flag.FlagSet, err error) string {
 
 // startCPUProfile writes a CPU profile to path until the returned function
 // is called.
+// writeMemProfile writes the allocs profile (every allocation sampled
+// since the start, and the heap in use) to path.
+func writeMemProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write allocs profile: %w", err)
+	}
+	return f.Close()
+}
+
 func startCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
