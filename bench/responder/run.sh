@@ -34,7 +34,8 @@
 # BIG_MEMBERS, BIG_PREFIXES (the reload test's size), BIG_INTERVAL (its
 # tcp monitor's interval, s), LBDNSD_SRC (build lbdnsd from another
 # checkout), LBDNSD_B_SRC (a second lbdnsd from another checkout, in the
-# same rounds: a paired comparison of two builds), KEEP=1 (keep the work directory), NETNS=0 (run in this
+# same rounds: a paired comparison of two builds; LBDNSD_B_TOML, TOML
+# appended to its configuration, compares two settings), KEEP=1 (keep the work directory), NETNS=0 (run in this
 # network namespace: ports 5301-5303, 5305 and 8053 must be free,
 # and the IPv6 members up needs "ip -6 route add local fd00::/64 dev lo"
 # done by hand).
@@ -167,6 +168,10 @@ if [[ -n ${LBDNSD_B_SRC:-} ]]; then
 	LBB_PORT=5304
 	mkdir -p "$WORK/lbdns-b"
 	sed -e "s|127.0.0.1:$LB_PORT|127.0.0.1:$LBB_PORT|" -e "s|$WORK/lbdns\b|$WORK/lbdns-b|g" "$WORK/lbdns.toml" >"$WORK/lbdns-b.toml"
+	# LBDNSD_B_TOML: TOML appended to lbdnsd-b's configuration (a paired
+	# comparison of two settings, e.g. "[flood]" "enabled = false").
+	[[ -n ${LBDNSD_B_TOML:-} ]] && printf '\n%b\n' "$LBDNSD_B_TOML" >>"$WORK/lbdns-b.toml"
+	"$WORK/lbdnsd-b" -check-config "$WORK/lbdns-b.toml" >"$WORK/check-config-b.log" 2>&1 || die "lbdnsd-b -check-config: $(tail -3 "$WORK/check-config-b.log")"
 	PORT[lbdnsd-b]=$LBB_PORT
 	"$WORK/lbdnsd-b" -dry-run -config "$WORK/lbdns-b.toml" -log-format json >"$WORK/lbdnsd-b.out" 2>"$WORK/lbdnsd-b.log" &
 	PID[lbdnsd-b]=$!
