@@ -197,7 +197,8 @@ func (s *Server) readUDP(u *udpSocket, fd int, pktinfo bool) {
 // woke it about 2,500 times a second at 30,000 qps, 0.7-1.0 us of CPU per
 // query; yielding every 8 ms (runtime.Gosched, one reschedule: with the
 // thread locked, a hand-over of the P to another thread and back) keeps it
-// asleep (bench/README.md, "2026-12-01: the reader yields").
+// asleep (bench/README.md, "2026-12-01 (later): the reader yields, the
+// reply cache goes").
 const yieldEvery = 8 * time.Millisecond
 
 // senderString is the address a reply k is sent to, for logs.
