@@ -62,14 +62,33 @@ func startBackend(t *testing.T, a netip.AddrPort) *backend {
 	return b
 }
 
+// sourcePorts hands out the UDP source ports of a test's queries, each
+// used once, below the kernel's ephemeral range (32768 on): IPVS keeps a
+// UDP "connection" per client address and port for minutes, and a query
+// from a port an earlier one used goes to that one's real server (a
+// weight of 0 stops only new connections), so a kernel-chosen port that
+// happened to repeat one of an earlier step would ask a drained server
+// again. Give each test its own base.
+type sourcePorts struct{ next int }
+
+// port returns the next unused port.
+func (s *sourcePorts) port() int {
+	s.next++
+	return s.next
+}
+
 // askVIP sends n TXT queries to vip over network, each from a new socket
-// (so IPVS schedules each one afresh), and returns the answering names in
-// sorted order without duplicates. Every query must be answered.
-func askVIP(t *testing.T, network string, v netip.AddrPort, n int) []string {
+// (UDP: from a port of src never used before; so IPVS schedules each one
+// afresh), and returns the answering names in sorted order without
+// duplicates. Every query must be answered.
+func askVIP(t *testing.T, network string, v netip.AddrPort, n int, src *sourcePorts) []string {
 	t.Helper()
-	c := &dns.Client{Net: network, Timeout: 2 * time.Second}
 	seen := map[string]bool{}
 	for i := range n {
+		c := &dns.Client{Net: network, Timeout: 2 * time.Second}
+		if network == "udp" {
+			c.Dialer = &net.Dialer{LocalAddr: &net.UDPAddr{Port: src.port()}}
+		}
 		q := new(dns.Msg)
 		q.SetQuestion(fmt.Sprintf("q%d.vm.test.", i), dns.TypeTXT)
 		r, _, err := c.Exchange(q, v.String())
@@ -165,6 +184,7 @@ func TestVMDataPath(t *testing.T) {
 		{"all back", []func(vip.Table){setWeight(2, 1), setWeight(3, 1)}, []int{1, 2, 3}},
 	}
 	const queries = 12 // per step, network and family: 4 rounds of rr over 3
+	src := &sourcePorts{next: 20000}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			for _, e := range st.edits {
@@ -190,7 +210,7 @@ func TestVMDataPath(t *testing.T) {
 						for i, b := range unhealthy {
 							before[i] = b.hits.Load()
 						}
-						got := askVIP(t, network, netip.AddrPortFrom(v, 53), queries)
+						got := askVIP(t, network, netip.AddrPortFrom(v, 53), queries, src)
 						if !slices.Equal(got, want) {
 							t.Errorf("answered by %v, want exactly %v", got, want)
 						}

@@ -200,12 +200,13 @@ func TestVMDestStats(t *testing.T) {
 		n int
 	}{{key(statsVIP4, vip.UDP), 6}, {key(statsVIP4, vip.TCP), 4}, {key(statsVIP6, vip.UDP), 4}}
 	hits := map[vip.ServiceKey]map[netip.AddrPort]int64{}
+	src := &sourcePorts{next: 25000}
 	for _, s := range sent {
 		before := map[netip.AddrPort]int64{}
 		for a := range desired[s.k].Dests {
 			before[a] = backends[a].hits.Load()
 		}
-		if got := askVIP(t, strings.ToLower(s.k.Proto.String()), netip.AddrPortFrom(s.k.Addr, 53), s.n); len(got) != 2 {
+		if got := askVIP(t, strings.ToLower(s.k.Proto.String()), netip.AddrPortFrom(s.k.Addr, 53), s.n, src); len(got) != 2 {
 			t.Fatalf("%s: answered by %v, want both real servers", s.k, got)
 		}
 		hits[s.k] = map[netip.AddrPort]int64{}
@@ -213,7 +214,7 @@ func TestVMDestStats(t *testing.T) {
 			hits[s.k][a] = backends[a].hits.Load() - before[a]
 		}
 	}
-	askVIP(t, "udp", statsOther, 2)
+	askVIP(t, "udp", statsOther, 2, src)
 
 	// The kernel folds its per-CPU counters into what it reports every
 	// two seconds: poll until every query is counted.
