@@ -20,7 +20,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -160,7 +159,6 @@ type Daemon struct {
 	journal  *report.Journal // what happened: logs, events, counters
 	registry *prometheus.Registry
 	stats    *report.StatsCache
-	warmView atomic.Bool
 	// ctlLn and statusLn are the control socket and the status endpoint
 	// (statusLn nil when turned off); Run serves them.
 	ctlLn, statusLn net.Listener
@@ -706,7 +704,6 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 		return
 	}
 	if step.JustWarmed {
-		d.warmView.Store(true)
 		full = true
 		d.journal.Warm(step.Decided)
 	}

@@ -253,7 +253,7 @@ func TestRestartAdoptsTable(t *testing.T) {
 	// Run past the warm-up: its end is a full resync of the table (the
 	// loop finishes that round before it sees the cancel).
 	poll.Until(t, 5*time.Second, "restarted daemon warm, kernel table read", func() (bool, string) {
-		return d.warmView.Load() && counting.Counts().Services > 0, fmt.Sprintf("warm %v, %+v", d.warmView.Load(), counting.Counts())
+		return d.Plan().Warm && counting.Counts().Services > 0, fmt.Sprintf("warm %v, %+v", d.Plan().Warm, counting.Counts())
 	})
 	cancel()
 	<-done

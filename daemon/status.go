@@ -46,7 +46,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 		Identities: d.ident.Identities(),
 		Monitor:    mon,
 		Applied:    applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
-		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: d.warmView.Load(),
+		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: plan.Warm,
 			LastReload: lastReload, LastReloadError: reloadErr},
 	}
 	in.Prefetch, in.PrefetchTotals = d.pf.Status()

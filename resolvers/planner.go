@@ -152,6 +152,7 @@ func (p *Planner) Plan(facts map[TargetKey]Fact, rules []Rule, now time.Time) St
 		}
 		p.warm, st.JustWarmed = true, true
 	}
+	st.Plan.Warm = true
 	st.Apply = true
 	st.Events = Events(p.reported, plan.Pools, now)
 	p.reported = plan.Pools

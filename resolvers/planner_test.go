@@ -347,8 +347,8 @@ func TestPlannerWarmUp(t *testing.T) {
 	p.Configure(cfg, t0, false)
 	partial := map[TargetKey]Fact{{Resolver: "bind-1", Check: "rec"}: {State: health.Down, Since: t0, Fresh: true}}
 	st := p.Plan(partial, nil, t0.Add(time.Second))
-	if st.Apply || st.Decided || len(st.Events) != 0 || p.Warm() {
-		t.Fatalf("partial facts within the warm-up: apply %v decided %v events %v warm %v", st.Apply, st.Decided, st.Events, p.Warm())
+	if st.Apply || st.Decided || len(st.Events) != 0 || p.Warm() || st.Plan.Warm {
+		t.Fatalf("partial facts within the warm-up: apply %v decided %v events %v warm %v plan warm %v", st.Apply, st.Decided, st.Events, p.Warm(), st.Plan.Warm)
 	}
 	if !st.Plan.Pools[0].FailOpen {
 		t.Fatalf("partial plan: want failing open (nothing healthy yet), got %s", st.Plan.Pools[0].Detail)
@@ -359,8 +359,15 @@ func TestPlannerWarmUp(t *testing.T) {
 	}
 	all[TargetKey{Resolver: "bind-1", Check: "rec"}] = Fact{State: health.Down, Since: t0, Fresh: true}
 	st = p.Plan(all, nil, t0.Add(2*time.Second))
-	if !st.Apply || !st.JustWarmed || !st.Decided || !p.Warm() {
-		t.Fatalf("every target decided: apply %v warmed %v decided %v", st.Apply, st.JustWarmed, st.Decided)
+	if !st.Apply || !st.JustWarmed || !st.Decided || !p.Warm() || !st.Plan.Warm {
+		t.Fatalf("every target decided: apply %v warmed %v decided %v plan warm %v", st.Apply, st.JustWarmed, st.Decided, st.Plan.Warm)
+	}
+	// The plan that ends the warm-up says so itself, with its members:
+	// a reader of one plan never sees warm beside an undecided member.
+	for _, m := range st.Plan.Pools[0].Members {
+		if m.State == health.Unknown {
+			t.Errorf("warm plan with %s undecided", m.Name)
+		}
 	}
 	if ps := st.Plan.Pools[0]; ps.FailOpen {
 		t.Errorf("first applied plan held failing open by the warm-up's partial plan: %s", ps.Detail)

@@ -347,6 +347,11 @@ type PoolStatus struct {
 type Plan struct {
 	Table vip.Table
 	Pools []PoolStatus
+	// Warm is true when the plan was computed after the warm-up (every
+	// target had a verdict, or the deadline passed): the table is managed.
+	// It travels with the pools so that a reader of one plan never sees
+	// the warm-up over beside members still undecided.
+	Warm bool
 	// dests indexes, per service, every pool member's destination address
 	// (in traffic or not) to its pool and member.
 	dests map[vip.ServiceKey]map[netip.AddrPort]memberRef
