@@ -47,7 +47,8 @@ type HostDrainStatus struct {
 	Set    time.Time `json:"set"`
 	By     string    `json:"by,omitempty"`
 	// WithdrawAt is when the routes are withdrawn (Set plus the drain
-	// delay); before, they are announced with GRACEFUL_SHUTDOWN.
+	// delay); before, they are announced with GRACEFUL_SHUTDOWN. Zero
+	// when the host announces no route (no [bgp]).
 	WithdrawAt time.Time `json:"withdraw_at"`
 }
 

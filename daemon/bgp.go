@@ -106,7 +106,11 @@ func hostDrainStatus(cfg *configs.Config, h *intent.HostDrain) *control.HostDrai
 	if h == nil {
 		return nil
 	}
-	return &control.HostDrainStatus{Reason: h.Reason, Set: h.Set, By: h.By, WithdrawAt: h.Set.Add(cfg.BGP.DrainDelay.Duration)}
+	st := &control.HostDrainStatus{Reason: h.Reason, Set: h.Set, By: h.By}
+	if cfg.BGP.Enabled { // without [bgp] there is nothing to withdraw
+		st.WithdrawAt = h.Set.Add(cfg.BGP.DrainDelay.Duration)
+	}
+	return st
 }
 
 // bgpStatus is the bgp section of /status (nil without [bgp]).

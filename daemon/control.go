@@ -175,7 +175,7 @@ func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, erro
 			For: time.Duration(c.ForSeconds) * time.Second, Force: c.Force, Reason: c.Reason, By: call.by, At: d.now()}, intent.ClientPolicyOf(d.cfg))
 	}
 	if call.host != nil {
-		return intent.ApplyHost(d.intent, intent.HostRequest{Action: call.host.Action, Reason: call.host.Reason, By: call.by, At: d.now()})
+		return intent.ApplyHost(d.intent, intent.HostRequest{Action: call.host.Action, Reason: call.host.Reason, By: call.by, At: d.now(), NoRoutes: !d.cfg.BGP.Enabled})
 	}
 	if g, by := call.gslb, call.by; g != nil {
 		return intent.ApplyGSLB(d.intent, intent.GSLBRequest{Action: g.Action, Name: g.Name, Zone: g.Zone, Seconds: g.Seconds,

@@ -46,6 +46,9 @@ type HostRequest struct {
 	// By names the requester; At is when the request was made.
 	By string
 	At time.Time
+	// NoRoutes is set when the host announces no route (no [bgp]): a
+	// drain is recorded (the fleet view shows it) but withdraws nothing.
+	NoRoutes bool
 }
 
 // ErrHostAction is the error of a host request whose action is neither
@@ -68,12 +71,18 @@ func ApplyHost(cur State, req HostRequest) (State, Result, error) {
 			return next, Result{Message: "host drained (reason changed; drained since " + cur.Host.Set.UTC().Format(time.RFC3339) + ")", Changed: true}, nil
 		}
 		next.Host = &HostDrain{Reason: req.Reason, Set: req.At, By: req.By}
+		if req.NoRoutes {
+			return next, Result{Message: "host drained: recorded, but this host announces no route ([bgp] is off), so nothing is withdrawn", Changed: true}, nil
+		}
 		return next, Result{Message: "host drained: routes marked GRACEFUL_SHUTDOWN (65535:0), withdrawn after the drain delay", Changed: true}, nil
 	case ActionHostEnable:
 		if cur.Host == nil {
 			return cur, Result{Message: "host not drained: nothing to enable"}, nil
 		}
 		next.Host = nil
+		if req.NoRoutes {
+			return next, Result{Message: "host enabled (this host announces no route: [bgp] is off)", Changed: true}, nil
+		}
 		return next, Result{Message: "host enabled: routes announced again while they serve", Changed: true}, nil
 	}
 	return cur, Result{}, fmt.Errorf("%w (got %q)", ErrHostAction, req.Action)

@@ -41,6 +41,15 @@ func TestApplyHost(t *testing.T) {
 			}
 		})
 	}
+	// Without routes to announce, a drain is recorded but its message
+	// promises no route change.
+	next, res, err := ApplyHost(State{}, HostRequest{Action: ActionHostDrain, At: t0, NoRoutes: true})
+	if err != nil || next.Host == nil || !res.Changed {
+		t.Fatalf("drain without routes: %+v %+v %v", next.Host, res, err)
+	}
+	if strings.Contains(res.Message, "GRACEFUL_SHUTDOWN") || !strings.Contains(res.Message, "no route") {
+		t.Errorf("drain without routes says %q", res.Message)
+	}
 	if _, _, err := ApplyHost(State{}, HostRequest{Action: "nope"}); !errors.Is(err, ErrHostAction) {
 		t.Errorf("bad action: %v", err)
 	}

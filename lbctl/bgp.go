@@ -38,7 +38,7 @@ func hostCmd(fs *flag.FlagSet) action {
 			return e.writeJSON(rep)
 		}
 		msg := rep.Message
-		if d := rep.Drain; d != nil {
+		if d := rep.Drain; d != nil && !d.WithdrawAt.IsZero() {
 			msg += fmt.Sprintf(" (withdrawal at %s)", d.WithdrawAt.UTC().Format(time.RFC3339))
 		}
 		_, err = fmt.Fprintln(e.stdout, msg)
