@@ -411,7 +411,7 @@ func (d *Daemon) memberFacts() hub.Facts {
 				key := gslb.MonitorKey(p.Name, m.Name, name)
 				ts := st[key]
 				ts.Key = key
-				ts.Health.State, ts.Health.Since = state, mv.Decision.Decided
+				ts.Health.State, ts.Health.Since = state, mv.Decision.Since
 				ts.Last = check.Result{OK: state == health.Up, Detail: detail}
 				if state == health.Down {
 					ts.Health.LastFailReason = detail

@@ -55,6 +55,9 @@ type Decision struct {
 	Verdict Verdict
 	// Decided is when the votes last decided it (zero for VerdictNone).
 	Decided time.Time
+	// Since is when the verdict took its value: the first of the
+	// decisions in a row that gave it (zero for VerdictNone).
+	Since time.Time
 	// Held is set when the votes decide nothing now and Verdict is the
 	// last one, kept until Decided + Rules.Hold.
 	Held bool
@@ -85,10 +88,14 @@ func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
 		if d.Up > d.Down {
 			d.Verdict = VerdictUp
 		}
+		d.Since = now
+		if prev.Verdict == d.Verdict && !prev.Since.IsZero() {
+			d.Since = prev.Since
+		}
 		return d
 	}
 	if prev.Verdict != VerdictNone && now.Sub(prev.Decided) <= r.Hold {
-		d.Verdict, d.Decided, d.Held = prev.Verdict, prev.Decided, true
+		d.Verdict, d.Decided, d.Since, d.Held = prev.Verdict, prev.Decided, prev.Since, true
 	}
 	return d
 }

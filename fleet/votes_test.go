@@ -49,6 +49,37 @@ func TestCount(t *testing.T) {
 	}
 }
 
+// TestCountSince: a verdict's Since is when it took its value, kept
+// across the decisions that confirm it and across a hold, and moved by
+// a change of verdict.
+func TestCountSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := Rules{MinVotes: 1, Hold: time.Minute}
+		start := time.Now()
+		up := []Vote{{Prober: "a", Up: true, At: start}}
+		d := Count(up, Decision{}, r, time.Now())
+		if !d.Since.Equal(start) {
+			t.Fatalf("first verdict: Since %v, want %v", d.Since, start)
+		}
+		time.Sleep(10 * time.Second)
+		d = Count(up, d, r, time.Now())
+		if !d.Since.Equal(start) || !d.Decided.Equal(time.Now()) {
+			t.Fatalf("confirmed verdict: Since %v Decided %v, want Since %v, Decided now", d.Since, d.Decided, start)
+		}
+		time.Sleep(10 * time.Second)
+		d = Count(nil, d, r, time.Now()) // no votes: held
+		if !d.Held || !d.Since.Equal(start) {
+			t.Fatalf("held verdict: %+v, want Since %v", d, start)
+		}
+		time.Sleep(10 * time.Second)
+		changed := time.Now()
+		d = Count([]Vote{{Prober: "a", At: changed}}, d, r, changed)
+		if d.Verdict != VerdictDown || !d.Since.Equal(changed) {
+			t.Fatalf("changed verdict: %+v, want down since %v", d, changed)
+		}
+	})
+}
+
 // TestCountHoldExpires follows one member through time: two of its
 // three votes go stale; the last verdict is held for Hold after the
 // votes last decided, then the fleet has none.
