@@ -62,6 +62,14 @@ type fleetNode struct {
 	cfgPath  string
 	socket   string
 	d        *lbdnsd
+	// Variants of the configuration and the start (the fault lab's):
+	// listen is the GSLB listen address ("0.0.0.0:53" when ""), status
+	// the status endpoint ("" off), extra more tables at the end;
+	// noCanaries leaves [fleet] canaries out; nofile starts lbdnsd under
+	// prlimit --nofile (0: the inherited limit).
+	listen, status, extra string
+	noCanaries            bool
+	nofile                int
 }
 
 // newFleetLab starts etcd in its namespace and the GSLB members named;
@@ -152,7 +160,7 @@ func (l *fleetLab) cutFromMembers(n *fleetNode) (restore func()) {
 func (n *fleetNode) config(cr etcdtest.Creds) string {
 	l := n.lab
 	var b strings.Builder
-	fmt.Fprintf(&b, "[daemon]\nstate_dir = %q\ncontrol_socket = %q\nstatus_listen = \"\"\n", filepath.Join(n.dir, "state"), n.socket)
+	fmt.Fprintf(&b, "[daemon]\nstate_dir = %q\ncontrol_socket = %q\nstatus_listen = %q\n", filepath.Join(n.dir, "state"), n.socket, n.status)
 	eps := make([]string, len(l.etcd.Endpoints))
 	for i, e := range l.etcd.Endpoints {
 		eps[i] = fmt.Sprintf("%q", e)
@@ -161,6 +169,9 @@ func (n *fleetNode) config(cr etcdtest.Creds) string {
 	canaries := make([]string, len(l.etcd.Endpoints))
 	for i, e := range l.etcd.Endpoints {
 		canaries[i] = fmt.Sprintf("%q", strings.TrimPrefix(e, "https://"))
+	}
+	if n.noCanaries {
+		canaries = nil
 	}
 	fmt.Fprintf(&b, "\n[fleet]\nendpoints = [%s]\nname = %q\nlocation = %q\nprefix = %q\nlease_ttl = %q\ndial_timeout = \"2s\"\nca_file = %q\ncert_file = %q\nkey_file = %q\ncanaries = [%s]\n",
 		strings.Join(eps, ", "), n.name, n.location, fleetPrefix, fleetTTL.String(), cr.CAFile, cr.CertFile, cr.KeyFile, strings.Join(canaries, ", "))
@@ -172,7 +183,12 @@ func (n *fleetNode) config(cr etcdtest.Creds) string {
 	b.WriteString("\n[[gslb.zone]]\nname = \"g.test\"\nns = [\"ns1.g.test.\"]\n")
 	fmt.Fprintf(&b, "\n[[gslb.name]]\nname = \"www.g.test\"\nstatic = [%q]\n\n[[gslb.name.policy]]\npool = \"site\"\n", staticAddr)
 	b.WriteString("\n[[gslb.name]]\nname = \"api.g.test\"\n\n[[gslb.name.policy]]\npool = \"site\"\n")
-	b.WriteString("\n[gslb.server]\nlisten = [\"0.0.0.0:53\"]\n")
+	listen := n.listen
+	if listen == "" {
+		listen = "0.0.0.0:53"
+	}
+	fmt.Fprintf(&b, "\n[gslb.server]\nlisten = [%q]\n", listen)
+	b.WriteString(n.extra)
 	return b.String()
 }
 
@@ -208,7 +224,11 @@ func (l *fleetLab) addNode(name, location string) *fleetNode {
 
 // start starts n's lbdnsd in its namespace.
 func (n *fleetNode) start() {
-	n.d = spawnLbdnsd(n.lab.t, n.socket, n.host.Command(binaries.lbdnsd, "-config", n.cfgPath, "-log-format", "json"))
+	args := []string{binaries.lbdnsd, "-config", n.cfgPath, "-log-format", "json"}
+	if n.nofile > 0 {
+		args = append([]string{"prlimit", fmt.Sprintf("--nofile=%d", n.nofile), "--"}, args...)
+	}
+	n.d = spawnLbdnsd(n.lab.t, n.socket, n.host.Command(args[0], args[1:]...))
 }
 
 // lbctl runs lbctl against n's control socket.

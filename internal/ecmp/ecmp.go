@@ -217,10 +217,22 @@ func (l *LB) respond(t testing.TB) {
 // startBird runs BIRD in the router's namespace with the BGP protocols
 // given.
 func (nw *Net) startBird(protocols string) {
-	t := nw.t
+	nw.sock = StartRouter(nw.t, nw.Router, "10.0.250.1", protocols)
+}
+
+// StartRouter runs BIRD 2 in router's namespace until the test ends, as
+// the LB hosts' router: router id id, every BGP route imported (a route
+// marked GRACEFUL_SHUTDOWN with local preference 0) and installed in the
+// namespace's kernel table, several LB hosts' paths to one prefix merged
+// into one ECMP route. protocols are BGP protocols from the template "lb"
+// (local AS 65000, hold time 3 s, keepalive 1 s), such as
+// "protocol bgp lb1 from lb { local 10.0.1.1 as 65000; neighbor 10.0.1.2 as 65001; }".
+// It returns birdc's socket; BIRD's log is printed when the test failed.
+func StartRouter(t testing.TB, router *netns.Host, id, protocols string) (sock string) {
+	t.Helper()
 	dir := t.TempDir()
-	nw.sock = filepath.Join(dir, "bird.ctl")
-	conf := `router id 10.0.250.1;
+	sock = filepath.Join(dir, "bird.ctl")
+	conf := "router id " + id + `;
 log stderr all;
 protocol device { scan time 1; }
 protocol kernel { ipv4 { import none; export all; }; merge paths on; }
@@ -232,7 +244,7 @@ template bgp lb { local as 65000; hold time 3; keepalive time 1; connect retry t
 		t.Fatal(err)
 	}
 	var birdLog bytes.Buffer
-	bc := nw.Router.Command("bird", "-f", "-c", filepath.Join(dir, "bird.conf"), "-s", nw.sock)
+	bc := router.Command("bird", "-f", "-c", filepath.Join(dir, "bird.conf"), "-s", sock)
 	bc.Stdout, bc.Stderr = &birdLog, &birdLog
 	if err := bc.Start(); err != nil {
 		t.Fatal(err)
@@ -242,6 +254,7 @@ template bgp lb { local as 65000; hold time 3; keepalive time 1; connect retry t
 			t.Logf("bird's log:\n%s", birdLog.String())
 		}
 	})
+	return sock
 }
 
 // startSpeaker runs the host's announcer process in its namespace.
