@@ -65,6 +65,11 @@ type Fleet struct {
 	// its votes decide nothing (a tie, too few votes). 0..1h, default
 	// 30s.
 	VoteHold Duration `toml:"vote_hold"`
+	// UpVotePercent is the share of a member's fresh votes above which
+	// it is up: more than this percent of them say up. 0..99, default
+	// 18 (one prober of three, or of five, that reaches the member keeps
+	// it: a failure may be the prober's own; 50 is a strict majority).
+	UpVotePercent int `toml:"up_vote_percent"`
 }
 
 // Defaults and limits of [fleet].
@@ -79,6 +84,7 @@ const (
 	DefaultProbersPerMember    = 3
 	MaxProbersPerMember        = 16
 	DefaultFleetVoteHold       = 30 * time.Second
+	DefaultFleetUpVotePercent  = 18
 	DefaultFleetCanaryInterval = 250 * time.Millisecond
 	MaxFleetCanaries           = 64
 )
@@ -108,6 +114,9 @@ func (d *decoder) decodeFleet(raw map[string]any) {
 	}
 	if !hasKey(d.fleetRaw, "canary_interval") {
 		f.CanaryInterval.Duration = DefaultFleetCanaryInterval
+	}
+	if !hasKey(d.fleetRaw, "up_vote_percent") {
+		f.UpVotePercent = DefaultFleetUpVotePercent
 	}
 	if !hasKey(d.fleetRaw, "vote_hold") {
 		f.VoteHold.Duration = DefaultFleetVoteHold
@@ -177,6 +186,9 @@ func (d *decoder) validateFleet() {
 	if k := f.ProbersPerMember; k < 1 || k > MaxProbersPerMember {
 		d.p.add(joinKey(base, "probers_per_member"), strconv.Itoa(k), fmt.Sprintf("must be between 1 and %d", MaxProbersPerMember))
 	}
+	if p := f.UpVotePercent; p < 0 || p > 99 {
+		d.p.add(joinKey(base, "up_vote_percent"), strconv.Itoa(p), "must be between 0 and 99")
+	}
 	if h := f.VoteHold.Duration; h < 0 || h > time.Hour {
 		d.p.add(joinKey(base, "vote_hold"), fmtDur(h), "must be between 0s and "+fmtDur(time.Hour))
 	}
@@ -236,7 +248,7 @@ func (f *Fleet) Equal(g *Fleet) bool {
 	return slices.Equal(f.Endpoints, g.Endpoints) && f.Name == g.Name && f.Location == g.Location &&
 		f.Cluster == g.Cluster && f.Prefix == g.Prefix && f.LeaseTTL == g.LeaseTTL && f.DialTimeout == g.DialTimeout &&
 		f.ResyncInterval == g.ResyncInterval && f.CAFile == g.CAFile && f.CertFile == g.CertFile && f.KeyFile == g.KeyFile &&
-		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold &&
+		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold && f.UpVotePercent == g.UpVotePercent &&
 		f.CanaryInterval == g.CanaryInterval
 }
 

@@ -51,10 +51,10 @@ const votePass = 2 * time.Second
 // which this node's votes are gone from etcd) it judges every member
 // from its own probes, and probes them all.
 type fleetVotes struct {
-	d    *Daemon
-	n    *fleetNode
-	k    int
-	hold time.Duration
+	d     *Daemon
+	n     *fleetNode
+	k     int
+	rules fleet.Rules // the vote's hold and up share ([fleet] vote_hold, up_vote_percent)
 	// beat wakes the heartbeat (a new Withdrawn or Canary).
 	beat chan struct{}
 
@@ -81,7 +81,7 @@ func newFleetVotes(d *Daemon, n *fleetNode) *fleetVotes {
 	if n == nil {
 		return nil
 	}
-	return &fleetVotes{d: d, n: n, k: n.cfg.ProbersPerMember, hold: n.cfg.VoteHold.Duration, beat: make(chan struct{}, 1),
+	return &fleetVotes{d: d, n: n, k: n.cfg.ProbersPerMember, rules: fleet.Rules{Hold: n.cfg.VoteHold.Duration, UpPercent: n.cfg.UpVotePercent}, beat: make(chan struct{}, 1),
 		source: sourceOwn, why: "the fleet view is not read yet", decisions: map[string]fleet.Decision{}}
 }
 
@@ -307,7 +307,7 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 
 	// The fleet's verdicts.
 	v.mu.Lock()
-	views := fleet.Judge(ms, live, v.k, view.Votes, v.decisions, v.hold, now)
+	views := fleet.Judge(ms, live, v.k, view.Votes, v.decisions, v.rules, now)
 	changed := source != v.source
 	for m, mv := range views {
 		if v.decisions[m].Verdict != mv.Decision.Verdict {

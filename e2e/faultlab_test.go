@@ -554,10 +554,10 @@ func (l *faultLab) check() {
 				bad = true
 			}
 		}
-		if l.majorityCouldProbe(windows, a.sent) {
+		if l.anyCouldProbe(windows, a.sent) {
 			for _, m := range l.memberNames {
 				if l.memberHealthy(windows, m, a.sent) && !slices.Contains(a.addrs, l.members[m].AddrV4().String()) {
-					v = append(v, fmt.Sprintf("%s: healthy member %s left out (rcode %d, answer %v) while a majority of the hosts could reach it", l.since(a.got), m, a.rcode, a.addrs))
+					v = append(v, fmt.Sprintf("%s: healthy member %s left out (rcode %d, answer %v) while a host could reach it", l.since(a.got), m, a.rcode, a.addrs))
 					bad = true
 				}
 			}
@@ -596,10 +596,10 @@ func (l *faultLab) check() {
 	}
 }
 
-// majorityCouldProbe reports whether, at at, most hosts could reach the
-// members: not killed, stopped or cut from them then, nor within
-// faultSettle after.
-func (l *faultLab) majorityCouldProbe(windows []faultWindow, at time.Time) bool {
+// anyCouldProbe reports whether, at at, a host could reach the members:
+// not killed, stopped or cut from them then, nor within faultSettle
+// after.
+func (l *faultLab) anyCouldProbe(windows []faultWindow, at time.Time) bool {
 	away := map[string]bool{}
 	for _, w := range windows {
 		if !at.Before(w.from) && at.Before(w.to.Add(faultSettle)) {
@@ -608,7 +608,7 @@ func (l *faultLab) majorityCouldProbe(windows []faultWindow, at time.Time) bool 
 			}
 		}
 	}
-	return len(l.hosts)-len(away) > len(l.hosts)/2
+	return len(away) < len(l.hosts)
 }
 
 // memberHealthy reports whether member m was alive at at, and had been

@@ -23,20 +23,26 @@ func ExampleProbers() {
 	// Output: 3 probers in 3 locations
 }
 
-// Two of three fresh votes say down: the fleet's verdict is down. Then
-// the votes go stale: the verdict is held, then gone.
+// Two of three fresh votes say down, one up: under the default share
+// (more than 18 % up) the member is up, since the prober that reaches it
+// is evidence that it answers; all three down make it down. Then the
+// votes go stale: the verdict is held, then gone.
 func ExampleCount() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rules := fleet.Rules{MinVotes: 2, MaxAge: 10 * time.Second, Hold: time.Minute}
+	rules := fleet.Rules{MinVotes: 2, MaxAge: 10 * time.Second, Hold: time.Minute, UpPercent: 18}
 	votes := []fleet.Vote{{Prober: "lb1", Up: true, At: now}, {Prober: "lb2", At: now}, {Prober: "lb3", At: now}}
 	d := fleet.Count(votes, fleet.Decision{}, rules, now)
+	fmt.Println(d.Verdict, d.Up, d.Down)
+	votes[0].Up = false
+	d = fleet.Count(votes, d, rules, now)
 	fmt.Println(d.Verdict, d.Up, d.Down)
 	d = fleet.Count(votes, d, rules, now.Add(30*time.Second))
 	fmt.Println(d.Verdict, d.Held, d.Stale)
 	d = fleet.Count(votes, d, rules, now.Add(2*time.Minute))
 	fmt.Println(d.Verdict)
 	// Output:
-	// down 1 2
+	// up 1 2
+	// down 0 3
 	// down true 3
 	// none
 }

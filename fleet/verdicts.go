@@ -26,11 +26,12 @@ func Quorum(n int) int { return max(n/2+1, 1) }
 
 // Judge returns the fleet's view of every member at now: its k probers
 // among live (Probers), the votes of live probers on it (votes, by
-// member), and the decision Count makes of them, needing a Quorum of its
-// assigned probers' number, with prev (by member; missing: none before)
-// as the last decision and hold as Rules.Hold. Votes never go stale by
-// age: a vote kept under its prober's lease is fresh while it exists.
-func Judge(members []string, live []Prober, k int, votes map[string][]Vote, prev map[string]Decision, hold time.Duration, now time.Time) map[string]MemberView {
+// member), and the decision Count makes of them under r, needing a Quorum
+// of its assigned probers' number (r.MinVotes is set here), with prev (by
+// member; missing: none before) as the last decision. Votes never go
+// stale by age: a vote kept under its prober's lease is fresh while it
+// exists (r.MaxAge is not used).
+func Judge(members []string, live []Prober, k int, votes map[string][]Vote, prev map[string]Decision, r Rules, now time.Time) map[string]MemberView {
 	names := make(map[string]bool, len(live))
 	for _, p := range live {
 		names[p.Name] = true
@@ -44,8 +45,8 @@ func Judge(members []string, live []Prober, k int, votes map[string][]Vote, prev
 			}
 		}
 		slices.SortFunc(v.Votes, func(a, b Vote) int { return strings.Compare(a.Prober, b.Prober) })
-		r := Rules{MinVotes: Quorum(len(v.Probers)), Hold: hold}
-		v.Decision = Count(v.Votes, prev[m], r, now)
+		mr := Rules{MinVotes: Quorum(len(v.Probers)), Hold: r.Hold, UpPercent: r.UpPercent}
+		v.Decision = Count(v.Votes, prev[m], mr, now)
 		out[m] = v
 	}
 	return out

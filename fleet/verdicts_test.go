@@ -28,7 +28,9 @@ func nodes(names ...string) []Node {
 }
 
 // TestJudge: the verdict rules over a fleet of three probers and one
-// member: majority, tie, too few votes, a prober that is not live.
+// member, with the default up share (18 %: one up vote of three keeps the
+// member) and a strict majority (50): too few votes, a prober that is
+// not live.
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	const m = "www/www-1"
@@ -42,21 +44,28 @@ func TestJudge(t *testing.T) {
 		votes []Vote
 		prev  map[string]Decision
 		want  string
+		pct   int // Rules.UpPercent; 0: the default, 18
 	}{
-		{"two down of three", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false), vote("c", true)}, nil, "down"},
-		{"two up of three", nodes("a", "b", "c"), []Vote{vote("a", true), vote("b", false), vote("c", true)}, nil, "up"},
-		{"old votes still count (under a lease)", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false)}, wasUp, "down"},
-		{"one vote of three is too few: held", nodes("a", "b", "c"), []Vote{vote("a", false)}, wasUp, "up (held)"},
-		{"one vote of three, nothing before", nodes("a", "b", "c"), []Vote{vote("a", false)}, nil, "none"},
-		{"tie of two: held", nodes("a", "b"), []Vote{vote("a", false), vote("b", true)}, wasUp, "up (held)"},
-		{"tie with nothing before", nodes("a", "b"), []Vote{vote("a", false), vote("b", true)}, nil, "none"},
-		{"a lone prober decides alone", nodes("a"), []Vote{vote("a", false)}, wasUp, "down"},
-		{"the vote of a prober not in the view does not count", nodes("a", "b", "c"), []Vote{vote("a", true), vote("x", false), vote("y", false)}, nil, "none"},
-		{"a withdrawn prober's leftover vote does not count", withdraw(nodes("a", "b", "c"), "c"), []Vote{vote("a", true), vote("b", true), vote("c", false)}, nil, "up"},
-		{"a prober behind on intent does not count", behind(nodes("a", "b", "c"), "a", "b"), []Vote{vote("a", false), vote("b", false), vote("c", true)}, nil, "up"},
+		{"two down of three: the one that reaches it keeps it", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false), vote("c", true)}, nil, "up", 0},
+		{"two down of three under a strict majority", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false), vote("c", true)}, nil, "down", 50},
+		{"three down of three", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false), vote("c", false)}, wasUp, "down", 0},
+		{"two up of three", nodes("a", "b", "c"), []Vote{vote("a", true), vote("b", false), vote("c", true)}, nil, "up", 50},
+		{"old votes still count (under a lease)", nodes("a", "b", "c"), []Vote{vote("a", false), vote("b", false)}, wasUp, "down", 0},
+		{"one vote of three is too few: held", nodes("a", "b", "c"), []Vote{vote("a", false)}, wasUp, "up (held)", 0},
+		{"one vote of three, nothing before", nodes("a", "b", "c"), []Vote{vote("a", false)}, nil, "none", 0},
+		{"one up of two", nodes("a", "b"), []Vote{vote("a", false), vote("b", true)}, nil, "up", 0},
+		{"a tie is down under a strict majority", nodes("a", "b"), []Vote{vote("a", false), vote("b", true)}, wasUp, "down", 50},
+		{"a lone prober decides alone", nodes("a"), []Vote{vote("a", false)}, wasUp, "down", 0},
+		{"the vote of a prober not in the view does not count", nodes("a", "b", "c"), []Vote{vote("a", true), vote("x", false), vote("y", false)}, nil, "none", 0},
+		{"a withdrawn prober's leftover vote does not count", withdraw(nodes("a", "b", "c"), "c"), []Vote{vote("a", true), vote("b", true), vote("c", false)}, nil, "up", 50},
+		{"a prober behind on intent does not count", behind(nodes("a", "b", "c"), "a", "b"), []Vote{vote("a", false), vote("b", false), vote("c", true)}, nil, "up", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Judge([]string{m}, Live(tc.view), 3, map[string][]Vote{m: tc.votes}, tc.prev, time.Minute, now)[m]
+			pct := tc.pct
+			if pct == 0 {
+				pct = 18
+			}
+			got := Judge([]string{m}, Live(tc.view), 3, map[string][]Vote{m: tc.votes}, tc.prev, Rules{Hold: time.Minute, UpPercent: pct}, now)[m]
 			s := got.Decision.Verdict.String()
 			if got.Decision.Held {
 				s += " (held)"
@@ -118,7 +127,7 @@ func TestJudgeHoldThenNone(t *testing.T) {
 			if i == 1 {
 				votes[m] = votes[m][:1] // b's and c's votes are gone
 			}
-			v := Judge([]string{m}, live, 3, votes, prev, 25*time.Second, time.Now())[m]
+			v := Judge([]string{m}, live, 3, votes, prev, Rules{Hold: 25 * time.Second, UpPercent: 18}, time.Now())[m]
 			prev[m] = v.Decision
 			s := v.Decision.Verdict.String()
 			if v.Decision.Held {
@@ -151,14 +160,14 @@ func TestCutOffProberFlipsNothing(t *testing.T) {
 			votes[m] = append(votes[m], Vote{Prober: view[i].Name, At: now})
 		}
 	}
-	if naive := Count([]Vote{{Prober: "a", Up: true, At: now}, {Prober: "b", At: now}, {Prober: "c", At: now}}, Decision{}, Rules{MinVotes: 2}, now); naive.Verdict != VerdictDown {
-		t.Fatalf("without canaries: %v, want down (the case canaries guard against)", naive.Verdict)
+	if naive := Count([]Vote{{Prober: "a", Up: true, At: now}, {Prober: "b", At: now}, {Prober: "c", At: now}}, Decision{}, Rules{MinVotes: 2, UpPercent: 50}, now); naive.Verdict != VerdictDown {
+		t.Fatalf("without canaries, under a strict majority: %v, want down (the case canaries guard against)", naive.Verdict)
 	}
 	live := Live(view)
 	if len(live) != 1 || live[0].Name != "a" {
 		t.Fatalf("live probers %v, want a alone", live)
 	}
-	got := Judge([]string{m}, live, 3, votes, nil, time.Minute, now)[m]
+	got := Judge([]string{m}, live, 3, votes, nil, Rules{Hold: time.Minute, UpPercent: 50}, now)[m]
 	if got.Decision.Verdict != VerdictUp || len(got.Probers) != 1 {
 		t.Fatalf("verdict %+v, want up from a alone", got)
 	}

@@ -45,8 +45,17 @@ type Rules struct {
 	// vote kept under its prober's lease is fresh while it exists).
 	MaxAge time.Duration
 	// Hold is how long the last verdict is kept when the votes decide
-	// nothing (a tie, too few fresh votes).
+	// nothing (too few fresh votes).
 	Hold time.Duration
+	// UpPercent is the share of the fresh votes above which the member
+	// is up: more than UpPercent percent of them say up (0..99). A
+	// success is evidence that the member answers; a failure may be the
+	// prober's own (its network cut off, no descriptor), so a low share
+	// keeps a member that some probers reach: with 18 (Route 53's
+	// figure), one of three probers or one of five is enough, and the
+	// member is down only when nearly all its probers fail it. 50 is a
+	// strict majority.
+	UpPercent int
 }
 
 // Decision is a member's fleet verdict and how it was reached.
@@ -67,10 +76,10 @@ type Decision struct {
 }
 
 // Count returns the fleet verdict of one member at now from its probers'
-// votes and the decision before (the zero Decision at first): more fresh
-// up votes than down is up, more down than up is down; a tie, or fewer
-// fresh votes than MinVotes, keeps the last verdict for Hold after it was
-// last decided, then gives VerdictNone.
+// votes and the decision before (the zero Decision at first): with at
+// least MinVotes fresh votes, up when more than UpPercent percent of them
+// are up, else down; fewer fresh votes than MinVotes keep the last
+// verdict for Hold after it was last decided, then give VerdictNone.
 func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
 	var d Decision
 	for _, v := range votes {
@@ -83,9 +92,9 @@ func Count(votes []Vote, prev Decision, r Rules, now time.Time) Decision {
 			d.Down++
 		}
 	}
-	if d.Up+d.Down >= max(r.MinVotes, 1) && d.Up != d.Down {
+	if d.Up+d.Down >= max(r.MinVotes, 1) {
 		d.Verdict, d.Decided = VerdictDown, now
-		if d.Up > d.Down {
+		if d.Up*100 > r.UpPercent*(d.Up+d.Down) {
 			d.Verdict = VerdictUp
 		}
 		d.Since = now

@@ -1,16 +1,18 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// TestCount: the majority of fresh votes decides; a tie or too few
-// fresh votes keeps the last verdict, marked held.
+// TestCount, under a strict majority (UpPercent 50): more than half
+// of the fresh votes up is up, else down; too few fresh votes keep the
+// last verdict, marked held.
 func TestCount(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := Rules{MinVotes: 2, MaxAge: 10 * time.Second, Hold: time.Minute}
+	r := Rules{MinVotes: 2, MaxAge: 10 * time.Second, Hold: time.Minute, UpPercent: 50}
 	up := func(p string, age time.Duration) Vote { return Vote{Prober: p, Up: true, At: now.Add(-age)} }
 	down := func(p string, age time.Duration) Vote { return Vote{Prober: p, At: now.Add(-age)} }
 	wasUp := Decision{Verdict: VerdictUp, Decided: now.Add(-30 * time.Second)}
@@ -27,8 +29,7 @@ func TestCount(t *testing.T) {
 		{"up majority", []Vote{up("a", 0), up("b", 0), down("c", 0)}, Decision{}, VerdictUp, false, 2, 1, 0, true},
 		{"down majority", []Vote{up("a", 0), down("b", 0), down("c", 0)}, wasUp, VerdictDown, false, 1, 2, 0, true},
 		{"all up", []Vote{up("a", 0), up("b", 0), up("c", 0)}, Decision{}, VerdictUp, false, 3, 0, 0, true},
-		{"tie keeps the last verdict", []Vote{up("a", 0), down("b", 0)}, wasUp, VerdictUp, true, 1, 1, 0, false},
-		{"tie with none before", []Vote{up("a", 0), down("b", 0)}, Decision{}, VerdictNone, false, 1, 1, 0, false},
+		{"a tie is down under a strict majority", []Vote{up("a", 0), down("b", 0)}, wasUp, VerdictDown, false, 1, 1, 0, true},
 		{"too few fresh votes", []Vote{down("a", 0), down("b", 11*time.Second), down("c", time.Hour)}, wasUp, VerdictUp, true, 0, 1, 2, false},
 		{"held too long", []Vote{down("a", 0)}, wasUpLong, VerdictNone, false, 0, 1, 0, false},
 		{"no votes", nil, wasUp, VerdictUp, true, 0, 0, 0, false},
@@ -46,6 +47,31 @@ func TestCount(t *testing.T) {
 				t.Errorf("a held verdict's Decided = %v, want the last decision's %v", got.Decided, tc.prev.Decided)
 			}
 		})
+	}
+}
+
+// TestCountUpShare: under the default share (18 %) a member stays up
+// while any sixth of its fresh votes say up, and is down only when
+// nearly all fail it.
+func TestCountUpShare(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := Rules{MinVotes: 1, UpPercent: 18}
+	votes := func(up, down int) []Vote {
+		var out []Vote
+		for i := range up + down {
+			out = append(out, Vote{Prober: fmt.Sprint("p", i), Up: i < up, At: now})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		up, down int
+		want     Verdict
+	}{
+		{1, 2, VerdictUp}, {1, 4, VerdictUp}, {1, 5, VerdictDown}, {0, 3, VerdictDown}, {2, 9, VerdictUp}, {3, 0, VerdictUp}, {0, 1, VerdictDown},
+	} {
+		if got := Count(votes(tc.up, tc.down), Decision{}, r, now); got.Verdict != tc.want {
+			t.Errorf("%d up, %d down: %v, want %v", tc.up, tc.down, got.Verdict, tc.want)
+		}
 	}
 }
 
