@@ -558,7 +558,8 @@ const (
 	// EventServing: a VIP or a GSLB listen address started or stopped
 	// serving (its serving verdict changed).
 	EventServing = "serving"
-	// EventFleet: the node lost or regained the fleet's etcd.
+	// EventFleet: the node lost or regained the fleet's etcd, or a node
+	// joined or left its fleet view.
 	EventFleet = "fleet"
 	// EventMissed stands, in a followed stream, for events the log
 	// dropped before they could be sent (Seq 0).

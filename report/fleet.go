@@ -35,3 +35,18 @@ func (j *Journal) FleetStartedWithoutEtcd(cause error, rev uint64, source string
 	j.event(control.Event{Kind: control.EventFleet, Subject: "etcd", Error: true,
 		Message: fmt.Sprintf("started without etcd: serving the configuration and the intent of the %s (revision %d); intent changes refused until etcd is reachable: %v", source, rev, cause)})
 }
+
+// FleetMembership tells that nodes joined or left this node's fleet view
+// (a heartbeat lease appeared, or expired or was revoked: a node stopped,
+// died or was cut off from etcd for longer than its lease).
+func (j *Journal) FleetMembership(joined, left []string) {
+	for _, n := range joined {
+		j.log.Info("fleet: a node joined the fleet view", "node", n)
+		j.event(control.Event{Kind: control.EventFleet, Subject: "node " + n, Message: "joined the fleet view (its heartbeat is alive)"})
+	}
+	for _, n := range left {
+		j.log.Warn("fleet: a node left the fleet view", "node", n)
+		j.event(control.Event{Kind: control.EventFleet, Subject: "node " + n, Error: true,
+			Message: "left the fleet view (its heartbeat lease is gone: stopped, dead, or cut off from etcd)"})
+	}
+}
