@@ -114,7 +114,9 @@ func Open(ctx context.Context, f *configs.Fleet) (*clientv3.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.DialTimeout.Duration)
 	defer cancel()
-	_, err = cli.Get(cctx, f.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	_, err = retried(cctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return cli.Get(ctx, f.Prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	})
 	if err == nil {
 		return cli, nil
 	}

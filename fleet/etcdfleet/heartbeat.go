@@ -101,7 +101,7 @@ func StartHeartbeat(ctx context.Context, cli *clientv3.Client, opts HeartbeatOpt
 // session grants a lease and keeps it alive until closeSess.
 func (h *Heartbeater) session(ctx context.Context) (*concurrency.Session, error) {
 	secs := int64(h.opts.TTL / time.Second)
-	lease, err := h.cli.Grant(ctx, secs)
+	lease, err := retried(ctx, func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) { return h.cli.Grant(ctx, secs) })
 	if err != nil {
 		return nil, fmt.Errorf("fleet: heartbeat lease: %w", err)
 	}
@@ -142,7 +142,7 @@ func (h *Heartbeater) write(ctx context.Context, sess *concurrency.Session, hb f
 	}
 	wctx, cancel := context.WithTimeout(ctx, max(h.opts.Interval, time.Second))
 	defer cancel()
-	if _, err := h.cli.Put(wctx, h.opts.Keys.Node, string(b), clientv3.WithLease(sess.Lease())); err != nil {
+	if err := put(wctx, h.cli, h.opts.Keys.Node, string(b), sess.Lease()); err != nil {
 		return fmt.Errorf("fleet: write heartbeat %s: %w", h.opts.Keys.Node, err)
 	}
 	return nil
@@ -297,7 +297,7 @@ func (h *Heartbeater) putVote(ctx context.Context, member string, v fleet.Vote) 
 		return fmt.Errorf("fleet: vote: %w", err)
 	}
 	key := voteKey(h.opts.Keys.Prefix, member, v.Prober)
-	if _, err := h.cli.Put(ctx, key, string(b), clientv3.WithLease(clientv3.LeaseID(h.lease.Load()))); err != nil {
+	if err := put(ctx, h.cli, key, string(b), clientv3.LeaseID(h.lease.Load())); err != nil {
 		return fmt.Errorf("fleet: write vote %s: %w", key, err)
 	}
 	return nil
@@ -331,7 +331,7 @@ func (h *Heartbeater) Unvote(ctx context.Context, member string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
+	if err := del(ctx, h.cli, voteKey(h.opts.Keys.Prefix, member, v.Prober)); err != nil {
 		return false, fmt.Errorf("fleet: delete vote: %w", err)
 	}
 	h.mu.Lock()
@@ -358,7 +358,7 @@ func (h *Heartbeater) Withdraw(ctx context.Context) error {
 	h.votes, h.unwritten = map[string]fleet.Vote{}, map[string]bool{}
 	h.mu.Unlock()
 	for m, v := range votes {
-		if _, err := h.cli.Delete(ctx, voteKey(h.opts.Keys.Prefix, m, v.Prober)); err != nil {
+		if err := del(ctx, h.cli, voteKey(h.opts.Keys.Prefix, m, v.Prober)); err != nil {
 			return fmt.Errorf("fleet: withdraw votes: %w", err)
 		}
 	}
@@ -368,7 +368,9 @@ func (h *Heartbeater) Withdraw(ctx context.Context) error {
 // Votes reads every live vote under prefix, by member, each member's
 // votes by prober name.
 func Votes(ctx context.Context, cli *clientv3.Client, prefix string) (map[string][]fleet.Vote, error) {
-	resp, err := cli.Get(ctx, prefix+"votes/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	resp, err := retried(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return cli.Get(ctx, prefix+"votes/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: read votes: %w", err)
 	}
@@ -393,10 +395,12 @@ func Votes(ctx context.Context, cli *clientv3.Client, prefix string) (map[string
 // and the intent revision in force for its scope, compared
 // (fleet.Compare), by name.
 func Nodes(ctx context.Context, cli *clientv3.Client, prefix string, now time.Time) ([]fleet.Node, error) {
-	resp, err := cli.Txn(ctx).Then(
-		clientv3.OpGet(prefix+"nodes/", clientv3.WithPrefix()),
-		clientv3.OpGet(prefix+"intent/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-	).Commit()
+	resp, err := retried(ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return cli.Txn(ctx).Then(
+			clientv3.OpGet(prefix+"nodes/", clientv3.WithPrefix()),
+			clientv3.OpGet(prefix+"intent/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		).Commit()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: read the fleet view: %w", err)
 	}

@@ -351,7 +351,9 @@ func (s *LossStore) check(ctx context.Context) {
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, etcdProbeTimeout)
-		_, err := s.cli.Get(cctx, s.key, clientv3.WithCountOnly())
+		_, err := retried(cctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return s.cli.Get(ctx, s.key, clientv3.WithCountOnly())
+		})
 		cancel()
 		switch {
 		case err == nil:

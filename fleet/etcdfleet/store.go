@@ -76,6 +76,9 @@ func NewStore(cli *clientv3.Client, opts StoreOptions) *Store {
 type part struct {
 	doc []byte
 	mod int64
+	// ver is the key's etcd version (puts since it was created; 0 when
+	// absent), -1 when not known.
+	ver int64
 }
 
 // snapshot is both intent keys of the node at one etcd revision.
@@ -138,7 +141,9 @@ func split(st intent.State) (fleetDoc, scopeDoc []byte, err error) {
 // read reads both intent keys at one revision.
 func (s *Store) read(ctx context.Context) (snapshot, error) {
 	k := s.opts.Keys
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(k.Fleet), clientv3.OpGet(k.Scope)).Commit()
+	resp, err := retried(ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return s.cli.Txn(ctx).Then(clientv3.OpGet(k.Fleet), clientv3.OpGet(k.Scope)).Commit()
+	})
 	if err != nil {
 		return snapshot{}, fmt.Errorf("fleet: read intent: %w", err)
 	}
@@ -154,7 +159,7 @@ func snapshotOf(resp *clientv3.TxnResponse) snapshot {
 		if len(kvs) == 0 {
 			continue
 		}
-		p := part{doc: kvs[0].Value, mod: kvs[0].ModRevision}
+		p := part{doc: kvs[0].Value, mod: kvs[0].ModRevision, ver: kvs[0].Version}
 		if i == 0 {
 			sn.fleet = p
 		} else {
@@ -229,17 +234,33 @@ func (s *Store) Save(ctx context.Context, st intent.State, expected intent.Revis
 	guard := int64(expected) + 1
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k.Fleet), "<", guard), clientv3.Compare(clientv3.ModRevision(k.Scope), "<", guard)).
-		Then(puts...).
-		Else(clientv3.OpGet(k.Fleet), clientv3.OpGet(k.Scope)).
-		Commit()
+	// An attempt that failed may still have been applied (a timeout
+	// after the leader took it): a later attempt's guard then fails on
+	// this very write, which applied tells from another writer's.
+	failed := 0
+	resp, err := retried(ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		r, err := s.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k.Fleet), "<", guard), clientv3.Compare(clientv3.ModRevision(k.Scope), "<", guard)).
+			Then(puts...).
+			Else(clientv3.OpGet(k.Fleet), clientv3.OpGet(k.Scope)).
+			Commit()
+		if err != nil {
+			failed++
+		}
+		return r, err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("fleet: etcd did not take the change (the fleet's intent is kept in etcd only): %w", err)
+		return 0, fmt.Errorf("fleet: etcd did not take the change (the fleet's intent is kept in etcd only): %w", attemptsError(err, failed))
 	}
+	docs := map[string][]byte{k.Fleet: fleetDoc, k.Scope: scopeDoc}
 	if !resp.Succeeded {
 		sn := snapshotOf(resp)
 		s.remember(sn)
+		if failed > 0 {
+			if rev, ok := applied(sn, last, known, puts, docs, k, expected); ok {
+				return intent.Revision(rev), nil
+			}
+		}
 		cur, perr := sn.stored()
 		if perr != nil {
 			return 0, fmt.Errorf("fleet: save intent: %w", perr)
@@ -251,17 +272,57 @@ func (s *Store) Save(ctx context.Context, st intent.State, expected intent.Revis
 		sn := last
 		sn.at = rev
 		for _, op := range puts {
-			if string(op.KeyBytes()) == k.Fleet {
-				sn.fleet = part{doc: fleetDoc, mod: rev}
-			} else {
-				sn.scope = part{doc: scopeDoc, mod: rev}
+			key := string(op.KeyBytes())
+			p := &sn.scope
+			if key == k.Fleet {
+				p = &sn.fleet
 			}
+			ver := int64(-1)
+			if p.ver >= 0 {
+				ver = p.ver + 1
+			}
+			*p = part{doc: docs[key], mod: rev, ver: ver}
 		}
 		s.remember(sn)
 	} else {
-		s.remember(snapshot{fleet: part{fleetDoc, rev}, scope: part{scopeDoc, rev}, at: rev})
+		s.remember(snapshot{fleet: part{fleetDoc, rev, -1}, scope: part{scopeDoc, rev, -1}, at: rev})
 	}
 	return intent.Revision(rev), nil
+}
+
+// applied reports whether the intent keys as read in sn (after a guard
+// failed) are exactly what one earlier attempt of this save put, and
+// returns that write's revision: every key written holds its document,
+// all at one mod revision after expected, each written once since the
+// snapshot the save was decided on (its version moved by one, when
+// known), and the keys not written unchanged. Anything else is another
+// writer's.
+func applied(sn, last snapshot, known bool, puts []clientv3.Op, docs map[string][]byte, k Keys, expected intent.Revision) (int64, bool) {
+	parts := map[string]part{k.Fleet: sn.fleet, k.Scope: sn.scope}
+	before := map[string]part{k.Fleet: last.fleet, k.Scope: last.scope}
+	written := map[string]bool{}
+	var rev int64
+	for _, op := range puts {
+		key := string(op.KeyBytes())
+		written[key] = true
+		p := parts[key]
+		if !bytes.Equal(p.doc, docs[key]) || p.mod <= int64(expected) || rev != 0 && p.mod != rev {
+			return 0, false
+		}
+		rev = p.mod
+		if b := before[key]; known && b.ver >= 0 && p.ver != b.ver+1 {
+			return 0, false
+		}
+	}
+	for key, p := range parts {
+		if written[key] {
+			continue
+		}
+		if p.mod > int64(expected) || known && p.mod != before[key].mod {
+			return 0, false
+		}
+	}
+	return rev, rev != 0
 }
 
 // Watch delivers, in order and each once, every revision of the node's
@@ -448,7 +509,7 @@ func (w *watcher) apply(ctx context.Context, events []*clientv3.Event) bool {
 			if ev.Type == mvccpb.DELETE {
 				*p = part{mod: rev}
 			} else {
-				*p = part{doc: ev.Kv.Value, mod: rev}
+				*p = part{doc: ev.Kv.Value, mod: rev, ver: ev.Kv.Version}
 			}
 		}
 		i = j

@@ -147,7 +147,9 @@ func (f *Follower) check(ctx context.Context) {
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, f.opts.Check)
-		_, err := f.cli.Get(cctx, f.opts.Prefix+"nodes/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		_, err := retried(cctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return f.cli.Get(ctx, f.opts.Prefix+"nodes/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		})
 		cancel()
 		if err == nil {
 			f.touch()
@@ -177,11 +179,13 @@ func (f *Follower) load(ctx context.Context) (int64, error) {
 	lctx, cancel := context.WithTimeout(ctx, 10*f.opts.Check)
 	defer cancel()
 	p := f.opts.Prefix
-	resp, err := f.cli.Txn(lctx).Then(
-		clientv3.OpGet(p+"nodes/", clientv3.WithPrefix()),
-		clientv3.OpGet(p+"intent/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(p+"votes/", clientv3.WithPrefix()),
-	).Commit()
+	resp, err := retried(lctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return f.cli.Txn(ctx).Then(
+			clientv3.OpGet(p+"nodes/", clientv3.WithPrefix()),
+			clientv3.OpGet(p+"intent/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(p+"votes/", clientv3.WithPrefix()),
+		).Commit()
+	})
 	if err != nil {
 		return 0, err
 	}

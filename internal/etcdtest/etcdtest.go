@@ -102,6 +102,13 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	users map[string]bool
+
+	// proxies are the members' peer proxies (none with Options.Command).
+	proxies []*peerProxy
+	// cutMu guards cut (the members partitioned from their peers) and
+	// the members' processes, which the proxies look up.
+	cutMu sync.Mutex
+	cut   map[int]bool
 }
 
 type member struct {
@@ -145,20 +152,39 @@ func StartWith(dir string, size int, o Options) (*Cluster, error) {
 	if !o.Addr.IsLoopback() {
 		ca.IPs = append(ca.IPs, net.IP(o.Addr.AsSlice()))
 	}
+	proxied := o.Command == nil // the peer proxies run on this host's loopback
 	if o.Command == nil {
 		o.Command = exec.Command
 	}
-	c := &Cluster{CA: ca, dir: dir, users: map[string]bool{}, command: o.Command}
-	ports, err := freePorts(2 * size)
+	c := &Cluster{CA: ca, dir: dir, users: map[string]bool{}, command: o.Command, cut: map[int]bool{}}
+	ports, err := freePorts(3 * size)
 	if err != nil {
 		return nil, err
 	}
 	host := netip.AddrPortFrom(o.Addr, 0).String()
 	host = host[:len(host)-2] // "IP" or "[IPv6]"
+	// Each member listens for its peers on ports[3i+1]; they reach it
+	// there, or through its proxy on ports[3i+2] (PartitionPeers).
 	var initial []string
+	advertised := func(i int) string {
+		if proxied {
+			return fmt.Sprintf("https://%s:%d", host, ports[3*i+2])
+		}
+		return fmt.Sprintf("https://%s:%d", host, ports[3*i+1])
+	}
 	for i := range size {
-		initial = append(initial, fmt.Sprintf("m%d=https://%s:%d", i, host, ports[2*i+1]))
-		c.Endpoints = append(c.Endpoints, fmt.Sprintf("https://%s:%d", host, ports[2*i]))
+		initial = append(initial, fmt.Sprintf("m%d=%s", i, advertised(i)))
+		c.Endpoints = append(c.Endpoints, fmt.Sprintf("https://%s:%d", host, ports[3*i]))
+	}
+	if proxied {
+		for i := range size {
+			p, err := startPeerProxy(c, i, fmt.Sprintf("%s:%d", host, ports[3*i+2]), fmt.Sprintf("%s:%d", host, ports[3*i+1]))
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			c.proxies = append(c.proxies, p)
+		}
 	}
 	for i := range size {
 		name := fmt.Sprintf("m%d", i)
@@ -167,11 +193,11 @@ func StartWith(dir string, size int, o Options) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
-		client, peer := c.Endpoints[i], fmt.Sprintf("https://%s:%d", host, ports[2*i+1])
+		client, peer := c.Endpoints[i], fmt.Sprintf("https://%s:%d", host, ports[3*i+1])
 		args := []string{
 			"--name", name, "--data-dir", filepath.Join(dir, name+".data"),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", advertised(i),
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "lbdns-test",
 			"--client-cert-auth", "--trusted-ca-file", ca.File, "--cert-file", cert, "--key-file", key,
@@ -184,7 +210,9 @@ func StartWith(dir string, size int, o Options) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
+		c.cutMu.Lock()
 		c.members = append(c.members, m)
+		c.cutMu.Unlock()
 	}
 	if err := c.setup(); err != nil {
 		err = fmt.Errorf("%w\n%s", err, c.Logs())
@@ -383,7 +411,9 @@ func (c *Cluster) StartMember(i int) error {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
+	c.cutMu.Lock()
 	m.cmd, m.log, m.done = cmd, log, done
+	c.cutMu.Unlock()
 	return nil
 }
 
@@ -416,6 +446,9 @@ func (c *Cluster) Close() error {
 			errs = append(errs, fmt.Errorf("etcdtest: %s did not stop on SIGTERM", m.name))
 		}
 		m.log.Close()
+	}
+	for _, p := range c.proxies {
+		p.close()
 	}
 	return errors.Join(errs...)
 }
@@ -482,4 +515,33 @@ func StartT(t testing.TB, size int) *Cluster {
 		}
 	})
 	return c
+}
+
+// MemberLeader returns the member that member i follows as its leader
+// (itself when it leads), or -1 when it has none (cut off from a
+// quorum, or electing), as member i's own status says.
+func (c *Cluster) MemberLeader(ctx context.Context, i int) (int, error) {
+	resp, err := c.root.Status(ctx, c.Endpoints[i])
+	if err != nil {
+		return -1, fmt.Errorf("etcdtest: status of m%d: %w", i, err)
+	}
+	if resp.Leader == 0 {
+		return -1, nil
+	}
+	for j, ep := range c.Endpoints { // a member's status names its own ID
+		if j == i {
+			if resp.Header.MemberId == resp.Leader {
+				return i, nil
+			}
+			continue
+		}
+		sj, err := c.root.Status(ctx, ep)
+		if err != nil {
+			return -1, fmt.Errorf("etcdtest: status of m%d: %w", j, err)
+		}
+		if sj.Header.MemberId == resp.Leader {
+			return j, nil
+		}
+	}
+	return -1, fmt.Errorf("etcdtest: m%d follows %x, none of the members", i, resp.Leader)
 }
