@@ -678,6 +678,12 @@ type ErrorReply struct {
 // this host or elsewhere.
 const UnavailableEtcd = "etcd"
 
+// UnconfirmedEtcd is ErrorReply.Unavailable of a change sent to the
+// fleet's etcd that etcd did not confirm in time (HTTP 503): it may have
+// been applied, and if it was, every host applies it from etcd. lbctl
+// exits 4 (unknown), as for a request that got no reply.
+const UnconfirmedEtcd = "etcd-unconfirmed"
+
 // Error is an error with the HTTP status the servers reply with. Backend
 // methods return it for requests they refuse; any other error is a 500.
 type Error struct {

@@ -122,7 +122,8 @@
 // error; 3 the daemon is unreachable (the message names the socket and why)
 // or did not answer within -timeout; 4 a change (drain, disable, enable,
 // reload, gslb off, on or ttl) was sent whole but no reply came (the
-// connection was cut, -timeout passed or lbctl was interrupted): whether
+// connection was cut, -timeout passed or lbctl was interrupted), or, in a
+// fleet, reached etcd's client but etcd did not confirm it in time: whether
 // it was applied is unknown, so check with lbctl status and lbctl events
 // before sending it again; 5 the daemon, in a fleet, refused a change
 // because it cannot reach the fleet's etcd (nothing was changed).

@@ -29,8 +29,8 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 // fail prints err as the operator should see it and returns the exit
 // status: 2 for a usage error, 3 when the daemon cannot be reached or does
-// not answer in time, 4 when a change was sent but no reply came (whether
-// it was applied is unknown), 5 when the daemon refused a change because
+// not answer in time, 4 when a change was sent but no reply came or the
+// fleet's etcd did not confirm it (whether it was applied is unknown), 5 when the daemon refused a change because
 // it cannot reach the fleet's etcd, 1 when it refused, the operator interrupted
 // the request before it was sent, or anything else went wrong.
 func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
@@ -75,8 +75,11 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitUnreachable
 	case errors.As(err, &ce):
 		e.refused(ce)
-		if ce.Unavailable == control.UnavailableEtcd {
+		switch ce.Unavailable {
+		case control.UnavailableEtcd:
 			return exitNoEtcd
+		case control.UnconfirmedEtcd:
+			return exitUnknown
 		}
 		return exitRefused
 	}

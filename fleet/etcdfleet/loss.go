@@ -246,8 +246,8 @@ func (s *LossStore) Save(ctx context.Context, st intent.State, expected intent.R
 	if err != nil {
 		if IsUnreachable(err) {
 			s.link.fail(err, true)
-			return 0, &control.Error{Code: http.StatusServiceUnavailable, Unavailable: control.UnavailableEtcd, Message: fmt.Sprintf(
-				"the fleet's etcd did not confirm the change within %s (%v): it is not in force; had it reached etcd, every host applies it from there once etcd answers (lbctl fleet status)",
+			return 0, &control.Error{Code: http.StatusServiceUnavailable, Unavailable: control.UnconfirmedEtcd, Message: fmt.Sprintf(
+				"the fleet's etcd did not confirm the change within %s (%v): whether it was applied is unknown; if it reached etcd, every host applies it from there (lbctl fleet status, lbctl events)",
 				SaveTimeout, err)}
 		}
 		return 0, err
