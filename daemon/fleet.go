@@ -18,6 +18,7 @@ import (
 	"lbdns/control"
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
+	"lbdns/gslb/server"
 	"lbdns/intent"
 )
 
@@ -76,6 +77,16 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	}
 	n.log.Info("in a fleet: operator intent is shared through etcd", "node", f.Name, "location", f.Location, "cluster", f.Cluster, "prefix", f.Prefix, "etcd_version", version)
 	return store, nil
+}
+
+// serialVersions returns the fleet's register of configuration versions
+// the responder's SOA serial follows (nil without [fleet]: the host's
+// own count).
+func (d *Daemon) serialVersions() server.VersionRegister {
+	if d.fleet == nil {
+		return nil
+	}
+	return etcdfleet.NewSerialVersions(d.fleet.cli, d.fleet.cfg.Prefix)
 }
 
 // registerFleetMetrics registers the fleet's gauges on the daemon's
