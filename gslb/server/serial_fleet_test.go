@@ -52,7 +52,11 @@ func (f *fakeRegister) Watch(ctx context.Context, changed func()) {
 
 func (f *fakeRegister) setDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
 
-func (f *fakeRegister) of(hash string) uint32 { f.mu.Lock(); defer f.mu.Unlock(); return f.v.Hashes[hash] }
+func (f *fakeRegister) of(hash string) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.v.Hashes[hash]
+}
 
 // fleetStore returns a loaded store of reg in dir.
 func fleetStore(t *testing.T, dir string, reg VersionRegister) *SerialStore {
