@@ -142,19 +142,21 @@ func (d *Daemon) followFleet(ctx context.Context) {
 	n := d.fleet
 	var cfgVer, inVer, rsVer, annVer uint64
 	hash := ""
+	var sections map[string]string
 	beat := func() fleet.Heartbeat {
 		cfg, cv := d.hub.Config.Load()
 		if cv != cfgVer || hash == "" {
-			h, err := fleet.ConfigHash(cfg)
+			h, sec, err := fleet.ConfigHashes(cfg)
 			if err != nil {
 				n.log.Warn("cannot hash the configuration for the fleet heartbeat", "err", err)
 			}
-			hash, cfgVer = h, cv
+			hash, sections, cfgVer = h, sec, cv
 		}
 		in, iv := d.hub.Intent.Load()
 		rs, rv := d.hub.Responder.Load()
 		inVer, rsVer = iv, rv
 		hb := d.fleetHeartbeat(hash, in.Revision, rs.Serial)
+		hb.ConfigSections = sections
 		var ann announce.Beat
 		ann, annVer = d.bgp.ann.Beat().Load()
 		hb.Drained, hb.Announced = ann.Drained, ann.Announced
@@ -232,7 +234,7 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 	}
 	for _, x := range nodes {
 		st.Nodes = append(st.Nodes, control.FleetNode{
-			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash,
+			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash, ConfigSections: x.ConfigSections,
 			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
 			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn,
 		})
