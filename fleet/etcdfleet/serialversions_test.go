@@ -1,8 +1,11 @@
 package etcdfleet
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"lbdns/gslb/server"
 )
@@ -59,5 +62,41 @@ func TestSerialVersions(t *testing.T) {
 	doc, err := NewSerialVersions(tf.c.Root(), tf.f.Prefix).Read(ctxT(t))
 	if err != nil || doc.Max != 3 || len(doc.Hashes) != 3 {
 		t.Errorf("register %+v, %v; want max 3, three hashes", doc, err)
+	}
+}
+
+// TestSerialVersionsWatch: a version another node registers wakes the
+// watch, and the watch returns when its context is done.
+func TestSerialVersionsWatch(t *testing.T) {
+	tf := newFleet(t, "serialwatch")
+	_, cli := tf.node("a", "", StoreOptions{})
+	_, other := tf.node("b", "", StoreOptions{})
+	reg := NewSerialVersions(cli, tf.f.Prefix)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	woke := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		reg.Watch(ctx, func() { woke <- struct{}{} })
+		close(done)
+	}()
+	deadline := time.After(10 * time.Second)
+	for {
+		if _, err := NewSerialVersions(other, tf.f.Prefix).Version(ctxT(t), fmt.Sprint("H", time.Now().UnixNano()), 1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-woke:
+		case <-time.After(200 * time.Millisecond):
+			continue // the watch may not be open yet: write again
+		case <-deadline:
+			t.Fatal("no wake-up from the watch")
+		}
+		break
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch did not return after its context was done")
 	}
 }

@@ -251,9 +251,11 @@ func (r *Responder) Run(ctx context.Context) {
 		t := time.NewTicker(r.o.ResyncEvery)
 		defer t.Stop()
 		resync = t.C
-		r.resync() // a version another host raised while this one was away
 	}
 	took := r.refresh()
+	if resync != nil && r.resync() { // a version another host raised while this one was away
+		took = r.refresh() // served first: an unreachable register does not hold back the first answers
+	}
 	ended := time.Now()
 	for h != nil {
 		select {

@@ -290,3 +290,38 @@ func TestResponderFleetSerial(t *testing.T) {
 		return got == want, fmt.Sprint(got)
 	})
 }
+
+// TestResponderFleetSerialUnreachable: a responder that starts with an
+// empty state while the register cannot be reached serves its own count
+// at once, and moves up to the fleet's serial once the register is back
+// (asked again every ResyncEvery).
+func TestResponderFleetSerialUnreachable(t *testing.T) {
+	reg := newFakeRegister()
+	for _, h := range []string{"x1", "x2", "x3", "x4"} {
+		reg.Version(context.Background(), h, 1)
+	}
+	cfg := wwwConfig(t, t.TempDir(), 30)
+	hash := ConfigHash(cfg)
+	reg.Version(context.Background(), hash, 1) // the fleet serves cfg at version 5
+	reg.setDown(true)
+	h := hub.New(func() hub.Facts { return upStatus(health.Up) })
+	h.Config.Publish(cfg)
+	r := NewResponder(ResponderOptions{Hub: h, Versions: watchedRegister{reg, make(chan struct{})}, Revision: func() uint64 { return 2 }, ResyncEvery: 20 * time.Millisecond})
+	if err := r.Accept(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	poll.Until(t, 5*time.Second, "responder listening", poll.True(func() bool { return len(r.Addrs()) == 1 }))
+	addr := r.Addrs()[0].String()
+	if got := soaOf(t, addr); got != 1+2 {
+		t.Fatalf("serial without the register %d, want 3 (its own count)", got)
+	}
+	reg.setDown(false)
+	poll.Until(t, 5*time.Second, "the fleet's serial", func() (bool, string) {
+		got := soaOf(t, addr)
+		return got == 5+2, fmt.Sprint(got)
+	})
+}
