@@ -972,6 +972,9 @@ type FleetNode struct {
 	Version string `json:"version"`
 	// ConfigHash identifies the node's configuration (without [fleet]).
 	ConfigHash string `json:"config_hash"`
+	// ConfigSections are the node's per-table configuration hashes
+	// (fleet.ConfigSections; none from an older node).
+	ConfigSections map[string]string `json:"config_sections,omitempty"`
 	// IntentRevision is the intent revision the node applied;
 	// CurrentRevision the one in force for its scope.
 	IntentRevision  uint64 `json:"intent_revision"`

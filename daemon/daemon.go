@@ -290,7 +290,7 @@ func New(opts Options) (*Daemon, error) {
 	// Made here, not in Run, so that Status never races its assignment.
 	d.flood = newFlood(d, cfg)
 	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
-		Flood: d.flood.pipeline()})
+		Flood: d.flood.pipeline(), Versions: d.serialVersions()})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
 	d.ident = identify.New(identify.Options{

@@ -18,6 +18,7 @@ import (
 	"lbdns/control"
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
+	"lbdns/gslb/server"
 	"lbdns/intent"
 )
 
@@ -78,6 +79,16 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 	return store, nil
 }
 
+// serialVersions returns the fleet's register of configuration versions
+// the responder's SOA serial follows (nil without [fleet]: the host's
+// own count).
+func (d *Daemon) serialVersions() server.VersionRegister {
+	if d.fleet == nil {
+		return nil
+	}
+	return etcdfleet.NewSerialVersions(d.fleet.cli, d.fleet.cfg.Prefix)
+}
+
 // registerFleetMetrics registers the fleet's gauges on the daemon's
 // registry.
 func (d *Daemon) registerFleetMetrics() error {
@@ -131,19 +142,21 @@ func (d *Daemon) followFleet(ctx context.Context) {
 	n := d.fleet
 	var cfgVer, inVer, rsVer, annVer uint64
 	hash := ""
+	var sections map[string]string
 	beat := func() fleet.Heartbeat {
 		cfg, cv := d.hub.Config.Load()
 		if cv != cfgVer || hash == "" {
-			h, err := fleet.ConfigHash(cfg)
+			h, sec, err := fleet.ConfigHashes(cfg)
 			if err != nil {
 				n.log.Warn("cannot hash the configuration for the fleet heartbeat", "err", err)
 			}
-			hash, cfgVer = h, cv
+			hash, sections, cfgVer = h, sec, cv
 		}
 		in, iv := d.hub.Intent.Load()
 		rs, rv := d.hub.Responder.Load()
 		inVer, rsVer = iv, rv
 		hb := d.fleetHeartbeat(hash, in.Revision, rs.Serial)
+		hb.ConfigSections = sections
 		var ann announce.Beat
 		ann, annVer = d.bgp.ann.Beat().Load()
 		hb.Drained, hb.Announced = ann.Drained, ann.Announced
@@ -221,7 +234,7 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 	}
 	for _, x := range nodes {
 		st.Nodes = append(st.Nodes, control.FleetNode{
-			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash,
+			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash, ConfigSections: x.ConfigSections,
 			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
 			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn,
 		})

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"lbdns/configs"
@@ -27,6 +29,11 @@ type Heartbeat struct {
 	Version string `json:"version"`
 	// ConfigHash is ConfigHash of the configuration in force.
 	ConfigHash string `json:"config_hash"`
+	// ConfigSections are ConfigSections of the configuration in force:
+	// a short hash per table, so that the fleet view names the tables
+	// a node differs in (nil from a node before them: compared by
+	// ConfigHash alone).
+	ConfigSections map[string]string `json:"config_sections,omitempty"`
 	// IntentRevision is the intent revision the node has applied.
 	IntentRevision uint64 `json:"intent_revision"`
 	// Serial is the GSLB zones' SOA serial the node answers (0: no
@@ -120,18 +127,96 @@ func Version() string {
 	return bi.Main.Version
 }
 
-// ConfigHash returns a short hash of cfg's content without the host's
-// own tables ([daemon]: state directory, sockets, log level; [fleet]:
-// the node's names) and the file's path: nodes that run the same
-// configuration have the same hash, whatever their names, locations and
-// local paths.
+// ConfigHash returns a short hash of cfg's content that nodes running
+// the same configuration share, whatever their own keys: the hash of
+// ConfigSections' hashes.
 func ConfigHash(cfg *configs.Config) (string, error) {
+	h, _, err := ConfigHashes(cfg)
+	return h, err
+}
+
+// ConfigSections returns a short hash of each top-level table of cfg
+// (named as in the file: "gslb", "vip", "resolver"; a table of named
+// tables, [check.NAME], one per name: "check.recursive"), without what
+// is each host's own, which differs between nodes by design:
+//
+//   - [daemon] whole (state directory, control socket, status_listen,
+//     log level) and [fleet] whole (node name, location, cluster, etcd
+//     endpoints and certificates, canaries);
+//   - [gslb.server] listen (the host's GSLB listen addresses);
+//   - [bgp] router_id and its [[bgp.peer]] (each host's own routers,
+//     addresses, passwords and hold times);
+//   - [[vip]] interface (where the host keeps the VIP address);
+//   - [dnstap] unix and tcp (the intake's listen addresses);
+//   - the file's path.
+func ConfigSections(cfg *configs.Config) (map[string]string, error) {
+	_, sec, err := ConfigHashes(cfg)
+	return sec, err
+}
+
+// ConfigHashes returns ConfigHash and ConfigSections of cfg ("" and nil
+// for a nil cfg).
+func ConfigHashes(cfg *configs.Config) (string, map[string]string, error) {
 	if cfg == nil {
-		return "", nil
+		return "", nil, nil
 	}
+	c := sharedConfig(cfg)
+	out := map[string]string{}
+	rv := reflect.ValueOf(c).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if !f.IsExported() || name == "" || name == "-" || name == "daemon" || name == "fleet" {
+			continue
+		}
+		v := rv.Field(i)
+		if v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String {
+			for _, k := range v.MapKeys() {
+				sum, err := shortHash(v.MapIndex(k).Interface())
+				if err != nil {
+					return "", nil, err
+				}
+				out[name+"."+k.String()] = sum
+			}
+			continue
+		}
+		sum, err := shortHash(v.Interface())
+		if err != nil {
+			return "", nil, err
+		}
+		out[name] = sum
+	}
+	names := slices.Sorted(maps.Keys(out))
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%s=%s\n", n, out[n])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6]), out, nil
+}
+
+// sharedConfig returns a copy of cfg without what is each host's own
+// (ConfigSections' list); cfg is left as it is.
+func sharedConfig(cfg *configs.Config) *configs.Config {
 	c := *cfg
 	c.Fleet, c.Path, c.Daemon = nil, "", configs.Daemon{}
-	b, err := json.Marshal(&c)
+	c.GSLB.Server.Listen, c.GSLB.Server.ListenAddrs = nil, nil
+	c.BGP.RouterID, c.BGP.RouterAddr, c.BGP.Peers = "", netip.Addr{}, nil
+	c.VIPs = slices.Clone(c.VIPs)
+	for i := range c.VIPs {
+		c.VIPs[i].Interface = ""
+	}
+	if c.Dnstap != nil {
+		d := *c.Dnstap
+		d.Unix, d.TCP = "", ""
+		c.Dnstap = &d
+	}
+	return &c
+}
+
+// shortHash is the first 6 bytes of the SHA-256 of v's JSON, in hex.
+func shortHash(v any) (string, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("fleet: config hash: %w", err)
 	}
@@ -176,7 +261,7 @@ func Compare(nodes []Node) []Node {
 		byCluster[n.Cluster] = append(byCluster[n.Cluster], i)
 	}
 	for _, idx := range byCluster {
-		flagMinority(out, idx, func(n Node) string { return n.ConfigHash }, "configuration %s, most of its cluster run %s", "configuration %s, the cluster's differ")
+		flagConfig(out, idx)
 	}
 	all := make([]int, len(out))
 	for i := range all {
@@ -184,6 +269,58 @@ func Compare(nodes []Node) []Node {
 	}
 	flagMinority(out, all, func(n Node) string { return fmt.Sprint(n.Serial) }, "SOA serial %s, most nodes answer %s", "SOA serial %s, the nodes' differ")
 	return out
+}
+
+// flagConfig flags the nodes idx of out (one cluster) whose
+// configuration hash is not the majority's (flagMinority), and names in
+// the reason the tables in which the node's ConfigSections differ from
+// most of the nodes idx that carry them.
+func flagConfig(out []Node, idx []int) {
+	before := make([]int, len(out))
+	for _, i := range idx {
+		before[i] = len(out[i].Odd)
+	}
+	flagMinority(out, idx, func(n Node) string { return n.ConfigHash }, "configuration %s, most of its cluster run %s", "configuration %s, the cluster's differ")
+	for _, i := range idx {
+		if len(out[i].Odd) == before[i] || out[i].ConfigSections == nil {
+			continue
+		}
+		if d := sectionsDiffering(out, idx, i); len(d) > 0 {
+			out[i].Odd[len(out[i].Odd)-1] += ": differs in [" + strings.Join(d, "], [") + "]"
+		}
+	}
+}
+
+// sectionsDiffering returns, in name order, the tables in which node i
+// of out differs from the strict majority of the nodes idx that carry
+// ConfigSections (a table a node lacks counts as one value); a table
+// without such a majority is named too.
+func sectionsDiffering(out []Node, idx []int, i int) []string {
+	names := map[string]bool{}
+	var with []int
+	for _, j := range idx {
+		if out[j].ConfigSections == nil {
+			continue
+		}
+		with = append(with, j)
+		for n := range out[j].ConfigSections {
+			names[n] = true
+		}
+	}
+	var diff []string
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		count := map[string]int{}
+		for _, j := range with {
+			count[out[j].ConfigSections[name]]++
+		}
+		if len(count) == 1 {
+			continue
+		}
+		if c := count[out[i].ConfigSections[name]]; 2*c <= len(with) {
+			diff = append(diff, name)
+		}
+	}
+	return diff
 }
 
 // flagMinority flags the nodes idx of out whose key is not the strict

@@ -91,3 +91,28 @@ func TestFleetStatusVotes(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetStatusSections: a node whose configuration differs is shown
+// with the tables it differs in, and the JSON keeps every node's
+// per-table hashes.
+func TestFleetStatusSections(t *testing.T) {
+	sec := map[string]string{"gslb": "g1", "check.recursive": "c1"}
+	st := control.FleetStatus{On: true, Node: "lb1", Location: "dc1", Heartbeat: true, Nodes: []control.FleetNode{
+		{Name: "lb1", Location: "dc1", ConfigHash: "aaaa", ConfigSections: sec, Serial: 7},
+		{Name: "lb2", Location: "dc2", ConfigHash: "aaaa", ConfigSections: sec, Serial: 7},
+		{Name: "lb3", Location: "dc3", ConfigHash: "bbbb", ConfigSections: map[string]string{"gslb": "g2", "check.recursive": "c1"}, Serial: 7,
+			Odd: []string{"configuration bbbb, most of its cluster run aaaa: differs in [gslb]"}},
+	}}
+	f := startFake(t, map[string]reply{"GET /v1/fleet": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "fleet", "status")
+	for _, want := range []string{"configuration bbbb, most of its cluster run aaaa: differs in [gslb]", "1 of 3 nodes differ (marked !)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = lbctl(t, "-socket", f.socket, "-o", "json", "fleet", "status")
+	var got control.FleetStatus
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Nodes) != 3 || got.Nodes[2].ConfigSections["gslb"] != "g2" {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+}

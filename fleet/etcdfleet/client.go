@@ -11,6 +11,7 @@
 //	P/intent/host/NAME         the resolver overrides of a host in no cluster
 //	P/nodes/NAME               a node's heartbeat, under its lease
 //	P/votes/MEMBER/NAME        node NAME's vote on a GSLB member, under its lease
+//	P/serial/versions          the configuration versions behind the SOA serial, one per served hash (SerialVersions)
 //
 // The intent documents are intent.Marshal's JSON, each holding only the
 // kinds of its scope. The intent revision of a node is the larger of the

@@ -121,6 +121,14 @@ type ResponderOptions struct {
 	// Build builds the topology and the snapshots. Zero fields:
 	// DefaultBuilders'.
 	Build Builders
+	// Versions, in a fleet, is the register the configuration version
+	// behind the SOA serial comes from (see SerialStore); Run follows
+	// it. Nil: the host's own count.
+	Versions VersionRegister
+	// ResyncEvery is how often Run asks Versions again while the
+	// version is not the fleet's (the register could not be reached).
+	// Default 5 s.
+	ResyncEvery time.Duration
 }
 
 // Responder is the GSLB responder as the daemon runs it: it owns the DNS
@@ -176,6 +184,9 @@ func NewResponder(o ResponderOptions) *Responder {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.ResyncEvery <= 0 {
+		o.ResyncEvery = 5 * time.Second
+	}
 	if h := o.Hub; h != nil {
 		if o.Config == nil {
 			o.Config = func() *configs.Config { c, _ := h.Config.Load(); return c }
@@ -223,7 +234,28 @@ func (r *Responder) Run(ctx context.Context) {
 	if h != nil {
 		seen = versionsOf(h) // before the first build: no change is missed
 	}
+	var wake chan struct{}
+	var resync <-chan time.Time
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	if r.o.Versions != nil && h != nil {
+		wake = make(chan struct{}, 1)
+		watching.Go(func() {
+			r.o.Versions.Watch(ctx, func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+		})
+		t := time.NewTicker(r.o.ResyncEvery)
+		defer t.Stop()
+		resync = t.C
+	}
 	took := r.refresh()
+	if resync != nil && r.resync() { // a version another host raised while this one was away
+		took = r.refresh() // served first: an unreachable register does not hold back the first answers
+	}
 	ended := time.Now()
 	for h != nil {
 		select {
@@ -231,6 +263,14 @@ func (r *Responder) Run(ctx context.Context) {
 		case <-h.Config.Changed(seen.config):
 		case <-h.Facts.Changed(seen.facts):
 		case <-h.Intent.Changed(seen.intent):
+		case <-wake:
+			if !r.resync() {
+				continue
+			}
+		case <-resync:
+			if r.synced() || !r.resync() {
+				continue
+			}
 		}
 		if ctx.Err() != nil {
 			break
@@ -321,7 +361,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if r.o.Revision != nil {
 		rev = r.o.Revision()
 	}
-	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) && rev == r.rev {
+	if !newCfg && samePools(pools, r.pools) && sameIntent(want, r.intent) && rev == r.rev && r.storeVersion() == r.version {
 		return nil
 	}
 	loc, version := r.loc, r.version
@@ -352,6 +392,9 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		if version, err = store.Version(sum); err != nil {
 			return r.failed("cannot save the gslb configuration version; the last answers stay", err)
 		}
+		if err := store.RegisterError(); err != nil && !store.Synced() {
+			r.log.Warn("the fleet's register of configuration versions cannot be reached; the SOA serial follows this host's own count until it can", "version", version, "err", err)
+		}
 	}
 	store, err := r.serialStore(cfg)
 	if err != nil {
@@ -361,6 +404,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if err != nil {
 		return r.failed("cannot save the gslb SOA serial; the last answers stay", err)
 	}
+	version = store.Current()
 	var snap gslb.Answerer
 	if ready != nil {
 		snap = ready.WithSerial(serial)
@@ -495,12 +539,54 @@ func (r *Responder) serialStore(cfg *configs.Config) (*SerialStore, error) {
 	if r.store != nil {
 		return r.store, nil
 	}
-	s := NewSerialStore(cfg.Daemon.StateDir)
+	s := NewFleetSerialStore(cfg.Daemon.StateDir, r.o.Versions)
 	if err := s.Load(); err != nil {
 		return nil, fmt.Errorf("%w; repair or remove the file (removed, the serial restarts from 1 and may be lower than the one served before)", err)
 	}
 	r.store = s
 	return s, nil
+}
+
+// storeVersion returns the serial store's version (0 before it is
+// loaded).
+func (r *Responder) storeVersion() uint32 {
+	r.storeMu.Lock()
+	s := r.store
+	r.storeMu.Unlock()
+	if s == nil {
+		return 0
+	}
+	return s.Current()
+}
+
+// synced reports whether the serial store's version is the fleet's (true
+// before the store is loaded: nothing to resync yet).
+func (r *Responder) synced() bool {
+	r.storeMu.Lock()
+	s := r.store
+	r.storeMu.Unlock()
+	return s == nil || s.Synced()
+}
+
+// resync asks the fleet's register for the served data's version again
+// (SerialStore.Resync) and reports whether it moved: the serial must
+// then be served again. Its errors are logged once until it works again.
+func (r *Responder) resync() bool {
+	r.storeMu.Lock()
+	s := r.store
+	r.storeMu.Unlock()
+	if s == nil {
+		return false
+	}
+	before := s.RegisterError()
+	moved, err := s.Resync()
+	switch {
+	case err != nil && before == nil:
+		r.log.Warn("cannot reach the fleet's register of configuration versions; the SOA serial follows this host's own count until it can", "err", err)
+	case err == nil && before != nil:
+		r.log.Info("the fleet's register of configuration versions is reachable again", "version", s.Current())
+	}
+	return moved
 }
 
 // evaluate evaluates the members of p's configuration from the monitor's

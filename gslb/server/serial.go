@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"lbdns/configs"
 	"lbdns/internal/atomicfile"
@@ -37,30 +39,75 @@ type serialState struct {
 	Serial uint32 `json:"serial,omitempty"`
 }
 
+// VersionRegister is the register of configuration versions a fleet of
+// LB hosts shares (fleet/etcdfleet.SerialVersions): one version per hash
+// of the served data, so that every host serving the same data under the
+// same intent revision answers the same SOA serial, a host that joined
+// late or lost its state directory too.
+type VersionRegister interface {
+	// Version returns the version registered for hash when it is at
+	// least floor; else it registers for hash, and returns, a version
+	// at least floor and above every version registered before (see
+	// fleet.Versions.Assign). Calls for the same hash at once, from
+	// several hosts, end with one version.
+	Version(ctx context.Context, hash string, floor uint32) (uint32, error)
+	// Watch calls changed each time the register may have changed (and
+	// after each watch error), until ctx is done; then it returns.
+	Watch(ctx context.Context, changed func())
+}
+
+// registerTimeout bounds each call to the VersionRegister: past it the
+// store keeps to the local rule and converges later (Resync).
+const registerTimeout = 3 * time.Second
+
 // SerialStore keeps the configuration version from which the zones' SOA
-// serial follows: a counter that moves by one each time the hash of the
-// served data changes, and never goes backwards, also across restarts:
+// serial follows, and never lets it go backwards, also across restarts:
 // it is persisted (atomically) before it is used, and a version that
 // cannot be saved is not used. The serial served is the configuration
 // version plus the operator intent's revision (Serve), so it grows with
-// every change of either, and two hosts that saw the same configurations
-// and share the same intent revision answer the same serial. The last
-// serial served is kept too: should the revision ever go back (a state
-// file moved aside or replaced by hand), the version is moved up so that
-// the serial still only grows. It is safe for concurrent use.
+// every change of either. The last serial served is kept too: should the
+// revision ever go back (a state file moved aside or replaced by hand),
+// the version is moved up so that the serial still only grows. It is
+// safe for concurrent use.
+//
+// Alone (no VersionRegister), the version is a counter that moves by one
+// each time the hash of the served data changes. In a fleet, it is the
+// version the fleet's register gave the hash (at least the host's last
+// version, one more for new data), so that hosts serving the same data
+// under the same intent revision answer the same serial, whatever their
+// history. When the register cannot be reached, the store keeps to the
+// local rule (the last version for the same data, one more for new
+// data, also at a first start with an empty state directory: version 1)
+// and Resync, called until it succeeds, moves it up to the fleet's (or
+// raises the fleet's to it): the serial then differs from the fleet's
+// for a while, and never goes back.
 type SerialStore struct {
-	path string
+	path     string
+	register VersionRegister // nil: the local rule alone
+
+	// rmu makes register calls one at a time (held across the network;
+	// mu is not, so that Serve and readers never wait on the register).
+	rmu sync.Mutex
 
 	mu      sync.Mutex
 	hash    string
 	version uint32
 	served  uint32 // the last serial Serve returned (0: none)
+	synced  bool   // version is the register's for hash
+	regErr  error  // the last register call's error (nil: it worked)
 }
 
-// NewSerialStore returns the store of SerialFile in stateDir. Call Load
-// before Version.
+// NewSerialStore returns the store of SerialFile in stateDir, which
+// counts versions by the local rule. Call Load before Version.
 func NewSerialStore(stateDir string) *SerialStore {
 	return &SerialStore{path: filepath.Join(stateDir, SerialFile)}
+}
+
+// NewFleetSerialStore returns the store of SerialFile in stateDir whose
+// versions come from register (nil: NewSerialStore's). Call Load before
+// Version.
+func NewFleetSerialStore(stateDir string, register VersionRegister) *SerialStore {
+	return &SerialStore{path: filepath.Join(stateDir, SerialFile), register: register}
 }
 
 // Path returns the file the version is kept in.
@@ -68,8 +115,9 @@ func (s *SerialStore) Path() string { return s.path }
 
 // Load reads the last configuration version, hash and serial from the
 // file. A missing file is no error (a first start: the first version is
-// 1); a file that cannot be read or parsed is, and the store must then
-// not be used: a version counted from nothing could go backwards.
+// 1, or the fleet's); a file that cannot be read or parsed is, and the
+// store must then not be used: a version counted from nothing could go
+// backwards.
 func (s *SerialStore) Load() error {
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -90,25 +138,125 @@ func (s *SerialStore) Load() error {
 		return fmt.Errorf("gslb serial: %s: unknown version %d (want %d)", s.path, st.Version, serialVersion)
 	}
 	s.mu.Lock()
-	s.hash, s.version, s.served = st.Hash, st.ConfigVersion, st.Serial
+	s.hash, s.version, s.served, s.synced = st.Hash, st.ConfigVersion, st.Serial, false
 	s.mu.Unlock()
 	return nil
 }
 
 // Version returns the configuration version of the served data whose
-// hash is hash: the last version when hash is the last hash, else the
-// next one, saved first. When it cannot be saved, Version returns the
-// last version and the error: the caller must not serve the new data.
+// hash is hash: the last version when hash is the last hash; else the
+// next one (alone), or the fleet register's for hash (in a fleet; when
+// the register cannot be reached, the next one, and RegisterError says
+// why), saved first. When it cannot be saved, Version returns the last
+// version and the error: the caller must not serve the new data.
 func (s *SerialStore) Version(hash string) (uint32, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.mu.Lock()
+	if hash == s.hash && s.version != 0 {
+		v := s.version
+		s.mu.Unlock()
+		return v, nil
+	}
+	floor := s.version + 1
+	s.mu.Unlock()
+	version, synced := floor, false
+	var regErr error
+	if s.register != nil {
+		if v, err := s.ask(hash, floor); err != nil {
+			regErr = err
+		} else {
+			version, synced = v, true
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hash == s.hash && s.version != 0 {
-		return s.version, nil
+	if s.register != nil {
+		s.regErr = regErr
 	}
-	if err := s.saveLocked(hash, s.version+1, s.served); err != nil {
+	if version <= s.version { // Serve moved it up meanwhile
+		version, synced = s.version+1, false
+	}
+	if err := s.saveLocked(hash, version, s.served); err != nil {
 		return s.version, err
 	}
+	s.synced = synced
 	return s.version, nil
+}
+
+// ask asks the register for hash's version at least floor.
+func (s *SerialStore) ask(hash string, floor uint32) (uint32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	v, err := s.register.Version(ctx, hash, floor)
+	if err != nil {
+		return 0, fmt.Errorf("gslb serial: fleet version of %.12s: %w", hash, err)
+	}
+	if v < floor {
+		return 0, fmt.Errorf("gslb serial: fleet version of %.12s is %d, below %d", hash, v, floor)
+	}
+	return v, nil
+}
+
+// Resync brings the version of the served data to the fleet register's
+// (nothing alone, or before the first Version): up when the register
+// holds a higher one for the hash (another host raised it, or this host
+// kept to the local rule while the register could not be reached), or
+// the register's up to the host's when the host's is higher. It reports
+// whether the version moved (the serial must then be served again) and
+// the register's error (the store is then unchanged: call it again
+// later).
+func (s *SerialStore) Resync() (bool, error) {
+	if s.register == nil {
+		return false, nil
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.mu.Lock()
+	hash, floor := s.hash, s.version
+	s.mu.Unlock()
+	if hash == "" || floor == 0 {
+		return false, nil
+	}
+	v, err := s.ask(hash, floor)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.regErr = err
+	if err != nil {
+		return false, err
+	}
+	if v <= s.version {
+		s.synced = v == s.version // below: Serve moved it up meanwhile; the next Resync raises the register's
+		return false, nil
+	}
+	if err := s.saveLocked(hash, v, s.served); err != nil {
+		return false, err
+	}
+	s.synced = true
+	return true, nil
+}
+
+// Synced reports whether the version is the one the fleet register
+// holds for the served data (always false alone).
+func (s *SerialStore) Synced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
+}
+
+// RegisterError returns the error of the last call to the fleet
+// register (nil when it worked, and alone).
+func (s *SerialStore) RegisterError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.regErr
+}
+
+// Current returns the configuration version in force (0: none yet).
+func (s *SerialStore) Current() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
 }
 
 // Serve returns the SOA serial to serve under the intent revision rev:
@@ -130,8 +278,12 @@ func (s *SerialStore) Serve(rev uint64) (uint32, error) {
 	if serial == s.served && version == s.version {
 		return serial, nil
 	}
+	moved := version != s.version
 	if err := s.saveLocked(s.hash, version, serial); err != nil {
 		return s.served, err
+	}
+	if moved {
+		s.synced = false // above the register's: Resync raises it
 	}
 	return serial, nil
 }
