@@ -44,9 +44,9 @@ func TestVotes(t *testing.T) {
 	if len(got) != 3 || got[0].Prober != "a" || got[0].Location != "dc-a" || got[1].Up != true {
 		t.Fatalf("votes %+v", got)
 	}
-	rules := fleet.Rules{MinVotes: 2, MaxAge: time.Hour, Hold: time.Minute}
+	rules := fleet.Rules{MinVotes: 2, MaxAge: time.Hour, Hold: time.Minute, UpPercent: 50} // a strict majority
 	if d := fleet.Count(got, fleet.Decision{}, rules, time.Now()); d.Verdict != fleet.VerdictDown || d.Down != 2 {
-		t.Fatalf("verdict %+v, want down by 2 to 1", d)
+		t.Fatalf("verdict %+v, want down by 2 to 1 under a strict majority", d)
 	}
 
 	key := voteKey(tf.f.Prefix, m, "a")
