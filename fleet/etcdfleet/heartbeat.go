@@ -31,7 +31,7 @@ type HeartbeatOptions struct {
 	Retry time.Duration
 	// Logger receives the lease's losses and recoveries. Default: discard.
 	Logger *slog.Logger
-	// Now is the clock of the heartbeat's Beat. Default time.Now.
+	// Now is the clock of the heartbeat's Beat and of Alive's confirmation. Default time.Now.
 	Now func() time.Time
 }
 
@@ -56,7 +56,11 @@ type Heartbeater struct {
 	// lease is the lease in force (0 while none).
 	lease atomic.Int64
 
-	alive     atomic.Bool
+	alive atomic.Bool
+	// confirmed is when a write under the lease last succeeded (unix
+	// nanoseconds, the Now of HeartbeatOptions): etcd takes a put only
+	// under a live lease.
+	confirmed atomic.Int64
 	stop      context.CancelFunc
 	done      chan struct{}
 	sess      *concurrency.Session // the loop's; Close's once the loop is done
@@ -145,6 +149,7 @@ func (h *Heartbeater) write(ctx context.Context, sess *concurrency.Session, hb f
 	if err := put(wctx, h.cli, h.opts.Keys.Node, string(b), sess.Lease()); err != nil {
 		return fmt.Errorf("fleet: write heartbeat %s: %w", h.opts.Keys.Node, err)
 	}
+	h.confirmed.Store(h.opts.Now().UnixNano())
 	return nil
 }
 
@@ -163,7 +168,17 @@ func (h *Heartbeater) Publish(hb fleet.Heartbeat) {
 // Alive reports whether the node's lease is alive as far as it knows:
 // false from the loss of a lease until the heartbeat is written again
 // under a new one.
-func (h *Heartbeater) Alive() bool { return h.alive.Load() }
+//
+// It is also false once no heartbeat write has confirmed the lease for
+// a TTL (writes go every Interval): by then the other nodes have most
+// likely dropped this one from their view, even if its own client has
+// not yet learnt that the lease is gone (which takes up to a TTL more).
+func (h *Heartbeater) Alive() bool {
+	if !h.alive.Load() {
+		return false
+	}
+	return h.opts.Now().Sub(time.Unix(0, h.confirmed.Load())) <= h.opts.TTL
+}
 
 func (h *Heartbeater) run(ctx context.Context, sess *concurrency.Session, written fleet.Heartbeat) {
 	defer close(h.done)

@@ -2,6 +2,7 @@ package etcdfleet
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,3 +139,35 @@ func TestHeartbeatLeaseLost(t *testing.T) {
 }
 
 func clientv3LeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
+
+// TestHeartbeatAliveNeedsConfirmation: the node says its heartbeat is
+// alive only while a write under the lease confirmed it within a TTL, so
+// that a node whose writes fail (cut off from etcd) stops calling itself
+// alive about when the others drop it, not when its client at last
+// learns that the lease is gone.
+func TestHeartbeatAliveNeedsConfirmation(t *testing.T) {
+	tf := newFleet(t, "confirmed")
+	_, cli := tf.node("a", "c1", StoreOptions{})
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	// No periodic rewrite within the test: only Publish writes.
+	h, err := StartHeartbeat(ctxT(t), cli, HeartbeatOptions{Keys: KeysOf(tf.f.Prefix, "c1", "a"), TTL: 2 * time.Second, Interval: time.Hour, Now: clock},
+		fleet.Heartbeat{Name: "a", Location: "dc-a", Cluster: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if !h.Alive() {
+		t.Fatal("not alive right after the first write")
+	}
+	advance(2*time.Second + time.Millisecond)
+	if h.Alive() {
+		t.Fatal("alive with no write confirming the lease for more than a TTL")
+	}
+	h.Publish(fleet.Heartbeat{Name: "a", Location: "dc-a", Cluster: "c1", Serial: 9})
+	poll.Until(t, 5*time.Second, "the published heartbeat to confirm the lease again", func() (bool, string) {
+		return h.Alive(), "not alive"
+	})
+}
