@@ -49,7 +49,10 @@ import (
 // etcd or from its peers (nftables in its namespace); kill -9 of a host
 // (restarted after); SIGSTOP of a host; a host's descriptors exhausted
 // through its status endpoint and its control socket (lbdnsd runs under
-// prlimit --nofile); an etcd compaction; a member's death.
+// prlimit --nofile); an etcd compaction; kill -9 of the etcd leader
+// (restarted after); a member's death. (One etcd member cut off from its
+// peers is fleet/etcdfleet's TestSavesWithOneMemberCutOff, against the
+// cluster's peer proxies, which a cluster in a namespace has not.)
 //
 // The checker fails the test on: an answer with a dead member more than
 // faultDeathBound after its death; an answer without a healthy member
@@ -251,7 +254,7 @@ func (l *faultLab) fault() {
 	a, b := l.hosts[pick[0]], l.hosts[pick[1]]
 	w := faultWindow{from: time.Now()}
 	var heal func()
-	switch kinds := []string{"cut-members", "cut-members-2", "cut-etcd", "cut-peers", "kill9", "sigstop", "exhaust-fds", "compact", "member-death"}; kinds[l.rng.IntN(len(kinds))] {
+	switch kinds := []string{"cut-members", "cut-members-2", "cut-etcd", "cut-peers", "kill9", "sigstop", "exhaust-fds", "compact", "member-death", "kill-etcd-leader"}; kinds[l.rng.IntN(len(kinds))] {
 	case "cut-members":
 		w.kind, w.hosts = "cut-members", []string{a.name}
 		l.note("cut %s from the members for %s", a.name, hold)
@@ -302,6 +305,23 @@ func (l *faultLab) fault() {
 		cancel()
 		l.note("compact etcd at revision %d (err %v)", rev, err)
 		heal = func() {}
+	case "kill-etcd-leader":
+		w.kind = "kill-etcd-leader"
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		leader, err := l.etcd.MemberLeader(ctx, l.rng.IntN(len(l.etcd.Endpoints)))
+		cancel()
+		if err != nil || leader < 0 {
+			l.note("no etcd leader to kill (%v): skipped", err)
+			heal = func() {}
+			break
+		}
+		l.note("kill -9 etcd member %d (the leader), restarted after %s", leader, hold)
+		l.etcd.StopMember(leader)
+		heal = func() {
+			if err := l.etcd.StartMember(leader); err != nil {
+				l.t.Fatalf("restart etcd member %d: %v", leader, err)
+			}
+		}
 	case "member-death":
 		m := l.memberNames[l.rng.IntN(len(l.memberNames))]
 		w.kind, w.member = "member-death", m
