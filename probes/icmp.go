@@ -240,9 +240,12 @@ func (c *icmpChecker) judge(ctx context.Context, sent, recv int, avg, elapsed, b
 	switch {
 	case sent == 0 && err != nil:
 		r.Detail = icmpErrText(err)
+		r.Cause = localCause(err, c.ProbeAddr())
 	case sent == 0:
 		r.Detail = describeErr(ctx, context.DeadlineExceeded, budget)
 	case recv == 0 && err != nil:
+		// Echoes went out and none came back: the target's, whatever
+		// failed to send.
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, icmpErrText(err))
 	case recv == 0:
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, describeErr(ctx, context.DeadlineExceeded, budget))
