@@ -139,6 +139,11 @@ func (t *target) fastInterval() time.Duration {
 // second.
 func (m *Monitor) handleResult(_ context.Context, t *target, r check.Result) (transitioning bool) {
 	now := m.opts.Now()
+	if r.Local() {
+		// Status, lbctl and the page show the last result's detail:
+		// say there that it is the prober's, and that the verdict holds.
+		r.Detail = "local failure (" + r.Cause.String() + "), verdict held: " + r.Detail
+	}
 	t.mu.Lock()
 	t.probeStart = time.Time{}
 	t.last, t.lastAt = r, now
