@@ -169,6 +169,9 @@ func currentPingGroups() string {
 
 // ProbeAddr returns the address pinged, without a port (check.Addressed).
 func (c *icmpChecker) ProbeAddr() netip.AddrPort {
+	if c.addr == nil {
+		return netip.AddrPort{}
+	}
 	a, _ := netip.AddrFromSlice(c.addr.IP)
 	return netip.AddrPortFrom(a.Unmap().WithZone(c.addr.Zone), 0)
 }
