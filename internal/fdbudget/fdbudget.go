@@ -168,4 +168,3 @@ func (c *conn) Close() error {
 // Unwrap returns the connection the listener accepted (for a caller that
 // needs its type: a *net.UnixConn's peer credentials).
 func (c *conn) Unwrap() net.Conn { return c.Conn }
-
