@@ -7,6 +7,7 @@ package check
 import (
 	"context"
 	"net/netip"
+	"strconv"
 	"time"
 )
 
@@ -25,6 +26,66 @@ type Result struct {
 	// https check's certificate days left, an icmp check's echo loss and
 	// socket), in name order; nil when the kind has none.
 	Facts []Fact
+	// Cause is CauseTarget (the zero value) for a result that is evidence
+	// about the target, success or failure: a timeout, a refused or reset
+	// connection, a wrong answer. Any other Cause marks a failure whose
+	// reason is local to the prober (no descriptor, no buffer, no route,
+	// no local address, a local firewall refusing the send): it says
+	// nothing about the target, and the health tracker abstains from it
+	// (see Local).
+	Cause Cause
+}
+
+// Local reports whether r is a failure for a reason local to the prober
+// (r.Cause is not CauseTarget): not evidence about the target.
+func (r Result) Local() bool { return !r.OK && r.Cause != CauseTarget }
+
+// Cause says whose fault a failed check is: the target's (CauseTarget), or
+// which of the prober's own resources failed.
+type Cause uint8
+
+// The causes of a Result. Only CauseTarget is evidence about the target.
+const (
+	// CauseTarget: the result is the target's (every success, and the
+	// failures the target or the network to it caused).
+	CauseTarget Cause = iota
+	// CauseDescriptors: the prober had no descriptor left (EMFILE,
+	// ENFILE).
+	CauseDescriptors
+	// CauseMemory: the prober's kernel had no buffer or memory for the
+	// socket or the send (ENOBUFS, ENOMEM).
+	CauseMemory
+	// CauseNoRoute: the prober's own routing table has no route to the
+	// target (ENETUNREACH, EHOSTUNREACH raised by the local stack).
+	CauseNoRoute
+	// CauseAddress: no local address or port could be bound
+	// (EADDRNOTAVAIL: the source address is gone, the ephemeral ports
+	// are exhausted).
+	CauseAddress
+	// CauseForbidden: the prober's own firewall or a prohibit route
+	// refused the send (EPERM, EACCES).
+	CauseForbidden
+)
+
+// String returns the cause's name as metrics and status carry it:
+// "target", "descriptors", "memory", "no_route", "address",
+// "forbidden".
+func (c Cause) String() string {
+	switch c {
+	case CauseTarget:
+		return "target"
+	case CauseDescriptors:
+		return "descriptors"
+	case CauseMemory:
+		return "memory"
+	case CauseNoRoute:
+		return "no_route"
+	case CauseAddress:
+		return "address"
+	case CauseForbidden:
+		return "forbidden"
+	}
+	return "cause(" + strconv.Itoa(int(c)) + ")"
 }
 
 // Fact is one fact of a check kind's own found by a probe. Status, lbctl,

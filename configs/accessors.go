@@ -142,7 +142,8 @@ func (c *Config) Members(p *Pool) []*Resolver {
 
 // KeepRestartOnly keeps in c the keys that take effect only at a restart
 // (daemon.state_dir, daemon.control_socket, daemon.status_listen,
-// daemon.status_max_requests, actions.nft_table, the whole [fleet] and
+// daemon.status_max_requests, daemon.status_max_connections,
+// daemon.control_max_connections, daemon.reserved_fds, actions.nft_table, the whole [fleet] and
 // [dnstap] tables) as the running configuration has them, and tells
 // whether c had them different: the
 // state in force lives in the directory (or the etcd store) it was loaded
@@ -151,12 +152,17 @@ func (c *Config) Members(p *Pool) []*Resolver {
 func (c *Config) KeepRestartOnly(running *Config) (changed bool) {
 	changed = c.Daemon.StateDir != running.Daemon.StateDir || c.Daemon.ControlSocket != running.Daemon.ControlSocket ||
 		c.Daemon.StatusListen != running.Daemon.StatusListen || c.Daemon.StatusMaxRequests != running.Daemon.StatusMaxRequests ||
+		c.Daemon.StatusMaxConnections != running.Daemon.StatusMaxConnections || c.Daemon.ControlMaxConnections != running.Daemon.ControlMaxConnections ||
+		c.Daemon.ReservedFDs != running.Daemon.ReservedFDs ||
 		!c.Fleet.Equal(running.Fleet) || !c.Dnstap.Equal(running.Dnstap) || c.Actions.NftTable != running.Actions.NftTable
 	c.Actions.NftTable = running.Actions.NftTable
 	c.Daemon.StateDir = running.Daemon.StateDir
 	c.Daemon.ControlSocket = running.Daemon.ControlSocket
 	c.Daemon.StatusListen = running.Daemon.StatusListen
 	c.Daemon.StatusMaxRequests = running.Daemon.StatusMaxRequests
+	c.Daemon.StatusMaxConnections = running.Daemon.StatusMaxConnections
+	c.Daemon.ControlMaxConnections = running.Daemon.ControlMaxConnections
+	c.Daemon.ReservedFDs = running.Daemon.ReservedFDs
 	c.Fleet = running.Fleet
 	c.Dnstap = running.Dnstap
 	return changed

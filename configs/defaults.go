@@ -39,6 +39,14 @@ const (
 // node_exporter's default limit of concurrent scrapes.
 const DefaultStatusMaxRequests = 40
 
+// Defaults of the daemon's listeners' bounds: daemon.status_max_connections,
+// daemon.control_max_connections and daemon.reserved_fds.
+const (
+	DefaultStatusMaxConnections  = 256
+	DefaultControlMaxConnections = 64
+	DefaultReservedFDs           = 1024
+)
+
 // Refresh modes of a resolver (Resolver.Refresh).
 const (
 	RefreshWindow = "window"
@@ -77,6 +85,15 @@ func (d *decoder) defaults() {
 	}
 	if !has(d.daemonRaw, "status_max_requests") {
 		c.Daemon.StatusMaxRequests = DefaultStatusMaxRequests
+	}
+	if !has(d.daemonRaw, "status_max_connections") {
+		c.Daemon.StatusMaxConnections = DefaultStatusMaxConnections
+	}
+	if !has(d.daemonRaw, "control_max_connections") {
+		c.Daemon.ControlMaxConnections = DefaultControlMaxConnections
+	}
+	if !has(d.daemonRaw, "reserved_fds") {
+		c.Daemon.ReservedFDs = DefaultReservedFDs
 	}
 	if !has(d.ipvsRaw, "resync_interval") {
 		c.IPVS.ResyncInterval.Duration = DefaultResyncInterval

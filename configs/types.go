@@ -69,6 +69,20 @@ type Daemon struct {
 	// StatusMaxRequests is how many requests the status endpoint serves
 	// at once; one more is answered 503 with Retry-After. Default 40.
 	StatusMaxRequests int `toml:"status_max_requests"`
+	// StatusMaxConnections is how many connections the status endpoint
+	// keeps open at once; one more is closed as soon as accepted.
+	// Default 256.
+	StatusMaxConnections int `toml:"status_max_connections"`
+	// ControlMaxConnections is how many connections the control socket
+	// keeps open at once; one more is closed as soon as accepted.
+	// Default 64.
+	ControlMaxConnections int `toml:"control_max_connections"`
+	// ReservedFDs is how many descriptors below RLIMIT_NOFILE the
+	// control socket, the status endpoint and the dnstap intake leave to
+	// the health probes: a new connection that would take one is closed
+	// as soon as accepted (at most half the limit is reserved). Default
+	// 1024.
+	ReservedFDs int `toml:"reserved_fds"`
 }
 
 // IPVS holds settings of the kernel's IPVS table that are global to the host.

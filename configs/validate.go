@@ -166,7 +166,24 @@ func (d *decoder) validateDaemon() {
 	if dm.StatusMaxRequests < 1 || dm.StatusMaxRequests > MaxStatusRequests {
 		d.p.add("daemon.status_max_requests", strconv.Itoa(dm.StatusMaxRequests), fmt.Sprintf("must be between 1 and %d", MaxStatusRequests))
 	}
+	if n := dm.StatusMaxConnections; n < 1 || n > MaxListenerConnections {
+		d.p.add("daemon.status_max_connections", strconv.Itoa(n), fmt.Sprintf("must be between 1 and %d", MaxListenerConnections))
+	}
+	if n := dm.ControlMaxConnections; n < 1 || n > MaxListenerConnections {
+		d.p.add("daemon.control_max_connections", strconv.Itoa(n), fmt.Sprintf("must be between 1 and %d", MaxListenerConnections))
+	}
+	if n := dm.ReservedFDs; n < MinReservedFDs || n > MaxReservedFDs {
+		d.p.add("daemon.reserved_fds", strconv.Itoa(n), fmt.Sprintf("must be between %d and %d", MinReservedFDs, MaxReservedFDs))
+	}
 }
+
+// Bounds of daemon.status_max_connections, daemon.control_max_connections
+// and daemon.reserved_fds.
+const (
+	MaxListenerConnections = 1 << 16
+	MinReservedFDs         = 16
+	MaxReservedFDs         = 1 << 20
+)
 
 // MaxStatusRequests is the highest daemon.status_max_requests.
 const MaxStatusRequests = 10000

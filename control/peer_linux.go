@@ -8,6 +8,9 @@ import (
 
 // peerOf reads the credentials of c's peer with SO_PEERCRED.
 func peerOf(c net.Conn) peer {
+	if w, ok := c.(interface{ Unwrap() net.Conn }); ok {
+		c = w.Unwrap() // a bounded listener's connection
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return peer{}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultTimeout bounds a request to a server when its options leave the
@@ -39,6 +41,12 @@ type ServerOptions struct {
 	Timeout time.Duration
 	// GSLB answers /v1/gslb/explain. Nil: that endpoint answers 503.
 	GSLB GSLBBackend
+	// Limits bound the socket's connections (MaxConnections default
+	// DefaultControlMaxConnections).
+	Limits Limits
+	// Registerer receives lbdns_listener_connections_refused_total
+	// {listener="control"}. Nil: not exported.
+	Registerer prometheus.Registerer
 }
 
 // Server is the control-socket server: the JSON API under APIPrefix that
@@ -53,6 +61,8 @@ type Server struct {
 	// euid is the daemon's user: with root, the only peer uid let in.
 	euid    uint32
 	handler http.Handler
+	limits  Limits
+	reg     prometheus.Registerer
 }
 
 // NewServer returns a control-socket server over opts.Backend.
@@ -64,6 +74,8 @@ func NewServer(opts ServerOptions) *Server {
 		log:     opts.Logger,
 		timeout: opts.Timeout,
 		euid:    uint32(os.Geteuid()),
+		limits:  opts.Limits,
+		reg:     opts.Registerer,
 	}
 	if s.events == nil {
 		s.events = NewEventLog(0, nil)
@@ -101,8 +113,12 @@ type stopKey struct{}
 // Serve answers requests on ln (from ListenUnix) until ctx is done, then
 // stops: followed event streams end, requests in flight get a few seconds
 // to finish. It returns nil after such a stop, or the error that made
-// serving fail. ln is closed either way.
+// serving fail. ln is closed either way. The connections beyond
+// ServerOptions.Limits are closed as soon as accepted, and a connection
+// that sends no request head within 10 s, or stays idle a minute, is
+// closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln = bound(ln, s.limits, DefaultControlMaxConnections, "control", s.reg, s.log)
 	stop, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
 	hs := &http.Server{

@@ -60,6 +60,11 @@ type StatusOptions struct {
 	// PageEvents is how many events the page shows. Default
 	// DefaultPageEvents.
 	PageEvents int
+	// Limits bound the endpoint's connections (MaxConnections default
+	// DefaultStatusMaxConnections); the refusals are counted in
+	// lbdns_listener_connections_refused_total{listener="status"} on
+	// Registerer.
+	Limits Limits
 }
 
 // DefaultPageEvents is how many of the newest events the status page
@@ -83,6 +88,8 @@ type StatusServer struct {
 	// slots holds a token per request being served, at most MaxRequests.
 	slots   chan struct{}
 	refused prometheus.Counter
+	limits  Limits
+	reg     prometheus.Registerer
 }
 
 // NewStatusServer returns a status server over opts.Backend.
@@ -96,6 +103,8 @@ func NewStatusServer(opts StatusOptions) *StatusServer {
 		page:    newPageTemplate(),
 		events:  opts.Events,
 		nEvents: opts.PageEvents,
+		limits:  opts.Limits,
+		reg:     opts.Registerer,
 	}
 	if s.nEvents <= 0 {
 		s.nEvents = DefaultPageEvents
@@ -171,8 +180,12 @@ func (s *StatusServer) Handler() http.Handler { return s.handler }
 
 // Serve answers requests on ln until ctx is done, then stops, giving
 // requests in flight a few seconds. It returns nil after such a stop, or
-// the error that made serving fail. ln is closed either way.
+// the error that made serving fail. ln is closed either way. The
+// connections beyond StatusOptions.Limits are closed as soon as
+// accepted; one that sends no request head within 10 s, or stays idle a
+// minute, is closed.
 func (s *StatusServer) Serve(ctx context.Context, ln net.Listener) error {
+	ln = bound(ln, s.limits, DefaultStatusMaxConnections, "status", s.reg, s.log)
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -41,7 +41,9 @@ func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
-	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: d.gslb})
+	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: d.gslb,
+		Limits:     control.Limits{MaxConnections: d.cfg.Daemon.ControlMaxConnections, ReservedFDs: d.cfg.Daemon.ReservedFDs},
+		Registerer: d.registry})
 	wg.Go(func() {
 		if err := srv.Serve(ctx, d.ctlLn); err != nil {
 			d.log.Error("control socket stopped", "socket", d.ctlLn.Addr().String(), "err", err)
@@ -51,7 +53,8 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	d.gslb.Start(ctx, &wg)
 	if d.statusLn != nil {
 		ss := control.NewStatusServer(control.StatusOptions{Backend: b, Gatherer: d.registry, Logger: d.log.With("component", "status"), Events: d.evlog,
-			MaxRequests: d.cfg.Daemon.StatusMaxRequests, Registerer: d.registry})
+			MaxRequests: d.cfg.Daemon.StatusMaxRequests, Registerer: d.registry,
+			Limits: control.Limits{MaxConnections: d.cfg.Daemon.StatusMaxConnections, ReservedFDs: d.cfg.Daemon.ReservedFDs}})
 		wg.Go(func() {
 			if err := ss.Serve(ctx, d.statusLn); err != nil {
 				d.log.Error("status endpoint stopped", "addr", d.statusLn.Addr().String(), "err", err)

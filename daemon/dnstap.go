@@ -38,7 +38,7 @@ func (d *Daemon) newDnstap(cfg *configs.Config) (*intake.Server, error) {
 	handle := d.dnstapHandler()
 	srv, err := intake.New(intake.Config{
 		Unix: c.Unix, TCP: c.TCP, MaxConnections: c.MaxConnections, MaxFrame: c.MaxFrame,
-		HandshakeTimeout: c.HandshakeTimeout.Duration, Now: d.now,
+		HandshakeTimeout: c.HandshakeTimeout.Duration, Now: d.now, ReservedFDs: cfg.Daemon.ReservedFDs,
 	}, handle, d.registry, d.log.With("component", "dnstap"))
 	if err != nil {
 		return nil, fmt.Errorf("dnstap: %w", err)

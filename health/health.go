@@ -58,6 +58,15 @@ type Tracker struct {
 	consecFail     int
 	flaps          int
 	checks         uint64
+
+	// The abstention: abstainSince is when the current run of local
+	// failures began (zero: not abstaining); lastLocal and
+	// lastLocalReason are the latest local failure's; localFails counts
+	// them all.
+	abstainSince    time.Time
+	lastLocal       time.Time
+	lastLocalReason string
+	localFails      uint64
 }
 
 // NewTracker returns a tracker in state Unknown since now. A rise or fall
@@ -95,6 +104,7 @@ type Transition struct {
 func (t *Tracker) Observe(ok bool, reason string, now time.Time) (Transition, bool) {
 	t.checks++
 	t.lastReason = reason
+	t.abstainSince = time.Time{}
 	next := t.state
 	if ok {
 		t.lastOK = now
@@ -124,6 +134,26 @@ func (t *Tracker) Observe(ok bool, reason string, now time.Time) (Transition, bo
 	return tr, true
 }
 
+// Abstain records a check at now that failed for a reason local to the
+// prober (no descriptor, no buffer, no route: check.Result.Local): it is
+// no evidence about the target, so the tracker abstains. Neither run of
+// successes or failures moves, the state holds, and no transition is
+// made; the abstention lasts until the next Observe. It reports whether
+// this local failure started an abstention.
+func (t *Tracker) Abstain(reason string, now time.Time) (started bool) {
+	t.localFails++
+	t.lastLocal, t.lastLocalReason = now, reason
+	if !t.abstainSince.IsZero() {
+		return false
+	}
+	t.abstainSince = now
+	return true
+}
+
+// Abstaining reports whether the last check failed for a local reason
+// (see Abstain).
+func (t *Tracker) Abstaining() bool { return !t.abstainSince.IsZero() }
+
 // State returns the current state.
 func (t *Tracker) State() State { return t.state }
 
@@ -152,7 +182,22 @@ type Status struct {
 	Checks uint64
 	// Rise and Fall are the tracker's thresholds.
 	Rise, Fall int
+	// AbstainingSince is when the current run of checks that failed for
+	// a reason local to the prober began (see Tracker.Abstain); zero when
+	// the last check was evidence about the target. While it is set, the
+	// State is the verdict held from before.
+	AbstainingSince time.Time
+	// LastLocal and LastLocalReason are the time and the detail of the
+	// latest local failure; LocalFailures counts them all (they are not
+	// in Checks).
+	LastLocal       time.Time
+	LastLocalReason string
+	LocalFailures   uint64
 }
+
+// Abstaining reports whether the tracker abstains: its last check failed
+// for a local reason.
+func (s Status) Abstaining() bool { return !s.AbstainingSince.IsZero() }
 
 // Snapshot returns the tracker's current facts.
 func (t *Tracker) Snapshot() Status {
@@ -169,6 +214,10 @@ func (t *Tracker) Snapshot() Status {
 		Checks:          t.checks,
 		Rise:            t.rise,
 		Fall:            t.fall,
+		AbstainingSince: t.abstainSince,
+		LastLocal:       t.lastLocal,
+		LastLocalReason: t.lastLocalReason,
+		LocalFailures:   t.localFails,
 	}
 }
 

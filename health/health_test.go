@@ -225,3 +225,80 @@ func TestWithThresholds(t *testing.T) {
 		t.Fatalf("original changed with its copy: %v", tr.State())
 	}
 }
+
+// TestAbstainHoldsState: local failures ('L') between real observations
+// move neither run nor the state, make no transition, and the status says
+// since when the tracker abstains; the next real observation ends it.
+func TestAbstainHoldsState(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps string // + success, - failure, L local failure
+		want  State
+		fails int // ConsecutiveFail at the end
+	}{
+		{"up holds through many local failures", "++LLLLLLLLLL", Up, 0},
+		{"down holds", "---LLLLL", Down, 3},
+		{"unknown holds", "LLLLLLLLLL", Unknown, 0},
+		{"a run of failures is not lengthened", "++--LLLLL", Up, 2},
+		{"a run spans the abstention", "++--LLL-", Down, 3},
+		{"successes spanning an abstention", "---+LL+", Up, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(2, 3, t0)
+			starts := 0
+			for i, c := range tc.steps {
+				now := t0.Add(time.Duration(i+1) * time.Second)
+				switch c {
+				case 'L':
+					if tr.Abstain("socket: too many open files", now) {
+						starts++
+					}
+					if !tr.Abstaining() {
+						t.Fatalf("step %d: not abstaining after a local failure", i)
+					}
+				default:
+					tr.Observe(c == '+', "x", now)
+					if tr.Abstaining() {
+						t.Fatalf("step %d: still abstaining after a real observation", i)
+					}
+				}
+			}
+			s := tr.Snapshot()
+			if s.State != tc.want || s.ConsecutiveFail != tc.fails {
+				t.Errorf("state %v, %d failures in a row; want %v, %d", s.State, s.ConsecutiveFail, tc.want, tc.fails)
+			}
+			if n := strings.Count(tc.steps, "L"); s.LocalFailures != uint64(n) || s.Checks != uint64(len(tc.steps)-n) {
+				t.Errorf("LocalFailures %d, Checks %d; want %d, %d", s.LocalFailures, s.Checks, n, len(tc.steps)-n)
+			}
+			if starts != 1 {
+				t.Errorf("%d abstentions started, want one", starts)
+			}
+		})
+	}
+}
+
+// TestAbstainNoTransition: an up tracker fed nothing but local failures
+// for far longer than fall makes no transition and keeps its since; the
+// status reports the abstention's start and the last local reason.
+func TestAbstainNoTransition(t *testing.T) {
+	tr := NewTracker(1, 1, t0)
+	tr.Observe(true, "ok", t0)
+	upSince := tr.Snapshot().Since
+	first := t0.Add(time.Second)
+	for i := 1; i <= 100; i++ {
+		started := tr.Abstain(fmt.Sprintf("local %d", i), t0.Add(time.Duration(i)*time.Second))
+		if started != (i == 1) {
+			t.Fatalf("local failure %d: started %v", i, started)
+		}
+	}
+	s := tr.Snapshot()
+	if s.State != Up || !s.Since.Equal(upSince) {
+		t.Fatalf("after 100 local failures with fall 1: %v since %v, want up since %v", s.State, s.Since, upSince)
+	}
+	if !s.Abstaining() || !s.AbstainingSince.Equal(first) || s.LastLocalReason != "local 100" {
+		t.Errorf("abstaining %v since %v reason %q", s.Abstaining(), s.AbstainingSince, s.LastLocalReason)
+	}
+	if _, changed := tr.Observe(false, "refused", t0.Add(200*time.Second)); !changed {
+		t.Error("a real failure after the abstention (fall 1) made no transition")
+	}
+}

@@ -26,6 +26,17 @@
 // Run. A BatchChecker's checks started in one wake-up are held and then
 // flushed together, from the scheduler's goroutine.
 //
+// A check that fails for a reason local to the prober (check.Result.Local:
+// no descriptor, no buffer, no route of its own) is no evidence about the
+// target: the target's tracker abstains (health.Tracker.Abstain), its
+// state and its runs of successes and failures hold, and its status says
+// since when (TargetStatus.Abstaining). The verdict held counts as fresh
+// for Options.AbstainHold after the abstention began; after that it is
+// stale (TargetStatus.Stale, not Fresh) but still held: the monitor never
+// turns a target down, or unknown, for its own trouble. The monitor logs
+// once, at warning level, when its first target starts abstaining and
+// when its last one stops, never per check.
+//
 // Timers and check deadlines use the real clock; the times recorded in
 // health facts come from Options.Now.
 package monitor
@@ -49,6 +60,18 @@ import (
 // also capped at a 50th of its interval (20 ms at 1 s, the size of the
 // ±2% jitter), so short intervals keep their pacing.
 const DefaultCoalesce = 20 * time.Millisecond
+
+// DefaultAbstainHold is the default Options.AbstainHold: how long the
+// verdict of a target whose checks fail only for local reasons counts as
+// fresh. Half a minute covers a short descriptor or buffer squeeze (the
+// status endpoint flooded, a burst of connections) at the usual 1 to 5 s
+// intervals; beyond it the verdict is still held, but stale.
+const DefaultAbstainHold = 30 * time.Second
+
+// abstainLogGap is the least time between two "started abstaining" log
+// lines: a prober whose local trouble comes and goes logs once per gap,
+// not once per flap.
+const abstainLogGap = 10 * time.Second
 
 // AsyncChecker is a check.Checker that can also start a check without a
 // goroutine of its own; the scheduler uses StartCheck when a target's
@@ -165,11 +188,33 @@ type TargetStatus struct {
 	// Last is the last check result, at LastAt (zero before the first).
 	Last   check.Result
 	LastAt time.Time
+	// Hold is how long an abstention keeps the verdict fresh
+	// (Options.AbstainHold).
+	Hold time.Duration
 }
 
-// Fresh reports whether the target's facts are at most 3 intervals old.
+// Abstaining reports whether the prober abstains from judging the
+// target: its last check failed for a reason local to the prober, and
+// the state is the verdict held from before (Health.AbstainingSince says
+// since when). A fleet's vote of this node on the target should be
+// withdrawn, or held, not cast from it.
+func (s TargetStatus) Abstaining() bool { return s.Health.Abstaining() }
+
+// Stale reports whether the target has been abstaining for longer than
+// its Hold at now: its verdict is still held (never turned down), but no
+// longer fresh.
+func (s TargetStatus) Stale(now time.Time) bool {
+	return s.Abstaining() && now.Sub(s.Health.AbstainingSince) > s.Hold
+}
+
+// Fresh reports whether the target's facts are at most 3 intervals old,
+// or, while the prober abstains (Abstaining), whether the abstention has
+// lasted at most Hold.
 func (s TargetStatus) Fresh(now time.Time) bool {
-	return s.Health.Fresh(now, 3*s.Interval)
+	if s.Health.Fresh(now, 3*s.Interval) {
+		return true
+	}
+	return s.Abstaining() && !s.Stale(now)
 }
 
 // Slow reports whether a check has been in flight for more than half the
@@ -200,8 +245,13 @@ type Options struct {
 	// can be read: a versioned view of the statuses (hub.Lazy's Touch)
 	// hangs here. It must not block and must be safe for concurrent use.
 	OnChange func()
-	// Logger receives debug and error logs. Default: discard.
+	// Logger receives debug and error logs, and the warnings of the
+	// prober starting and stopping to abstain. Default: discard.
 	Logger *slog.Logger
+	// AbstainHold is how long the held verdict of a target whose checks
+	// fail only for local reasons stays fresh (see the package comment).
+	// Default DefaultAbstainHold.
+	AbstainHold time.Duration
 	// Coalesce is how early a check may start so that checks due close
 	// together start in one wake-up of the scheduler (and, for a
 	// BatchChecker, go out in one batch); a target's window is at most a
@@ -221,6 +271,10 @@ type Monitor struct {
 	// changes counts the changes of the targets' health states (see
 	// Changes).
 	changes atomic.Uint64
+
+	// abstain is the prober's abstention across targets, for its log
+	// lines and Abstaining.
+	abstain abstention
 
 	// wake tells the scheduler that the earliest due time changed;
 	// evKick tells Run that events wait in overflow.
@@ -261,7 +315,9 @@ type target struct {
 	batch   BatchChecker // checker, when it is one
 	// coalesce is how early the target's check may start.
 	coalesce time.Duration
-	spec     string
+	// hold is Options.AbstainHold, for the target's status.
+	hold time.Duration
+	spec string
 	// done is the result callback of async checks, made once.
 	done func(check.Result)
 
@@ -296,6 +352,9 @@ type target struct {
 func New(opts Options) *Monitor {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.AbstainHold <= 0 {
+		opts.AbstainHold = DefaultAbstainHold
 	}
 	log := opts.Logger
 	if log == nil {
@@ -360,6 +419,9 @@ func (m *Monitor) Update(targets []Target) {
 				carried = make(map[Key]*target)
 			}
 			carried[key] = old // only the schedule changed: keep the facts
+		}
+		if !sameFacts {
+			m.forgetAbstention(old)
 		}
 		old.removed = true
 		m.unqueueLocked(old)
@@ -444,6 +506,7 @@ func (m *Monitor) newTarget(tg Target, now time.Time) *target {
 		t.done = func(r check.Result) { m.finishAsync(t, r) }
 	}
 	t.coalesce = min(m.coalesce(), tg.Schedule.Interval/50)
+	t.hold = m.opts.AbstainHold
 	return t
 }
 

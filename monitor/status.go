@@ -82,5 +82,6 @@ func (t *target) status() TargetStatus {
 		Health:        t.tracker.Snapshot(),
 		Last:          t.last,
 		LastAt:        t.lastAt,
+		Hold:          t.hold,
 	}
 }

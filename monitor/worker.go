@@ -139,16 +139,41 @@ func (t *target) fastInterval() time.Duration {
 // second.
 func (m *Monitor) handleResult(_ context.Context, t *target, r check.Result) (transitioning bool) {
 	now := m.opts.Now()
+	if r.Local() {
+		// Status, lbctl and the page show the last result's detail:
+		// say there that it is the prober's, and that the verdict holds.
+		r.Detail = "local failure (" + r.Cause.String() + "), verdict held: " + r.Detail
+	}
 	t.mu.Lock()
 	t.probeStart = time.Time{}
 	t.last, t.lastAt = r, now
-	tr, changed := t.tracker.Observe(r.OK, r.Detail, now)
+	var tr health.Transition
+	var changed, started, ended bool
+	var since time.Time
+	if r.Local() {
+		// The prober's own trouble: no evidence, the tracker abstains.
+		started = t.tracker.Abstain(r.Detail, now)
+	} else {
+		if t.tracker.Abstaining() {
+			ended, since = true, t.tracker.Snapshot().AbstainingSince
+		}
+		tr, changed = t.tracker.Observe(r.OK, r.Detail, now)
+	}
 	transitioning = t.transitioningLocked()
 	t.mu.Unlock()
 	if m.opts.OnResult != nil {
 		m.opts.OnResult(t.key, r)
 	}
+	if started || ended {
+		m.abstained(t, r, started, since, now)
+	}
 	if !changed {
+		if started || ended {
+			m.changes.Add(1) // the status's abstaining flag moved
+			if m.opts.OnChange != nil {
+				m.opts.OnChange()
+			}
+		}
 		return transitioning
 	}
 	m.changes.Add(1) // after the new state is visible (see Changes)

@@ -76,7 +76,7 @@ func (c *dnsChecker) startCheck(deadline time.Time, done func(check.Result), hel
 	start := time.Now()
 	e, err := c.p.batchEngine(c.target.Addr())
 	if err != nil {
-		done(Result{RTT: time.Since(start), Detail: err.Error()})
+		done(failure(start, err.Error(), err, c.target))
 		return nil
 	}
 	t := c.template()
@@ -429,7 +429,7 @@ func (e *engine) sendQueued() {
 				err = errors.New("sendmmsg sent nothing")
 			}
 			pr := batch[0]
-			e.end(pr, Result{RTT: time.Since(pr.start), Detail: describeErr(context.Background(), err, pr.deadline.Sub(pr.start))})
+			e.end(pr, failure(pr.start, describeErr(context.Background(), err, pr.deadline.Sub(pr.start)), err, pr.c.target))
 		}
 		for i := range msgs[:n] {
 			msgs[i].Buffers[0], msgs[i].Addr = nil, nil

@@ -263,9 +263,9 @@ func (c *dnsChecker) Check(ctx context.Context) Result {
 	if err != nil {
 		return Result{RTT: time.Since(start), Detail: "bad check: pack query: " + err.Error()}
 	}
-	r, viaTCP, detail := roundTrip(ctx, c.target, c.network, q, wire, deadline.Sub(start))
+	r, viaTCP, detail, cause := roundTrip(ctx, c.target, c.network, q, wire, deadline.Sub(start))
 	if r == nil {
-		return Result{RTT: time.Since(start), Detail: detail}
+		return Result{RTT: time.Since(start), Detail: detail, Cause: cause}
 	}
 	ok, detail := c.judge.judge(r)
 	if viaTCP {
@@ -306,37 +306,38 @@ func (c *dnsChecker) queryOf(id uint16, rnd uint64) *dns.Msg {
 // (validate), and asks again over TCP within the same deadline when a UDP
 // reply is truncated. It returns the valid reply and whether it came over
 // TCP after a truncation, or nil and why not ("timeout after 1s",
-// "id mismatch: ...", "truncated over udp; tcp: ..."). budget is the
-// whole deadline, for the timeout's text. The rcode and the answer are the
-// caller's to judge.
-func roundTrip(ctx context.Context, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string) {
+// "id mismatch: ...", "truncated over udp; tcp: ..."), with the failure's
+// cause (check.CauseTarget unless a socket call failed for a local reason:
+// localCause). budget is the whole deadline, for the timeout's text. The
+// rcode and the answer are the caller's to judge.
+func roundTrip(ctx context.Context, target netip.AddrPort, network string, q *dns.Msg, wire []byte, budget time.Duration) (*dns.Msg, bool, string, check.Cause) {
 	raw, err := exchange(ctx, network, target, wire)
 	if err != nil {
-		return nil, false, describeErr(ctx, err, budget)
+		return nil, false, describeErr(ctx, err, budget), localCause(err, target)
 	}
 	r, v, detail := validate(q, raw)
 	switch {
 	case v == verdictOK:
-		return r, false, ""
+		return r, false, "", check.CauseTarget
 	case v == verdictFail:
-		return nil, false, detail
+		return nil, false, detail, check.CauseTarget
 	case network != "udp":
-		return nil, false, "truncated over tcp"
+		return nil, false, "truncated over tcp", check.CauseTarget
 	}
 	// Like a stub resolver: ask the same question again over TCP, within
 	// what is left of the same deadline.
 	raw, err = exchange(ctx, "tcp", target, wire)
 	if err != nil {
-		return nil, false, "truncated over udp; tcp: " + describeErr(ctx, err, budget)
+		return nil, false, "truncated over udp; tcp: " + describeErr(ctx, err, budget), localCause(err, target)
 	}
 	r, v, detail = validate(q, raw)
 	switch v {
 	case verdictOK:
-		return r, true, ""
+		return r, true, "", check.CauseTarget
 	case verdictTruncated:
-		return nil, false, "truncated over udp; truncated over tcp too"
+		return nil, false, "truncated over udp; truncated over tcp too", check.CauseTarget
 	}
-	return nil, false, "truncated over udp; tcp: " + detail
+	return nil, false, "truncated over udp; tcp: " + detail, check.CauseTarget
 }
 
 // randomNameOf returns a random label under zone: "lbdns-" and v in 16

@@ -27,7 +27,7 @@ func Exchange(ctx context.Context, target netip.AddrPort, q *dns.Msg) (*dns.Msg,
 	if err != nil {
 		return nil, fmt.Errorf("pack query: %w", err)
 	}
-	r, _, detail := roundTrip(ctx, target, "udp", q, wire, deadline.Sub(start))
+	r, _, detail, _ := roundTrip(ctx, target, "udp", q, wire, deadline.Sub(start))
 	if r == nil {
 		return nil, errors.New(detail)
 	}

@@ -250,7 +250,7 @@ func (c *httpChecker) Check(ctx context.Context) Result {
 		if cert := shook.Load(); days == nil && cert != nil {
 			days = daysLeft(cert.NotAfter.Sub(c.now()))
 		}
-		return Result{RTT: time.Since(start), Detail: detail, Facts: certFacts(days)}
+		return Result{RTT: time.Since(start), Detail: detail, Facts: certFacts(days), Cause: localCause(err, c.addr)}
 	}
 	defer resp.Body.Close()
 	var days *int

@@ -157,7 +157,7 @@ func (p *connectProbe) finish(err error, dial bool) bool {
 	if dial {
 		err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(p.addr), Err: err}
 	}
-	r.res = check.Result{RTT: time.Since(p.start), Detail: p.httpDetail(err)}
+	r.res = check.Result{RTT: time.Since(p.start), Detail: p.httpDetail(err), Cause: localCause(err, p.addr)}
 	return true
 }
 

@@ -169,6 +169,9 @@ func currentPingGroups() string {
 
 // ProbeAddr returns the address pinged, without a port (check.Addressed).
 func (c *icmpChecker) ProbeAddr() netip.AddrPort {
+	if c.addr == nil {
+		return netip.AddrPort{}
+	}
 	a, _ := netip.AddrFromSlice(c.addr.IP)
 	return netip.AddrPortFrom(a.Unmap().WithZone(c.addr.Zone), 0)
 }
@@ -240,9 +243,12 @@ func (c *icmpChecker) judge(ctx context.Context, sent, recv int, avg, elapsed, b
 	switch {
 	case sent == 0 && err != nil:
 		r.Detail = icmpErrText(err)
+		r.Cause = localCause(err, c.ProbeAddr())
 	case sent == 0:
 		r.Detail = describeErr(ctx, context.DeadlineExceeded, budget)
 	case recv == 0 && err != nil:
+		// Echoes went out and none came back: the target's, whatever
+		// failed to send.
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, icmpErrText(err))
 	case recv == 0:
 		r.Detail = fmt.Sprintf("no reply to %d echoes (%s)", sent, describeErr(ctx, context.DeadlineExceeded, budget))

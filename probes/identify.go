@@ -37,7 +37,7 @@ func Identify(ctx context.Context, target netip.AddrPort) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("identify %s: pack query: %w", target, err)
 	}
-	r, _, detail := roundTrip(ctx, target, "udp", q, wire, deadline.Sub(start))
+	r, _, detail, _ := roundTrip(ctx, target, "udp", q, wire, deadline.Sub(start))
 	if r == nil {
 		return "", fmt.Errorf("identify %s: %s", target, detail)
 	}

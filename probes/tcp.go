@@ -115,20 +115,21 @@ func (c *tcpChecker) Check(ctx context.Context) Result {
 	defer cancel()
 	budget := deadline.Sub(start)
 	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
+	failErr := func(detail string, err error) Result { return failure(start, detail, err, c.target) }
 
 	if c.connectOnly() {
 		// Connecting is the check: no deadline to bind to a connection
 		// closed at once.
 		conn, err := dialAddr(ctx, "tcp", c.addr)
 		if err != nil {
-			return fail(describeErr(ctx, err, budget))
+			return failErr(describeErr(ctx, err, budget), err)
 		}
 		conn.Close()
 		return Result{OK: true, RTT: time.Since(start), Detail: "connected"}
 	}
 	conn, release, err := dialBound(ctx, "tcp", c.addr, deadline)
 	if err != nil {
-		return fail(describeErr(ctx, err, budget))
+		return failErr(describeErr(ctx, err, budget), err)
 	}
 	defer release()
 	what := "connected"
@@ -142,7 +143,7 @@ func (c *tcpChecker) Check(ctx context.Context) Result {
 	}
 	if len(c.send) > 0 {
 		if _, err := conn.Write(c.send); err != nil {
-			return fail("send: " + describeErr(ctx, err, budget))
+			return failErr("send: "+describeErr(ctx, err, budget), err)
 		}
 	}
 	if c.expect == nil {

@@ -306,7 +306,7 @@ func (p *connectProbe) end(err error) {
 		// As net.Dialer words it: "dial tcp 192.0.2.1:80: connect: ...".
 		err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(p.addr), Err: err}
 	}
-	p.done(Result{RTT: rtt, Detail: describeErr(context.Background(), err, p.deadline.Sub(p.start))})
+	p.done(Result{RTT: rtt, Detail: describeErr(context.Background(), err, p.deadline.Sub(p.start)), Cause: localCause(err, p.addr)})
 }
 
 // Before orders connections in flight by deadline (timerheap.Item).

@@ -25,7 +25,7 @@ func (*connectEngine) start(addr netip.AddrPort, deadline time.Time, done func(c
 	go func() {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
-		c := &tcpChecker{addr: addr.String(), timeout: time.Until(deadline)}
+		c := &tcpChecker{addr: addr.String(), target: addr, timeout: time.Until(deadline)}
 		done(c.Check(ctx))
 	}()
 }

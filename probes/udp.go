@@ -61,14 +61,15 @@ func (c *udpChecker) Check(ctx context.Context) Result {
 	defer cancel()
 	budget := deadline.Sub(start)
 	fail := func(detail string) Result { return Result{RTT: time.Since(start), Detail: detail} }
+	failErr := func(detail string, err error) Result { return failure(start, detail, err, c.target) }
 
 	conn, release, err := dialBound(ctx, "udp", c.addr, deadline)
 	if err != nil {
-		return fail(describeErr(ctx, err, budget))
+		return failErr(describeErr(ctx, err, budget), err)
 	}
 	defer release()
 	if _, err := conn.Write(c.payload); err != nil {
-		return fail("send: " + describeErr(ctx, err, budget))
+		return failErr("send: "+describeErr(ctx, err, budget), err)
 	}
 	buf := make([]byte, 64<<10)
 	n, err := conn.Read(buf)

@@ -21,6 +21,7 @@ const scrapeTimeout = 5 * time.Second
 // else is built at scrape time from the same Input as the status snapshot.
 type Metrics struct {
 	probeDuration *prometheus.HistogramVec
+	localFails    *prometheus.CounterVec
 	transitions   *prometheus.CounterVec
 	gslbTrans     *prometheus.CounterVec
 	ipvsOps       *prometheus.CounterVec
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer, src func(context.Context) Input, stat
 			Help:    "Duration of health probes by check profile and result (ok or fail; a timeout counts its full timeout).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"check", "result"}),
+		localFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "probe_local_failures_total",
+			Help: "Health probes that failed for a reason local to this prober, not evidence about the target (the target's verdict is held), by check profile and cause (descriptors, memory, no_route, address, forbidden).",
+		}, []string{"check", "cause"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "lbdns", Name: "backend_transitions_total",
 			Help: "Health state changes of back ends, by resolver, check and new state.",
@@ -69,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, src func(context.Context) Input, stat
 			Help: "Unix time of the last configuration load that was applied (start or reload).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.probeDuration, m.transitions, m.gslbTrans, m.ipvsOps, m.reloads, m.lastReloadOK, m.lastReloadAt,
+	for _, c := range []prometheus.Collector{m.probeDuration, m.localFails, m.transitions, m.gslbTrans, m.ipvsOps, m.reloads, m.lastReloadOK, m.lastReloadAt,
 		newStatusCollector(src, status)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -86,6 +91,9 @@ func (m *Metrics) ObserveProbe(check string, r probes.Result) {
 		result = "fail"
 	}
 	m.probeDuration.WithLabelValues(check, result).Observe(r.RTT.Seconds())
+	if r.Local() {
+		m.localFails.WithLabelValues(check, r.Cause.String()).Inc()
+	}
 }
 
 // Transition counts a health state change of resolver's target under

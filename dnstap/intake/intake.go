@@ -30,6 +30,7 @@ import (
 
 	"lbdns/dnstap"
 	"lbdns/dnstap/fstrm"
+	"lbdns/internal/fdbudget"
 )
 
 // Defaults of Config.
@@ -51,6 +52,7 @@ const (
 	ReasonFrameTooLarge    = "frame_too_large"   // a frame above MaxFrame
 	ReasonHandshakeTimeout = "handshake_timeout" // no START within HandshakeTimeout
 	ReasonLimit            = "limit"             // beyond MaxConnections, closed at once
+	ReasonDescriptors      = "descriptors"       // within ReservedFDs of RLIMIT_NOFILE, closed at once
 	ReasonError            = "error"             // a read or write error (reset, write deadline)
 	ReasonShutdown         = "shutdown"          // the server stopped
 )
@@ -58,7 +60,7 @@ const (
 // Reasons returns every reason, in a fixed order.
 func Reasons() []string {
 	return []string{ReasonFinished, ReasonEOF, ReasonProtocol, ReasonContentType, ReasonFrameTooLarge,
-		ReasonHandshakeTimeout, ReasonLimit, ReasonError, ReasonShutdown}
+		ReasonHandshakeTimeout, ReasonLimit, ReasonDescriptors, ReasonError, ReasonShutdown}
 }
 
 // Handler receives each decoded CLIENT_QUERY and CLIENT_RESPONSE. It is
@@ -79,6 +81,12 @@ type Config struct {
 	// listeners; one more is closed as soon as it is accepted.
 	// Default DefaultMaxConnections.
 	MaxConnections int
+	// ReservedFDs is how many descriptors below RLIMIT_NOFILE a new
+	// connection may not take (the daemon's one budget, internal/fdbudget:
+	// kept for the health probes); one is closed as soon as it is
+	// accepted. At most half the limit is reserved. Default
+	// fdbudget.DefaultReserve.
+	ReservedFDs int
 	// MaxFrame caps a data frame's size in bytes. Default
 	// DefaultMaxFrame.
 	MaxFrame int
@@ -97,6 +105,8 @@ type Server struct {
 	m      *metrics
 	// senders is the per-sender view (Senders).
 	senders *senders
+	// fds is the descriptor reserve (Config.ReservedFDs).
+	fds fdbudget.Budget
 
 	open atomic.Int64
 
@@ -135,7 +145,7 @@ func New(cfg Config, h Handler, reg prometheus.Registerer, log *slog.Logger) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, handle: h, log: log, m: m, senders: newSenders(m.senders, cfg.Now), conns: map[net.Conn]struct{}{}}, nil
+	return &Server{cfg: cfg, handle: h, log: log, m: m, senders: newSenders(m.senders, cfg.Now), conns: map[net.Conn]struct{}{}, fds: fdbudget.New(cfg.ReservedFDs)}, nil
 }
 
 // Start is Listen and Serve.
@@ -283,6 +293,10 @@ func (s *Server) track(c net.Conn) bool {
 	switch {
 	case s.closing:
 		s.m.closed[ReasonShutdown].Inc()
+		return false
+	case !s.fds.Admits(c):
+		s.m.closed[ReasonDescriptors].Inc()
+		s.log.Debug("dnstap connection refused", "remote", c.RemoteAddr(), "reason", ReasonDescriptors, "open", len(s.conns))
 		return false
 	case len(s.conns) >= s.cfg.MaxConnections:
 		s.m.closed[ReasonLimit].Inc()

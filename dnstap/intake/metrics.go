@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"listener"})
 	closed := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "lbdns", Name: "dnstap_connections_closed_total",
-		Help: "dnstap connections ended, by reason: finished (STOP), eof (closed without STOP), protocol (not Frame Streams), content_type (not dnstap), frame_too_large, handshake_timeout, limit (beyond max_connections), error, shutdown.",
+		Help: "dnstap connections ended, by reason: finished (STOP), eof (closed without STOP), protocol (not Frame Streams), content_type (not dnstap), frame_too_large, handshake_timeout, limit (beyond max_connections), descriptors (the process within its reserve of RLIMIT_NOFILE, kept for the probes), error, shutdown.",
 	}, []string{"reason"})
 	messages := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "lbdns", Name: "dnstap_messages_total",

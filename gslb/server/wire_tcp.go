@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
 	"lbdns/configs"
+	"lbdns/internal/fdbudget"
 )
 
 // The TCP side of the server is its own too (RFC 7766): an accept loop
@@ -182,11 +182,12 @@ func (m *tcpMetrics) collectors() []prometheus.Collector {
 // all its listen addresses: what the limits are checked against.
 type tcpConns struct {
 	lim TCPLimits
-	// fdCeiling is the lowest descriptor number a new connection may
-	// not have (RLIMIT_NOFILE less the reserve); 0: no check.
-	fdCeiling int
-	metrics   *Metrics
-	work      sync.Pool // of *tcpWork
+	// fds is the descriptor reserve a new connection may not take
+	// (the daemon's one budget, shared with the control socket, the
+	// status endpoint and the dnstap intake).
+	fds     fdbudget.Budget
+	metrics *Metrics
+	work    sync.Pool // of *tcpWork
 	// base is when the registry was made: the connections' times are
 	// kept as durations since (monotonic).
 	base time.Time
@@ -225,11 +226,7 @@ type tcpWork struct {
 func newTCPConns(lim TCPLimits, m *Metrics) *tcpConns {
 	t := &tcpConns{lim: lim.withDefaults(), metrics: m, base: time.Now(), all: make(map[*tcpConn]struct{}), bySource: make(map[netip.Addr]int)}
 	t.work.New = func() any { return new(tcpWork) }
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<31 {
-		limit := int(rl.Cur)
-		t.fdCeiling = limit - min(t.lim.ReservedFDs, limit/2)
-	}
+	t.fds = fdbudget.New(t.lim.ReservedFDs)
 	return t
 }
 
@@ -243,36 +240,15 @@ func sourceKey(a netip.Addr) netip.Addr {
 	return a
 }
 
-// connFD returns the descriptor number of c, or -1.
-func connFD(c net.Conn) int {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	if err := raw.Control(func(f uintptr) { fd = int(f) }); err != nil {
-		return -1
-	}
-	return fd
-}
-
 // admit registers the connection c from src, or refuses it (closes it,
 // counted): the per-source limit, the descriptors' reserve, or shutdown.
 // At the total limit it closes the longest idle connection for c. It
 // returns the connection registered, or nil.
 func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
-	if t.fdCeiling > 0 {
-		// Descriptors are allocated lowest first: one numbered n means
-		// n below it are open.
-		if fd := connFD(c); fd >= t.fdCeiling {
-			t.refused(refusedDescriptors) // counted before the client can tell
-			c.Close()
-			return nil
-		}
+	if !t.fds.Admits(c) {
+		t.refused(refusedDescriptors) // counted before the client can tell
+		c.Close()
+		return nil
 	}
 	tc := &tcpConn{c: c, src: src, key: sourceKey(src)}
 	tc.active.Store(int64(time.Since(t.base)))
