@@ -991,6 +991,9 @@ type FleetNode struct {
 	// Withdrawn is set while the node withdrew its votes (most of its
 	// canaries fail).
 	Withdrawn bool `json:"withdrawn,omitempty"`
+	// Drained is set while the node's host is drained (lbctl host
+	// drain) or stopping: its route announcements are going away.
+	Drained bool `json:"drained,omitempty"`
 }
 
 // FleetBackend is the part of a Backend that answers GET /v1/fleet; a

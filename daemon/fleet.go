@@ -236,7 +236,7 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 		st.Nodes = append(st.Nodes, control.FleetNode{
 			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash, ConfigSections: x.ConfigSections,
 			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
-			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn,
+			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn, Drained: x.Drained,
 		})
 	}
 	return st, nil

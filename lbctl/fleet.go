@@ -93,6 +93,9 @@ func writeFleet(e *env, st *control.FleetStatus) error {
 		if n.Withdrawn {
 			why = strings.TrimPrefix(why+"; votes withdrawn (canaries fail)", "-; ")
 		}
+		if n.Drained {
+			why = strings.TrimPrefix(why+"; host DRAINED (announcements going away)", "-; ")
+		}
 		rev := fmt.Sprint(n.IntentRevision)
 		if n.IntentRevision != n.CurrentRevision {
 			rev = fmt.Sprintf("%d/%d", n.IntentRevision, n.CurrentRevision)

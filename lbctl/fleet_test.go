@@ -63,17 +63,18 @@ func TestStaleWriteSaysSo(t *testing.T) {
 }
 
 // TestFleetStatusVotes: the verdicts' source, loudly when they are the
-// node's own probes, and a withdrawn node.
+// node's own probes, a withdrawn node and a drained one.
 func TestFleetStatusVotes(t *testing.T) {
 	st := control.FleetStatus{On: true, Node: "lb1", Location: "dc1", Heartbeat: true, Verdicts: "fleet", Probers: []string{"lb1", "lb2"},
 		ProbersPerMember: 3, ProbedMembers: 40, Members: 60, Canaries: 2, VoteWrites: 41,
-		Nodes: []control.FleetNode{{Name: "lb1", Location: "dc1"}, {Name: "lb2", Location: "dc2"}, {Name: "lb3", Location: "dc3", Withdrawn: true}}}
+		Nodes: []control.FleetNode{{Name: "lb1", Location: "dc1"}, {Name: "lb2", Location: "dc2", Drained: true}, {Name: "lb3", Location: "dc3", Withdrawn: true}}}
 	f := startFake(t, map[string]reply{"GET /v1/fleet": {body: st}})
 	r := lbctl(t, "-socket", f.socket, "fleet", "status")
 	for _, want := range []string{
 		"GSLB verdicts: the fleet's (2 live probers: lb1 lb2; 3 per member)",
 		"this node probes 40 of 60 GSLB members and 2 canaries; 41 vote writes",
 		"votes withdrawn (canaries fail)",
+		"host DRAINED (announcements going away)",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
