@@ -74,6 +74,10 @@ type fleetVotes struct {
 	decisions map[string]fleet.Decision
 	live      []fleet.Prober
 	writes    uint64 // vote writes (puts and deletes) this node made
+
+	// seen is the fleet view's nodes at the last step (step only), for
+	// the journal's joins and departures; nil before the first load.
+	seen []fleet.Node
 }
 
 // newFleetVotes returns the votes of node n (nil without [fleet]).
@@ -212,6 +216,15 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	ms := members(cfg)
 	hb := v.n.hb.Load()
 
+	if view.Loaded {
+		if v.seen != nil {
+			d.journal.FleetMembership(fleet.Membership(v.seen, view.Nodes))
+		}
+		v.seen = append(view.Nodes[:0:0], view.Nodes...)
+		if v.seen == nil {
+			v.seen = []fleet.Node{}
+		}
+	}
 	reachable := view.Loaded && now.Sub(view.Contact) <= v.n.cfg.LeaseTTL.Duration
 	source, why := sourceFleet, ""
 	switch {

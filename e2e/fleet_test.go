@@ -563,10 +563,27 @@ func scenarioKill9(l *fleetLab, n, other *fleetNode) {
 	if !slices.Contains(names(before), n.name) {
 		l.t.Fatalf("%s not in the view before the kill: %v", n.name, names(before))
 	}
+	if !hasEventAbout(other, "node "+n.name, "joined the fleet view") {
+		l.t.Errorf("%s has no event of %s joining its fleet view (it started after)", other.name, n.name)
+	}
 	n.d.kill9()
 	killed := time.Now()
 	other.waitFleet(n.name+" gone after kill -9", fleetTTL+3*time.Second, func(st control.FleetStatus) bool { return !slices.Contains(names(st), n.name) })
 	l.t.Logf("%s left the fleet view %v after kill -9 (lease TTL %v)", n.name, time.Since(killed).Round(100*time.Millisecond), fleetTTL)
+	poll.Until(l.t, 5*time.Second, other.name+"'s event that "+n.name+" left the fleet view", func() (bool, string) {
+		return hasEventAbout(other, "node "+n.name, "left the fleet view"), "no such event"
+	})
+}
+
+// hasEventAbout reports whether n's events hold a fleet event on
+// subject whose message holds s.
+func hasEventAbout(n *fleetNode, subject, s string) bool {
+	for _, ev := range decodeEvents(n.lab.t, n.mustLbctl("-o", "json", "events").stdout) {
+		if ev.Kind == control.EventFleet && ev.Subject == subject && strings.Contains(ev.Message, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // scenarioWrongCertificate: a node whose certificate etcd does not trust
