@@ -200,14 +200,14 @@ func CanaryWarnings(nodes []Node) []string {
 		if n.Canaries == nil || *n.Canaries >= MinCanaries {
 			continue
 		}
-		out = append(out, fewCanaries(n.Name, *n.Canaries))
+		out = append(out, FewCanaries(n.Name, *n.Canaries))
 	}
 	return out
 }
 
-// fewCanaries says that node name probes only n canaries (fewer than
+// FewCanaries says that node name probes only n canaries (fewer than
 // MinCanaries).
-func fewCanaries(name string, n int) string {
+func FewCanaries(name string, n int) string {
 	if n == 0 {
 		return fmt.Sprintf("%s probes no canary beyond itself: it cannot tell it is cut off from the members, and votes them down if it is; configure [fleet] canaries or give the nodes unicast canary addresses", name)
 	}
