@@ -175,19 +175,33 @@ func (v *fleetVotes) canaryTarget(addr string) (monitor.Target, error) {
 	return monitor.Target{Key: monitor.Key{Kind: CanaryKind, Member: addr, Check: "tcp"}, Addr: ap, Schedule: s, Checker: c, Spec: "tcp-connect"}, nil
 }
 
-// interfaceAddrs reads this host's interface addresses.
+// interfaceAddrs reads this host's interface addresses: those of the
+// interfaces other than loopback first (an anycast address is often
+// kept on the loopback interface), each interface's in its order.
 func interfaceAddrs() ([]netip.Addr, error) {
-	as, err := net.InterfaceAddrs()
+	ifs, err := net.Interfaces()
 	if err != nil {
-		return nil, fmt.Errorf("read the interface addresses: %w", err)
+		return nil, fmt.Errorf("read the interfaces: %w", err)
 	}
-	out := make([]netip.Addr, 0, len(as))
-	for _, a := range as {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			out = append(out, p.Addr())
+	var out, lo []netip.Addr
+	for _, i := range ifs {
+		as, err := i.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("read the addresses of interface %s: %w", i.Name, err)
+		}
+		for _, a := range as {
+			p, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			if i.Flags&net.FlagLoopback != 0 {
+				lo = append(lo, p.Addr())
+			} else {
+				out = append(out, p.Addr())
+			}
 		}
 	}
-	return out, nil
+	return append(out, lo...), nil
 }
 
 // interfacesEvery bounds how often the interface addresses are read
