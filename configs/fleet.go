@@ -57,6 +57,18 @@ type Fleet struct {
 	// prober withdraws its votes while most of its canaries fail.
 	// Default none.
 	Canaries []string `toml:"canaries"`
+	// CanaryAddress is this node's own unicast "ADDR:PORT" the other
+	// nodes connect to (TCP) as one of their canaries; something must
+	// accept connections on it. Default: chosen at start (the first
+	// GSLB listen address on a specific address of this host alone;
+	// else, with a listen address on every address, an own interface
+	// address with its port; else the status endpoint the same way;
+	// else none). An anycast address shared by several hosts is no
+	// canary: each host reaches itself on it.
+	CanaryAddress string `toml:"canary_address"`
+	// CanaryAddr is CanaryAddress parsed (set by Load; invalid when
+	// unset).
+	CanaryAddr netip.AddrPort `toml:"-"`
 	// CanaryInterval paces the canaries' connects (each one's timeout
 	// too; two failures in a row make a canary down, one success up).
 	// 50ms..10s, default 250ms.
@@ -198,11 +210,7 @@ func (d *decoder) validateFleet() {
 	if len(f.Canaries) > MaxFleetCanaries {
 		d.p.add(joinKey(base, "canaries"), strconv.Itoa(len(f.Canaries))+" canaries", fmt.Sprintf("at most %d", MaxFleetCanaries))
 	}
-	for i, c := range f.Canaries {
-		if _, err := netip.ParseAddrPort(c); err != nil {
-			d.p.add(indexKey(joinKey(base, "canaries"), i), c, `want "ADDRESS:PORT" (an IP address and a TCP port, "[v6]:PORT" for IPv6)`)
-		}
-	}
+	d.validateFleetCanaries(f)
 	for _, k := range []struct{ key, val string }{{"ca_file", f.CAFile}, {"cert_file", f.CertFile}, {"key_file", f.KeyFile}} {
 		switch {
 		case k.val == "" && hasKey(d.fleetRaw, k.key):
@@ -249,7 +257,7 @@ func (f *Fleet) Equal(g *Fleet) bool {
 		f.Cluster == g.Cluster && f.Prefix == g.Prefix && f.LeaseTTL == g.LeaseTTL && f.DialTimeout == g.DialTimeout &&
 		f.ResyncInterval == g.ResyncInterval && f.CAFile == g.CAFile && f.CertFile == g.CertFile && f.KeyFile == g.KeyFile &&
 		f.ProbersPerMember == g.ProbersPerMember && slices.Equal(f.Canaries, g.Canaries) && f.VoteHold == g.VoteHold && f.UpVotePercent == g.UpVotePercent &&
-		f.CanaryInterval == g.CanaryInterval
+		f.CanaryInterval == g.CanaryInterval && f.CanaryAddress == g.CanaryAddress
 }
 
 // FleetEndpointHostPort returns an endpoint of [fleet] (validated by
@@ -257,4 +265,80 @@ func (f *Fleet) Equal(g *Fleet) bool {
 func FleetEndpointHostPort(e string) string {
 	hp, _ := fleetEndpoint(e)
 	return hp
+}
+
+// validateFleetCanaries checks [fleet] canaries and canary_address, and
+// warns of a canary that is this node itself (one of its GSLB listen
+// addresses or its status endpoint: it is left out, a node never
+// probes itself) and of a canary_address other hosts share.
+func (d *decoder) validateFleetCanaries(f *Fleet) {
+	const base = "fleet"
+	const want = `want "ADDRESS:PORT" (an IP address and a TCP port, "[v6]:PORT" for IPv6)`
+	own := map[netip.AddrPort]string{}
+	for i, l := range d.cfg.GSLB.Server.Listen {
+		if ap, err := netip.ParseAddrPort(l); err == nil {
+			own[unmapPort(ap)] = "this node's own GSLB listen address (" + indexKey("gslb.server.listen", i) + ")"
+		}
+	}
+	if ap, err := netip.ParseAddrPort(d.cfg.Daemon.StatusListen); err == nil {
+		own[unmapPort(ap)] = "this node's own status endpoint (daemon.status_listen)"
+	}
+	if f.CanaryAddress != "" {
+		key := joinKey(base, "canary_address")
+		ap, err := netip.ParseAddrPort(f.CanaryAddress)
+		switch a := ap.Addr(); {
+		case err != nil:
+			d.p.add(key, f.CanaryAddress, want)
+		case ap.Port() == 0:
+			d.p.add(key, f.CanaryAddress, "port must be 1..65535")
+		case a.IsUnspecified() || a.IsMulticast():
+			d.p.add(key, f.CanaryAddress, "must be a unicast address of this host that the other nodes reach (not unspecified or multicast)")
+		case a.Zone() != "":
+			d.p.add(key, f.CanaryAddress, "must not carry a zone: the other nodes reach it from their own hosts")
+		default:
+			f.CanaryAddr = unmapPort(ap)
+			if shared := d.sharedAddr(a.Unmap()); shared != "" {
+				d.p.warn(key, f.CanaryAddress, "is "+shared+": every host that holds it reaches itself there, so it is no canary; give this host's own unicast address")
+			} else if a.IsLoopback() {
+				d.p.warn(key, f.CanaryAddress, "is a loopback address: only nodes on this very host reach it")
+			}
+		}
+	}
+	if f.CanaryAddr.IsValid() {
+		own[f.CanaryAddr] = "this node's own canary_address"
+	}
+	for i, c := range f.Canaries {
+		key := indexKey(joinKey(base, "canaries"), i)
+		ap, err := netip.ParseAddrPort(c)
+		if err != nil {
+			d.p.add(key, c, want)
+			continue
+		}
+		if what, ok := own[unmapPort(ap)]; ok {
+			d.p.warn(key, c, "is "+what+": it is left out of this node's canaries (a node never probes itself as a canary)")
+		}
+	}
+}
+
+// sharedAddr says how address a is shared with other hosts: a VIP, or
+// a GSLB listen address announced over [bgp] ("" when neither).
+func (d *decoder) sharedAddr(a netip.Addr) string {
+	for _, v := range d.cfg.VIPs {
+		if x, err := netip.ParseAddr(v.Address); err == nil && x.Unmap() == a {
+			return "the address of VIP " + v.Name
+		}
+	}
+	if d.cfg.BGP.Enabled {
+		for _, l := range d.cfg.GSLB.Server.Listen {
+			if ap, err := netip.ParseAddrPort(l); err == nil && ap.Addr().Unmap() == a {
+				return "a GSLB listen address announced over [bgp] (anycast)"
+			}
+		}
+	}
+	return ""
+}
+
+// unmapPort is ap with its address unmapped (IPv4-mapped IPv6 as IPv4).
+func unmapPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

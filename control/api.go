@@ -927,8 +927,21 @@ type FleetStatus struct {
 	// ProbedMembers is how many of the Members this node probes.
 	ProbedMembers int `json:"probed_members"`
 	Members       int `json:"members"`
-	// Canaries is how many canaries this node probes.
+	// Canaries is how many canaries this node probes, its own addresses
+	// left out.
 	Canaries int `json:"canaries"`
+	// CanaryAddress is the canary this node advertises to the others
+	// ("" when none); CanaryFrom says how it was chosen, or why there is
+	// none.
+	CanaryAddress string `json:"canary_address,omitempty"`
+	CanaryFrom    string `json:"canary_from,omitempty"`
+	// CanariesOwn are the canaries (configured, or advertised by other
+	// nodes) left out because they are this node itself.
+	CanariesOwn []string `json:"canaries_own,omitempty"`
+	// CanaryWarnings say what is wrong with the fleet's canaries: several
+	// nodes advertising one address (shared, anycast), a node without a
+	// canary, a node (this one included) probing fewer than two.
+	CanaryWarnings []string `json:"canary_warnings,omitempty"`
 	// VoteWrites counts the vote writes (puts and deletes) this node
 	// made to etcd since it started.
 	VoteWrites uint64 `json:"vote_writes"`
@@ -994,6 +1007,11 @@ type FleetNode struct {
 	// Drained is set while the node's host is drained (lbctl host
 	// drain) or stopping: its route announcements are going away.
 	Drained bool `json:"drained,omitempty"`
+	// Canary is the canary the node advertises ("" when none); Canaries
+	// how many canaries it probes, its own left out (absent when it does
+	// not say).
+	Canary   string `json:"canary,omitempty"`
+	Canaries *int   `json:"canaries,omitempty"`
 }
 
 // FleetBackend is the part of a Backend that answers GET /v1/fleet; a

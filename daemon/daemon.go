@@ -70,6 +70,10 @@ type Options struct {
 	// Identify, when set, replaces the CHAOS version.bind identification
 	// the identify.Identifier runs.
 	Identify func(ctx context.Context, addr netip.AddrPort) (string, error)
+	// InterfaceAddrs, when set, replaces the reading of this host's
+	// interface addresses (net.InterfaceAddrs) that the fleet's canary
+	// choice and self-exclusion use; tests use it.
+	InterfaceAddrs func() ([]netip.Addr, error)
 	// TickInterval is how often the pool policy is re-evaluated even
 	// without health events (to notice stale facts). Default 1s.
 	TickInterval time.Duration
@@ -198,6 +202,9 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.Identify == nil {
 		opts.Identify = probes.Identify
+	}
+	if opts.InterfaceAddrs == nil {
+		opts.InterfaceAddrs = interfaceAddrs
 	}
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second

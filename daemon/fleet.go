@@ -199,10 +199,11 @@ func (d *Daemon) followFleet(ctx context.Context) {
 // revision it applied and the SOA serial it answers.
 func (d *Daemon) fleetHeartbeat(configHash string, intentRev uint64, serial uint32) fleet.Heartbeat {
 	f := d.fleet.cfg
+	canary, canaries := d.votes.advertised(d.Config())
 	return fleet.Heartbeat{
 		Name: f.Name, Location: f.Location, Cluster: f.Cluster,
 		Version: fleet.Version(), ConfigHash: configHash, IntentRevision: intentRev, Serial: serial,
-		Started: d.started.UTC(), Canary: canaryOf(d.Config()), Withdrawn: d.votes.withdrawnNow(),
+		Started: d.started.UTC(), Canary: canary, Withdrawn: d.votes.withdrawnNow(), Canaries: canaries,
 	}
 }
 
@@ -237,7 +238,18 @@ func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 			Name: x.Name, Location: x.Location, Cluster: x.Cluster, Version: x.Version, ConfigHash: x.ConfigHash, ConfigSections: x.ConfigSections,
 			IntentRevision: x.IntentRevision, CurrentRevision: x.CurrentRevision, Serial: x.Serial,
 			Started: x.Started, Beat: x.Beat, AgeSeconds: x.Age.Seconds(), Odd: x.Odd, Withdrawn: x.Withdrawn, Drained: x.Drained,
+			Canary: x.Canary, Canaries: x.Canaries,
 		})
 	}
+	// The fleet's canaries (this node's own count was said above, from
+	// its latest pass rather than its last heartbeat).
+	view := make([]fleet.Node, len(nodes))
+	for i, x := range nodes {
+		if x.Name == n.cfg.Name {
+			x.Canaries = nil
+		}
+		view[i] = x
+	}
+	st.CanaryWarnings = append(st.CanaryWarnings, fleet.CanaryWarnings(view)...)
 	return st, nil
 }

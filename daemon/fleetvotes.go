@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,12 @@ type fleetVotes struct {
 	// beat wakes the heartbeat (a new Withdrawn or Canary).
 	beat chan struct{}
 
+	// imu guards the interface addresses read for the canaries, ifsAt
+	// when.
+	imu   sync.Mutex
+	ifs   []netip.Addr
+	ifsAt time.Time
+
 	// tmu serializes monitor updates: all is every target of the
 	// configuration in force, filtered on each update.
 	tmu sync.Mutex
@@ -66,7 +74,11 @@ type fleetVotes struct {
 	mu        sync.Mutex
 	follower  *etcdfleet.Follower
 	mine      map[string]bool // the members this node probes; nil: every member
-	canaries  []string        // the canaries' addresses, sorted
+	canaries  []string        // the canaries' addresses, sorted, without its own
+	own       []string        // the candidate canaries left out as its own
+	chosen    netip.AddrPort  // the canary it advertises (invalid: none)
+	chosenWhy string          // how chosen was chosen, or why there is none
+	counted   bool            // canaries counted over a fleet view read
 	withdrawn bool
 	source    string
 	why       string // why the source is own probes
@@ -167,18 +179,97 @@ func (v *fleetVotes) canaryTarget(addr string) (monitor.Target, error) {
 	return monitor.Target{Key: monitor.Key{Kind: CanaryKind, Member: addr, Check: "tcp"}, Addr: ap, Schedule: s, Checker: c, Spec: "tcp-connect"}, nil
 }
 
-// canaryOf is the address the other probers use as this node's canary:
-// its first GSLB listen address with a specific address and port.
-func canaryOf(cfg *configs.Config) string {
-	if cfg == nil {
-		return ""
+// interfaceAddrs reads this host's interface addresses: those of the
+// interfaces other than loopback first (an anycast address is often
+// kept on the loopback interface), each interface's in its order.
+func interfaceAddrs() ([]netip.Addr, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("read the interfaces: %w", err)
 	}
-	for _, l := range cfg.GSLB.Server.Listen {
-		if ap, err := netip.ParseAddrPort(l); err == nil && ap.Port() != 0 && !ap.Addr().IsUnspecified() {
-			return ap.String()
+	var out, lo []netip.Addr
+	for _, i := range ifs {
+		as, err := i.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("read the addresses of interface %s: %w", i.Name, err)
+		}
+		for _, a := range as {
+			p, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			if i.Flags&net.FlagLoopback != 0 {
+				lo = append(lo, p.Addr())
+			} else {
+				out = append(out, p.Addr())
+			}
 		}
 	}
-	return ""
+	return append(out, lo...), nil
+}
+
+// interfacesEvery bounds how often the interface addresses are read
+// again for the canaries.
+const interfacesEvery = 10 * time.Second
+
+// canaryHost is what this node knows of its own addresses for its
+// canaries (fleet.CanaryHost) under cfg: canary_address, the GSLB
+// listen addresses, the status endpoint as bound, the shared addresses
+// (the VIPs, and the listen addresses with [bgp]: announced, anycast)
+// and its interface addresses, read again at most every
+// interfacesEvery.
+func (v *fleetVotes) canaryHost(cfg *configs.Config) fleet.CanaryHost {
+	h := fleet.CanaryHost{Configured: v.n.cfg.CanaryAddr}
+	if a, err := netip.ParseAddrPort(v.d.StatusAddr()); err == nil {
+		h.Status = a
+	}
+	if cfg != nil {
+		h.Listen = cfg.GSLB.Server.ListenAddrs
+		for _, x := range cfg.VIPs {
+			if x.Addr.IsValid() {
+				h.Shared = append(h.Shared, x.Addr.Unmap())
+			}
+		}
+		if cfg.BGP.Enabled {
+			for _, l := range h.Listen {
+				h.Shared = append(h.Shared, l.Addr().Unmap())
+			}
+		}
+	}
+	now := v.d.now()
+	v.imu.Lock()
+	defer v.imu.Unlock()
+	if v.ifsAt.IsZero() || now.Sub(v.ifsAt) >= interfacesEvery || now.Before(v.ifsAt) {
+		ifs, err := v.d.opts.InterfaceAddrs()
+		if err != nil {
+			v.n.log.Warn("cannot read this host's interface addresses for the canaries; keeping the last read", "err", err)
+		} else {
+			v.ifs = ifs
+		}
+		v.ifsAt = now
+	}
+	h.Interfaces = v.ifs
+	return h
+}
+
+// advertised returns the canary this node advertises in its heartbeat
+// (fleet.ChooseCanary; "" when none) and how many canaries it probes
+// (nil before its first pass).
+func (v *fleetVotes) advertised(cfg *configs.Config) (string, *int) {
+	if v == nil {
+		return "", nil
+	}
+	c, _ := fleet.ChooseCanary(v.canaryHost(cfg))
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n *int
+	if v.counted {
+		n = new(len(v.canaries))
+	}
+	if !c.IsValid() {
+		return "", n
+	}
+	return c.String(), n
 }
 
 // run follows the fleet and keeps this node's votes until ctx is
@@ -234,15 +325,17 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 		source, why = sourceOwn, fmt.Sprintf("etcd has not answered for %s (more than the lease TTL, %s)", now.Sub(view.Contact).Round(time.Second), v.n.cfg.LeaseTTL.Duration)
 	}
 
-	// Canaries: the configured ones and the other nodes' addresses.
-	canaries := slices.Clone(v.n.cfg.Canaries)
+	// Canaries: the configured ones and the other nodes' addresses,
+	// without this node's own (it never probes itself as a canary).
+	host := v.canaryHost(cfg)
+	chosen, chosenWhy := fleet.ChooseCanary(host)
+	candidates := slices.Clone(v.n.cfg.Canaries)
 	for _, n := range view.Nodes {
 		if n.Name != self && n.Canary != "" {
-			canaries = append(canaries, n.Canary)
+			candidates = append(candidates, n.Canary)
 		}
 	}
-	slices.Sort(canaries)
-	canaries = slices.Compact(canaries)
+	canaries, own := fleet.Canaries(host, chosen, candidates)
 	// Cut off while most canaries are down; one without a verdict yet
 	// (a node just started) is no failure.
 	down, total := 0, 0
@@ -274,7 +367,8 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 		}
 	} // else: not seen live yet (behind on intent): keep probing what it probes
 	retarget := !maps.Equal(mine, v.mine) || (mine == nil) != (v.mine == nil) || !slices.Equal(canaries, v.canaries)
-	rebeat := withdrawn != v.withdrawn
+	rebeat := withdrawn != v.withdrawn || !v.counted || len(canaries) != len(v.canaries) || chosen != v.chosen
+	v.tellCanaries(view.Loaded, chosen, chosenWhy, canaries, own)
 	if withdrawn != v.withdrawn {
 		if withdrawn {
 			v.n.log.Warn("most canaries fail: this prober withdraws its votes (a prober cut off from the members is no down vote)", "canaries_down", down, "canaries", total)
@@ -290,6 +384,7 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 		}
 	}
 	v.mine, v.canaries, v.withdrawn, v.live = mine, canaries, withdrawn, live
+	v.chosen, v.chosenWhy, v.own, v.counted = chosen, chosenWhy, own, view.Loaded || v.counted
 	v.mu.Unlock()
 	if retarget {
 		v.applyTargets()
@@ -335,6 +430,30 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	v.mu.Unlock()
 	if changed {
 		d.hub.Facts.Touch() // the responder rebuilds from the new verdicts
+	}
+}
+
+// tellCanaries logs, under v.mu, what changed of this node's canaries:
+// the canary it advertises (loudly when none), the canaries left out
+// as its own, and, once the fleet view is read, fewer than
+// fleet.MinCanaries canaries to probe.
+func (v *fleetVotes) tellCanaries(loaded bool, chosen netip.AddrPort, why string, canaries, own []string) {
+	if chosen != v.chosen || why != v.chosenWhy {
+		if chosen.IsValid() {
+			v.n.log.Info("this node's canary, probed by the other nodes", "canary", chosen.String(), "from", why)
+		} else {
+			v.n.log.Warn("this node advertises no canary: the other nodes cannot use it as one", "why", why)
+		}
+	}
+	if !slices.Equal(own, v.own) && len(own) > 0 {
+		v.n.log.Warn("canaries that are this node itself are left out (a node never probes itself as a canary; a shared anycast address is every node's own)", "own", strings.Join(own, " "))
+	}
+	few := len(canaries) < fleet.MinCanaries
+	if loaded && few && (!v.counted || len(v.canaries) >= fleet.MinCanaries || len(canaries) != len(v.canaries)) {
+		v.n.log.Warn("fewer than 2 canaries beyond this node: it cannot tell that it is cut off from the members (configure [fleet] canaries, or give each node a unicast canary_address)",
+			"canaries", len(canaries), "left_out_as_own", len(own))
+	} else if loaded && !few && v.counted && len(v.canaries) < fleet.MinCanaries {
+		v.n.log.Info("enough canaries beyond this node again", "canaries", len(canaries))
 	}
 }
 
@@ -474,6 +593,10 @@ type votesState struct {
 	withdrawn       bool
 	probed, members int
 	canaries        int
+	canary          netip.AddrPort // the canary it advertises
+	canaryWhy       string         // how it was chosen, or why none
+	own             []string       // candidates left out as its own
+	counted         bool
 	live            []fleet.Prober
 	writes          uint64
 	contact         time.Time
@@ -484,7 +607,7 @@ func (v *fleetVotes) state() votesState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := votesState{source: v.source, why: v.why, withdrawn: v.withdrawn, members: len(v.views), canaries: len(v.canaries),
-		live: v.live, writes: v.writes, probed: len(v.mine)}
+		live: v.live, writes: v.writes, probed: len(v.mine), canary: v.chosen, canaryWhy: v.chosenWhy, own: v.own, counted: v.counted}
 	if v.mine == nil {
 		s.probed = len(v.views)
 	}
@@ -518,6 +641,13 @@ func (v *fleetVotes) fillStatus(st *control.FleetStatus) {
 	st.ProbersPerMember, st.ProbedMembers, st.Members, st.Canaries, st.VoteWrites = v.k, s.probed, s.members, s.canaries, s.writes
 	for _, p := range s.live {
 		st.Probers = append(st.Probers, p.Name)
+	}
+	if s.canary.IsValid() {
+		st.CanaryAddress = s.canary.String()
+	}
+	st.CanaryFrom, st.CanariesOwn = s.canaryWhy, s.own
+	if s.counted && s.canaries < fleet.MinCanaries {
+		st.CanaryWarnings = append(st.CanaryWarnings, fleet.FewCanaries("this node ("+v.n.cfg.Name+")", s.canaries))
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"lbdns/internal/poll"
 	"lbdns/internal/promgolden"
 	"lbdns/internal/tcpsink"
+	"lbdns/monitor"
 	"lbdns/probes"
 )
 
@@ -107,6 +108,7 @@ type votesNode struct {
 type votesNodeOpts struct {
 	probePort int      // the members' port it probes
 	canaries  []string // its [fleet] canaries
+	extra     string   // more keys of its [fleet]
 }
 
 // startVotesNode starts node name of the fleet on c, probing members on
@@ -123,7 +125,7 @@ func startVotesNode(t *testing.T, c *etcdtest.Cluster, cr etcdtest.Creds, name s
 	}
 	dir := t.TempDir()
 	port := freePort(t)
-	f := fmt.Sprintf(votesFleetTable, strings.Join(eps, ", "), name, cr.CAFile, cr.CertFile, cr.KeyFile, k, strings.Join(can, ", "))
+	f := fmt.Sprintf(votesFleetTable, strings.Join(eps, ", "), name, cr.CAFile, cr.CertFile, cr.KeyFile, k, strings.Join(can, ", ")) + o.extra
 	path := filepath.Join(dir, "lbdns.toml")
 	if err := os.WriteFile(path, []byte(fmt.Sprintf(votesConfig, dir, o.probePort, port, f)), 0o644); err != nil {
 		t.Fatal(err)
@@ -421,5 +423,48 @@ func checkVotesMetrics(t *testing.T, d *Daemon) {
 	}
 	if got["lbdns_fleet_vote_writes_total"] < 1 || got["lbdns_fleet_probed_members"] < 1 {
 		t.Errorf("vote writes %v, probed members %v: want some", got["lbdns_fleet_vote_writes_total"], got["lbdns_fleet_probed_members"])
+	}
+}
+
+// TestFleetVotesSharedCanary: three nodes that all advertise one
+// canary address (a shared anycast address given as canary_address)
+// each leave it out as their own, probe no canary, and say so: the
+// fleet status warns that the nodes advertise the same canary and that
+// this node probes no canary beyond itself (and so do the others), and
+// the monitor runs no canary.
+func TestFleetVotesSharedCanary(t *testing.T) {
+	c, cr, port, _ := votesFleet(t)
+	shared := votesNodeOpts{probePort: port, extra: "canary_address = \"198.51.100.53:53\"\n"}
+	nodes := []*votesNode{
+		startVotesNode(t, c, cr, "a", 3, shared),
+		startVotesNode(t, c, cr, "b", 3, shared),
+		startVotesNode(t, c, cr, "c", 3, shared),
+	}
+	answersEverywhere(t, nodes, "192.0.2.80", "192.0.2.81")
+	for _, n := range nodes {
+		var st *control.FleetStatus
+		poll.Until(t, 15*time.Second, n.name+" to warn of the shared canary", func() (bool, string) {
+			st = fleetOf(t, n)
+			return len(st.Nodes) == 3 && len(st.CanaryWarnings) == 4, fmt.Sprintf("%+v", st)
+		})
+		none := func(who string) string {
+			return who + " probes no canary beyond itself: it cannot tell it is cut off from the members, and votes them down if it is; configure [fleet] canaries or give the nodes unicast canary addresses"
+		}
+		want := []string{
+			none("this node (" + n.name + ")"),
+			"nodes a, b, c advertise the same canary 198.51.100.53:53 (a shared or anycast address): none of them probes it, each finds it its own; set [fleet] canary_address to each node's unicast address",
+		}
+		for _, o := range nodes {
+			if o != n {
+				want = append(want, none(o.name))
+			}
+		}
+		if !slices.Equal(st.CanaryWarnings, want) {
+			t.Errorf("%s: warnings\n%s\nwant\n%s", n.name, strings.Join(st.CanaryWarnings, "\n"), strings.Join(want, "\n"))
+		}
+		if st.Canaries != 0 || st.CanaryAddress != "198.51.100.53:53" || !slices.Equal(st.CanariesOwn, []string{"198.51.100.53:53"}) {
+			t.Errorf("%s: canaries %d, advertised %q, own %v; want 0, the shared address, and it left out", n.name, st.Canaries, st.CanaryAddress, st.CanariesOwn)
+		}
+		n.h.d.Monitor().EachKind(CanaryKind, func(ts monitor.TargetStatus) { t.Errorf("%s probes canary %s, want none", n.name, ts.Key.Member) })
 	}
 }

@@ -44,8 +44,8 @@ type Heartbeat struct {
 	Started time.Time `json:"started"`
 	Beat    time.Time `json:"beat"`
 	// Canary is an address the other probers connect to (TCP) as one of
-	// their canaries: the node's first GSLB listen address ("" when it
-	// has none).
+	// their canaries: the node's [fleet] canary_address, or the one it
+	// chose (ChooseCanary); "" when it has none.
 	Canary string `json:"canary,omitempty"`
 	// Withdrawn is set while the node withdrew its votes because most
 	// of its canaries fail (CutOff): it votes nothing and is no prober
@@ -57,6 +57,9 @@ type Heartbeat struct {
 	// Announced are the prefixes the node announces over BGP now, each
 	// with its grade, in prefix order (none without [bgp]).
 	Announced []Announcement `json:"announced,omitempty"`
+	// Canaries is how many canaries the node probes, its own addresses
+	// left out (nil: not counted yet, or a build that does not say).
+	Canaries *int `json:"canaries,omitempty"`
 }
 
 // Grades of an Announcement.

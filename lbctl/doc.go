@@ -89,8 +89,11 @@
 //	    why. It says where the GSLB verdicts come from (the fleet's
 //	    probers, or, loudly, this node's own probes while etcd is
 //	    unreachable), whether this node withdrew its votes (most of its
-//	    canaries fail), and how many members and canaries it probes.
-//	    With -o json: the /v1/fleet document.
+//	    canaries fail), and how many members and canaries it probes;
+//	    the canary it advertises, the canaries it leaves out as its own,
+//	    and loudly what is wrong with the fleet's canaries (several
+//	    nodes advertising one address, a node advertising none, a node
+//	    probing fewer than two). With -o json: the /v1/fleet document.
 //	block CLIENT --for DURATION --reason TEXT [--force]
 //	    Drop every packet of the client address or prefix before IPVS
 //	    (lbdnsd's nftables table) until the duration has passed. A client

@@ -55,6 +55,24 @@ func writeVotes(ew *errWriter, st *control.FleetStatus) {
 		fmt.Fprintf(ew, "!! VOTES WITHDRAWN: most of this node's %d canaries fail (a prober cut off from the members is no down vote)\n", st.Canaries)
 	}
 	fmt.Fprintf(ew, "this node probes %d of %d GSLB members and %d canaries; %d vote writes\n", st.ProbedMembers, st.Members, st.Canaries, st.VoteWrites)
+	writeCanaries(ew, st)
+}
+
+// writeCanaries says which canary this node advertises, which canaries
+// it leaves out as its own, and, loudly, what is wrong with the fleet's
+// canaries.
+func writeCanaries(ew *errWriter, st *control.FleetStatus) {
+	if st.CanaryAddress != "" {
+		fmt.Fprintf(ew, "this node's canary (probed by the others): %s, from %s\n", st.CanaryAddress, st.CanaryFrom)
+	} else if st.CanaryFrom != "" {
+		fmt.Fprintf(ew, "!! THIS NODE ADVERTISES NO CANARY: %s\n", st.CanaryFrom)
+	}
+	if len(st.CanariesOwn) > 0 {
+		fmt.Fprintf(ew, "canaries left out as this node itself: %s\n", strings.Join(st.CanariesOwn, " "))
+	}
+	for _, w := range st.CanaryWarnings {
+		fmt.Fprintf(ew, "!! CANARIES: %s\n", w)
+	}
 }
 
 func writeFleet(e *env, st *control.FleetStatus) error {

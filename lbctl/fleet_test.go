@@ -93,6 +93,35 @@ func TestFleetStatusVotes(t *testing.T) {
 	}
 }
 
+// TestFleetStatusCanaries: the canary this node advertises, the
+// canaries it leaves out as its own, and every canary warning of the
+// fleet view, loudly.
+func TestFleetStatusCanaries(t *testing.T) {
+	st := control.FleetStatus{On: true, Node: "lb1", Location: "dc1", Heartbeat: true, Verdicts: "fleet", Probers: []string{"lb1", "lb2"},
+		Canaries: 0, CanaryAddress: "198.51.100.53:53", CanaryFrom: "the GSLB listen address 198.51.100.53:53", CanariesOwn: []string{"198.51.100.53:53"},
+		CanaryWarnings: []string{"nodes lb1, lb2 advertise the same canary 198.51.100.53:53 (a shared or anycast address): none of them probes it",
+			"this node (lb1) probes no canary beyond itself: it cannot tell it is cut off from the members"},
+		Nodes: []control.FleetNode{{Name: "lb1", Location: "dc1", Canary: "198.51.100.53:53"}, {Name: "lb2", Location: "dc2", Canary: "198.51.100.53:53"}}}
+	f := startFake(t, map[string]reply{"GET /v1/fleet": {body: st}})
+	r := lbctl(t, "-socket", f.socket, "fleet", "status")
+	for _, want := range []string{
+		"this node's canary (probed by the others): 198.51.100.53:53, from the GSLB listen address 198.51.100.53:53",
+		"canaries left out as this node itself: 198.51.100.53:53",
+		"!! CANARIES: nodes lb1, lb2 advertise the same canary 198.51.100.53:53 (a shared or anycast address): none of them probes it",
+		"!! CANARIES: this node (lb1) probes no canary beyond itself: it cannot tell it is cut off from the members",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	st.CanaryAddress, st.CanaryFrom, st.CanariesOwn, st.CanaryWarnings = "", "no GSLB listen address or status endpoint is on an address of this host's own: set [fleet] canary_address", nil, nil
+	f = startFake(t, map[string]reply{"GET /v1/fleet": {body: st}})
+	r = lbctl(t, "-socket", f.socket, "fleet", "status")
+	if want := "!! THIS NODE ADVERTISES NO CANARY: no GSLB listen address or status endpoint is on an address of this host's own: set [fleet] canary_address"; !strings.Contains(r.stdout, want) {
+		t.Errorf("output lacks %q:\n%s", want, r.stdout)
+	}
+}
+
 // TestFleetStatusSections: a node whose configuration differs is shown
 // with the tables it differs in, and the JSON keeps every node's
 // per-table hashes.
