@@ -50,6 +50,8 @@ type fleetLab struct {
 	memberNames []string
 	listeners   map[string]*tcpMember
 	nodes       map[string]*fleetNode
+	// noCanaries leaves [fleet] canaries out of the nodes' configuration.
+	noCanaries bool
 }
 
 // fleetNode is one lbdnsd of the lab.
@@ -166,9 +168,11 @@ func (n *fleetNode) config(cr etcdtest.Creds) string {
 		eps[i] = fmt.Sprintf("%q", e)
 	}
 	// The canaries, known-good for every node: the etcd members' ports.
-	canaries := make([]string, len(l.etcd.Endpoints))
-	for i, e := range l.etcd.Endpoints {
-		canaries[i] = fmt.Sprintf("%q", strings.TrimPrefix(e, "https://"))
+	var canaries []string
+	for _, e := range l.etcd.Endpoints {
+		if !l.noCanaries {
+			canaries = append(canaries, fmt.Sprintf("%q", strings.TrimPrefix(e, "https://")))
+		}
 	}
 	if n.noCanaries {
 		canaries = nil
