@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,7 +89,14 @@ func newFleetLab(t *testing.T, members ...string) *fleetLab {
 	l := &fleetLab{t: t, dir: t.TempDir(), members: map[string]*netns.Host{}, listeners: map[string]*tcpMember{}, nodes: map[string]*fleetNode{}}
 	l.etcdNS = netns.New(t, "fleet-etcd")
 	l.etcdNS.Forward()
-	c, err := etcdtest.StartWith(l.dir, 3, etcdtest.Options{Addr: l.etcdNS.AddrV4(), Command: l.etcdNS.Command})
+	// The members run in the namespace by a plain command: etcdtest waits
+	// for each member itself, also for one it restarts (StartMember), so
+	// the namespace's Command, which kills and waits for what is left at
+	// the test's end, would wait for it a second time.
+	inNS := func(name string, args ...string) *exec.Cmd {
+		return exec.Command("ip", append([]string{"netns", "exec", l.etcdNS.Name(), name}, args...)...)
+	}
+	c, err := etcdtest.StartWith(l.dir, 3, etcdtest.Options{Addr: l.etcdNS.AddrV4(), Command: inNS})
 	if err != nil {
 		t.Fatalf("etcd in %s: %v", l.etcdNS.Name(), err)
 	}

@@ -35,6 +35,7 @@ import (
 	"lbdns/intent"
 	"lbdns/internal/bird"
 	"lbdns/internal/netns"
+	"lbdns/internal/testlog"
 )
 
 // VIP is the address every LB host announces and answers on.
@@ -243,7 +244,7 @@ template bgp lb { local as 65000; hold time 3; keepalive time 1; connect retry t
 	if err := os.WriteFile(filepath.Join(dir, "bird.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var birdLog bytes.Buffer
+	var birdLog testlog.Buffer // written by the command's copier while read at cleanup
 	bc := router.Command("bird", "-f", "-c", filepath.Join(dir, "bird.conf"), "-s", sock)
 	bc.Stdout, bc.Stderr = &birdLog, &birdLog
 	if err := bc.Start(); err != nil {
