@@ -18,9 +18,9 @@ import (
 	"lbdns/configs"
 	"lbdns/hub"
 	"lbdns/intent"
-	"lbdns/internal/bird"
-	"lbdns/internal/ecmp"
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/bird"
+	"lbdns/testkit/ecmp"
+	"lbdns/testkit/leakcheck"
 )
 
 // Our AS and the router's.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/ecmp"
+	"lbdns/testkit/ecmp"
 )
 
 // TestECMP: two LB hosts announce the same VIP to BIRD, which installs

@@ -11,8 +11,8 @@ import (
 	"lbdns/configs"
 	"lbdns/hub"
 	"lbdns/intent"
-	"lbdns/internal/ecmp"
-	"lbdns/internal/frr"
+	"lbdns/testkit/ecmp"
+	"lbdns/testkit/frr"
 )
 
 // TestFRRAnnouncer: the same decisions seen in FRR's table: announced

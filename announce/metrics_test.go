@@ -11,7 +11,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/intent"
-	"lbdns/internal/promgolden"
+	"lbdns/testkit/promgolden"
 )
 
 func metricsStatus(now time.Time) Status {

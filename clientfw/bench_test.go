@@ -8,7 +8,7 @@ import (
 
 	"lbdns/clientfw"
 	"lbdns/intent"
-	"lbdns/internal/netns"
+	"lbdns/testkit/netns"
 )
 
 // benchActions are n actions: blocks and limits at two rates, IPv4 and

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"lbdns/internal/promgolden"
+	"lbdns/testkit/promgolden"
 )
 
 func TestMetrics(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"lbdns/clientfw"
 	"lbdns/intent"
-	"lbdns/internal/netns"
+	"lbdns/testkit/netns"
 )
 
 // vip and vip6 are the addresses the LB namespace answers DNS on.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/browser"
+	"lbdns/testkit/browser"
 )
 
 // hostBackend is a fakeBackend that answers host requests.

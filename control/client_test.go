@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestClientAgainstServer runs the real Client against the real Server

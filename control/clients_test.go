@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/browser"
+	"lbdns/testkit/browser"
 )
 
 // clientsBackend is a fakeBackend that answers client requests.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"lbdns/internal/promgolden"
+	"lbdns/testkit/promgolden"
 )
 
 // TestMetricFamilies: the families the status endpoint exports, with

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/browser"
+	"lbdns/testkit/browser"
 )
 
 // topBackend is a fakeBackend that answers GET /v1/top.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/testlog"
+	"lbdns/testkit/testlog"
 )
 
 func TestServerGSLBPassesRequestAndPeer(t *testing.T) {

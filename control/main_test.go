@@ -3,7 +3,7 @@ package control
 import (
 	"testing"
 
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 // TestMain fails the package when a server, a stream or a waiter outlives

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/browser"
+	"lbdns/testkit/browser"
 )
 
 // longestStatus is a Status with the longest texts a real daemon writes:

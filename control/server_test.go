@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/testlog"
+	"lbdns/testkit/testlog"
 )
 
 const base = "http://lbdnsd" + APIPrefix

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

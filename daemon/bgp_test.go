@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/bird"
-	"lbdns/internal/poll"
+	"lbdns/testkit/bird"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

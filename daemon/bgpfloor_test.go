@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/bird"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
+	"lbdns/testkit/bird"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

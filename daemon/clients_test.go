@@ -14,9 +14,9 @@ import (
 
 	"lbdns/control"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -29,7 +29,7 @@ import (
 	"lbdns/control"
 	"lbdns/dnstap/intake"
 	"lbdns/gslb"
-	"lbdns/gslb/server"
+	"lbdns/responder"
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
@@ -147,7 +147,7 @@ type Daemon struct {
 	rules      []resolvers.Rule
 	store      intent.Store
 	overrideCh chan overrideCall
-	gslb       *server.Responder
+	gslb       *responder.Responder
 	fleet      *fleetNode     // nil without [fleet] (fleet.go)
 	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
@@ -296,7 +296,7 @@ func New(opts Options) (*Daemon, error) {
 	})
 	// Made here, not in Run, so that Status never races its assignment.
 	d.flood = newFlood(d, cfg)
-	d.gslb = server.NewResponder(server.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
+	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
 		Flood: d.flood.pipeline(), Versions: d.serialVersions()})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)

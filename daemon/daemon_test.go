@@ -14,9 +14,9 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
-	"lbdns/internal/vipfake"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
+	"lbdns/testkit/vipfake"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"

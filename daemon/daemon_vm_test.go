@@ -21,9 +21,9 @@ import (
 
 	"lbdns/control"
 	"lbdns/daemon"
-	"lbdns/internal/ipvsvm"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
+	"lbdns/testkit/ipvsvm"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // Back-end behaviours, switched at run time by the test.

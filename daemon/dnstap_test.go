@@ -15,7 +15,7 @@ import (
 
 	"lbdns/dnstap"
 	"lbdns/dnstap/fstrm"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -18,7 +18,7 @@ import (
 	"lbdns/control"
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
-	"lbdns/gslb/server"
+	"lbdns/responder"
 	"lbdns/intent"
 )
 
@@ -82,7 +82,7 @@ func (d *Daemon) openFleet(cfg *configs.Config) (intent.Store, error) {
 // serialVersions returns the fleet's register of configuration versions
 // the responder's SOA serial follows (nil without [fleet]: the host's
 // own count).
-func (d *Daemon) serialVersions() server.VersionRegister {
+func (d *Daemon) serialVersions() responder.VersionRegister {
 	if d.fleet == nil {
 		return nil
 	}

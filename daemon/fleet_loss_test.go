@@ -15,8 +15,8 @@ import (
 
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

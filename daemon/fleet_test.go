@@ -13,8 +13,8 @@ import (
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

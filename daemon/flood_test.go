@@ -17,7 +17,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/intent"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // floodAlarms is the [flood] of the flood test: a floor above the

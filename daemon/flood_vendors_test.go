@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 
@@ -56,7 +56,7 @@ func zipfNames(up *dnstest.Server, seed uint64, n int) []string {
 // one is a client in a network namespace of its own, the others are
 // loopback source addresses 127.0.0.10-19. Then a client in another
 // network namespace floods one name at a bounded rate. Each namespace is
-// joined to the test's by a veth pair (internal/netns, 198.18.0.0/15);
+// joined to the test's by a veth pair (testkit/netns, 198.18.0.0/15);
 // the resolver listens also on the root end of each pair and answers
 // their networks (vendors.Options Listen and Allow), so the clients'
 // queries cross a link and reach it from their own addresses. The rise

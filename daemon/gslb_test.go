@@ -12,7 +12,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/gslb"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 	"lbdns/monitor"
 	"lbdns/vip"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // gslbOnly is a configuration without [[vip]], pools or resolvers: the

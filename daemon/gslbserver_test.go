@@ -16,9 +16,9 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"lbdns/gslb/server"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
+	"lbdns/responder"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 	"lbdns/vip"
 )
 
@@ -71,7 +71,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 // serialOf reads the configuration version of the responder's serial
 // file in dir.
 func serialOf(dir string) (uint32, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "state", server.SerialFile))
+	data, err := os.ReadFile(filepath.Join(dir, "state", responder.SerialFile))
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +111,7 @@ func TestGSLBResponderWired(t *testing.T) {
 			return false, err.Error()
 		}
 		// Until the selection's snapshot is plugged in
-		// (server.DefaultBuilders), every name is REFUSED.
+		// (responder.DefaultBuilders), every name is REFUSED.
 		return r.Rcode == dns.RcodeRefused, dns.RcodeToString[r.Rcode]
 	})
 	if r, err := ask("tcp"); err != nil || r.Rcode != dns.RcodeRefused {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -14,7 +14,7 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 	"lbdns/monitor"
 	"lbdns/vip"
 )

@@ -3,7 +3,7 @@ package daemon
 import (
 	"testing"
 
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 // TestMain fails the package when a daemon's goroutines (monitor targets,

@@ -16,7 +16,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/intent"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/browser"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/browser"
 	"lbdns/vip"
 )
 

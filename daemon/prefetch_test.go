@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/poll"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/testkit/poll"
 	"lbdns/prefetch"
 	"lbdns/vip"
 )

@@ -10,7 +10,7 @@ import (
 	"lbdns/control"
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
-	"lbdns/internal/sdnotify/sdtest"
+	"lbdns/testkit/sdtest"
 	"lbdns/vip"
 )
 

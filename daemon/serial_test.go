@@ -15,7 +15,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/intent"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/gslb/server"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
+	"lbdns/responder"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 
@@ -41,7 +41,7 @@ func TestFleetSerialLateJoiner(t *testing.T) {
 			if err := os.MkdirAll(state, 0o750); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(state, server.SerialFile), []byte(`{"version":2,"hash":"before","config_version":7,"serial":7}`), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(state, responder.SerialFile), []byte(`{"version":2,"hash":"before","config_version":7,"serial":7}`), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"lbdns/fleet/etcdfleet"
-	"lbdns/gslb/server"
+	"lbdns/responder"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
 	"lbdns/vip"
@@ -11,7 +11,7 @@ import (
 // stateFiles returns the files lbdnsd writes in daemon.state_dir, each
 // through atomicfile.Write.
 func stateFiles() []string {
-	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, server.SerialFile, etcdfleet.CopyFile}
+	return []string{intent.FileName, vip.OwnedFile, vip.AddressesFile, vip.DryRunFileName, responder.SerialFile, etcdfleet.CopyFile}
 }
 
 // removeStateTemps removes the temporary files of lbdnsd's own state files

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"lbdns/health"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"

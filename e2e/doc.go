@@ -1,6 +1,6 @@
 // Package e2e tests lbctl against the real daemon: its tests build lbdnsd
 // and lbctl, start lbdnsd as a child process in dry-run mode (no root or
-// IPVS needed) over loopback DNS servers (internal/dnstest) as back ends,
+// IPVS needed) over loopback DNS servers (internal/lab/dnstest) as back ends,
 // and drive it the way an operator does: lbctl commands, signals, kill -9,
 // edited configuration files, raw requests on the control socket, and GETs
 // on the read-only status endpoint. What the daemon would program into
@@ -8,7 +8,7 @@
 //
 // The fleet's tests (fleet_test.go) run as root: three lbdnsd nodes, a
 // three-member etcd and GSLB members each in a network namespace of its
-// own (internal/netns), asserted with dig and lbctl fleet status; they
+// own (testkit/netns), asserted with dig and lbctl fleet status; they
 // skip without root, namespaces or etcd, unless LBDNS_REQUIRE_NETNS=1 or
 // LBDNS_REQUIRE_ETCD=1.
 //

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
 )
 
 // emergencyWorld is lbdnsd serving zone g.test. on loopback with two

@@ -19,10 +19,10 @@ import (
 
 	"github.com/miekg/dns"
 
-	"lbdns/internal/bird"
-	"lbdns/internal/ecmp"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
+	"lbdns/testkit/bird"
+	"lbdns/testkit/ecmp"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 )
 
 // The fault lab: the fleet as operators deploy it, under a seeded random

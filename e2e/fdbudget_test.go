@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
 )
 
 // The figures of TestDescriptorBudget: the descriptor limit lbdnsd runs

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/netns"
+	"lbdns/testkit/netns"
 )
 
 // anycastAddr is the address every node of TestFleetNetnsAnycastCanaries

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 )
 
 // The fleet lab: a three-member etcd cluster in a network namespace of

@@ -11,8 +11,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
 )
 
 // TestGSLBLastResortScope: with region west's pool down and region

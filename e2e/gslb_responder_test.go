@@ -17,10 +17,10 @@ import (
 	"github.com/miekg/dns"
 
 	"lbdns/control"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // The GSLB zone of the responder tests, delegated from the BIND parent
@@ -190,7 +190,7 @@ func counter(t *testing.T, url, name string, labels map[string]string) float64 {
 }
 
 // product is a resolver product started with a configuration of the
-// test's own (internal/vendors starts them forwarding only).
+// test's own (internal/lab/vendors starts them forwarding only).
 type product struct {
 	cmd  *exec.Cmd
 	log  *testlog.Buffer

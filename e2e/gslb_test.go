@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/netns"
-	"lbdns/internal/nginx"
-	"lbdns/internal/poll"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/nginx"
+	"lbdns/testkit/poll"
 )
 
 // GSLB monitor timing of TestGSLBMembers: a member goes down within

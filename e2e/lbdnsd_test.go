@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // lbdnsd is one daemon process.

@@ -20,7 +20,7 @@ var binaries struct {
 // TestMain builds lbdnsd and lbctl into a temporary directory, runs the
 // tests, removes the directory, and fails the run when goroutines (the
 // readers of a child process's output) outlive the tests. It does not use
-// internal/leakcheck.Main, which exits before the directory could be
+// testkit/leakcheck.Main, which exits before the directory could be
 // removed.
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // quickstartWorld is the shipped quick start (configs/quickstart.toml) run

@@ -10,7 +10,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestReload: a good configuration is applied by lbctl reload without

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestOverridesSurviveKill9: a drain and a disable outlive kill -9 of the

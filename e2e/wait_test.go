@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // waitTimeout bounds every wait for the daemon to reach a state.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"lbdns/internal/dnstest"
+	"lbdns/internal/lab/dnstest"
 )
 
 // world is one test's installation: a loopback DNS server per back-end

@@ -8,7 +8,7 @@ import "sort"
 const MaxVersions = 64
 
 // Versions is the register of configuration versions a fleet shares:
-// one version per hash of the served data (gslb/server.ConfigHash), so
+// one version per hash of the served data (responder.ConfigHash), so
 // that every node serving the same data answers the same SOA serial
 // (the version plus the intent revision). Versions are given out once
 // each, in increasing order: Max is the highest ever given.

@@ -10,7 +10,7 @@ import (
 // responder: the topology (package gslb/topology: where a client is), the
 // selection (this package: which records answer a question, pure, from a
 // snapshot of the configuration and the members' health), and the server
-// (package gslb/server: DNS on the wire, EDNS, ECS, truncation, TCP).
+// (package responder: DNS on the wire, EDNS, ECS, truncation, TCP).
 
 // Location is where a client address is, as the topology map says.
 type Location struct {

@@ -7,7 +7,7 @@
 // and a serial, answers each Query (zones, static records, dynamic names:
 // policies most specific first, pools and their algorithms, fallback
 // chains, last resorts) without allocating. The DNS server on the wire is
-// package gslb/server.
+// package responder.
 package gslb
 
 import (

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // sampleEvents returns n events numbered from 1; every third is an error.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"lbdns/control"
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

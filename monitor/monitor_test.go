@@ -16,7 +16,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/health"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 const (

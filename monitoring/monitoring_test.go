@@ -15,12 +15,12 @@ import (
 // TYPE [LABELS]: HELP"): the daemon's (report), the GSLB responder's,
 // the status endpoint's, the BGP announcer's, the client actions', the flood alarms'
 // and the daemon's fleet families, each kept by a test of its package.
-var goldens = []string{"../report/testdata/metrics.txt", "../gslb/server/testdata/metrics.txt", "../control/testdata/metrics.txt",
+var goldens = []string{"../report/testdata/metrics.txt", "../responder/testdata/metrics.txt", "../control/testdata/metrics.txt",
 	"../announce/testdata/metrics.txt", "../clientfw/testdata/metrics.txt", "../flood/testdata/metrics.txt",
 	"../daemon/testdata/metrics.txt"}
 
 // golden names the goldens in messages.
-const golden = "report, gslb/server, control, announce, clientfw, flood and daemon testdata/metrics.txt"
+const golden = "report, responder, control, announce, clientfw, flood and daemon testdata/metrics.txt"
 
 // metricLabels reads the goldens: metric name (and, for histograms, its
 // _bucket, _sum and _count series) to its label names.

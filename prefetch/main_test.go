@@ -3,7 +3,7 @@ package prefetch
 import (
 	"testing"
 
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 // TestMain fails the package when a runner's goroutines, a query, or a test

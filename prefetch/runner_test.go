@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"lbdns/internal/dnstest"
+	"lbdns/internal/lab/dnstest"
 
 	"github.com/miekg/dns"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/dnstest"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
 
 	"github.com/miekg/dns"
 )

@@ -13,7 +13,7 @@ import (
 
 	"lbdns/check"
 	"lbdns/configs"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // batchProbes returns the probes through p's batch engine (StartCheck),

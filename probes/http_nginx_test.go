@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"lbdns/configs"
-	"lbdns/internal/netns"
-	"lbdns/internal/nginx"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/nginx"
 )
 
 // nginxCerts are the certificates an nginx of a test presents and trusts.
@@ -33,7 +33,7 @@ func newNginxCerts(t testing.TB) nginxCerts {
 	}
 }
 
-// startNginx runs nginx (internal/nginx) with certs until the test ends,
+// startNginx runs nginx (testkit/nginx) with certs until the test ends,
 // listening on every address of addrs at ports (HTTP, HTTPS, expired
 // HTTPS), run with command (exec.Command, or a netns Host's Command).
 func startNginx(t testing.TB, certs nginxCerts, addrs []netip.Addr, ports [3]uint16, command func(name string, args ...string) *exec.Cmd) *nginx.Server {

@@ -14,10 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lbdns/configs"
-	"lbdns/internal/netns"
+	"lbdns/testkit/netns"
 )
 
-// These tests ping hosts in network namespaces (internal/netns) and break
+// These tests ping hosts in network namespaces (testkit/netns) and break
 // the path for real: link down, tc netem loss. They need root and skip
 // without it, unless LBDNS_REQUIRE_NETNS=1.
 

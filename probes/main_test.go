@@ -3,7 +3,7 @@ package probes
 import (
 	"testing"
 
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 // TestMain fails the package when goroutines outlive the tests: every probe

@@ -13,12 +13,12 @@ import (
 
 	"lbdns/check"
 	"lbdns/configs"
-	"lbdns/internal/netns"
-	"lbdns/internal/poll"
+	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 )
 
 // These tests run the tcp and udp checkers against servers in network
-// namespaces (internal/netns) and break them for real. They need root;
+// namespaces (testkit/netns) and break them for real. They need root;
 // they skip elsewhere unless LBDNS_REQUIRE_NETNS=1.
 
 // serveTCP accepts on l and answers each connection with a banner until l

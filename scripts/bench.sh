@@ -67,7 +67,7 @@ if [ -x bench/responder/run.sh ]; then
 	if ! command -v dnsperf >/dev/null 2>&1; then
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dnsperf
 	fi
-	go test -run '^$' -bench 'BenchmarkServerPath' -benchmem -benchtime "$benchtime" ./gslb/server
+	go test -run '^$' -bench 'BenchmarkServerPath' -benchmem -benchtime "$benchtime" ./responder
 	if [ "$mode" = quick ]; then
 		QUICK=1 bench/responder/all.sh
 		COMPARE=0 RELOAD_DURATION=6 BIG_NAMES=1000 BIG_MEMBERS=5000 BIG_PREFIXES=100000 BIG_INTERVAL=5 bench/responder/run.sh

@@ -1,6 +1,6 @@
 #!/bin/sh
 # build-etcd.sh builds the etcd server the fleet tests run (see
-# internal/etcdtest) from its Go module at a pinned release, into a cache
+# testkit/etcdtest) from its Go module at a pinned release, into a cache
 # directory outside the repository, with etcdctl of the same release
 # beside it, and prints the etcd binary's path on its first line and
 # etcdctl's on the second. It is idempotent: binaries already built at

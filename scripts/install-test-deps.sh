@@ -1,8 +1,8 @@
 #!/bin/sh
 # install-test-deps.sh installs the real DNS resolver products and tools that
-# lbdns tests run against (see internal/vendors), and Debian's Chromium with a
+# lbdns tests run against (see internal/lab/vendors), and Debian's Chromium with a
 # font for the tests that load pages in a headless browser (see
-# internal/browser). It is idempotent: packages already installed are left
+# testkit/browser). It is idempotent: packages already installed are left
 # alone, and apt-get update runs at most once. Last, it builds the etcd
 # server the fleet tests run (scripts/build-etcd.sh: from etcd's Go module
 # into the cache directory; Debian's etcd-server 3.4 is end of life).

@@ -49,7 +49,7 @@ export LBDNS_REQUIRE_NETNS=1
 # The service files (packaging/, monitoring/) are checked with
 # systemd-analyze, dpkg-deb, lintian and promtool, just installed.
 export LBDNS_REQUIRE_PACKAGING=1
-# The fleet tests run a real etcd cluster (internal/etcdtest), built by
+# The fleet tests run a real etcd cluster (testkit/etcdtest), built by
 # install-test-deps.sh: a skip there is a failure.
 export LBDNS_REQUIRE_ETCD=1
 export LBDNS_ARTIFACTS=${LBDNS_ARTIFACTS:-$PWD/artifacts}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"lbdns/configs"
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"testing"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

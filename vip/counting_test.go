@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"lbdns/internal/vipfake"
+	"lbdns/testkit/vipfake"
 	"lbdns/vip"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

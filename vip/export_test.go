@@ -1,7 +1,7 @@
 package vip
 
 // Hooks for the external tests (package vip_test). Those can import
-// lbdns/internal/vipfake, which imports vip and so cannot be imported by
+// lbdns/testkit/vipfake, which imports vip and so cannot be imported by
 // this package's own test files.
 
 // NewTestReconciler returns a reconciler whose waits are recorded instead

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/ipvsvm"
-	"lbdns/internal/vipfake"
+	"lbdns/testkit/ipvsvm"
+	"lbdns/testkit/vipfake"
 	"lbdns/vip"
 )
 

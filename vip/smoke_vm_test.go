@@ -12,7 +12,7 @@ import (
 	"github.com/cloudflare/ipvs"
 	"github.com/cloudflare/ipvs/netmask"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 )
 
 // TestVMSmoke proves the VM harness: it programs IPVS with

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"lbdns/internal/ipvsvm"
+	"lbdns/testkit/ipvsvm"
 	"lbdns/vip"
 )
 

@@ -16,8 +16,8 @@ import (
 	"lbdns/announce"
 	"lbdns/configs"
 	"lbdns/hub"
-	"lbdns/internal/bird"
-	"lbdns/internal/ecmp"
+	"lbdns/testkit/bird"
+	"lbdns/testkit/ecmp"
 )
 
 const (

@@ -4,7 +4,7 @@
 // the route gone, and from the speaker's host going silent to the route
 // gone (hold time 3 s / keepalive 1 s, and with BFD), and the client
 // queries lost when one of two LB hosts announcing a VIP (ECMP,
-// internal/ecmp) loses its pool. It has no code of its own; run it
+// testkit/ecmp) loses its pool. It has no code of its own; run it
 // with
 //
 //	go test -tags bgpbench -v ./bench/bgp

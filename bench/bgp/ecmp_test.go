@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/ecmp"
+	"lbdns/testkit/ecmp"
 )
 
 // Pool death rounds and the client's rate.

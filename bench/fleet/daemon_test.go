@@ -12,8 +12,8 @@ import (
 
 	"lbdns/control"
 	"lbdns/daemon"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/etcdtest"
 )
 
 // daemonConfig is a GSLB-only lbdnsd in a fleet: one TCP member on

@@ -1,5 +1,5 @@
 // Package fleetbench prints the fleet's figures on loopback against a
-// real three-member etcd cluster (internal/etcdtest): how long an intent
+// real three-member etcd cluster (testkit/etcdtest): how long an intent
 // change takes to reach every node (3 and 5 nodes, p50 and p99: the
 // stores' watches, then whole lbdnsd daemons answering from it), the
 // fraction of GSLB members whose probers change when a node joins, and

@@ -15,7 +15,7 @@ import (
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
+	"lbdns/testkit/etcdtest"
 )
 
 // enabled skips t unless LBDNS_BENCH_FLEET=1.

@@ -24,9 +24,9 @@ import (
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/tcpsink"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/tcpsink"
 	"lbdns/probes"
 )
 

@@ -3,7 +3,7 @@ package healthbench
 import (
 	"testing"
 
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/leakcheck"
 )
 
 // TestMain fails the package when goroutines outlive the tests: every

@@ -3,7 +3,7 @@
 # their test binaries alternated round by round: the TOML decode of a
 # 5 MB document of the big reload's shape (configs: BenchmarkDecode*),
 # then configs.Load of the big reload's configuration (10,000 names,
-# 50,000 members, 1,000,000 prefixes; gslb/server: BenchmarkBigReload).
+# 50,000 members, 1,000,000 prefixes; responder: BenchmarkBigReload).
 #
 # Usage: bench/toml/run.sh
 # Environment: BASE (the revision to compare with, default main), ROUNDS
@@ -24,7 +24,7 @@ for side in base new; do
 	src=$WORK/base
 	[[ $side == new ]] && src=$ROOT
 	(cd "$src" && go test -c -o "$WORK/$side-configs.test" ./configs &&
-		go test -c -o "$WORK/$side-server.test" ./gslb/server)
+		go test -c -o "$WORK/$side-server.test" ./responder)
 done
 echo "base $(git -C "$ROOT" rev-parse --short "$BASE"), new $(git -C "$ROOT" describe --always --dirty)"
 
@@ -34,7 +34,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		(cd "$ROOT/configs" && "$WORK/$side-configs.test" -test.run '^$' \
 			-test.bench '^BenchmarkDecode' -test.benchtime "$BENCHTIME" -test.benchmem) |
 			grep '^Benchmark'
-		(cd "$ROOT/gslb/server" && "$WORK/$side-server.test" -test.run '^$' \
+		(cd "$ROOT/responder" && "$WORK/$side-server.test" -test.run '^$' \
 			-test.bench 'BigReload/configs.Load$' -test.benchtime "$BENCHTIME" -test.benchmem) |
 			grep '^Benchmark'
 	done

@@ -2,11 +2,11 @@
 // daemon over it, in the foreground:
 //
 //   - an authoritative DNS server for the zone of the config's dns check
-//     (internal/dnstest), the upstream every resolver forwards to;
+//     (internal/lab/dnstest), the upstream every resolver forwards to;
 //   - every resolver of the config whose vendor is one of the real products
 //     (unbound, BIND, Knot Resolver, PowerDNS Recursor, dnsmasq), started
 //     from the host's Debian packages on its configured address
-//     (internal/vendors);
+//     (internal/lab/vendors);
 //   - every GSLB member of the config probed on a loopback address by a tcp
 //     monitor with a port: a process of this program listening there that
 //     writes a banner line to every connection (the monitor's expect), so
@@ -49,8 +49,8 @@ import (
 
 	"lbdns/configs"
 	"lbdns/daemon"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"lbdns/control"
-	"lbdns/internal/poll"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/vendors"
+	"lbdns/testkit/poll"
 )
 
 // TestMain runs the program itself when the test binary is started as the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"lbdns/configs"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestPlanMembersShipped: the shipped quick start runs its four GSLB

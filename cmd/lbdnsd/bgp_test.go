@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/bird"
+	"lbdns/testkit/bird"
 )
 
 // drainConfig is a GSLB-only host whose responder listens on %[2]s

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/sdnotify/sdtest"
+	"lbdns/testkit/sdtest"
 )
 
 const dryRunConfig = `

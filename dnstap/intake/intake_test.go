@@ -16,8 +16,8 @@ import (
 
 	"lbdns/dnstap"
 	"lbdns/dnstap/fstrm"
-	"lbdns/internal/leakcheck"
-	"lbdns/internal/promgolden"
+	"lbdns/testkit/leakcheck"
+	"lbdns/testkit/promgolden"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }

@@ -17,8 +17,8 @@ import (
 	"github.com/miekg/dns"
 
 	"lbdns/dnstap"
-	"lbdns/internal/dnstest"
-	"lbdns/internal/vendors"
+	"lbdns/internal/lab/dnstest"
+	"lbdns/internal/lab/vendors"
 )
 
 // TestVendorsSendDnstap runs Debian's unbound, BIND and Knot Resolver

@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"lbdns/configs"
-	"lbdns/internal/etcdtest"
+	"lbdns/testkit/etcdtest"
 )
 
 // fleetFor makes a user with a role limited to a prefix of its own and

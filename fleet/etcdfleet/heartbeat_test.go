@@ -10,7 +10,7 @@ import (
 
 	"lbdns/fleet"
 	"lbdns/intent"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // beat starts node name's heartbeat (cluster c1) with serial and the

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/leakcheck"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/leakcheck"
 )
 
 // etcd is the cluster the package's tests share; each test has its own

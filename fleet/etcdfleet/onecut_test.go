@@ -14,9 +14,9 @@ import (
 
 	"lbdns/fleet"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // linkRecorder is a LinkEvents that keeps what it was told.

@@ -10,9 +10,9 @@ import (
 
 	"lbdns/fleet"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
-	"lbdns/internal/poll"
-	"lbdns/internal/testlog"
+	"lbdns/testkit/etcdtest"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
 )
 
 // saveRetry saves st decided on the store's current revision, retrying

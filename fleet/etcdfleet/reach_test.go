@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestOpenUnreachable: with no member answering, Open returns a client

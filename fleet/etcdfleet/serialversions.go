@@ -25,7 +25,7 @@ const serialAttempts = 8
 var ErrSerialConflict = errors.New("etcdfleet: serial versions: too many concurrent writes")
 
 // SerialVersions is the fleet's register of configuration versions
-// (gslb/server.VersionRegister) in etcd: one JSON document, P/serial/versions,
+// (responder.VersionRegister) in etcd: one JSON document, P/serial/versions,
 // holding fleet.Versions ({"max": N, "versions": {hash: version}}), read
 // linearizably and written by one transaction guarded by the mod
 // revision that was read, so that nodes allocating at once end with one

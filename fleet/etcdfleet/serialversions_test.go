@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/gslb/server"
+	"lbdns/responder"
 )
 
 // TestSerialVersions: against the real three-member cluster, two hosts
@@ -17,15 +17,15 @@ import (
 // once (guarded writes that lose re-read) end with one version.
 func TestSerialVersions(t *testing.T) {
 	tf := newFleet(t, "serial")
-	store := func() *server.SerialStore {
+	store := func() *responder.SerialStore {
 		_, cli := tf.node("n", "", StoreOptions{})
-		s := server.NewFleetSerialStore(t.TempDir(), NewSerialVersions(cli, tf.f.Prefix))
+		s := responder.NewFleetSerialStore(t.TempDir(), NewSerialVersions(cli, tf.f.Prefix))
 		if err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	version := func(s *server.SerialStore, hash string) uint32 {
+	version := func(s *responder.SerialStore, hash string) uint32 {
 		t.Helper()
 		v, err := s.Version(hash)
 		if err != nil || s.RegisterError() != nil {
@@ -41,13 +41,13 @@ func TestSerialVersions(t *testing.T) {
 	if v := version(late, "H1"); v != 1 {
 		t.Errorf("late joiner on H1: %d, want 1", v)
 	}
-	for _, s := range []*server.SerialStore{b, late, a} {
+	for _, s := range []*responder.SerialStore{b, late, a} {
 		if v := version(s, "H2"); v != 2 {
 			t.Errorf("H2: %d, want 2", v)
 		}
 	}
 
-	stores := []*server.SerialStore{a, b, late, store(), store()}
+	stores := []*responder.SerialStore{a, b, late, store(), store()}
 	got := make([]uint32, len(stores))
 	var wg sync.WaitGroup
 	for i, s := range stores {

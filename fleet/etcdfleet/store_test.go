@@ -12,7 +12,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/intent"
-	"lbdns/internal/etcdtest"
+	"lbdns/testkit/etcdtest"
 )
 
 // testFleet is one test's fleet: a prefix of its own, a user whose role

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestFollower: the follower's view has every node and every vote as

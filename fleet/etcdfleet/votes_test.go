@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"lbdns/fleet"
-	"lbdns/internal/poll"
+	"lbdns/testkit/poll"
 )
 
 // TestVotes: the probers' votes live under their leases: read by every

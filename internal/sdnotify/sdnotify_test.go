@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"lbdns/internal/sdnotify"
-	"lbdns/internal/sdnotify/sdtest"
+	"lbdns/testkit/sdtest"
 )
 
 // count returns how many of msgs are exactly want.

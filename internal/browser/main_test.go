@@ -1,9 +1,0 @@
-package browser
-
-import (
-	"testing"
-
-	"lbdns/internal/leakcheck"
-)
-
-func TestMain(m *testing.M) { leakcheck.Main(m) }
