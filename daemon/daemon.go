@@ -29,7 +29,6 @@ import (
 	"lbdns/control"
 	"lbdns/dnstap/intake"
 	"lbdns/gslb"
-	"lbdns/responder"
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/sdnotify"
@@ -39,6 +38,7 @@ import (
 	"lbdns/probes"
 	"lbdns/report"
 	"lbdns/resolvers"
+	"lbdns/responder"
 	"lbdns/vip"
 )
 

@@ -14,12 +14,12 @@ import (
 
 	"lbdns/configs"
 	"lbdns/health"
-	"lbdns/testkit/poll"
-	"lbdns/testkit/testlog"
-	"lbdns/testkit/vipfake"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
+	"lbdns/testkit/poll"
+	"lbdns/testkit/testlog"
+	"lbdns/testkit/vipfake"
 	"lbdns/vip"
 )
 

@@ -18,8 +18,8 @@ import (
 	"lbdns/control"
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
-	"lbdns/responder"
 	"lbdns/intent"
+	"lbdns/responder"
 )
 
 // fleetNode is the daemon's place in a fleet of LB hosts ([fleet]): the

@@ -20,12 +20,12 @@ import (
 	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb"
 	"lbdns/health"
+	"lbdns/monitor"
+	"lbdns/probes"
 	"lbdns/testkit/etcdtest"
 	"lbdns/testkit/poll"
 	"lbdns/testkit/promgolden"
 	"lbdns/testkit/tcpsink"
-	"lbdns/monitor"
-	"lbdns/probes"
 )
 
 // votesConfig is a GSLB-only node of a fleet: pool www of members www-1

@@ -12,8 +12,8 @@ import (
 
 	"lbdns/control"
 	"lbdns/gslb"
-	"lbdns/testkit/poll"
 	"lbdns/monitor"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

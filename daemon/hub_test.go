@@ -14,8 +14,8 @@ import (
 	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/health"
-	"lbdns/testkit/poll"
 	"lbdns/monitor"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"lbdns/control"
 	"lbdns/internal/lab/dnstest"
-	"lbdns/testkit/poll"
 	"lbdns/prefetch"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"lbdns/fleet/etcdfleet"
-	"lbdns/responder"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
+	"lbdns/responder"
 	"lbdns/vip"
 )
 

@@ -16,10 +16,10 @@ import (
 	"lbdns/health"
 	"lbdns/internal/lab/dnstest"
 	"lbdns/internal/lab/vendors"
-	"lbdns/testkit/poll"
 	"lbdns/monitor"
 	"lbdns/probes"
 	"lbdns/resolvers"
+	"lbdns/testkit/poll"
 	"lbdns/vip"
 )
 

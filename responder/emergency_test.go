@@ -16,8 +16,8 @@ import (
 	"lbdns/health"
 	"lbdns/hub"
 	"lbdns/intent"
-	"lbdns/testkit/poll"
 	"lbdns/monitor"
+	"lbdns/testkit/poll"
 )
 
 // emergencyConfig serves zone g.test. with the ECS name www (pool p: m1

@@ -15,8 +15,8 @@ import (
 	"lbdns/gslb"
 	"lbdns/gslb/topology"
 	"lbdns/health"
-	"lbdns/testkit/leakcheck"
 	"lbdns/monitor"
+	"lbdns/testkit/leakcheck"
 )
 
 func TestMain(m *testing.M) {

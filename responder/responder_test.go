@@ -16,8 +16,8 @@ import (
 	"lbdns/health"
 	"lbdns/hub"
 	"lbdns/intent"
-	"lbdns/testkit/poll"
 	"lbdns/monitor"
+	"lbdns/testkit/poll"
 )
 
 // gslbConfig parses a configuration of one GSLB pool p with members

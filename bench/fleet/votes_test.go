@@ -25,9 +25,9 @@ import (
 	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb"
 	"lbdns/internal/lab/vendors"
+	"lbdns/probes"
 	"lbdns/testkit/etcdtest"
 	"lbdns/testkit/tcpsink"
-	"lbdns/probes"
 )
 
 // The members' checks of the vote benchmarks: a TCP connect every
