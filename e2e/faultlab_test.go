@@ -434,10 +434,17 @@ func (l *faultLab) operator(ctx context.Context) {
 		default:
 			w.code = -1
 		}
-		if ctx.Err() != nil && w.code != 0 {
-			return // cut short by the end of the run: no outcome
-		}
 		w.out = strings.TrimSpace(string(out))
+		if ctx.Err() != nil && w.code != 0 {
+			// Cut short by the end of the run: the daemon may have
+			// applied it before lbctl was killed, so its outcome is
+			// unknown, as with exit 4.
+			w.code, w.out = 4, "cut short by the end of the run: "+w.out
+			l.mu.Lock()
+			l.writes = append(l.writes, w)
+			l.mu.Unlock()
+			return
+		}
 		l.mu.Lock()
 		l.writes = append(l.writes, w)
 		l.mu.Unlock()

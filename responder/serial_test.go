@@ -173,7 +173,7 @@ func TestConfigHashAsMarshal(t *testing.T) {
 		return hex.EncodeToString(sum[:])
 	}
 	var cfgs []*configs.Config
-	files, err := filepath.Glob("../../configs/*.toml")
+	files, err := filepath.Glob("../configs/*.toml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("shipped configs: %v %v", files, err)
 	}
