@@ -7,7 +7,6 @@ import (
 	"lbdns/announce"
 	"lbdns/configs"
 	"lbdns/control"
-	"lbdns/fleet/etcdfleet"
 	"lbdns/hub"
 	"lbdns/intent"
 )
@@ -72,8 +71,8 @@ func (d *Daemon) followFleetView(ctx context.Context) <-chan struct{} {
 	}
 	go func() {
 		defer close(done)
-		for nodes := range etcdfleet.WatchNodes(ctx, n.cli, n.cfg.Prefix, etcdfleet.WatchOptions{Logger: n.log, Now: d.now}) {
-			d.bgp.view.Publish(announce.ViewOf(nodes, n.cfg.Name))
+		for nodes := range n.WatchNodes(ctx) {
+			d.bgp.view.Publish(announce.ViewOf(nodes, n.Name()))
 		}
 	}()
 	return done

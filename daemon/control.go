@@ -207,3 +207,12 @@ func (d *Daemon) reloadForControl(ctx context.Context) (*control.ReloadReply, er
 	}
 	return &control.ReloadReply{Summary: d.Config().Summary()}, nil
 }
+
+// Fleet reads the fleet view (GET /v1/fleet) and this node's part in
+// the votes.
+func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
+	return d.fleet.Status(ctx), nil
+}
+
+// Fleet answers GET /v1/fleet: the fleet view read from etcd now.
+func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) { return b.d.Fleet(ctx) }

@@ -28,6 +28,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/dnstap/intake"
+	"lbdns/fleet/node"
 	"lbdns/gslb"
 	"lbdns/hub"
 	"lbdns/intent"
@@ -148,8 +149,7 @@ type Daemon struct {
 	store      intent.Store
 	overrideCh chan overrideCall
 	gslb       *responder.Responder
-	fleet      *fleetNode     // nil without [fleet] (fleet.go)
-	votes      *fleetVotes    // nil without [fleet] (fleetvotes.go)
+	fleet      *node.Node     // nil without [fleet]
 	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp        *bgpPart       // the route announcer (bgp.go)
 	flood      *floodPart     // the flood alarms (flood.go); nil when off
@@ -203,9 +203,6 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Identify == nil {
 		opts.Identify = probes.Identify
 	}
-	if opts.InterfaceAddrs == nil {
-		opts.InterfaceAddrs = interfaceAddrs
-	}
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
 	}
@@ -234,7 +231,7 @@ func New(opts Options) (*Daemon, error) {
 		pf:         prefetch.NewService(prefetch.ServiceOptions{Now: opts.Now, Logger: opts.Logger}),
 	}
 	d.evlog = control.NewEventLog(eventLogSize, opts.Now)
-	d.hub = hub.New(func() hub.Facts { return d.memberFacts() }) // the fleet's verdicts over the monitor's facts (fleetvotes.go)
+	d.hub = hub.New(func() hub.Facts { return d.mon.Status() })
 	m, err := report.NewMetrics(opts.Registry, d.reportInput)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: metrics: %w", err)
@@ -266,18 +263,30 @@ func New(opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: state dir: %w", err)
 	}
 	d.removeStateTemps(cfg.Daemon.StateDir)
-	fleetStore, err := d.openFleet(cfg) // nil without [fleet]
+	d.mon = monitor.New(monitor.Options{
+		Now:      opts.Now,
+		OnEvent:  d.onEvent,
+		OnResult: func(k monitor.Key, r check.Result) { d.metrics.ObserveProbe(k.Check, r) },
+		OnChange: func() { d.hub.Facts.Touch() },
+		Logger:   d.log.With("component", "monitor"),
+	})
+	d.fleet, err = node.Open(node.Options{Config: cfg, Hub: d.hub, Monitor: d.mon, Checkers: opts.Checkers, InterfaceAddrs: opts.InterfaceAddrs,
+		StatusAddr: d.StatusAddr, Journal: d.journal, Registerer: d.registry, Logger: d.log, Now: d.now, Started: d.started}) // nil without [fleet]
 	if err != nil {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	if f := d.fleet; f != nil {
+		closer := d.closer
+		d.closer = func() error { f.Close(); return closer() }
 	}
 	d.store = opts.Store
 	if d.store == nil {
 		file := intent.NewFileStore(cfg.Daemon.StateDir, intent.FileOptions{DiscardBad: opts.DiscardBadState, Now: opts.Now,
 			OnDiscard: d.journal.StateDiscarded})
 		d.store = file
-		if fleetStore != nil {
-			d.store = &hostStore{shared: fleetStore, local: file} // the host's drain stays the host's
+		if d.fleet != nil {
+			d.store = node.NewHostStore(d.fleet.Store(), file) // the host's drain stays the host's
 		}
 	}
 	st, err := d.store.Load(context.Background())
@@ -287,17 +296,14 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.setOverrides(st.State, st.Revision)
 	d.rec = vip.NewReconciler(d.client, d.owned.Has)
-	d.mon = monitor.New(monitor.Options{
-		Now:      opts.Now,
-		OnEvent:  d.onEvent,
-		OnResult: func(k monitor.Key, r check.Result) { d.metrics.ObserveProbe(k.Check, r) },
-		OnChange: func() { d.hub.Facts.Touch() },
-		Logger:   d.log.With("component", "monitor"),
-	})
 	// Made here, not in Run, so that Status never races its assignment.
 	d.flood = newFlood(d, cfg)
+	var versions responder.VersionRegister // the fleet's register the SOA serial follows; nil: the host's own count
+	if d.fleet != nil {
+		versions = d.fleet.SerialVersions()
+	}
 	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
-		Flood: d.flood.pipeline(), Versions: d.serialVersions()})
+		Flood: d.flood.pipeline(), Versions: versions})
 	d.bgp = newBGP(d)
 	d.clients = newClients(d, cfg)
 	d.ident = identify.New(identify.Options{
@@ -420,7 +426,11 @@ func (d *Daemon) applySettings(cfg *configs.Config) {
 func (d *Daemon) install(cfg *configs.Config, targets []monitor.Target, reload bool) {
 	d.cfg = cfg
 	d.planner.Configure(cfg, d.now(), reload)
-	d.updateTargets(targets)  // in a fleet, the members assigned to this node (fleetvotes.go)
+	if d.fleet != nil {
+		d.fleet.UpdateTargets(targets) // the members assigned to this node, and its canaries
+	} else {
+		d.mon.Update(targets)
+	}
 	d.hub.Config.Publish(cfg) // after the targets: the responder reads them with it
 	d.ident.Update(resolvers.IdentifyTargets(cfg))
 	for _, k := range resolvers.Compute(resolvers.Input{Config: cfg, Now: d.now()}).Table.Keys() {
@@ -487,7 +497,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
-	fleetDone := d.runFleet(mctx)
+	fleetDone := d.fleet.Run(mctx, d.bgp.ann.Beat())
 	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	floodDone := d.runFlood(mctx)
 	dnstapDone := d.runDnstap(mctx)

@@ -203,7 +203,7 @@ func TestFleetEtcdLost(t *testing.T) {
 	et = waitEtcd(t, "a restarted", a2.d, true)
 	answersA(t, "a restarted", ports["a"], "[198.51.100.9]")
 	poll.Until(t, 10*time.Second, "a restarted: the intent from etcd", func() (bool, string) {
-		et := a2.d.fleetEtcd()
+		et := a2.d.fleet.Etcd()
 		return et.IntentSource == control.IntentFromEtcd, fmt.Sprintf("%+v", et)
 	})
 }

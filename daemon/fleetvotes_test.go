@@ -18,6 +18,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/fleet/etcdfleet"
+	"lbdns/fleet/node"
 	"lbdns/gslb"
 	"lbdns/health"
 	"lbdns/monitor"
@@ -465,6 +466,6 @@ func TestFleetVotesSharedCanary(t *testing.T) {
 		if st.Canaries != 0 || st.CanaryAddress != "198.51.100.53:53" || !slices.Equal(st.CanariesOwn, []string{"198.51.100.53:53"}) {
 			t.Errorf("%s: canaries %d, advertised %q, own %v; want 0, the shared address, and it left out", n.name, st.Canaries, st.CanaryAddress, st.CanariesOwn)
 		}
-		n.h.d.Monitor().EachKind(CanaryKind, func(ts monitor.TargetStatus) { t.Errorf("%s probes canary %s, want none", n.name, ts.Key.Member) })
+		n.h.d.Monitor().EachKind(node.CanaryKind, func(ts monitor.TargetStatus) { t.Errorf("%s probes canary %s, want none", n.name, ts.Key.Member) })
 	}
 }

@@ -15,8 +15,8 @@ import (
 func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
 	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
-	st.Fleet = d.fleetEtcd()     // the link to the fleet's etcd (etcdfleet.Link)
-	d.votes.fillMembers(st.GSLB) // the fleet's votes (fleetvotes.go)
+	st.Fleet = d.fleet.Etcd()    // the link to the fleet's etcd
+	d.fleet.FillMembers(st.GSLB) // the fleet's votes
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	st.Flood = report.FloodStatus(d.flood.pipeline())
 	if cfg := d.Config(); cfg != nil {
@@ -34,7 +34,8 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 	d.mu.Lock()
 	lastReload, reloadErr := d.lastReload, d.lastReloadErr
 	d.mu.Unlock()
-	mon := d.memberFacts()
+	mon := d.mon.Status()
+	forced, _ := d.hub.Forced.Load()
 	snap := d.rec.Snapshot() // table and counters from one publish
 	applied := snap.Table
 	in := report.Input{
@@ -45,6 +46,7 @@ func (d *Daemon) reportInput(ctx context.Context) report.Input {
 		},
 		Identities: d.ident.Identities(),
 		Monitor:    mon,
+		Forced:     forced,
 		Applied:    applied, Stats: d.stats.Read(ctx, applied), IPVS: snap.Stats,
 		Daemon: report.Daemon{ConfigPath: d.opts.ConfigPath, Started: d.started, DryRun: d.dryRun, Warm: plan.Warm,
 			LastReload: lastReload, LastReloadError: reloadErr},

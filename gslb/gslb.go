@@ -151,6 +151,9 @@ type MemberState struct {
 	// Since is when the member has been in State at the latest, from its
 	// monitors' since: the moment enough of them agreed.
 	Since time.Time
+	// ForcedBy names who forced State (Forced.By; Reason is then the
+	// forcer's), "" when the monitors decided it.
+	ForcedBy string
 	// Reason says in one line why: how many monitors are up against the
 	// number needed, and the monitors down (with their last failure) and
 	// without a verdict.
@@ -182,11 +185,37 @@ type MonitorState struct {
 	FailReason string
 }
 
+// Forced is a member state set from outside its monitors (the fleet's
+// verdict, as gdnsd's forced state): Evaluate takes it in place of the
+// state the monitors would give, and keeps the monitors' own facts
+// beside it.
+type Forced struct {
+	// State is the forced state (Up or Down; Unknown forces nothing).
+	State health.State
+	// Since is when the member entered State, as the forcer says.
+	Since time.Time
+	// By names who forces it ("fleet"); Reason says why, in one line.
+	By, Reason string
+}
+
+// ForcedStates are the forced member states, by MemberKey. Nil forces
+// nothing.
+type ForcedStates map[string]Forced
+
+// MemberKey is a member's name across pools: "POOL/MEMBER".
+func MemberKey(pool, member string) string { return pool + "/" + member }
+
 // Evaluate returns the state of every GSLB pool of cfg, in configuration
 // order, from the monitor's statuses (by key; a missing target counts as
 // unknown). It is pure: now is only the time of a member without any
 // monitor status.
 func Evaluate(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) []PoolState {
+	return EvaluateForced(cfg, statuses, nil, now)
+}
+
+// EvaluateForced is Evaluate with the members of forced in the state it
+// forces on them (their monitors' states and facts kept as they are).
+func EvaluateForced(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, forced ForcedStates, now time.Time) []PoolState {
 	out := make([]PoolState, 0, len(cfg.GSLB.Pools))
 	reasons := map[reasonKey]string{} // the reasons without a monitor named, made once
 	for i := range cfg.GSLB.Pools {
@@ -205,6 +234,12 @@ func Evaluate(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus
 		for j := range p.Members {
 			var ms MemberState
 			ms, mons = evaluateMember(cfg, p, &p.Members[j], statuses, now, mons, reasons)
+			if f, ok := forced[MemberKey(p.Name, p.Members[j].Name)]; ok && f.State != health.Unknown {
+				ms.State, ms.Since, ms.Reason, ms.ForcedBy = f.State, f.Since, f.Reason, f.By
+				if ms.Since.IsZero() {
+					ms.Since = now
+				}
+			}
 			if ms.State == health.Up {
 				ps.Up++
 			}

@@ -241,3 +241,44 @@ func TestEvaluatePoolAndMonitors(t *testing.T) {
 		t.Errorf("own/b addr = %v, want the configured probe address while unmonitored", own.Monitors[1].Addr)
 	}
 }
+
+// TestEvaluateForced: a forced state replaces what the monitors say (up
+// over a monitor down, down over monitors up), with the forcer's since
+// and reason, and leaves the monitors' own facts and the other members
+// as they are; an Unknown forced state forces nothing.
+func TestEvaluateForced(t *testing.T) {
+	cfg := loadTest(t)
+	statuses := map[monitor.Key]monitor.TargetStatus{
+		MonitorKey("two", "m", "a"):   st(health.Up, 1, "NOERROR"),
+		MonitorKey("two", "m", "b"):   st(health.Up, 1, "NOERROR"),
+		MonitorKey("two", "own", "c"): st(health.Down, 4, "loss 100%"),
+		MonitorKey("two", "own", "b"): st(health.Up, 1, ""),
+		MonitorKey("all", "m", "a"):   st(health.Up, 1, ""),
+	}
+	forced := ForcedStates{
+		MemberKey("two", "m"):   {State: health.Down, Since: at(50), By: "fleet", Reason: "fleet verdict down"},
+		MemberKey("two", "own"): {State: health.Up, Since: at(60), By: "fleet", Reason: "fleet verdict up"},
+		MemberKey("all", "m"):   {State: health.Unknown, By: "fleet", Reason: "none"},
+	}
+	pools := EvaluateForced(cfg, statuses, forced, at(100))
+	m, own := pools[1].Members[0], pools[1].Members[1]
+	if m.State != health.Down || !m.Since.Equal(at(50)) || m.Reason != "fleet verdict down" || m.ForcedBy != "fleet" {
+		t.Errorf("two/m = %s since %v %q by %q, want down since t+50 by the fleet", m.State, m.Since, m.Reason, m.ForcedBy)
+	}
+	if m.Monitors[0].State != health.Up || m.Monitors[0].Last.Detail != "NOERROR" {
+		t.Errorf("two/m's own monitor a = %+v, want its own fact kept", m.Monitors[0])
+	}
+	if own.State != health.Up || !own.Since.Equal(at(60)) || own.Monitors[0].State != health.Down {
+		t.Errorf("two/own = %s since %v (monitor c %s), want up since t+60 with its monitor down", own.State, own.Since, own.Monitors[0].State)
+	}
+	if pools[1].Up != 1 {
+		t.Errorf("pool two up = %d, want 1 (the forced up member)", pools[1].Up)
+	}
+	if a := pools[0].Members[0]; a.ForcedBy != "" || a.State != health.Unknown || !strings.HasPrefix(a.Reason, "1 of 3 monitors up") {
+		t.Errorf("all/m = %s %q by %q, want the monitors' verdict (an unknown forced state forces nothing)", a.State, a.Reason, a.ForcedBy)
+	}
+	plain := Evaluate(cfg, statuses, at(100))
+	if got := plain[1].Members[0]; got.State != health.Up || got.ForcedBy != "" {
+		t.Errorf("Evaluate without forced states: two/m = %s by %q, want up by its monitors", got.State, got.ForcedBy)
+	}
+}

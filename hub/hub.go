@@ -16,6 +16,8 @@ import (
 //   - Config: the daemon, at start and on every reload it accepts.
 //   - Facts: the monitor (Touch on every health-state change and target
 //     update); built from its statuses when read.
+//   - Forced: the fleet component, from the fleet's verdicts: the GSLB
+//     member states forced over what this host's own monitors say.
 //   - Intent: the daemon, after the store has saved (or delivered) a new
 //     revision.
 //   - Plan: the daemon's reconcile, after each planning round.
@@ -23,7 +25,7 @@ import (
 //   - VIPs: the daemon's reconcile, from the table the kernel was given.
 //   - Responder: the GSLB responder, on every change of its state.
 //
-// Who waits: the GSLB responder on Config, Facts and Intent; the
+// Who waits: the GSLB responder on Config, Facts, Forced and Intent; the
 // prefetcher's feed on Plan; the journal on VIPs and Responder; status,
 // metrics and the page Load what they show.
 type Hub struct {
@@ -31,6 +33,9 @@ type Hub struct {
 	Config *Value[*configs.Config]
 	// Facts is what the monitor knows of every target.
 	Facts *Lazy[Facts]
+	// Forced is the GSLB member states forced over the facts (the
+	// fleet's verdicts; empty outside a fleet).
+	Forced *Value[gslb.ForcedStates]
 	// Intent is the operator intent in force and its store revision.
 	Intent *Value[Intent]
 	// Plan is the resolver pools' latest plan (verdicts and desired
@@ -50,6 +55,7 @@ func New(facts func() Facts) *Hub {
 	return &Hub{
 		Config:    NewValue[*configs.Config](),
 		Facts:     NewLazy(facts),
+		Forced:    NewValue[gslb.ForcedStates](),
 		Intent:    NewValue[Intent](),
 		Plan:      NewValue[resolvers.Plan](),
 		GSLB:      NewValue[GSLBPlan](),

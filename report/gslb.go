@@ -10,14 +10,14 @@ import (
 	"lbdns/monitor"
 )
 
-// GSLBPools is the status view of cfg's GSLB pools (gslb.Evaluate over
-// the monitor's statuses at now), in configuration order; nil when none
-// is configured.
-func GSLBPools(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, now time.Time) []control.GSLBPool {
+// GSLBPools is the status view of cfg's GSLB pools (gslb.EvaluateForced
+// over the monitor's statuses and the forced member states at now), in
+// configuration order; nil when none is configured.
+func GSLBPools(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatus, forced gslb.ForcedStates, now time.Time) []control.GSLBPool {
 	if cfg == nil || len(cfg.GSLB.Pools) == 0 {
 		return nil
 	}
-	pools := gslb.Evaluate(cfg, statuses, now)
+	pools := gslb.EvaluateForced(cfg, statuses, forced, now)
 	out := make([]control.GSLBPool, 0, len(pools))
 	for _, p := range pools {
 		cp := control.GSLBPool{Name: p.Name, Combine: p.Combine, AtLeast: p.AtLeast, Up: p.Up, Total: p.Total,

@@ -93,7 +93,7 @@ func TestGSLBPoolsNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := GSLBPools(cfg, nil, time.Now()); got != nil {
+	if got := GSLBPools(cfg, nil, nil, time.Now()); got != nil {
 		t.Errorf("GSLBPools = %+v, want nil without [gslb]", got)
 	}
 	b, _ := json.Marshal(Status(Input{Config: cfg}))

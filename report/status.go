@@ -14,6 +14,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/gslb"
 	"lbdns/health"
 	"lbdns/hub"
 	"lbdns/intent"
@@ -41,6 +42,9 @@ type Input struct {
 	// Monitor is the monitor's status of every target by key; the GSLB
 	// members' health is evaluated from it (nil: none known).
 	Monitor map[monitor.Key]monitor.TargetStatus
+	// Forced is the GSLB member states forced over Monitor (the fleet's
+	// verdicts; nil: none).
+	Forced gslb.ForcedStates
 	// Identities are the resolvers' identification answers by resolver
 	// name (identify.Identifier); nil when none.
 	Identities map[string]identify.Identity
@@ -127,7 +131,7 @@ func Status(in Input) *control.Status {
 		st.Pools = append(st.Pools, poolStatus(cfg, p, &plan.Pools[i], &in))
 	}
 	st.Prefetch = PrefetchEntries(in.Prefetch)
-	st.GSLB = GSLBPools(cfg, in.Monitor, in.Now)
+	st.GSLB = GSLBPools(cfg, in.Monitor, in.Forced, in.Now)
 	st.GSLBIntent = GSLBIntent(cfg, in.Intent)
 	st.GSLBResponder = in.GSLBResponder
 	return st

@@ -96,8 +96,13 @@ type ResponderOptions struct {
 	// Statuses returns the monitor's statuses, from which the GSLB
 	// members' states are evaluated. Required unless Hub is set.
 	Statuses func() map[monitor.Key]monitor.TargetStatus
+	// Forced returns the member states forced over the statuses (the
+	// fleet's verdicts, gslb.EvaluateForced). Nil: Hub.Forced with a
+	// Hub, else none.
+	Forced func() gslb.ForcedStates
 	// Changes, when set, counts the changes of the monitor's states
-	// (monitor.Monitor.Changes, or the version of Hub.Facts): the
+	// (monitor.Monitor.Changes, or the versions of Hub.Facts and
+	// Hub.Forced added up): the
 	// responder reads Statuses again only when it moved since the last
 	// read, and when it has not moved since Prepare read them, the Update
 	// of a reload takes Prepare's members' states instead of evaluating
@@ -194,8 +199,11 @@ func NewResponder(o ResponderOptions) *Responder {
 		if o.Statuses == nil {
 			o.Statuses = func() map[monitor.Key]monitor.TargetStatus { f, _ := h.Facts.Load(); return f }
 			if o.Changes == nil {
-				o.Changes = h.Facts.Version
+				o.Changes = func() uint64 { return h.Facts.Version() + h.Forced.Version() }
 			}
+		}
+		if o.Forced == nil {
+			o.Forced = func() gslb.ForcedStates { f, _ := h.Forced.Load(); return f }
 		}
 		if o.Intent == nil {
 			o.Intent = func() intent.State { i, _ := h.Intent.Load(); return i.State }
@@ -262,6 +270,7 @@ func (r *Responder) Run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-h.Config.Changed(seen.config):
 		case <-h.Facts.Changed(seen.facts):
+		case <-h.Forced.Changed(seen.forced):
 		case <-h.Intent.Changed(seen.intent):
 		case <-wake:
 			if !r.resync() {
@@ -298,11 +307,11 @@ func (r *Responder) Run(ctx context.Context) {
 }
 
 // versions are the versions of the hub's values a build read.
-type versions struct{ config, facts, intent uint64 }
+type versions struct{ config, facts, forced, intent uint64 }
 
 // versionsOf returns the versions of h's values the responder builds from.
 func versionsOf(h *hub.Hub) versions {
-	return versions{config: h.Config.Version(), facts: h.Facts.Version(), intent: h.Intent.Version()}
+	return versions{config: h.Config.Version(), facts: h.Facts.Version(), forced: h.Forced.Version(), intent: h.Intent.Version()}
 }
 
 // Start runs Run(ctx) in a goroutine of wg: wg is done once the
@@ -328,7 +337,7 @@ func (r *Responder) refresh() time.Duration {
 		_ = r.Update(cfg, pools) // logged by Update
 		return time.Since(began)
 	}
-	_ = r.Update(cfg, gslb.Evaluate(cfg, r.statuses(), r.o.Now())) // logged by Update
+	_ = r.Update(cfg, gslb.EvaluateForced(cfg, r.statuses(), r.forced(), r.o.Now())) // logged by Update
 	return time.Since(began)
 }
 
@@ -599,7 +608,16 @@ func (r *Responder) evaluate(p *prepared) {
 	if r.o.Intent != nil {
 		p.intent = r.o.Intent()
 	}
-	p.pools = gslb.Evaluate(p.cfg, st, r.o.Now())
+	p.pools = gslb.EvaluateForced(p.cfg, st, r.forced(), r.o.Now())
+}
+
+// forced returns the member states forced over the statuses (nil:
+// none).
+func (r *Responder) forced() gslb.ForcedStates {
+	if r.o.Forced == nil {
+		return nil
+	}
+	return r.o.Forced()
 }
 
 // speculate builds p's snapshot from the members' states and the intent

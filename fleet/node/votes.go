@@ -1,4 +1,4 @@
-package daemon
+package node
 
 import (
 	"context"
@@ -13,14 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/fleet"
 	"lbdns/fleet/etcdfleet"
 	"lbdns/gslb"
 	"lbdns/health"
-	"lbdns/hub"
 	"lbdns/monitor"
 )
 
@@ -45,16 +43,15 @@ const (
 // votePass bounds the wait of one pass of the votes loop on etcd.
 const votePass = 2 * time.Second
 
-// fleetVotes is this node's part in the fleet's majority verdicts: it
+// votes is this node's part in the fleet's majority verdicts: it
 // follows the fleet view and the votes, probes only the GSLB members
 // assigned to it (and the canaries), publishes its votes, and gives the
 // GSLB responder the fleet's verdicts in place of its own facts. When
 // etcd has not answered for longer than the lease TTL (the bound after
 // which this node's votes are gone from etcd) it judges every member
 // from its own probes, and probes them all.
-type fleetVotes struct {
-	d     *Daemon
-	n     *fleetNode
+type votes struct {
+	n     *Node
 	k     int
 	rules fleet.Rules // the vote's hold and up share ([fleet] vote_hold, up_vote_percent)
 	// beat wakes the heartbeat (a new Withdrawn or Canary).
@@ -90,19 +87,18 @@ type fleetVotes struct {
 	// seen is the fleet view's nodes at the last step (step only), for
 	// the journal's joins and departures; nil before the first load.
 	seen []fleet.Node
+	// forced is the forced member states last published (step only).
+	forced gslb.ForcedStates
 }
 
-// newFleetVotes returns the votes of node n (nil without [fleet]).
-func newFleetVotes(d *Daemon, n *fleetNode) *fleetVotes {
-	if n == nil {
-		return nil
-	}
-	return &fleetVotes{d: d, n: n, k: n.cfg.ProbersPerMember, rules: fleet.Rules{Hold: n.cfg.VoteHold.Duration, UpPercent: n.cfg.UpVotePercent}, beat: make(chan struct{}, 1),
+// newVotes returns the votes of node n.
+func newVotes(n *Node) *votes {
+	return &votes{n: n, k: n.cfg.ProbersPerMember, rules: fleet.Rules{Hold: n.cfg.VoteHold.Duration, UpPercent: n.cfg.UpVotePercent}, beat: make(chan struct{}, 1),
 		source: sourceOwn, why: "the fleet view is not read yet", decisions: map[string]fleet.Decision{}}
 }
 
 // memberKey is a member's name in the fleet: "POOL/MEMBER".
-func memberKey(pool, member string) string { return pool + "/" + member }
+func memberKey(pool, member string) string { return gslb.MemberKey(pool, member) }
 
 // members lists cfg's GSLB members as memberKey, in configuration order.
 func members(cfg *configs.Config) []string {
@@ -120,14 +116,9 @@ func members(cfg *configs.Config) []string {
 }
 
 // updateTargets gives the monitor the targets of the configuration in
-// force: all of them alone, or, in a fleet, the GSLB members assigned to
-// this node and its canaries beside the other targets.
-func (d *Daemon) updateTargets(targets []monitor.Target) {
-	v := d.votes
-	if v == nil {
-		d.mon.Update(targets)
-		return
-	}
+// force: the GSLB members assigned to this node and its canaries beside
+// the other targets.
+func (v *votes) updateTargets(targets []monitor.Target) {
 	v.tmu.Lock()
 	defer v.tmu.Unlock()
 	v.all = targets
@@ -136,13 +127,13 @@ func (d *Daemon) updateTargets(targets []monitor.Target) {
 
 // applyTargets filters the targets again (the assignment or the canaries
 // changed).
-func (v *fleetVotes) applyTargets() {
+func (v *votes) applyTargets() {
 	v.tmu.Lock()
 	defer v.tmu.Unlock()
 	v.applyTargetsLocked()
 }
 
-func (v *fleetVotes) applyTargetsLocked() {
+func (v *votes) applyTargetsLocked() {
 	v.mu.Lock()
 	mine, canaries := v.mine, v.canaries
 	v.mu.Unlock()
@@ -160,11 +151,11 @@ func (v *fleetVotes) applyTargetsLocked() {
 		}
 		out = append(out, t)
 	}
-	v.d.mon.Update(out)
+	v.n.o.Monitor.Update(out)
 }
 
 // canaryTarget is the TCP connect check of canary addr ("ADDR:PORT").
-func (v *fleetVotes) canaryTarget(addr string) (monitor.Target, error) {
+func (v *votes) canaryTarget(addr string) (monitor.Target, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return monitor.Target{}, err
@@ -172,7 +163,7 @@ func (v *fleetVotes) canaryTarget(addr string) (monitor.Target, error) {
 	s := canarySchedule(v.n.cfg)
 	chk := &configs.Check{Name: "canary", Kind: "tcp", Interval: configs.Duration{Duration: s.Interval}, Timeout: configs.Duration{Duration: s.Timeout},
 		Rise: s.Rise, Fall: s.Fall, TCP: &configs.TCPCheck{Port: int(ap.Port()), MaxRead: configs.DefaultTCPMaxRead}}
-	c, err := v.d.opts.Checkers(chk, ap)
+	c, err := v.n.o.Checkers(chk, ap)
 	if err != nil {
 		return monitor.Target{}, err
 	}
@@ -218,9 +209,9 @@ const interfacesEvery = 10 * time.Second
 // (the VIPs, and the listen addresses with [bgp]: announced, anycast)
 // and its interface addresses, read again at most every
 // interfacesEvery.
-func (v *fleetVotes) canaryHost(cfg *configs.Config) fleet.CanaryHost {
+func (v *votes) canaryHost(cfg *configs.Config) fleet.CanaryHost {
 	h := fleet.CanaryHost{Configured: v.n.cfg.CanaryAddr}
-	if a, err := netip.ParseAddrPort(v.d.StatusAddr()); err == nil {
+	if a, err := netip.ParseAddrPort(v.n.o.StatusAddr()); err == nil {
 		h.Status = a
 	}
 	if cfg != nil {
@@ -236,11 +227,11 @@ func (v *fleetVotes) canaryHost(cfg *configs.Config) fleet.CanaryHost {
 			}
 		}
 	}
-	now := v.d.now()
+	now := v.n.o.Now()
 	v.imu.Lock()
 	defer v.imu.Unlock()
 	if v.ifsAt.IsZero() || now.Sub(v.ifsAt) >= interfacesEvery || now.Before(v.ifsAt) {
-		ifs, err := v.d.opts.InterfaceAddrs()
+		ifs, err := v.n.o.InterfaceAddrs()
 		if err != nil {
 			v.n.log.Warn("cannot read this host's interface addresses for the canaries; keeping the last read", "err", err)
 		} else {
@@ -255,7 +246,7 @@ func (v *fleetVotes) canaryHost(cfg *configs.Config) fleet.CanaryHost {
 // advertised returns the canary this node advertises in its heartbeat
 // (fleet.ChooseCanary; "" when none) and how many canaries it probes
 // (nil before its first pass).
-func (v *fleetVotes) advertised(cfg *configs.Config) (string, *int) {
+func (v *votes) advertised(cfg *configs.Config) (string, *int) {
 	if v == nil {
 		return "", nil
 	}
@@ -274,9 +265,9 @@ func (v *fleetVotes) advertised(cfg *configs.Config) (string, *int) {
 
 // run follows the fleet and keeps this node's votes until ctx is
 // done.
-func (v *fleetVotes) run(ctx context.Context) {
+func (v *votes) run(ctx context.Context) {
 	f := etcdfleet.Follow(ctx, v.n.cli, etcdfleet.FollowOptions{Prefix: v.n.cfg.Prefix, Check: max(v.n.cfg.LeaseTTL.Duration/4, 250*time.Millisecond),
-		Logger: v.n.log, Now: v.d.now})
+		Logger: v.n.log, Now: v.n.o.Now})
 	v.mu.Lock()
 	v.follower = f
 	v.mu.Unlock()
@@ -289,27 +280,26 @@ func (v *fleetVotes) run(ctx context.Context) {
 			<-f.Done()
 			return
 		case <-f.Changed():
-		case <-v.d.hub.Facts.Changed(facts):
+		case <-v.n.o.Hub.Facts.Changed(facts):
 		case <-tick.C:
 		}
-		facts = v.d.hub.Facts.Version()
+		facts = v.n.o.Hub.Facts.Version()
 		v.step(ctx, f.View())
 	}
 }
 
 // step is one pass: the source of the verdicts, the canaries, the
 // assignment, this node's votes and the fleet's verdicts.
-func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
-	d := v.d
-	now := d.now()
-	cfg := d.Config()
+func (v *votes) step(ctx context.Context, view etcdfleet.FleetView) {
+	now := v.n.o.Now()
+	cfg, _ := v.n.o.Hub.Config.Load()
 	self := v.n.cfg.Name
 	ms := members(cfg)
 	hb := v.n.hb.Load()
 
 	if view.Loaded {
 		if v.seen != nil {
-			d.journal.FleetMembership(fleet.Membership(v.seen, view.Nodes))
+			v.n.o.Journal.FleetMembership(fleet.Membership(v.seen, view.Nodes))
 		}
 		v.seen = append(view.Nodes[:0:0], view.Nodes...)
 		if v.seen == nil {
@@ -340,7 +330,7 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	// (a node just started) is no failure.
 	down, total := 0, 0
 	var canaryOK []time.Time
-	d.mon.EachKind(CanaryKind, func(ts monitor.TargetStatus) {
+	v.n.o.Monitor.EachKind(CanaryKind, func(ts monitor.TargetStatus) {
 		canaryOK = append(canaryOK, ts.Health.LastOK)
 		total++
 		if ts.Health.State == health.Down {
@@ -416,20 +406,15 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 	// The fleet's verdicts.
 	v.mu.Lock()
 	views := fleet.Judge(ms, live, v.k, view.Votes, v.decisions, v.rules, now)
-	changed := source != v.source
-	for m, mv := range views {
-		if v.decisions[m].Verdict != mv.Decision.Verdict {
-			changed = true
-		}
-	}
 	decisions := make(map[string]fleet.Decision, len(views))
 	for m, mv := range views {
 		decisions[m] = mv.Decision
 	}
 	v.views, v.decisions, v.source, v.why = views, decisions, source, why
 	v.mu.Unlock()
-	if changed {
-		d.hub.Facts.Touch() // the responder rebuilds from the new verdicts
+	if forced := forcedStates(cfg, v.n.o.Monitor.Status(), source, views); !sameForced(forced, v.forced) {
+		v.forced = forced
+		v.n.o.Hub.Forced.Publish(forced) // the responder rebuilds from the new verdicts
 	}
 }
 
@@ -437,7 +422,7 @@ func (v *fleetVotes) step(ctx context.Context, view etcdfleet.FleetView) {
 // the canary it advertises (loudly when none), the canaries left out
 // as its own, and, once the fleet view is read, fewer than
 // fleet.MinCanaries canaries to probe.
-func (v *fleetVotes) tellCanaries(loaded bool, chosen netip.AddrPort, why string, canaries, own []string) {
+func (v *votes) tellCanaries(loaded bool, chosen netip.AddrPort, why string, canaries, own []string) {
 	if chosen != v.chosen || why != v.chosenWhy {
 		if chosen.IsValid() {
 			v.n.log.Info("this node's canary, probed by the other nodes", "canary", chosen.String(), "from", why)
@@ -461,13 +446,13 @@ func (v *fleetVotes) tellCanaries(loaded bool, chosen netip.AddrPort, why string
 // state is decided, and deletes its votes on the others. A down vote
 // waits until most canaries answered after the member went down
 // (fleet.DownConfirmed over canaryOK, each canary's last success).
-func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time) {
+func (v *votes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time) {
 	if cfg == nil {
 		return
 	}
-	own := v.d.mon.Status()
+	own := v.n.o.Monitor.Status()
 	writes := 0
-	for _, p := range gslb.Evaluate(cfg, own, v.d.now()) {
+	for _, p := range gslb.Evaluate(cfg, own, v.n.o.Now()) { // this node's own probes: no forced state
 		for _, m := range p.Members {
 			key := memberKey(p.Name, m.Name)
 			var wrote bool
@@ -495,39 +480,31 @@ func (v *fleetVotes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *c
 	v.addWrites(writes)
 }
 
-func (v *fleetVotes) addWrites(n int) {
+func (v *votes) addWrites(n int) {
 	v.mu.Lock()
 	v.writes += uint64(n)
 	v.mu.Unlock()
 }
 
-// memberFacts are the statuses the GSLB responder and the status answer from:
-// the monitor's own, with every member the fleet has a verdict on judged
-// by that verdict (each of its monitors up or down as the verdict says).
-// A member without a fleet verdict keeps this node's own facts when it
-// probes it, else it has none (unknown: no verdict yet, as before the
-// first probe round). Judging from its own probes (etcd lost), the node
-// gives the monitor's facts, and the last fleet verdict of a member its
-// own monitors have not judged yet (one it did not probe before): the
+// forcedStates are the member states the fleet forces over this
+// node's own facts (st): every member the fleet has a verdict on, judged
+// by that verdict; a member without one keeps this node's own facts when
+// it probes it, else it has none (unknown: no verdict yet, as before the
+// first probe round). Judging from its own probes (source own, etcd
+// lost), the node keeps the last fleet verdict of a member only until
+// its own monitors have judged it (one it did not probe before): the
 // answers do not lose it while its first probes run.
-func (d *Daemon) memberFacts() hub.Facts {
-	st := d.mon.Status()
-	v := d.votes
-	if v == nil {
-		return st
+func forcedStates(cfg *configs.Config, st map[monitor.Key]monitor.TargetStatus, source string, views map[string]fleet.MemberView) gslb.ForcedStates {
+	if cfg == nil || source != sourceFleet && len(views) == 0 {
+		return nil
 	}
-	cfg := d.Config()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if cfg == nil || v.source != sourceFleet && len(v.views) == 0 {
-		return st
-	}
-	own := v.source != sourceFleet
+	own := source != sourceFleet
+	out := gslb.ForcedStates{}
 	for i := range cfg.GSLB.Pools {
 		p := &cfg.GSLB.Pools[i]
 		for j := range p.Members {
 			m := &p.Members[j]
-			mv, ok := v.views[memberKey(p.Name, m.Name)]
+			mv, ok := views[memberKey(p.Name, m.Name)]
 			if !ok || mv.Decision.Verdict == fleet.VerdictNone || own && judged(st, p, m) {
 				continue
 			}
@@ -535,32 +512,26 @@ func (d *Daemon) memberFacts() hub.Facts {
 			if mv.Decision.Verdict == fleet.VerdictDown {
 				state = health.Down
 			}
-			detail := fmt.Sprintf("fleet verdict %s: %d up, %d down of %d probers", mv.Decision.Verdict, mv.Decision.Up, mv.Decision.Down, len(mv.Probers))
+			reason := fmt.Sprintf("fleet verdict %s: %d up, %d down of %d probers", mv.Decision.Verdict, mv.Decision.Up, mv.Decision.Down, len(mv.Probers))
 			if mv.Decision.Held {
-				detail += " (held)"
+				reason += " (held)"
 			}
-			for _, name := range p.MemberMonitors(m) {
-				key := gslb.MonitorKey(p.Name, m.Name, name)
-				ts := st[key]
-				ts.Key = key
-				ts.Health.State, ts.Health.Since = state, mv.Decision.Since
-				ts.Last = check.Result{OK: state == health.Up, Detail: detail}
-				if state == health.Down {
-					ts.Health.LastFailReason = detail
-				}
-				if ts.LastAt.IsZero() {
-					ts.LastAt = mv.Decision.Decided
-				}
-				st[key] = ts
-			}
+			out[memberKey(p.Name, m.Name)] = gslb.Forced{State: state, Since: mv.Decision.Since, By: sourceFleet, Reason: reason}
 		}
 	}
-	return st
+	return out
+}
+
+// sameForced reports whether a and b force the same states.
+func sameForced(a, b gslb.ForcedStates) bool {
+	return a != nil == (b != nil) && maps.EqualFunc(a, b, func(x, y gslb.Forced) bool {
+		return x.State == y.State && x.Since.Equal(y.Since) && x.By == y.By && x.Reason == y.Reason
+	})
 }
 
 // judged reports whether one of member m's monitors has a verdict of
 // its own in st.
-func judged(st hub.Facts, p *configs.GSLBPool, m *configs.GSLBMember) bool {
+func judged(st map[monitor.Key]monitor.TargetStatus, p *configs.GSLBPool, m *configs.GSLBMember) bool {
 	for _, name := range p.MemberMonitors(m) {
 		if ts, ok := st[gslb.MonitorKey(p.Name, m.Name, name)]; ok && ts.Health.State != health.Unknown {
 			return true
@@ -570,7 +541,7 @@ func judged(st hub.Facts, p *configs.GSLBPool, m *configs.GSLBMember) bool {
 }
 
 // withdrawnNow reports whether this node withdrew its votes.
-func (v *fleetVotes) withdrawnNow() bool {
+func (v *votes) withdrawnNow() bool {
 	if v == nil {
 		return false
 	}
@@ -580,7 +551,7 @@ func (v *fleetVotes) withdrawnNow() bool {
 }
 
 // memberVotes returns the fleet's view of member key (false when none).
-func (v *fleetVotes) memberVotes(key string) (fleet.MemberView, string, bool) {
+func (v *votes) memberVotes(key string) (fleet.MemberView, string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	mv, ok := v.views[key]
@@ -603,7 +574,7 @@ type votesState struct {
 }
 
 // state returns the votes' state now.
-func (v *fleetVotes) state() votesState {
+func (v *votes) state() votesState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := votesState{source: v.source, why: v.why, withdrawn: v.withdrawn, members: len(v.views), canaries: len(v.canaries),
@@ -619,7 +590,7 @@ func (v *fleetVotes) state() votesState {
 
 // verdictCounts counts the members by fleet verdict ("up", "down",
 // "held", "none").
-func (v *fleetVotes) verdictCounts() map[string]int {
+func (v *votes) verdictCounts() map[string]int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := map[string]int{"up": 0, "down": 0, "held": 0, "none": 0}
@@ -635,7 +606,7 @@ func (v *fleetVotes) verdictCounts() map[string]int {
 }
 
 // fillStatus adds the votes' state to the fleet status.
-func (v *fleetVotes) fillStatus(st *control.FleetStatus) {
+func (v *votes) fillStatus(st *control.FleetStatus) {
 	s := v.state()
 	st.Verdicts, st.VerdictsWhy, st.EtcdContact, st.Withdrawn = s.source, s.why, s.contact, s.withdrawn
 	st.ProbersPerMember, st.ProbedMembers, st.Members, st.Canaries, st.VoteWrites = v.k, s.probed, s.members, s.canaries, s.writes
@@ -653,7 +624,7 @@ func (v *fleetVotes) fillStatus(st *control.FleetStatus) {
 
 // fillMembers adds the fleet's verdict and votes to every member of
 // pools (nothing outside a fleet).
-func (v *fleetVotes) fillMembers(pools []control.GSLBPool) {
+func (v *votes) fillMembers(pools []control.GSLBPool) {
 	if v == nil {
 		return
 	}
@@ -682,7 +653,7 @@ func (v *fleetVotes) fillMembers(pools []control.GSLBPool) {
 }
 
 // collectors are the votes' metrics.
-func (v *fleetVotes) collectors() []prometheus.Collector {
+func (v *votes) collectors() []prometheus.Collector {
 	gauge := func(name, help string, f func(votesState) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(v.state()) })
 	}
@@ -708,7 +679,7 @@ func (v *fleetVotes) collectors() []prometheus.Collector {
 }
 
 // verdictCollector exports the members by fleet verdict.
-type verdictCollector struct{ v *fleetVotes }
+type verdictCollector struct{ v *votes }
 
 var verdictDesc = prometheus.NewDesc("lbdns_fleet_member_verdicts", "The GSLB members by the fleet's verdict: up, down, held (the votes decide nothing and the last verdict is held), none.", []string{"verdict"}, nil)
 

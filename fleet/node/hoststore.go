@@ -1,4 +1,4 @@
-package daemon
+package node
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"lbdns/intent"
 )
 
-// hostStore is the intent store of a host in a fleet: the intent the
+// HostStore is the intent store of a host in a fleet: the intent the
 // fleet shares (GSLB switches, TTL raises, the cluster's overrides) in
 // the fleet's store, and the host's own drain (lbctl host drain: this
 // host's route announcements only) in the host's file, where it
 // survives restarts and no other host's write can undo it. The
 // revisions are the shared store's.
-type hostStore struct {
+type HostStore struct {
 	shared intent.Store
 	local  *intent.FileStore
 
@@ -30,10 +30,16 @@ type hostStore struct {
 	last intent.Stored
 }
 
-var _ intent.Store = (*hostStore)(nil)
+var _ intent.Store = (*HostStore)(nil)
+
+// NewHostStore returns the store of a host whose shared intent is kept
+// in shared (the fleet's) and whose drain in local (the host's file).
+func NewHostStore(shared intent.Store, local *intent.FileStore) *HostStore {
+	return &HostStore{shared: shared, local: local}
+}
 
 // seen records st, of the shared store, when it is the latest.
-func (s *hostStore) seen(st intent.Stored) {
+func (s *HostStore) seen(st intent.Stored) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.Revision >= s.last.Revision {
@@ -43,7 +49,7 @@ func (s *hostStore) seen(st intent.Stored) {
 }
 
 // withHost returns st with the drain in force.
-func (s *hostStore) withHost(st intent.Stored) intent.Stored {
+func (s *HostStore) withHost(st intent.Stored) intent.Stored {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.State.Host = s.file.State.Clone().Host
@@ -51,7 +57,7 @@ func (s *hostStore) withHost(st intent.Stored) intent.Stored {
 }
 
 // Load reads both stores.
-func (s *hostStore) Load(ctx context.Context) (intent.Stored, error) {
+func (s *HostStore) Load(ctx context.Context) (intent.Stored, error) {
 	f, err := s.local.Load(ctx)
 	if err != nil {
 		return intent.Stored{}, fmt.Errorf("the host's drain: %w", err)
@@ -69,7 +75,7 @@ func (s *hostStore) Load(ctx context.Context) (intent.Stored, error) {
 
 // Save saves the shared intent in the fleet's store (unless only the
 // drain changed), then the host's drain in its file when it changed.
-func (s *hostStore) Save(ctx context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
+func (s *HostStore) Save(ctx context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	shared := st.Clone()
 	shared.Host = nil
 	s.mu.Lock()
@@ -104,7 +110,7 @@ func (s *hostStore) Save(ctx context.Context, st intent.State, expected intent.R
 }
 
 // Watch delivers the shared store's revisions with the drain in force.
-func (s *hostStore) Watch(ctx context.Context) <-chan intent.Stored {
+func (s *HostStore) Watch(ctx context.Context) <-chan intent.Stored {
 	in := s.shared.Watch(ctx)
 	out := make(chan intent.Stored)
 	go func() {
