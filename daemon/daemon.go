@@ -761,7 +761,7 @@ func (d *Daemon) ownedPath() string { return filepath.Join(d.cfg.Daemon.StateDir
 // publishVerdicts publishes the VIPs' serving verdicts over the table
 // the kernel was given, when they changed.
 func (d *Daemon) publishVerdicts(plan resolvers.Plan) {
-	v := report.VIPVerdicts(d.cfg, d.rec.Table(), plan, d.dryRun)
+	v := vip.Verdicts(d.cfg, d.rec.Table(), plan.PoolHealth(), d.dryRun)
 	if old, _ := d.hub.VIPs.Load(); !slices.Equal(old, v) {
 		d.hub.VIPs.Publish(v)
 	}

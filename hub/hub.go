@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"net/netip"
 	"time"
 
 	"lbdns/configs"
@@ -9,6 +8,7 @@ import (
 	"lbdns/intent"
 	"lbdns/monitor"
 	"lbdns/resolvers"
+	"lbdns/vip"
 )
 
 // Hub holds the state lbdnsd's parts share. Who publishes what:
@@ -87,28 +87,8 @@ type GSLBPlan struct {
 }
 
 // Verdict says whether one thing that can attract traffic (a VIP, a
-// responder listen address) serves, and why.
-type Verdict struct {
-	// Name is the VIP's name, or the listen address as configured.
-	Name string
-	// Addr is the VIP's address, or the address listened on.
-	Addr netip.Addr
-	// Serving is the verdict.
-	Serving bool
-	// Degraded is set on a VIP that serves while its pool is below its
-	// min_healthy or failing open: a route announcer announces it with a
-	// worse preference rather than withdraw it (withdrawing a pool that
-	// fails open could turn a partial outage into a total one).
-	Degraded bool
-	// Partial is set on a VIP that does not serve while some of its
-	// services still have a destination taking traffic (UDP answering,
-	// TCP with none, say): not truly dead, so a fleet-wide announcement
-	// floor may keep it announced with a worse preference. A VIP with no
-	// destination taking traffic at all, and a listener, never are.
-	Partial bool
-	// Reason says why, in one line an operator reads.
-	Reason string
-}
+// responder listen address) serves, and why (vip.Verdict).
+type Verdict = vip.Verdict
 
 // ResponderState is the GSLB responder as the rest of the daemon sees
 // it.

@@ -10,6 +10,7 @@ import (
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/flood"
+	"lbdns/vip"
 )
 
 // TopReply is a flood view as GET /v1/top answers it; window is the
@@ -135,7 +136,7 @@ func VIPPacketRates(cfg *configs.Config, stats Stats) map[string]float64 {
 	for i := range cfg.VIPs {
 		v := &cfg.VIPs[i]
 		var sum uint64
-		for _, k := range vipKeys(v) {
+		for _, k := range vip.ServiceKeys(v) {
 			for _, s := range stats[k] {
 				sum += s.PPSIn
 			}

@@ -77,7 +77,7 @@ func TestTopReplyAndRates(t *testing.T) {
 	}
 	stats := Stats{}
 	v0 := &cfg.VIPs[0]
-	for i, k := range vipKeys(v0) {
+	for i, k := range vip.ServiceKeys(v0) {
 		stats[k] = map[netip.AddrPort]vip.DestStats{
 			netip.MustParseAddrPort("192.0.2.1:53"): {PPSIn: uint64(100 * (i + 1))},
 			netip.MustParseAddrPort("192.0.2.2:53"): {PPSIn: 5},
@@ -85,7 +85,7 @@ func TestTopReplyAndRates(t *testing.T) {
 	}
 	rates := VIPPacketRates(cfg, stats)
 	var want float64
-	for i := range vipKeys(v0) {
+	for i := range vip.ServiceKeys(v0) {
 		want += float64(100*(i+1) + 5)
 	}
 	if len(rates) != len(cfg.VIPs) || rates["vip "+v0.Name] != want || rates["vip "+cfg.VIPs[1].Name] != 0 {

@@ -72,7 +72,7 @@ type Input struct {
 	// GSLBResponder is the GSLB responder's state (Responder.Status), shown
 	// as it is; nil when none runs.
 	GSLBResponder *control.GSLBResponder
-	// Serving are the VIPs' serving verdicts (VIPVerdicts), by VIP name.
+	// Serving are the VIPs' serving verdicts (vip.Verdicts), by VIP name.
 	Serving map[string]hub.Verdict
 }
 
@@ -142,7 +142,7 @@ func Status(in Input) *control.Status {
 // manage.
 func vipStatus(v *configs.VIP, plan *resolvers.Plan, applied vip.Table, stats Stats) control.VIP {
 	out := control.VIP{Name: v.Name, Address: v.Addr.String(), Pool: v.Pool, Services: []control.Service{}}
-	for _, k := range vipKeys(v) {
+	for _, k := range vip.ServiceKeys(v) {
 		svc, ok := applied[k]
 		if !ok {
 			continue
@@ -166,21 +166,6 @@ func vipStatus(v *configs.VIP, plan *resolvers.Plan, applied vip.Table, stats St
 			cs.Destinations = append(cs.Destinations, cd)
 		}
 		out.Services = append(out.Services, cs)
-	}
-	return out
-}
-
-// vipKeys lists the IPVS services of v.
-func vipKeys(v *configs.VIP) []vip.ServiceKey {
-	var out []vip.ServiceKey
-	for _, proto := range v.Protocols {
-		pr := vip.UDP
-		if proto == "tcp" {
-			pr = vip.TCP
-		}
-		for _, port := range v.Ports {
-			out = append(out, vip.ServiceKey{Addr: v.Addr, Port: uint16(port), Proto: pr})
-		}
 	}
 	return out
 }
@@ -263,7 +248,7 @@ func inTraffic(vips []*configs.VIP, addr netip.AddrPort, applied vip.Table) (boo
 	in, w := false, uint32(0)
 	for _, v := range vips {
 		fwd := resolvers.Forwarding(v.Forwarding)
-		for _, k := range vipKeys(v) {
+		for _, k := range vip.ServiceKeys(v) {
 			if d, ok := applied[k].Dests[resolvers.DestAddr(fwd, k.Port, addr)]; ok {
 				in, w = true, max(w, d.Weight)
 			}
@@ -278,7 +263,7 @@ func memberStats(vips []*configs.VIP, addr netip.AddrPort, stats Stats) *control
 	var sum *control.DestStats
 	for _, v := range vips {
 		fwd := resolvers.Forwarding(v.Forwarding)
-		for _, k := range vipKeys(v) {
+		for _, k := range vip.ServiceKeys(v) {
 			s, ok := stats[k][resolvers.DestAddr(fwd, k.Port, addr)]
 			if !ok {
 				continue

@@ -52,7 +52,7 @@ func BenchmarkStatus(b *testing.B) {
 			targets[resolvers.TargetKey{Resolver: name, Check: p.Check}.String()] = monitor.TargetStatus{LastAt: t0}
 		}
 		in.Plan.Pools = append(in.Plan.Pools, ps)
-		for _, k := range vipKeys(&cfg.VIPs[i]) { // VIP i fronts pool i
+		for _, k := range vip.ServiceKeys(&cfg.VIPs[i]) { // VIP i fronts pool i
 			svc := vip.Service{Key: k, Scheduler: "wrr", Dests: map[netip.AddrPort]vip.Destination{}}
 			in.Stats[k] = map[netip.AddrPort]vip.DestStats{}
 			for _, m := range ps.Members {

@@ -357,6 +357,16 @@ type Plan struct {
 	dests map[vip.ServiceKey]map[netip.AddrPort]memberRef
 }
 
+// PoolHealth is what the VIPs' serving verdicts need of the plan's
+// pools (vip.Verdicts), by pool name.
+func (p Plan) PoolHealth() map[string]vip.PoolHealth {
+	out := make(map[string]vip.PoolHealth, len(p.Pools))
+	for _, ps := range p.Pools {
+		out[ps.Name] = vip.PoolHealth{FailOpen: ps.FailOpen, Below: ps.Healthy < ps.MinHealthy}
+	}
+	return out
+}
+
 // memberRef locates a member in Plan.Pools.
 type memberRef struct{ pool, member int }
 
