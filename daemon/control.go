@@ -158,7 +158,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 		} else if call.host != nil {
 			d.hostChanged(*call.host, call.by, res)
 		} else if g != nil {
-			d.gslb.Refresh()
+			d.waitAnswers(ctx)
 			d.journal.GSLB(*g, call.by, res)
 		} else {
 			d.journal.Override(req, call.by, res)
@@ -169,6 +169,22 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)},
 		hrep: &control.HostReply{Message: res.Message, Changed: res.Changed, Drain: hostDrainStatus(d.cfg, next.Host)},
 		crep: &control.ClientReply{Message: res.Message, Changed: res.Changed, Clients: d.clientsStatus(d.cfg, next)}}
+}
+
+// answersWait bounds how long a GSLB request waits for the responder to
+// answer under the intent it changed.
+const answersWait = 5 * time.Second
+
+// waitAnswers waits until the GSLB responder answers under the intent
+// in force (the one just published), so that the reply comes after
+// every listener's answers changed; a responder that takes longer than
+// answersWait is logged, and the reply goes out.
+func (d *Daemon) waitAnswers(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, answersWait)
+	defer cancel()
+	if err := d.gslb.WaitIntent(wctx, d.hub.Intent.Version()); err != nil {
+		d.log.Warn("the GSLB responder has not answered under the new intent yet; replying without waiting longer", "waited", answersWait, "err", err)
+	}
 }
 
 // applyCall is what intent makes of call (loop only).

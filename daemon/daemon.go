@@ -654,8 +654,7 @@ func (d *Daemon) handleWatch(ctx context.Context, st intent.Stored) {
 func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 	d.setOverrides(st.State, st.Revision)
 	d.journal.IntentChanged(st.State)
-	d.journal.IntentOrphans(d.cfg, st.State)
-	d.gslb.Refresh()
+	d.journal.IntentOrphans(d.cfg, st.State) // the responder follows the intent on the hub
 	d.reconcile(ctx, false)
 	d.enforceClients()
 }

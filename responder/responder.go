@@ -178,6 +178,12 @@ type Responder struct {
 	buildErr  string       // why the last build failed ("" when it worked)
 	listenErr string       // why the listeners could not be opened
 	degraded  []lastResort // the names of snap on their last resort
+
+	// seen is the version of Hub.Intent the last Update read, and
+	// seenCh is closed when it moves (under seenMu: WaitIntent).
+	seenMu sync.Mutex
+	seen   uint64
+	seenCh chan struct{}
 }
 
 // NewResponder returns a responder; Run runs it. Metrics that cannot be
@@ -219,7 +225,7 @@ func NewResponder(o ResponderOptions) *Responder {
 	if o.Build.Snapshot == nil {
 		o.Build.Snapshot = def.Snapshot
 	}
-	r := &Responder{o: o, log: o.Logger}
+	r := &Responder{o: o, log: o.Logger, seenCh: make(chan struct{})}
 	if o.Registerer != nil {
 		m, err := NewMetrics(o.Registerer)
 		if err != nil {
@@ -328,6 +334,42 @@ const maxPause = 100 * time.Millisecond
 // listener answers from a snapshot built under the intent in force.
 func (r *Responder) Refresh() { r.refresh() }
 
+// saw records that an update read version v of Hub.Intent (or a later
+// one) and is done: its listeners answer under it.
+func (r *Responder) saw(v uint64) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if v > r.seen {
+		r.seen = v
+		close(r.seenCh)
+		r.seenCh = make(chan struct{})
+	}
+}
+
+// WaitIntent waits until the responder has updated under version v of
+// Hub.Intent or a later one (built, or failed and kept its last answers,
+// or off), so that a request that changed the intent is answered after
+// every listener answers under it; it returns ctx's error when ctx is
+// done first. Without a Hub it returns at once.
+func (r *Responder) WaitIntent(ctx context.Context, v uint64) error {
+	if r.o.Hub == nil {
+		return nil
+	}
+	for {
+		r.seenMu.Lock()
+		seen, ch := r.seen, r.seenCh
+		r.seenMu.Unlock()
+		if seen >= v {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // refresh updates the responder from the running configuration and the
 // monitor's statuses, and returns how long that took.
 func (r *Responder) refresh() time.Duration {
@@ -353,6 +395,9 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.publishLocked()
+	if h := r.o.Hub; h != nil {
+		defer r.saw(h.Intent.Version()) // read before the intent: what it reads is this version or a later one
+	}
 	newCfg := cfg != r.cfg
 	if len(cfg.GSLB.Server.ListenAddrs) == 0 { // off: nothing to build, serve or persist
 		if newCfg && r.srv != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/miekg/dns"
@@ -506,4 +507,34 @@ func TestResponderRefreshPrepared(t *testing.T) {
 	if got := www(); got != "NOERROR/32" || reads != 3 {
 		t.Errorf("a change counted: www %s after %d reads, want NOERROR/32 after 3", got, reads)
 	}
+}
+
+// TestWaitIntent: WaitIntent returns once Run has updated under the
+// intent version asked (not before, and not on an older one), and
+// returns the context's error when no update comes.
+func TestWaitIntent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := hub.New(func() hub.Facts { return nil })
+		h.Config.Publish(&configs.Config{})
+		r := NewResponder(ResponderOptions{Hub: h})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		synctest.Wait()
+		h.Intent.Publish(hub.Intent{Revision: 7})
+		v := h.Intent.Version()
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		if err := r.WaitIntent(wctx, v); err != nil {
+			t.Fatalf("WaitIntent(%d) after the publish: %v", v, err)
+		}
+		wcancel()
+		short, scancel := context.WithTimeout(ctx, time.Second)
+		defer scancel()
+		if err := r.WaitIntent(short, v+1); err == nil {
+			t.Fatalf("WaitIntent(%d) with no such version published: nil, want the deadline", v+1)
+		}
+		cancel()
+		<-done
+	})
 }
