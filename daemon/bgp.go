@@ -81,8 +81,17 @@ func (d *Daemon) followFleetView(ctx context.Context) <-chan struct{} {
 // SetHost applies a host request (lbctl host drain, enable): persisted
 // before it takes effect, like every operator intent.
 func (b backend) SetHost(ctx context.Context, req control.HostRequest, by string) (*control.HostReply, error) {
-	r := b.d.intentCall(ctx, overrideCall{host: &req, by: by})
-	return r.hrep, r.err
+	d := b.d
+	out, err := d.Change(ctx, intent.Change{What: "host request",
+		Apply: func(st intent.State) (intent.State, intent.Result, error) {
+			return intent.ApplyHost(st, intent.HostRequest{Action: req.Action, Reason: req.Reason, By: by, At: d.now(), NoRoutes: !d.cfg.BGP.Enabled})
+		},
+		Applied: func(c intent.Changed) { d.hostChanged(req, by, c.Result) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &control.HostReply{Message: out.Result.Message, Changed: out.Result.Changed, Drain: hostDrainStatus(d.Config(), out.State.Host)}, nil
 }
 
 var _ control.HostBackend = backend{}

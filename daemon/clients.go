@@ -49,8 +49,26 @@ func newClients(d *Daemon, cfg *configs.Config) *clientsPart {
 // SetClient applies a client request (lbctl block, limit, unblock):
 // persisted before it takes effect, like every operator intent.
 func (d *Daemon) SetClient(ctx context.Context, req control.ClientRequest, by string) (*control.ClientReply, error) {
-	r := d.intentCall(ctx, overrideCall{cl: &req, by: by})
-	return r.crep, r.err
+	out, err := d.Change(ctx, d.clientChange(req, by))
+	if err != nil {
+		return nil, err
+	}
+	return &control.ClientReply{Message: out.Result.Message, Changed: out.Result.Changed, Clients: d.clientsStatus(d.Config(), out.State)}, nil
+}
+
+// clientChange is the change of a client request: journaled, then
+// enforced in the kernel's table before the reply.
+func (d *Daemon) clientChange(req control.ClientRequest, by string) intent.Change {
+	return intent.Change{What: "client request",
+		Apply: func(st intent.State) (intent.State, intent.Result, error) {
+			return intent.ApplyClient(st, intent.ClientRequest{Action: req.Action, Client: req.Client, Rate: req.Rate,
+				For: time.Duration(req.ForSeconds) * time.Second, Force: req.Force, Reason: req.Reason, By: by, At: d.now()}, intent.ClientPolicyOf(d.cfg))
+		},
+		Applied: func(c intent.Changed) {
+			d.journal.Client(req, by, c.Result)
+			d.enforceClients()
+		},
+	}
 }
 
 // SetClient is the daemon's (control.ClientsBackend).

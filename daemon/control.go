@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -28,8 +29,7 @@ func (b backend) SetOverride(ctx context.Context, req control.OverrideRequest, b
 }
 
 func (b backend) SetGSLB(ctx context.Context, req control.GSLBRequest, by string) (*control.GSLBReply, error) {
-	r := b.d.intentCall(ctx, overrideCall{gslb: &req, by: by})
-	return r.grep, r.err
+	return b.d.SetGSLB(ctx, req, by)
 }
 
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
@@ -65,143 +65,143 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	return &wg
 }
 
-// overrideCall is an operator request for the loop (a GSLB one if gslb is set).
-type overrideCall struct {
+// change is a change of the operator intent for the loop
+// (intent.Changer).
+type change struct {
 	ctx   context.Context // the request's: if its client gave up first, nothing is applied
-	req   control.OverrideRequest
-	gslb  *control.GSLBRequest
-	host  *control.HostRequest   // a host request (bgp.go)
-	cl    *control.ClientRequest // a client request (clients.go)
-	by    string
-	reply chan overrideResult
+	c     intent.Change
+	reply chan changeResult
 }
 
-// overrideResult answers an overrideCall (grep a GSLB request).
-type overrideResult struct {
-	rep  *control.OverrideReply
-	grep *control.GSLBReply
-	hrep *control.HostReply
-	crep *control.ClientReply
-	err  error
+// changeResult answers a change.
+type changeResult struct {
+	out intent.Changed
+	err error
 }
 
 // SetOverride applies an operator override (lbctl drain, disable,
 // enable): validated, persisted before it takes effect, applied at once
 // (intent.Apply says what it refuses).
 func (d *Daemon) SetOverride(ctx context.Context, req control.OverrideRequest, by string) (*control.OverrideReply, error) {
-	r := d.intentCall(ctx, overrideCall{req: req, by: by})
-	return r.rep, r.err
+	out, err := d.Change(ctx, d.overrideChange(req, by))
+	if err != nil {
+		return nil, err
+	}
+	return &control.OverrideReply{Message: out.Result.Message, Changed: out.Result.Changed, Overrides: report.Overrides(d.Config(), out.State.Overrides)}, nil
 }
 
-// intentCall hands an operator request to the loop and waits for its answer.
-func (d *Daemon) intentCall(ctx context.Context, call overrideCall) overrideResult {
-	call.ctx, call.reply = ctx, make(chan overrideResult, 1)
+// overrideChange is the change of an override request: decided in the
+// loop, over its plan (intentView), journaled before its reconcile.
+func (d *Daemon) overrideChange(req control.OverrideRequest, by string) intent.Change {
+	return intent.Change{What: "override",
+		Apply: func(st intent.State) (intent.State, intent.Result, error) {
+			return intent.Apply(st, intent.Request{Action: req.Action, Resolver: req.Resolver, Pool: req.Pool, VIP: req.VIP, Reason: req.Reason, By: by, At: d.now()}, intentView{d})
+		},
+		Applied: func(c intent.Changed) { d.journal.Override(req, by, c.Result) },
+	}
+}
+
+// Change runs c in the loop and waits for its outcome (intent.Changer).
+func (d *Daemon) Change(ctx context.Context, c intent.Change) (intent.Changed, error) {
+	call := change{ctx: ctx, c: c, reply: make(chan changeResult, 1)}
 	select {
-	case d.overrideCh <- call:
+	case d.changeCh <- call:
 	case <-d.stopping:
-		return overrideResult{err: control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")}
+		return intent.Changed{}, control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")
 	case <-ctx.Done():
-		return overrideResult{err: ctx.Err()}
+		return intent.Changed{}, ctx.Err()
 	}
 	select {
 	case r := <-call.reply:
-		return r
+		return r.out, r.err
 	case <-ctx.Done():
-		return overrideResult{err: ctx.Err()}
+		return intent.Changed{}, ctx.Err()
 	}
 }
 
-// handleOverride runs in the loop: intent decides, the store persists, and only then does the
-// change take effect: in the plan, or in the GSLB answers of every listener before the reply.
-func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) overrideResult {
+// handleChange runs in the loop: intent decides, the store persists,
+// and only then does the change take effect, published on the hub (the
+// responder, the client actions and the announcer follow it there) and
+// in the loop's plan when the overrides changed.
+func (d *Daemon) handleChange(ctx context.Context, call change) (intent.Changed, error) {
 	if err := call.ctx.Err(); err != nil {
-		return overrideResult{err: err} // the client gave up: change nothing
+		return intent.Changed{}, err // the client gave up: change nothing
 	}
-	req, g, what := call.req, call.gslb, "override"
-	if g != nil {
-		what = "gslb request"
-	}
-	if call.host != nil {
-		what = "host request"
-	}
-	if call.cl != nil {
-		what = "client request"
-	}
-	next, res, err := d.applyCall(call)
+	c := call.c
+	next, res, err := c.Apply(d.intent)
 	if err != nil {
-		return overrideResult{err: report.IntentError(err)}
+		return intent.Changed{}, report.IntentError(err)
 	}
-	if res.Changed {
-		rev, err := d.store.Save(ctx, next, d.rev)
-		if err != nil {
-			var ds *atomicfile.DirSyncError
-			var ce *intent.ConflictError
-			var ue *control.Error
-			switch {
-			case errors.As(err, &ue) && ue.Unavailable != "":
-				return overrideResult{err: ue} // the fleet's etcd is out of reach: it says so whole
-			case errors.As(err, &ce):
-				// Another writer of the store won: take its revision, so
-				// that a retry is decided on it.
-				d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
-				return overrideResult{err: control.Errorf(http.StatusConflict, "%s", err.Error())}
-			case !errors.As(err, &ds):
-				return overrideResult{err: fmt.Errorf("cannot persist the %s, nothing changed: %w", what, err)}
-			}
-			// The new state is in place; only its durability is in doubt.
-			d.log.Warn(what+" saved but the state directory could not be synced", "err", err)
-		}
-		d.setOverrides(next, rev)
-		if call.cl != nil {
-			d.journal.Client(*call.cl, call.by, res)
-			d.enforceClients()
-		} else if call.host != nil {
-			d.hostChanged(*call.host, call.by, res)
-		} else if g != nil {
-			d.waitAnswers(ctx)
-			d.journal.GSLB(*g, call.by, res)
-		} else {
-			d.journal.Override(req, call.by, res)
-			d.reconcile(ctx, false)
-		}
+	if !res.Changed {
+		return intent.Changed{State: d.intent, Revision: d.rev, Result: res}, nil
 	}
-	return overrideResult{rep: &control.OverrideReply{Message: res.Message, Changed: res.Changed, Overrides: report.Overrides(d.cfg, next.Overrides)},
-		grep: &control.GSLBReply{Message: res.Message, Changed: res.Changed, Intent: report.GSLBIntent(d.cfg, next)},
-		hrep: &control.HostReply{Message: res.Message, Changed: res.Changed, Drain: hostDrainStatus(d.cfg, next.Host)},
-		crep: &control.ClientReply{Message: res.Message, Changed: res.Changed, Clients: d.clientsStatus(d.cfg, next)}}
+	rev, err := d.store.Save(ctx, next, d.rev)
+	if err != nil {
+		var ds *atomicfile.DirSyncError
+		var ce *intent.ConflictError
+		var ue *control.Error
+		switch {
+		case errors.As(err, &ue) && ue.Unavailable != "":
+			return intent.Changed{}, ue // the fleet's etcd is out of reach: it says so whole
+		case errors.As(err, &ce):
+			// Another writer of the store won: take its revision, so
+			// that a retry is decided on it.
+			d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
+			return intent.Changed{}, conflictError{ctl: control.Errorf(http.StatusConflict, "%s", err.Error()), conflict: ce}
+		case !errors.As(err, &ds):
+			return intent.Changed{}, fmt.Errorf("cannot persist the %s, nothing changed: %w", c.What, err)
+		}
+		// The new state is in place; only its durability is in doubt.
+		d.log.Warn(c.What+" saved but the state directory could not be synced", "err", err)
+	}
+	before := d.intent
+	d.setOverrides(next, rev)
+	out := intent.Changed{State: next, Revision: rev, Result: res}
+	if c.Applied != nil {
+		c.Applied(out)
+	}
+	if !reflect.DeepEqual(before.Overrides, next.Overrides) {
+		d.reconcile(ctx, false)
+	}
+	return out, nil
 }
 
-// answersWait bounds how long a GSLB request waits for the responder to
-// answer under the intent it changed.
-const answersWait = 5 * time.Second
-
-// waitAnswers waits until the GSLB responder answers under the intent
-// in force (the one just published), so that the reply comes after
-// every listener's answers changed; a responder that takes longer than
-// answersWait is logged, and the reply goes out.
-func (d *Daemon) waitAnswers(ctx context.Context) {
-	wctx, cancel := context.WithTimeout(ctx, answersWait)
-	defer cancel()
-	if err := d.gslb.WaitIntent(wctx, d.hub.Intent.Version()); err != nil {
-		d.log.Warn("the GSLB responder has not answered under the new intent yet; replying without waiting longer", "waited", answersWait, "err", err)
-	}
+// conflictError is a change refused because another writer of the store
+// won: the control API's 409, with the store's conflict in its chain.
+type conflictError struct {
+	ctl      *control.Error
+	conflict *intent.ConflictError
 }
 
-// applyCall is what intent makes of call (loop only).
-func (d *Daemon) applyCall(call overrideCall) (intent.State, intent.Result, error) {
-	if c := call.cl; c != nil {
-		return intent.ApplyClient(d.intent, intent.ClientRequest{Action: c.Action, Client: c.Client, Rate: c.Rate,
-			For: time.Duration(c.ForSeconds) * time.Second, Force: c.Force, Reason: c.Reason, By: call.by, At: d.now()}, intent.ClientPolicyOf(d.cfg))
+// Error returns the control API's message.
+func (e conflictError) Error() string { return e.ctl.Error() }
+
+// Unwrap returns both.
+func (e conflictError) Unwrap() []error { return []error{e.ctl, e.conflict} }
+
+// SetGSLB applies a GSLB emergency request (off, on, ttl): persisted
+// before it takes effect; the reply waits until every listener answers
+// under it.
+func (d *Daemon) SetGSLB(ctx context.Context, req control.GSLBRequest, by string) (*control.GSLBReply, error) {
+	out, err := d.Change(ctx, d.gslbChange(req, by))
+	if err != nil {
+		return nil, err
 	}
-	if call.host != nil {
-		return intent.ApplyHost(d.intent, intent.HostRequest{Action: call.host.Action, Reason: call.host.Reason, By: call.by, At: d.now(), NoRoutes: !d.cfg.BGP.Enabled})
+	if out.Result.Changed {
+		d.waitAnswers(ctx)
 	}
-	if g, by := call.gslb, call.by; g != nil {
-		return intent.ApplyGSLB(d.intent, intent.GSLBRequest{Action: g.Action, Name: g.Name, Zone: g.Zone, Seconds: g.Seconds,
-			Clear: g.Clear, Reason: g.Reason, By: by, At: d.now()}, d.cfg)
+	return &control.GSLBReply{Message: out.Result.Message, Changed: out.Result.Changed, Intent: report.GSLBIntent(d.Config(), out.State)}, nil
+}
+
+// gslbChange is the change of a GSLB request, journaled.
+func (d *Daemon) gslbChange(req control.GSLBRequest, by string) intent.Change {
+	return intent.Change{What: "gslb request",
+		Apply: func(st intent.State) (intent.State, intent.Result, error) {
+			return intent.ApplyGSLB(st, intent.GSLBRequest{Action: req.Action, Name: req.Name, Zone: req.Zone, Seconds: req.Seconds,
+				Clear: req.Clear, Reason: req.Reason, By: by, At: d.now()}, d.cfg)
+		},
+		Applied: func(c intent.Changed) { d.journal.GSLB(req, by, c.Result) },
 	}
-	r := call.req
-	return intent.Apply(d.intent, intent.Request{Action: r.Action, Resolver: r.Resolver, Pool: r.Pool, VIP: r.VIP, Reason: r.Reason, By: call.by, At: d.now()}, intentView{d})
 }
 
 // setOverrides makes st, at store revision rev, the operator intent in
@@ -232,3 +232,19 @@ func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 
 // Fleet answers GET /v1/fleet: the fleet view read from etcd now.
 func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) { return b.d.Fleet(ctx) }
+
+// answersWait bounds how long a GSLB request waits for the responder to
+// answer under the intent it changed.
+const answersWait = 5 * time.Second
+
+// waitAnswers waits until the GSLB responder answers under the intent
+// in force (the one just published), so that the reply comes after
+// every listener's answers changed; a responder that takes longer than
+// answersWait is logged, and the reply goes out.
+func (d *Daemon) waitAnswers(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, answersWait)
+	defer cancel()
+	if err := d.gslb.WaitIntent(wctx, d.hub.Intent.Version()); err != nil {
+		d.log.Warn("the GSLB responder has not answered under the new intent yet; replying without waiting longer", "waited", answersWait, "err", err)
+	}
+}

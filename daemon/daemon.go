@@ -143,17 +143,17 @@ type Daemon struct {
 	// and rules its overrides' pool-policy form (loop-owned; the hub has
 	// the copy others read); store persists it; responder answers GSLB
 	// names under it.
-	intent     intent.State
-	rev        intent.Revision
-	rules      []resolvers.Rule
-	store      intent.Store
-	overrideCh chan overrideCall
-	gslb       *responder.Responder
-	fleet      *node.Node     // nil without [fleet]
-	dnstap     *intake.Server // nil without [dnstap] (dnstap.go)
-	bgp        *bgpPart       // the route announcer (bgp.go)
-	flood      *floodPart     // the flood alarms (flood.go); nil when off
-	clients    *clientsPart   // the client actions' enforcement (clients.go)
+	intent   intent.State
+	rev      intent.Revision
+	rules    []resolvers.Rule
+	store    intent.Store
+	changeCh chan change // intent changes for the loop (control.go)
+	gslb     *responder.Responder
+	fleet    *node.Node     // nil without [fleet]
+	dnstap   *intake.Server // nil without [dnstap] (dnstap.go)
+	bgp      *bgpPart       // the route announcer (bgp.go)
+	flood    *floodPart     // the flood alarms (flood.go); nil when off
+	clients  *clientsPart   // the client actions' enforcement (clients.go)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -224,7 +224,7 @@ func New(opts Options) (*Daemon, error) {
 		owned:      vip.NewOwnedSet(),
 		closer:     func() error { return nil },
 		closeProbe: closeProbe,
-		overrideCh: make(chan overrideCall),
+		changeCh:   make(chan change),
 		planner:    resolvers.NewPlanner(),
 		started:    opts.Now(),
 		registry:   opts.Registry,
@@ -555,8 +555,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				resync.Reset(d.cfg.IPVS.ResyncInterval.Duration)
 			}
 			reply <- err
-		case call := <-d.overrideCh:
-			call.reply <- d.handleOverride(ctx, call)
+		case call := <-d.changeCh:
+			out, err := d.handleChange(ctx, call)
+			call.reply <- changeResult{out: out, err: err}
 		case st, ok := <-watch:
 			if !ok {
 				watch = nil // the store stopped watching: nothing more comes

@@ -136,9 +136,8 @@ func (d *Daemon) autoTTLRaise(ctx context.Context, a flood.Alarm) {
 		return
 	}
 	reason := fmt.Sprintf("flood alarm %s: %s at %.0f/s, %.0f%% of the queries ([flood] auto_ttl_raise)", a.ID, top.Key, top.Rate, 100*top.Share)
-	r := d.intentCall(ctx, overrideCall{gslb: &control.GSLBRequest{Action: "ttl", Name: top.Key, Seconds: secs, Reason: reason}, by: autoFloodBy})
-	if r.err != nil {
-		d.log.Warn("flood alarm: automatic TTL raise failed", "alarm", a.ID, "name", top.Key, "err", r.err)
+	if _, err := d.Change(ctx, d.gslbChange(control.GSLBRequest{Action: "ttl", Name: top.Key, Seconds: secs, Reason: reason}, autoFloodBy)); err != nil {
+		d.log.Warn("flood alarm: automatic TTL raise failed", "alarm", a.ID, "name", top.Key, "err", err)
 	}
 }
 
@@ -175,8 +174,8 @@ func (d *Daemon) autoLimit(ctx context.Context, a flood.Alarm) {
 	}
 	reason := fmt.Sprintf("flood alarm %s: %s at %.0f/s, %.0f%% of the queries ([actions] enabled)", a.ID, top.Key, top.Rate, 100*top.Share)
 	req := control.ClientRequest{Action: control.ClientLimit, Client: top.Key, ForSeconds: int64(act.AutoFor.Duration / time.Second), Reason: reason}
-	if r := d.intentCall(ctx, overrideCall{cl: &req, by: autoFloodBy}); r.err != nil {
-		d.journal.AutoLimitRefused(a.ID, top.Key, r.err)
+	if _, err := d.Change(ctx, d.clientChange(req, autoFloodBy)); err != nil {
+		d.journal.AutoLimitRefused(a.ID, top.Key, err)
 	}
 }
 

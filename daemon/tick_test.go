@@ -14,6 +14,7 @@ import (
 	"lbdns/control"
 	"lbdns/health"
 	"lbdns/intent"
+	"lbdns/report"
 	"lbdns/vip"
 )
 
@@ -217,8 +218,11 @@ func TestScopedEnableUnderWiderOverride(t *testing.T) {
 		d, _, _ := upDaemon(t)
 		ctx := context.Background()
 		call := func(req control.OverrideRequest) (*control.OverrideReply, error) {
-			r := d.handleOverride(ctx, overrideCall{ctx: ctx, req: req, reply: make(chan overrideResult, 1)})
-			return r.rep, r.err
+			out, err := d.handleChange(ctx, change{ctx: ctx, c: d.overrideChange(req, "test")})
+			if err != nil {
+				return nil, err
+			}
+			return &control.OverrideReply{Message: out.Result.Message, Changed: out.Result.Changed, Overrides: report.Overrides(d.cfg, out.State.Overrides)}, nil
 		}
 		for _, req := range []control.OverrideRequest{
 			{Resolver: "bind-1", Action: control.ActionDisable},
