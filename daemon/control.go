@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ func (d *Daemon) intentCall(ctx context.Context, call overrideCall) overrideResu
 	select {
 	case d.overrideCh <- call:
 	case <-d.stopping:
-		return overrideResult{err: control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")}
+		return overrideResult{err: control.Errorf(control.Unavailable, "lbdnsd is stopping")}
 	case <-ctx.Done():
 		return overrideResult{err: ctx.Err()}
 	}
@@ -144,7 +143,7 @@ func (d *Daemon) handleOverride(ctx context.Context, call overrideCall) override
 				// Another writer of the store won: take its revision, so
 				// that a retry is decided on it.
 				d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
-				return overrideResult{err: control.Errorf(http.StatusConflict, "%s", err.Error())}
+				return overrideResult{err: control.Errorf(control.Conflict, "%s", err.Error())}
 			case !errors.As(err, &ds):
 				return overrideResult{err: fmt.Errorf("cannot persist the %s, nothing changed: %w", what, err)}
 			}
