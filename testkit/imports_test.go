@@ -11,18 +11,19 @@ import (
 	"testing"
 )
 
-// importingFile is one import of a non-test Go file of the module.
-type importingFile struct {
-	dir, file, path string // the file's directory and name (slash-separated, from the module root), the import path
+// productFile is a non-test Go file of the module's product code.
+type productFile struct {
+	dir, file string   // its directory and path, slash-separated, from the module root
+	imports   []string // its import paths
 }
 
-// productImports returns every import of every non-test .go file of the
-// module outside testkit/, e2e/ and bench/ (the test kit, the end-to-end
-// suite and the benchmarks).
-func productImports(t *testing.T) []importingFile {
+// productFiles returns every non-test .go file of the module outside
+// testkit/, e2e/ and bench/ (the test kit, the end-to-end suite and the
+// benchmarks) with its imports.
+func productFiles(t *testing.T) []productFile {
 	t.Helper()
 	root := moduleRoot(t)
-	var out []importingFile
+	var out []productFile
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -48,20 +49,22 @@ func productImports(t *testing.T) []importingFile {
 		if err != nil {
 			return err
 		}
+		pf := productFile{dir: filepath.ToSlash(filepath.Dir(rel)), file: rel}
 		for _, imp := range f.Imports {
 			p, err := strconv.Unquote(imp.Path.Value)
 			if err != nil {
 				return err
 			}
-			out = append(out, importingFile{dir: filepath.ToSlash(filepath.Dir(rel)), file: rel, path: p})
+			pf.imports = append(pf.imports, p)
 		}
+		out = append(out, pf)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out) == 0 {
-		t.Fatal("no imports found: is the module root right?")
+		t.Fatal("no Go files found: is the module root right?")
 	}
 	return out
 }
@@ -74,9 +77,11 @@ func under(path, pkg string) bool {
 // TestNoProductImportsTestkit: no product package imports the test kit
 // (lbdns/testkit and below); only tests and benchmarks do.
 func TestNoProductImportsTestkit(t *testing.T) {
-	for _, imp := range productImports(t) {
-		if under(imp.path, "lbdns/testkit") {
-			t.Errorf("%s imports %s: the test kit is for tests (_test.go files, e2e/, bench/) only", imp.file, imp.path)
+	for _, f := range productFiles(t) {
+		for _, imp := range f.imports {
+			if under(imp, "lbdns/testkit") {
+				t.Errorf("%s imports %s: the test kit is for tests (_test.go files, e2e/, bench/) only", f.file, imp)
+			}
 		}
 	}
 }
@@ -96,15 +101,17 @@ func labImporters() map[string]string {
 func TestNoProductImportsLab(t *testing.T) {
 	allowed := labImporters()
 	used := map[string]bool{}
-	for _, imp := range productImports(t) {
-		if !under(imp.path, "lbdns/internal/lab") || under(imp.dir, "internal/lab") {
-			continue
+	for _, f := range productFiles(t) {
+		for _, imp := range f.imports {
+			if !under(imp, "lbdns/internal/lab") || under(f.dir, "internal/lab") {
+				continue
+			}
+			if _, ok := allowed[f.dir]; ok {
+				used[f.dir] = true
+				continue
+			}
+			t.Errorf("%s imports %s: the lab is the quick start's (and tests'); a product package must not depend on it", f.file, imp)
 		}
-		if _, ok := allowed[imp.dir]; ok {
-			used[imp.dir] = true
-			continue
-		}
-		t.Errorf("%s imports %s: the lab is the quick start's (and tests'); a product package must not depend on it", imp.file, imp.path)
 	}
 	for dir, why := range allowed {
 		if !used[dir] {
