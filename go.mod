@@ -8,6 +8,7 @@ require (
 	github.com/cloudflare/ipvs v0.12.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/gaissmai/bart v0.30.0
+	github.com/google/nftables v0.3.0
 	github.com/jsimonetti/rtnetlink/v2 v2.3.0
 	github.com/maxmind/mmdbwriter v1.2.0
 	github.com/mdlayher/genetlink v1.3.2
@@ -44,7 +45,6 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/nftables v0.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/k-sone/critbitgo v1.4.0 // indirect

@@ -9,9 +9,6 @@ package control
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -684,27 +681,6 @@ const UnavailableEtcd = "etcd"
 // exits 4 (unknown), as for a request that got no reply.
 const UnconfirmedEtcd = "etcd-unconfirmed"
 
-// Error is an error with the HTTP status the servers reply with. Backend
-// methods return it for requests they refuse; any other error is a 500.
-type Error struct {
-	// Code is the HTTP status: 400 malformed request, 404 unknown name,
-	// 409 ambiguous or conflicting request, 422 invalid configuration,
-	// 503 not ready.
-	Code     int
-	Message  string
-	Problems []Problem
-	// Unavailable is ErrorReply.Unavailable.
-	Unavailable string
-}
-
-// Error returns the message.
-func (e *Error) Error() string { return e.Message }
-
-// Errorf returns an *Error with code and a formatted message.
-func Errorf(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
 // Backend is what the servers need from the daemon. Its methods are
 // called concurrently.
 type Backend interface {
@@ -717,57 +693,10 @@ type Backend interface {
 	// the requester.
 	SetGSLB(ctx context.Context, req GSLBRequest, by string) (*GSLBReply, error)
 	// Reload loads the configuration file again and applies it; an
-	// invalid one returns an *Error with code 422 and every Problem.
+	// invalid one returns an *Error of kind InvalidConfig with every
+	// Problem.
 	Reload(ctx context.Context) (*ReloadReply, error)
 }
-
-// httpStatus maps err to the HTTP status a server replies with.
-func httpStatus(err error) int {
-	var e *Error
-	if errors.As(err, &e) && e.Code >= 400 {
-		return e.Code
-	}
-	var r *Refusal
-	if errors.As(err, &r) {
-		switch r.Kind {
-		case Malformed:
-			return http.StatusBadRequest
-		case NotFound:
-			return http.StatusNotFound
-		case Unavailable:
-			return http.StatusServiceUnavailable
-		}
-	}
-	return http.StatusInternalServerError
-}
-
-// Refusal is a backend's refusal of a request, in its words, with its
-// kind; the servers answer each kind with its HTTP status, so that a
-// backend knows no HTTP.
-type Refusal struct {
-	Kind    RefusalKind
-	Message string
-}
-
-// Error returns the message.
-func (r *Refusal) Error() string { return r.Message }
-
-// Refusef returns a *Refusal of kind with a formatted message.
-func Refusef(kind RefusalKind, format string, args ...any) *Refusal {
-	return &Refusal{Kind: kind, Message: fmt.Sprintf(format, args...)}
-}
-
-// RefusalKind is why a request is refused.
-type RefusalKind int
-
-const (
-	// Malformed: the request itself is wrong (HTTP 400).
-	Malformed RefusalKind = iota + 1
-	// NotFound: what the request names does not exist (HTTP 404).
-	NotFound
-	// Unavailable: the backend cannot answer now (HTTP 503).
-	Unavailable
-)
 
 // GSLBExplainRequest is the body of POST /v1/gslb/explain (GET
 // /v1/gslb/explain takes the same fields as query parameters): the

@@ -227,5 +227,5 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	if json.Unmarshal(b, &er) != nil || er.Error == "" {
 		er.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	return nil, &Error{Code: resp.StatusCode, Message: er.Error, Problems: er.Problems, Unavailable: er.Unavailable}
+	return nil, replyError(resp.StatusCode, er)
 }

@@ -27,7 +27,7 @@ func TestClientAgainstServer(t *testing.T) {
 		VIPs: []VIP{{Name: "dns-v4", Address: "192.0.2.53", Pool: "main"}}}
 	fb := &fakeBackend{
 		status:      st,
-		reloadErr:   &Error{Code: 422, Message: "configuration rejected", Problems: problems},
+		reloadErr:   &Error{Kind: InvalidConfig, Code: 422, Message: "configuration rejected", Problems: problems},
 		overrideErr: nil,
 	}
 	ev := NewEventLog(100, nil)

@@ -21,15 +21,15 @@ const MaxReasonLen = 1024
 // readStrict reads r's body (at most MaxRequestBody) and decodes it
 // strictly into v: one JSON object, no unknown fields, no trailing data.
 // An empty body is accepted when emptyOK and leaves v alone. Every
-// failure is an *Error with code 400 naming what is wrong.
+// failure is a Malformed *Error naming what is wrong.
 func readStrict(w http.ResponseWriter, r *http.Request, v any, emptyOK bool) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return Errorf(http.StatusBadRequest, "request body larger than %d bytes", MaxRequestBody)
+			return Errorf(Malformed, "request body larger than %d bytes", MaxRequestBody)
 		}
-		return Errorf(http.StatusBadRequest, "read request body: %v", err)
+		return Errorf(Malformed, "read request body: %v", err)
 	}
 	return decodeStrict(body, v, emptyOK)
 }
@@ -40,16 +40,16 @@ func decodeStrict(body []byte, v any, emptyOK bool) error {
 		if emptyOK {
 			return nil
 		}
-		return Errorf(http.StatusBadRequest, "empty request body: want a JSON object")
+		return Errorf(Malformed, "empty request body: want a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &Error{Code: http.StatusBadRequest, Message: describeJSONError(err)}
+		return Errorf(Malformed, "%s", describeJSONError(err))
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Errorf(http.StatusBadRequest, "trailing data after the JSON object (byte %d on)", end)
+		return Errorf(Malformed, "trailing data after the JSON object (byte %d on)", end)
 	}
 	return nil
 }
@@ -180,5 +180,5 @@ func badRequest(probs []string) error {
 	if len(probs) == 0 {
 		return nil
 	}
-	return &Error{Code: http.StatusBadRequest, Message: strings.Join(probs, "; ")}
+	return Errorf(Malformed, "%s", strings.Join(probs, "; "))
 }

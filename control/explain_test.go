@@ -77,7 +77,7 @@ func TestClientExplain(t *testing.T) {
 
 	// The backend's refusals come back with the status of their kind.
 	for _, tc := range []struct {
-		kind RefusalKind
+		kind Kind
 		code int
 	}{
 		{Malformed, http.StatusBadRequest},
@@ -85,7 +85,7 @@ func TestClientExplain(t *testing.T) {
 		{Unavailable, http.StatusServiceUnavailable},
 	} {
 		fg.mu.Lock()
-		fg.err = Refusef(tc.kind, "nope.test. is in no GSLB zone")
+		fg.err = Errorf(tc.kind, "nope.test. is in no GSLB zone")
 		fg.mu.Unlock()
 		_, err = c.Explain(ctx, GSLBExplainRequest{Name: "nope.test"})
 		var ce *Error

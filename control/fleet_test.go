@@ -33,7 +33,7 @@ func TestFleetEndpoint(t *testing.T) {
 	if err != nil || !st.On || len(st.Nodes) != 1 || st.Nodes[0].Odd[0] != want.Nodes[0].Odd[0] {
 		t.Fatalf("fleet: %+v, %v", st, err)
 	}
-	bad := startServer(t, ServerOptions{Backend: fleetBackend{fakeBackend: &fakeBackend{}, err: Errorf(http.StatusServiceUnavailable, "etcd unreachable")}})
+	bad := startServer(t, ServerOptions{Backend: fleetBackend{fakeBackend: &fakeBackend{}, err: Errorf(Unavailable, "etcd unreachable")}})
 	_, err = NewClient(bad.path).Fleet(ctx)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Code != http.StatusServiceUnavailable {

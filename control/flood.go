@@ -98,8 +98,8 @@ type FloodStatus struct {
 // TopBackend is the daemon's side of GET /v1/top.
 type TopBackend interface {
 	// Top returns the heaviest keys of kind (one of TopKinds) over
-	// window. It returns an *Error with code 400 for a window beyond
-	// what is kept, 503 when queries are not counted.
+	// window. It returns a Malformed *Error for a window beyond
+	// what is kept, an Unavailable one when queries are not counted.
 	Top(ctx context.Context, kind string, window time.Duration) (*TopReply, error)
 }
 
@@ -108,7 +108,7 @@ type TopBackend interface {
 func topQuery(q url.Values) (string, time.Duration, error) {
 	for k := range q {
 		if k != "kind" && k != "window" {
-			return "", 0, Errorf(http.StatusBadRequest, "unknown parameter %q (want kind, window)", k)
+			return "", 0, Errorf(Malformed, "unknown parameter %q (want kind, window)", k)
 		}
 	}
 	kind := q.Get("kind")
@@ -116,13 +116,13 @@ func topQuery(q url.Values) (string, time.Duration, error) {
 		kind = "clients"
 	}
 	if !slices.Contains(topKinds, kind) {
-		return "", 0, Errorf(http.StatusBadRequest, "kind %q: want one of clients, prefixes, names, suffixes, nametypes", kind)
+		return "", 0, Errorf(Malformed, "kind %q: want one of clients, prefixes, names, suffixes, nametypes", kind)
 	}
 	var window time.Duration
 	if w := q.Get("window"); w != "" {
 		d, err := time.ParseDuration(w)
 		if err != nil || d <= 0 {
-			return "", 0, Errorf(http.StatusBadRequest, "window %q: want a positive duration such as 10s or 1m", w)
+			return "", 0, Errorf(Malformed, "window %q: want a positive duration such as 10s or 1m", w)
 		}
 		window = d
 	}
@@ -138,7 +138,7 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 	}
 	tb, ok := s.backend.(TopBackend)
 	if !ok {
-		writeError(w, Errorf(http.StatusServiceUnavailable, "this daemon counts no queries"))
+		writeError(w, Errorf(Unavailable, "this daemon counts no queries"))
 		return
 	}
 	rep, err := tb.Top(r.Context(), kind, window)

@@ -27,7 +27,7 @@ func (b *topBackend) Top(_ context.Context, kind string, window time.Duration) (
 	defer b.tmu.Unlock()
 	b.kinds, b.wins = append(b.kinds, kind), append(b.wins, window)
 	if window > time.Minute {
-		return nil, Errorf(http.StatusBadRequest, "window %s: at most 1m0s is kept", window)
+		return nil, Errorf(Malformed, "window %s: at most 1m0s is kept", window)
 	}
 	return &TopReply{Kind: kind, Window: window.String(), Seconds: 10, Queries: 100, Rate: 10,
 		Entries: []TopEntry{{Key: "192.0.2.66", Count: 90, Error: 2, Rate: 9, RateError: 0.2, Share: 0.9}}}, nil

@@ -208,7 +208,7 @@ func TestPageHasNoExternalAssets(t *testing.T) {
 }
 
 func TestPageBackendError(t *testing.T) {
-	fb := &fakeBackend{statusErr: Errorf(503, "not ready: <starting>")}
+	fb := &fakeBackend{statusErr: Errorf(Unavailable, "not ready: <starting>")}
 	h := NewStatusServer(StatusOptions{Backend: fb, Refresh: 2 * time.Second}).Handler()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))

@@ -35,7 +35,7 @@ func (rt *routes) handle(method, path string, h http.HandlerFunc) {
 func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	methods, ok := rt.paths[r.URL.Path]
 	if !ok {
-		writeError(w, Errorf(http.StatusNotFound, "no such endpoint: %s", r.URL.Path))
+		writeError(w, Errorf(NotFound, "no such endpoint: %s", r.URL.Path))
 		return
 	}
 	h, ok := methods[r.Method]
@@ -50,7 +50,7 @@ func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rt.notAllowed != nil {
 			msg = rt.notAllowed(r)
 		}
-		writeError(w, &Error{Code: http.StatusMethodNotAllowed, Message: msg})
+		writeError(w, Errorf(NotAllowed, "%s", msg))
 		return
 	}
 	h(w, r)

@@ -163,7 +163,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		p := peerFrom(r.Context())
 		if p.Known && p.UID != 0 && p.UID != s.euid {
 			s.log.Warn("control request refused", "peer", p.String(), "method", r.Method, "path", r.URL.Path)
-			writeError(w, Errorf(http.StatusForbidden, "permission denied: uid %d may not use the control socket (root and uid %d may)", p.UID, s.euid))
+			writeError(w, Errorf(Forbidden, "permission denied: uid %d may not use the control socket (root and uid %d may)", p.UID, s.euid))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -197,7 +197,7 @@ func (s *Server) bounded(h http.HandlerFunc) http.HandlerFunc {
 // backendError is what a client is told about err from the Backend.
 func (s *Server) backendError(r *http.Request, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
-		return Errorf(http.StatusServiceUnavailable, "timed out after %s: %v", s.timeout, err)
+		return Errorf(Unavailable, "timed out after %s: %v", s.timeout, err)
 	}
 	logBackendError(s.log, r, err)
 	return err
@@ -304,14 +304,14 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		err = readStrict(w, r, &req, false)
 	}
 	if err == nil && strings.TrimSpace(req.Name) == "" {
-		err = Errorf(http.StatusBadRequest, "name: missing (the name to explain)")
+		err = Errorf(Malformed, "name: missing (the name to explain)")
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if s.gslb == nil {
-		writeError(w, Errorf(http.StatusServiceUnavailable, "this daemon has no GSLB responder"))
+		writeError(w, Errorf(Unavailable, "this daemon has no GSLB responder"))
 		return
 	}
 	rep, err := s.gslb.Explain(r.Context(), req)
@@ -330,10 +330,10 @@ func explainQuery(r *http.Request) (GSLBExplainRequest, error) {
 	for k, vs := range r.URL.Query() {
 		f, ok := fields[k]
 		if !ok {
-			return req, Errorf(http.StatusBadRequest, "unknown query parameter %q (want name, type, client, ecs)", k)
+			return req, Errorf(Malformed, "unknown query parameter %q (want name, type, client, ecs)", k)
 		}
 		if len(vs) != 1 {
-			return req, Errorf(http.StatusBadRequest, "%s: given %d times, want once", k, len(vs))
+			return req, Errorf(Malformed, "%s: given %d times, want once", k, len(vs))
 		}
 		*f = vs[0]
 	}
@@ -369,13 +369,13 @@ func eventsQuery(r *http.Request) (after uint64, follow bool, err error) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != "after" && k != "follow" {
-			return 0, false, Errorf(http.StatusBadRequest, "unknown query parameter %q (want after, follow)", k)
+			return 0, false, Errorf(Malformed, "unknown query parameter %q (want after, follow)", k)
 		}
 	}
 	if v := q.Get("after"); v != "" {
 		after, err = strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return 0, false, Errorf(http.StatusBadRequest, "after: want a sequence number (0, 1, 2, ...), not %q", v)
+			return 0, false, Errorf(Malformed, "after: want a sequence number (0, 1, 2, ...), not %q", v)
 		}
 	}
 	switch v := q.Get("follow"); v {
@@ -383,7 +383,7 @@ func eventsQuery(r *http.Request) (after uint64, follow bool, err error) {
 	case "1", "true":
 		follow = true
 	default:
-		return 0, false, Errorf(http.StatusBadRequest, "follow: want 1 or 0, not %q", v)
+		return 0, false, Errorf(Malformed, "follow: want 1 or 0, not %q", v)
 	}
 	return after, follow, nil
 }

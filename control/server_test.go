@@ -138,7 +138,7 @@ func TestServerOverridePassesRequestAndPeer(t *testing.T) {
 
 func TestServerLogsRefusedOverride(t *testing.T) {
 	var logs testlog.Buffer
-	fb := &fakeBackend{overrideErr: Errorf(http.StatusNotFound, "no resolver named bind-9")}
+	fb := &fakeBackend{overrideErr: Errorf(NotFound, "no resolver named bind-9")}
 	h := NewServer(ServerOptions{Backend: fb, Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, APIPrefix+"/overrides", strings.NewReader(`{"action":"disable","resolver":"bind-9","vip":"dns-v6"}`)))
@@ -162,15 +162,15 @@ func TestServerBackendErrors(t *testing.T) {
 		msg          string
 		problems     []Problem
 	}{
-		{"unknown resolver", &fakeBackend{overrideErr: Errorf(404, "no resolver named bind-9")},
+		{"unknown resolver", &fakeBackend{overrideErr: Errorf(NotFound, "no resolver named bind-9")},
 			http.MethodPost, "/overrides", `{"action":"drain","resolver":"bind-9"}`, 404, "no resolver named bind-9", nil},
-		{"ambiguous", &fakeBackend{overrideErr: Errorf(409, "bind-1 is in pools a and b: give --pool")},
+		{"ambiguous", &fakeBackend{overrideErr: Errorf(Conflict, "bind-1 is in pools a and b: give --pool")},
 			http.MethodPost, "/overrides", `{"action":"drain","resolver":"bind-1"}`, 409, "give --pool", nil},
 		{"plain error is 500", &fakeBackend{overrideErr: errors.New("state file: disk full")},
 			http.MethodPost, "/overrides", `{"action":"drain","resolver":"bind-1"}`, 500, "state file: disk full", nil},
-		{"reload rejected", &fakeBackend{reloadErr: &Error{Code: 422, Message: "configuration rejected: 2 problems", Problems: problems}},
+		{"reload rejected", &fakeBackend{reloadErr: &Error{Kind: InvalidConfig, Code: 422, Message: "configuration rejected: 2 problems", Problems: problems}},
 			http.MethodPost, "/reload", `{}`, 422, "configuration rejected", problems},
-		{"not ready", &fakeBackend{statusErr: Errorf(503, "starting")},
+		{"not ready", &fakeBackend{statusErr: Errorf(Unavailable, "starting")},
 			http.MethodGet, "/status", "", 503, "starting", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

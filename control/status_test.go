@@ -116,7 +116,7 @@ func TestStatusServerStatus(t *testing.T) {
 		t.Errorf("HEAD /status = %d", rec.Code)
 	}
 
-	fb.statusErr = Errorf(503, "starting up")
+	fb.statusErr = Errorf(Unavailable, "starting up")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/status", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "starting up") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"sync"
 	"time"
@@ -107,7 +106,7 @@ func (d *Daemon) Change(ctx context.Context, c intent.Change) (intent.Changed, e
 	select {
 	case d.changeCh <- call:
 	case <-d.stopping:
-		return intent.Changed{}, control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")
+		return intent.Changed{}, control.Errorf(control.Unavailable, "lbdnsd is stopping")
 	case <-ctx.Done():
 		return intent.Changed{}, ctx.Err()
 	}
@@ -147,7 +146,7 @@ func (d *Daemon) handleChange(ctx context.Context, call change) (intent.Changed,
 			// Another writer of the store won: take its revision, so
 			// that a retry is decided on it.
 			d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
-			return intent.Changed{}, conflictError{ctl: control.Errorf(http.StatusConflict, "%s", err.Error()), conflict: ce}
+			return intent.Changed{}, conflictError{ctl: control.Errorf(control.Conflict, "%s", err.Error()), conflict: ce}
 		case !errors.As(err, &ds):
 			return intent.Changed{}, fmt.Errorf("cannot persist the %s, nothing changed: %w", c.What, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -577,7 +576,7 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	select {
 	case d.reloadCh <- reply:
 	case <-d.stopping:
-		return control.Errorf(http.StatusServiceUnavailable, "lbdnsd is stopping")
+		return control.Errorf(control.Unavailable, "lbdnsd is stopping")
 	case <-ctx.Done():
 		return ctx.Err()
 	}

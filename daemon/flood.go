@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -213,18 +212,18 @@ func isGSLBName(cfg *configs.Config, name string) bool {
 func (b backend) Top(_ context.Context, kind string, window time.Duration) (*control.TopReply, error) {
 	p := b.d.flood.pipeline()
 	if p == nil {
-		return nil, control.Errorf(http.StatusServiceUnavailable, "queries are not counted: [flood] enabled = false (a restart applies it)")
+		return nil, control.Errorf(control.Unavailable, "queries are not counted: [flood] enabled = false (a restart applies it)")
 	}
 	k, err := flood.ParseKind(kind)
 	if err != nil {
-		return nil, control.Errorf(http.StatusBadRequest, "%v", err)
+		return nil, control.Errorf(control.Malformed, "%v", err)
 	}
 	cfg := p.Config()
 	if window == 0 {
 		window = cfg.Tracker.Short
 	}
 	if window > cfg.Tracker.Long {
-		return nil, control.Errorf(http.StatusBadRequest, "window %s: at most %s is kept (flood.long_window)", window, cfg.Tracker.Long)
+		return nil, control.Errorf(control.Malformed, "window %s: at most %s is kept (flood.long_window)", window, cfg.Tracker.Long)
 	}
 	return report.TopReply(p.Top(k, window, 0), window), nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -84,7 +83,7 @@ func gslbCmd(fs *flag.FlagSet) action {
 				}
 			}
 			if len(pools) == 0 {
-				return control.Errorf(http.StatusNotFound, "no GSLB pool %q%s", *pool, known(st.GSLB))
+				return control.Errorf(control.NotFound, "no GSLB pool %q%s", *pool, known(st.GSLB))
 			}
 		}
 		if e.json() {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 
 	"lbdns/control"
 )
@@ -20,7 +19,7 @@ func reloadCmd(*flag.FlagSet) action {
 		defer cancel()
 		rep, err := e.client().Reload(ctx)
 		var ce *control.Error
-		if errors.As(err, &ce) && ce.Code == http.StatusUnprocessableEntity && len(ce.Problems) > 0 && !e.json() {
+		if errors.As(err, &ce) && ce.Kind == control.InvalidConfig && len(ce.Problems) > 0 && !e.json() {
 			fmt.Fprintln(e.stderr, "reload rejected; running config unchanged:")
 			for _, p := range ce.Problems {
 				fmt.Fprintln(e.stderr, p.Text)

@@ -3,7 +3,6 @@ package report
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"lbdns/configs"
 	"lbdns/control"
@@ -80,18 +79,18 @@ func kindText(kind string) string {
 }
 
 // IntentError maps intent's refusals (*intent.Error) to the control API's
-// status codes: 400, 404, 409; other errors pass through.
+// kinds: Malformed, NotFound, Conflict; other errors pass through.
 func IntentError(err error) error {
 	var ie *intent.Error
 	if !errors.As(err, &ie) {
 		return err
 	}
-	code := http.StatusBadRequest
+	kind := control.Malformed
 	switch ie.Kind {
 	case intent.NotFound:
-		code = http.StatusNotFound
+		kind = control.NotFound
 	case intent.Conflict:
-		code = http.StatusConflict
+		kind = control.Conflict
 	}
-	return control.Errorf(code, "%s", ie.Msg)
+	return control.Errorf(kind, "%s", ie.Msg)
 }

@@ -3,25 +3,23 @@ package report
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 
 	"lbdns/configs"
 	"lbdns/control"
 )
 
 // ReloadRejected turns the error of a reload of the configuration file at
-// path into the control API's: an invalid configuration is a 422 that
-// lists every problem (configs.Problems), a cancelled or timed-out request
-// is returned as it is, and any other error is a 422 with its text. A nil
+// path into the control API's: an invalid configuration is an
+// InvalidConfig refusal that lists every problem (configs.Problems), a
+// cancelled or timed-out request is returned as it is, and any other
+// error is an InvalidConfig refusal with its text. A nil
 // err gives nil.
 func ReloadRejected(path string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if ps := configs.Problems(err); len(ps) > 0 {
-		e := &control.Error{Code: http.StatusUnprocessableEntity,
-			Message: fmt.Sprintf("reload rejected, running config unchanged: %d problems in %s", len(ps), path)}
+		e := control.Errorf(control.InvalidConfig, "reload rejected, running config unchanged: %d problems in %s", len(ps), path)
 		for _, p := range ps {
 			e.Problems = append(e.Problems, control.Problem{File: p.File, Line: p.Line, Key: p.Key, Value: p.Value, Message: p.Msg, Text: p.Error()})
 		}
@@ -30,5 +28,5 @@ func ReloadRejected(path string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &control.Error{Code: http.StatusUnprocessableEntity, Message: "reload rejected, running config unchanged: " + err.Error()}
+	return control.Errorf(control.InvalidConfig, "reload rejected, running config unchanged: %s", err)
 }

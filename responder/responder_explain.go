@@ -18,7 +18,7 @@ var _ control.GSLBBackend = (*Responder)(nil)
 // the server's queries take (gslb.Query with Explain set), and returns
 // the reply with its trace (lbctl gslb explain). A query of req asked
 // this way counts as one in the pools' rotation, as a query on the wire
-// does. It returns a *control.Refusal: Malformed for a malformed request,
+// does. It returns a *control.Error: Malformed for a malformed request,
 // NotFound for a name outside every zone or missing (NXDOMAIN),
 // Unavailable when the responder is off.
 func (r *Responder) Explain(_ context.Context, req control.GSLBExplainRequest) (*control.GSLBExplainReply, error) {
@@ -31,16 +31,16 @@ func (r *Responder) Explain(_ context.Context, req control.GSLBExplainRequest) (
 	r.mu.Unlock()
 	if snap == nil {
 		if cfg != nil && len(cfg.GSLB.Server.ListenAddrs) == 0 {
-			return nil, control.Refusef(control.Unavailable, "the GSLB responder is off (gslb.server.listen is empty)")
+			return nil, control.Errorf(control.Unavailable, "the GSLB responder is off (gslb.server.listen is empty)")
 		}
-		return nil, control.Refusef(control.Unavailable, "the GSLB responder has no answers yet (starting, or its configuration could not be built: see the daemon's log)")
+		return nil, control.Errorf(control.Unavailable, "the GSLB responder has no answers yet (starting, or its configuration could not be built: see the daemon's log)")
 	}
 	resp := snap.Answer(q)
 	switch resp.Rcode {
 	case dns.RcodeRefused:
-		return nil, control.Refusef(control.NotFound, "%s is in no GSLB zone%s", q.Name, zonesOf(snap))
+		return nil, control.Errorf(control.NotFound, "%s is in no GSLB zone%s", q.Name, zonesOf(snap))
 	case dns.RcodeNameError:
-		return nil, control.Refusef(control.NotFound, "no such name: %s (the responder answers NXDOMAIN)", q.Name)
+		return nil, control.Errorf(control.NotFound, "no such name: %s (the responder answers NXDOMAIN)", q.Name)
 	}
 	rep := explainReply(q, resp, serial)
 	if e != nil {
@@ -94,7 +94,7 @@ func explainQuery(req control.GSLBExplainRequest) (gslb.Query, *ecs, error) {
 		}
 	}
 	if len(probs) > 0 {
-		return q, nil, control.Refusef(control.Malformed, "%s", strings.Join(probs, "; "))
+		return q, nil, control.Errorf(control.Malformed, "%s", strings.Join(probs, "; "))
 	}
 	return q, e, nil
 }

@@ -184,7 +184,7 @@ func TestResponderExplain(t *testing.T) {
 
 	for _, tc := range []struct {
 		req  control.GSLBExplainRequest
-		kind control.RefusalKind
+		kind control.Kind
 		want string
 	}{
 		{control.GSLBExplainRequest{Name: "www.example.org"}, control.NotFound, "www.example.org. is in no GSLB zone (zones: gslb.test.)"},
@@ -194,7 +194,7 @@ func TestResponderExplain(t *testing.T) {
 		{control.GSLBExplainRequest{Name: "www.gslb.test", ECS: "1.2.3.4/33"}, control.Malformed, "ecs: want a prefix"},
 	} {
 		_, err := r.Explain(ctx, tc.req)
-		var re *control.Refusal
+		var re *control.Error
 		if !errors.As(err, &re) || re.Kind != tc.kind || !strings.Contains(re.Message, tc.want) {
 			t.Errorf("Explain(%+v) = %v; want kind %d %q", tc.req, err, tc.kind, tc.want)
 		}
@@ -204,15 +204,15 @@ func TestResponderExplain(t *testing.T) {
 	off := explainConfig(t, true)
 	_ = r.Update(off, gslb.Evaluate(off, nil, clock))
 	_, err = r.Explain(ctx, control.GSLBExplainRequest{Name: "www.gslb.test"})
-	var re *control.Refusal
+	var re *control.Error
 	if !errors.As(err, &re) || re.Kind != control.Unavailable || re.Message != "the GSLB responder is off (gslb.server.listen is empty)" {
 		t.Errorf("off: %v", err)
 	}
 }
 
-// kind is the kind of a *control.Refusal, 0 otherwise.
-func kind(err error) control.RefusalKind {
-	var re *control.Refusal
+// kind is the kind of a *control.Error, 0 otherwise.
+func kind(err error) control.Kind {
+	var re *control.Error
 	if errors.As(err, &re) {
 		return re.Kind
 	}

@@ -1,14 +1,11 @@
 package vip
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
-	"os"
 	"slices"
 
 	"lbdns/configs"
@@ -46,8 +43,8 @@ type addressesState struct {
 }
 
 type addressEntry struct {
-	Interface string     `json:"interface"`
-	Address   netip.Addr `json:"address"`
+	Interface string `json:"interface"`
+	Address   string `json:"address"` // parsed after decoding, so that a bad one is named by its entry
 }
 
 // OwnedAddresses is the set of VIP addresses a daemon put on interfaces
@@ -67,39 +64,27 @@ func NewOwnedAddresses() *OwnedAddresses {
 	return &OwnedAddresses{set: map[HostAddress]bool{}}
 }
 
-// LoadOwnedAddresses reads the set saved at path. A missing file gives an
-// empty set (first start). A file that cannot be read or parsed whole (any
-// entry without an interface or a valid address, or a version other than
-// 1) gives an empty set and the error: the set then holds none of the
-// file's addresses, so none of them is removed. Nothing is guessed from a
-// damaged record; the worst outcome is an address left on its interface.
+// LoadOwnedAddresses reads the set saved at path, as LoadOwned reads its
+// file (readOwnedFile): a missing file gives an empty set (first start);
+// a file that cannot be read or parsed whole (any entry without an
+// interface or a valid address, a key the format does not have, a version
+// other than 1) gives an empty set and the error: the set then holds none
+// of the file's addresses, so none of them is removed. An address listed
+// twice is listed once. Nothing is guessed from a damaged record; the
+// worst outcome is an address left on its interface.
 func LoadOwnedAddresses(path string) (*OwnedAddresses, error) {
 	s := NewOwnedAddresses()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, fmt.Errorf("vip: owned addresses: %w", err)
-	}
 	var st addressesState
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return s, fmt.Errorf("vip: owned addresses %s: %w", path, err)
-	}
-	if dec.More() {
-		return s, fmt.Errorf("vip: owned addresses %s: data after the record", path)
-	}
-	if st.Version != 1 {
-		return s, fmt.Errorf("vip: owned addresses %s: version %d, want 1", path, st.Version)
+	if found, err := readOwnedFile(path, "owned addresses", &st, func() int { return st.Version }); !found || err != nil {
+		return s, err
 	}
 	got := map[HostAddress]bool{}
 	for i, e := range st.Addresses {
-		if e.Interface == "" || !e.Address.IsValid() || e.Address.Zone() != "" {
+		a, err := netip.ParseAddr(e.Address)
+		if e.Interface == "" || err != nil || a.Zone() != "" {
 			return s, fmt.Errorf("vip: owned addresses %s: entry %d: want an interface and an address without zone, got %q and %q", path, i, e.Interface, e.Address)
 		}
-		got[HostAddress{Interface: e.Interface, Addr: e.Address.Unmap()}] = true
+		got[HostAddress{Interface: e.Interface, Addr: a.Unmap()}] = true
 	}
 	s.set = got
 	s.saved = s.List()
@@ -158,9 +143,9 @@ func (s *OwnedAddresses) Save(path string) error {
 		return nil
 	}
 	list := s.List()
-	st := addressesState{Version: 1, Addresses: make([]addressEntry, 0, len(list))}
+	st := addressesState{Version: ownedFileVersion, Addresses: make([]addressEntry, 0, len(list))}
 	for _, a := range list {
-		st.Addresses = append(st.Addresses, addressEntry{Interface: a.Interface, Address: a.Addr})
+		st.Addresses = append(st.Addresses, addressEntry{Interface: a.Interface, Address: a.Addr.String()})
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -40,36 +38,31 @@ func NewOwnedSet() *OwnedSet {
 	return &OwnedSet{keys: map[ServiceKey]bool{}}
 }
 
-// LoadOwned reads the set saved at path. A missing file gives an empty set
-// (first start). A file that cannot be read or parsed gives an empty set
-// and the error; entries that do not parse are left out and reported in the
-// error, the others kept. The set is usable in every case: the worst outcome
-// of a lost entry is an orphaned service left in the kernel, never a deleted
-// one.
+// LoadOwned reads the set saved at path, as LoadOwnedAddresses reads its
+// record (readOwnedFile): a missing file gives an empty set (first
+// start); a file that cannot be read or parsed whole (any entry that is
+// not a service, a key the format does not have, a version other than 1)
+// gives an empty set and the error: none of the file's services, not even
+// the good ones, is taken for owned. A service listed twice is listed
+// once. The set is usable in every case: the worst outcome of a lost
+// entry is an orphaned service left in the kernel, never a deleted one.
 func LoadOwned(path string) (*OwnedSet, error) {
 	s := NewOwnedSet()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, fmt.Errorf("vip: owned services: %w", err)
-	}
 	var st ownedState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return s, fmt.Errorf("vip: owned services %s: %w", path, err)
+	if found, err := readOwnedFile(path, "owned services", &st, func() int { return st.Version }); !found || err != nil {
+		return s, err
 	}
-	var errs []error
-	for _, e := range st.Services {
+	keys := map[ServiceKey]bool{}
+	for i, e := range st.Services {
 		k, err := ParseServiceKey(e)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("vip: owned services %s: ignoring %q: %w", path, e, err))
-			continue
+			return s, fmt.Errorf("vip: owned services %s: entry %d: %w", path, i, err)
 		}
-		s.keys[k] = true
+		keys[k] = true
 	}
+	s.keys = keys
 	s.saved = s.list()
-	return s, errors.Join(errs...)
+	return s, nil
 }
 
 // Restore adds the services saved at path to s, and takes the file as
@@ -151,7 +144,7 @@ func (s *OwnedSet) Save(path string) error {
 		return nil
 	}
 	list := s.list()
-	b, err := json.MarshalIndent(ownedState{Version: 1, Services: list}, "", "  ")
+	b, err := json.MarshalIndent(ownedState{Version: ownedFileVersion, Services: list}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("vip: owned services: encode: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -236,9 +235,11 @@ func (s *LossStore) Load(ctx context.Context) (intent.Stored, error) {
 // st within SaveTimeout, and keeps the local copy.
 func (s *LossStore) Save(ctx context.Context, st intent.State, expected intent.Revision) (intent.Revision, error) {
 	if lost, since := s.link.LostSince(); lost {
-		return 0, &control.Error{Code: http.StatusServiceUnavailable, Unavailable: control.UnavailableEtcd, Message: fmt.Sprintf(
+		e := control.Errorf(control.Unavailable,
 			"the fleet's etcd is unreachable (since %s, %s ago): the fleet's intent is kept in etcd only, so nothing was changed on this host or elsewhere; retry when etcd is back (lbctl fleet status)",
-			since.UTC().Format(time.RFC3339), s.link.now().Sub(since).Round(time.Second))}
+			since.UTC().Format(time.RFC3339), s.link.now().Sub(since).Round(time.Second))
+		e.Unavailable = control.UnavailableEtcd
+		return 0, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, SaveTimeout)
 	defer cancel()
@@ -246,9 +247,11 @@ func (s *LossStore) Save(ctx context.Context, st intent.State, expected intent.R
 	if err != nil {
 		if IsUnreachable(err) {
 			s.link.fail(err, true)
-			return 0, &control.Error{Code: http.StatusServiceUnavailable, Unavailable: control.UnconfirmedEtcd, Message: fmt.Sprintf(
+			e := control.Errorf(control.Unavailable,
 				"the fleet's etcd did not confirm the change within %s (%v): whether it was applied is unknown; if it reached etcd, every host applies it from there (lbctl fleet status, lbctl events)",
-				SaveTimeout, err)}
+				SaveTimeout, err)
+			e.Unavailable = control.UnconfirmedEtcd
+			return 0, e
 		}
 		return 0, err
 	}
