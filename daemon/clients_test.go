@@ -71,7 +71,7 @@ func TestClientActions(t *testing.T) {
 	h := clientsDaemon(t, path, fd)
 	d, ctx := h.d, context.Background()
 
-	rep, err := d.SetClient(ctx, control.ClientRequest{Action: control.ClientLimit, Client: "203.0.113.0/24", ForSeconds: 600, Reason: "launch storm"}, "uid 0")
+	rep, err := d.clients.SetClient(ctx, control.ClientRequest{Action: control.ClientLimit, Client: "203.0.113.0/24", ForSeconds: 600, Reason: "launch storm"}, "uid 0")
 	if err != nil || !rep.Changed || !strings.Contains(rep.Message, "limited 203.0.113.0/24 to 40 packets/s") {
 		t.Fatalf("limit: %+v %v", rep, err)
 	}
@@ -90,7 +90,7 @@ func TestClientActions(t *testing.T) {
 		{control.ClientRequest{Action: control.ClientBlock, Client: "192.0.2.53", ForSeconds: 60, Reason: "x"}, "touches VIP v4"},
 		{control.ClientRequest{Action: control.ClientBlock, Client: "203.0.113.9", ForSeconds: 60, Reason: "x"}, "overlaps 203.0.113.0/24"},
 	} {
-		if _, err := d.SetClient(ctx, bad.req, "uid 0"); !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(err.Error(), bad.want) {
+		if _, err := d.clients.SetClient(ctx, bad.req, "uid 0"); !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%+v: %v, want a 409 with %q", bad.req, err, bad.want)
 		}
 	}
@@ -106,10 +106,10 @@ func TestClientActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	block := control.ClientRequest{Action: control.ClientBlock, Client: "198.51.100.7", ForSeconds: 2, Reason: "flood"}
-	if _, err := d.SetClient(ctx, block, "uid 0"); !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(err.Error(), "changed meanwhile") {
+	if _, err := d.clients.SetClient(ctx, block, "uid 0"); !errors.As(err, &ce) || ce.Code != http.StatusConflict || !strings.Contains(err.Error(), "changed meanwhile") {
 		t.Fatalf("stale block: %v, want a 409 saying the intent changed meanwhile", err)
 	}
-	if rep, err := d.SetClient(ctx, block, "uid 0"); err != nil || !rep.Changed {
+	if rep, err := d.clients.SetClient(ctx, block, "uid 0"); err != nil || !rep.Changed {
 		t.Fatalf("retried block: %+v %v", rep, err)
 	}
 	if _, got := clientEntries(t, d); strings.Join(got, "|") != "limit 203.0.113.0/24 40/s enforced|block 198.51.100.7 enforced" {
@@ -155,7 +155,7 @@ func TestClientActions(t *testing.T) {
 	}
 
 	// A block that ends while the daemon is stopped; a restart.
-	if _, err := d.SetClient(ctx, control.ClientRequest{Action: control.ClientBlock, Client: "198.51.100.8", ForSeconds: 1, Reason: "flood"}, "uid 0"); err != nil {
+	if _, err := d.clients.SetClient(ctx, control.ClientRequest{Action: control.ClientBlock, Client: "198.51.100.8", ForSeconds: 1, Reason: "flood"}, "uid 0"); err != nil {
 		t.Fatal(err)
 	}
 	h.stop()
@@ -184,7 +184,7 @@ func TestClientActions(t *testing.T) {
 		t.Errorf("stored after the restart: %+v %v, want the limit alone", stored.State.Clients, err)
 	}
 
-	if rep, err := d.SetClient(ctx, control.ClientRequest{Action: control.ClientUnblock, Client: "203.0.113.0/24"}, "uid 0"); err != nil || !rep.Changed {
+	if rep, err := d.clients.SetClient(ctx, control.ClientRequest{Action: control.ClientUnblock, Client: "203.0.113.0/24"}, "uid 0"); err != nil || !rep.Changed {
 		t.Fatalf("unblock: %+v %v", rep, err)
 	}
 	if out, err := ns.Command("nft", "list", "table", "inet", clientsTable).CombinedOutput(); err == nil {
@@ -199,7 +199,7 @@ func TestClientActionsNotEnforced(t *testing.T) {
 	dir := t.TempDir()
 	path := writeConfig(t, dir, "\n[actions]\nnft_table = \""+clientsTable+"\"\n")
 	h := clientsDaemon(t, path, 1<<20) // no such descriptor: no namespace to enforce in
-	rep, err := h.d.SetClient(context.Background(), control.ClientRequest{Action: control.ClientBlock, Client: "198.51.100.9", ForSeconds: 600, Reason: "flood"}, "uid 0")
+	rep, err := h.d.clients.SetClient(context.Background(), control.ClientRequest{Action: control.ClientBlock, Client: "198.51.100.9", ForSeconds: 600, Reason: "flood"}, "uid 0")
 	if err != nil || !rep.Changed {
 		t.Fatalf("block: %+v %v", rep, err)
 	}
@@ -231,7 +231,7 @@ func TestFleetClientActions(t *testing.T) {
 	a := clientsDaemon(t, fleetConfig(t, c, cr, "a", "c1", more), nsA.FD())
 	b := clientsDaemon(t, fleetConfig(t, c, cr, "b", "c2", more), nsB.FD())
 	ctx := context.Background()
-	if _, err := a.d.SetClient(ctx, control.ClientRequest{Action: control.ClientBlock, Client: "203.0.113.66", ForSeconds: 600, Reason: "fleet flood"}, "uid 0"); err != nil {
+	if _, err := a.d.clients.SetClient(ctx, control.ClientRequest{Action: control.ClientBlock, Client: "203.0.113.66", ForSeconds: 600, Reason: "fleet flood"}, "uid 0"); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(ns *netns.Host) string {
@@ -242,7 +242,7 @@ func TestFleetClientActions(t *testing.T) {
 		_, got := clientEntries(t, b.d)
 		return strings.Join(got, "|") == "block 203.0.113.66 enforced" && strings.Contains(listed(nsB), "203.0.113.66"), fmt.Sprint(got)
 	})
-	if _, err := b.d.SetClient(ctx, control.ClientRequest{Action: control.ClientUnblock, Client: "203.0.113.66"}, "uid 0"); err != nil {
+	if _, err := b.d.clients.SetClient(ctx, control.ClientRequest{Action: control.ClientUnblock, Client: "203.0.113.66"}, "uid 0"); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "a to remove the block b lifted", func() (bool, string) {

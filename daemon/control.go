@@ -31,6 +31,13 @@ func (b backend) SetGSLB(ctx context.Context, req control.GSLBRequest, by string
 	return b.d.SetGSLB(ctx, req, by)
 }
 
+// SetClient is the client actions' (control.ClientsBackend).
+func (b backend) SetClient(ctx context.Context, req control.ClientRequest, by string) (*control.ClientReply, error) {
+	return b.d.clients.SetClient(ctx, req, by)
+}
+
+var _ control.ClientsBackend = backend{}
+
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/check"
+	"lbdns/clients"
 	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/dnstap/intake"
@@ -152,7 +153,7 @@ type Daemon struct {
 	dnstap   *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp      *bgpPart       // the route announcer (bgp.go)
 	flood    *floodPart     // the flood alarms (flood.go); nil when off
-	clients  *clientsPart   // the client actions' enforcement (clients.go)
+	clients  *clients.Part  // the client actions (lbctl block, limit)
 	// plans counts the plans computed by reconcile.
 	plans int
 
@@ -304,7 +305,11 @@ func New(opts Options) (*Daemon, error) {
 	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
 		Flood: d.flood.pipeline(), Versions: versions})
 	d.bgp = newBGP(d)
-	d.clients = newClients(d, cfg)
+	if d.clients, err = clients.New(clients.Options{Table: cfg.Actions.NftTable, NetNS: opts.ClientsNetNS, Hub: d.hub, Changer: d, Journal: d.journal,
+		Registerer: d.registry, Logger: d.log.With("component", "clients"), Now: d.now}); err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: client actions: %w", err)
+	}
 	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -500,7 +505,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
 	floodDone := d.runFlood(mctx)
 	dnstapDone := d.runDnstap(mctx)
-	watch := d.store.Watch(mctx) // intent changed elsewhere (a fleet's store)
+	clientsDone := d.clients.Run(mctx) // the kernel's table as the intent says, from the start
+	watch := d.store.Watch(mctx)       // intent changed elsewhere (a fleet's store)
 
 	mode := report.IPVSKernel
 	switch {
@@ -510,8 +516,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		mode = report.IPVSNone
 	}
 	d.journal.Started(d.opts.ConfigPath, d.cfg, mode)
-	d.expireClients(ctx) // actions that ended while lbdnsd was stopped
-	d.enforceClients()   // the kernel's table as the intent says, at start
 
 	tick := time.NewTicker(d.opts.TickInterval)
 	defer tick.Stop()
@@ -530,6 +534,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-fleetDone
 			<-floodDone
 			<-dnstapDone
+			<-clientsDone
 			<-feedDone
 			<-servingDone
 			d.pf.Stop()
@@ -543,11 +548,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-tick.C:
 			d.opts.Notifier.Alive() // the watchdog is fed only while the loop runs
 			d.handleTick(ctx)
-			d.expireClients(ctx)
 		case <-resync.C:
 			d.ensureAddresses() // the resync: addresses, then the whole table
 			d.reconcile(ctx, true)
-			d.enforceClients() // and the client actions' table
 		case reply := <-d.reloadCh:
 			err := d.opts.Notifier.Reload(func() error { return d.handleReload(ctx) })
 			if err == nil {
@@ -656,7 +659,6 @@ func (d *Daemon) adoptIntent(ctx context.Context, st intent.Stored) {
 	d.journal.IntentChanged(st.State)
 	d.journal.IntentOrphans(d.cfg, st.State) // the responder follows the intent on the hub
 	d.reconcile(ctx, false)
-	d.enforceClients()
 }
 
 func (d *Daemon) handleReload(ctx context.Context) error {

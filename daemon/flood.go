@@ -173,7 +173,7 @@ func (d *Daemon) autoLimit(ctx context.Context, a flood.Alarm) {
 	}
 	reason := fmt.Sprintf("flood alarm %s: %s at %.0f/s, %.0f%% of the queries ([actions] enabled)", a.ID, top.Key, top.Rate, 100*top.Share)
 	req := control.ClientRequest{Action: control.ClientLimit, Client: top.Key, ForSeconds: int64(act.AutoFor.Duration / time.Second), Reason: reason}
-	if _, err := d.Change(ctx, d.clientChange(req, autoFloodBy)); err != nil {
+	if _, err := d.clients.SetClient(ctx, req, autoFloodBy); err != nil {
 		d.journal.AutoLimitRefused(a.ID, top.Key, err)
 	}
 }

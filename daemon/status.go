@@ -20,7 +20,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
 	st.Flood = report.FloodStatus(d.flood.pipeline())
 	if cfg := d.Config(); cfg != nil {
-		st.Clients = d.clientsStatus(cfg, d.intentNow()) // the client actions (clients.go)
+		st.Clients = d.clients.Status(cfg, d.intentNow())
 	}
 	return st, nil
 }
