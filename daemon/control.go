@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"lbdns/control"
+	"lbdns/flood"
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/internal/atomicfile"
@@ -37,6 +38,18 @@ func (b backend) SetClient(ctx context.Context, req control.ClientRequest, by st
 }
 
 var _ control.ClientsBackend = backend{}
+
+// Top answers GET /v1/top: the flood alarms' (control.TopBackend).
+func (b backend) Top(ctx context.Context, kind string, window time.Duration) (*control.TopReply, error) {
+	return b.d.flood.Top(ctx, kind, window)
+}
+
+var _ control.TopBackend = backend{}
+
+// Flood returns the flood pipeline (nil when [flood] is off): other
+// inputs of queries (a dnstap reader) feed it with Observe or a
+// Producer of their own.
+func (d *Daemon) Flood() *flood.Pipeline { return d.flood.Pipeline() }
 
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)

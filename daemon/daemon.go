@@ -29,6 +29,7 @@ import (
 	"lbdns/control"
 	"lbdns/dnstap/intake"
 	"lbdns/fleet/node"
+	"lbdns/flood/alarms"
 	"lbdns/gslb"
 	"lbdns/hub"
 	"lbdns/intent"
@@ -152,7 +153,7 @@ type Daemon struct {
 	fleet    *node.Node     // nil without [fleet]
 	dnstap   *intake.Server // nil without [dnstap] (dnstap.go)
 	bgp      *bgpPart       // the route announcer (bgp.go)
-	flood    *floodPart     // the flood alarms (flood.go); nil when off
+	flood    *alarms.Part   // the flood alarms; nil when off
 	clients  *clients.Part  // the client actions (lbctl block, limit)
 	// plans counts the plans computed by reconcile.
 	plans int
@@ -296,20 +297,30 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.setOverrides(st.State, st.Revision)
 	d.rec = vip.NewReconciler(d.client, d.owned.Has)
-	// Made here, not in Run, so that Status never races its assignment.
-	d.flood = newFlood(d, cfg)
-	var versions responder.VersionRegister // the fleet's register the SOA serial follows; nil: the host's own count
-	if d.fleet != nil {
-		versions = d.fleet.SerialVersions()
-	}
-	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
-		Flood: d.flood.pipeline(), Versions: versions})
-	d.bgp = newBGP(d)
+	// Made here, not in Run, so that Status never races their assignment.
 	if d.clients, err = clients.New(clients.Options{Table: cfg.Actions.NftTable, NetNS: opts.ClientsNetNS, Hub: d.hub, Changer: d, Journal: d.journal,
 		Registerer: d.registry, Logger: d.log.With("component", "clients"), Now: d.now}); err != nil {
 		d.closer()
 		return nil, fmt.Errorf("daemon: client actions: %w", err)
 	}
+	var rates func(context.Context) map[string]float64 // the VIPs' packet rates, the flood alarms' cheap trigger
+	if !d.noIPVS {
+		rates = func(ctx context.Context) map[string]float64 {
+			return report.VIPPacketRates(d.Config(), d.stats.Read(ctx, d.rec.Snapshot().Table))
+		}
+	}
+	if d.flood, err = alarms.New(alarms.Options{Config: cfg, Hub: d.hub, Rates: rates, GSLB: d, Clients: d.clients, Journal: d.journal,
+		Registerer: d.registry, Logger: d.log.With("component", "flood"), Now: d.now}); err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	var versions responder.VersionRegister // the fleet's register the SOA serial follows; nil: the host's own count
+	if d.fleet != nil {
+		versions = d.fleet.SerialVersions()
+	}
+	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
+		Flood: d.flood.Pipeline(), Versions: versions})
+	d.bgp = newBGP(d)
 	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -503,7 +514,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers := d.serve(mctx)
 	fleetDone := d.fleet.Run(mctx, d.bgp.ann.Beat())
 	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
-	floodDone := d.runFlood(mctx)
+	floodDone := d.flood.Run(mctx)
 	dnstapDone := d.runDnstap(mctx)
 	clientsDone := d.clients.Run(mctx) // the kernel's table as the intent says, from the start
 	watch := d.store.Watch(mctx)       // intent changed elsewhere (a fleet's store)
@@ -695,7 +706,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
 	d.pf.Configure(cfg)
-	d.flood.configure(cfg)
+	d.flood.Apply(cfg)
 	d.reconcile(ctx, false)
 	return nil
 }

@@ -57,7 +57,7 @@ func (d *Daemon) newDnstap(cfg *configs.Config) (*intake.Server, error) {
 func (d *Daemon) dnstapHandler() intake.Handler {
 	consumer := d.opts.Dnstap
 	var fp *flood.Producer
-	if p := d.flood.pipeline(); p != nil {
+	if p := d.flood.Pipeline(); p != nil {
 		fp = p.Producer(flood.SourceDnstap) // shared by the connections: safe for concurrent use
 	}
 	if consumer == nil && fp == nil {

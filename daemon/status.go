@@ -18,7 +18,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st.Fleet = d.fleet.Etcd()    // the link to the fleet's etcd
 	d.fleet.FillMembers(st.GSLB) // the fleet's votes
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
-	st.Flood = report.FloodStatus(d.flood.pipeline())
+	st.Flood = d.flood.Status()
 	if cfg := d.Config(); cfg != nil {
 		st.Clients = d.clients.Status(cfg, d.intentNow())
 	}
