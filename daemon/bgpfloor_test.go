@@ -105,7 +105,7 @@ func (f *floorHost) prefix(t *testing.T) string {
 // others is how many other hosts the host's fleet view counts as
 // announcing 192.0.2.53/32.
 func (f *floorHost) others() int {
-	v, _ := f.h.d.bgp.view.Load()
+	v, _ := f.h.d.bgp.FleetView().Load()
 	return len(v.Announcers[netip.MustParsePrefix("192.0.2.53/32")])
 }
 

@@ -51,6 +51,13 @@ var _ control.TopBackend = backend{}
 // Producer of their own.
 func (d *Daemon) Flood() *flood.Pipeline { return d.flood.Pipeline() }
 
+// SetHost is the route announcer's (control.HostBackend).
+func (b backend) SetHost(ctx context.Context, req control.HostRequest, by string) (*control.HostReply, error) {
+	return b.d.bgp.SetHost(ctx, req, by)
+}
+
+var _ control.HostBackend = backend{}
+
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)
 }

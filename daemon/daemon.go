@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"lbdns/announce"
 	"lbdns/check"
 	"lbdns/clients"
 	"lbdns/configs"
@@ -152,7 +153,7 @@ type Daemon struct {
 	gslb     *responder.Responder
 	fleet    *node.Node     // nil without [fleet]
 	dnstap   *intake.Server // nil without [dnstap] (dnstap.go)
-	bgp      *bgpPart       // the route announcer (bgp.go)
+	bgp      *announce.Part // the route announcer
 	flood    *alarms.Part   // the flood alarms; nil when off
 	clients  *clients.Part  // the client actions (lbctl block, limit)
 	// plans counts the plans computed by reconcile.
@@ -320,7 +321,14 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
 		Flood: d.flood.Pipeline(), Versions: versions})
-	d.bgp = newBGP(d)
+	bgp := announce.PartOptions{Hub: d.hub, Changer: d, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "bgp"), Now: d.now}
+	if d.fleet != nil {
+		bgp.Nodes, bgp.Self = d.fleet.WatchNodes, d.fleet.Name() // the other hosts' announcements
+	}
+	if d.bgp, err = announce.NewPart(bgp); err != nil {
+		d.closer()
+		return nil, fmt.Errorf("daemon: bgp metrics: %w", err)
+	}
 	d.ident = identify.New(identify.Options{
 		Identify: opts.Identify,
 		Answered: func(err error) bool { return errors.Is(err, probes.ErrNoVersion) },
@@ -512,8 +520,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servingDone := make(chan struct{})
 	go func() { defer close(servingDone); d.followServing(mctx) }()
 	servers := d.serve(mctx)
-	fleetDone := d.fleet.Run(mctx, d.bgp.ann.Beat())
-	bgpDone := d.runBGP(ctx) // the outer ctx: it drains before mctx stops the rest
+	fleetDone := d.fleet.Run(mctx, d.bgp.Beat())
+	bgpDone := d.bgp.Run(ctx) // the outer ctx: it drains before mctx stops the rest
 	floodDone := d.flood.Run(mctx)
 	dnstapDone := d.runDnstap(mctx)
 	clientsDone := d.clients.Run(mctx) // the kernel's table as the intent says, from the start

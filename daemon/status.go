@@ -14,7 +14,7 @@ import (
 // Status returns a snapshot of the daemon's state (control.Backend).
 func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st := report.Status(d.reportInput(ctx))
-	st.BGP = d.bgpStatus()       // the route announcer (bgp.go)
+	st.BGP = d.bgp.Status()
 	st.Fleet = d.fleet.Etcd()    // the link to the fleet's etcd
 	d.fleet.FillMembers(st.GSLB) // the fleet's votes
 	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
