@@ -28,7 +28,7 @@ import (
 	"lbdns/clients"
 	"lbdns/configs"
 	"lbdns/control"
-	"lbdns/dnstap/intake"
+	"lbdns/dnstap/feed"
 	"lbdns/fleet/node"
 	"lbdns/flood/alarms"
 	"lbdns/gslb"
@@ -98,9 +98,9 @@ type Options struct {
 	// daemon's own.
 	ClientsNetNS int
 	// Dnstap, when set, takes every client message of the dnstap
-	// intake ([dnstap]; dnstap.go). Without it the intake counts them
+	// intake ([dnstap]; package dnstap/feed). Without it the intake counts them
 	// and keeps the latest per sender only.
-	Dnstap DnstapConsumer
+	Dnstap feed.Consumer
 }
 
 // Daemon is a running lbdnsd. Create it with New and call Run.
@@ -152,7 +152,7 @@ type Daemon struct {
 	changeCh chan change // intent changes for the loop (control.go)
 	gslb     *responder.Responder
 	fleet    *node.Node     // nil without [fleet]
-	dnstap   *intake.Server // nil without [dnstap] (dnstap.go)
+	dnstap   *feed.Feed     // nil without [dnstap]
 	bgp      *announce.Part // the route announcer
 	flood    *alarms.Part   // the flood alarms; nil when off
 	clients  *clients.Part  // the client actions (lbctl block, limit)
@@ -358,7 +358,8 @@ func New(opts Options) (*Daemon, error) {
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	if d.dnstap, err = d.newDnstap(cfg); err != nil {
+	if d.dnstap, err = feed.New(feed.Options{Config: cfg, Flood: d.flood.Pipeline(), Consumer: opts.Dnstap, Registerer: d.registry,
+		Logger: d.log.With("component", "dnstap"), Now: d.now}); err != nil {
 		d.closeListeners()
 		d.closer()
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -523,7 +524,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	fleetDone := d.fleet.Run(mctx, d.bgp.Beat())
 	bgpDone := d.bgp.Run(ctx) // the outer ctx: it drains before mctx stops the rest
 	floodDone := d.flood.Run(mctx)
-	dnstapDone := d.runDnstap(mctx)
+	dnstapDone := d.dnstap.Run(mctx)
 	clientsDone := d.clients.Run(mctx) // the kernel's table as the intent says, from the start
 	watch := d.store.Watch(mctx)       // intent changed elsewhere (a fleet's store)
 

@@ -17,7 +17,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	st.BGP = d.bgp.Status()
 	st.Fleet = d.fleet.Etcd()    // the link to the fleet's etcd
 	d.fleet.FillMembers(st.GSLB) // the fleet's votes
-	st.Dnstap = d.dnstapStatus() // the dnstap intake (dnstap.go)
+	st.Dnstap = d.dnstap.Status()
 	st.Flood = d.flood.Status()
 	if cfg := d.Config(); cfg != nil {
 		st.Clients = d.clients.Status(cfg, d.intentNow())
