@@ -205,29 +205,10 @@ func (e conflictError) Error() string { return e.ctl.Error() }
 // Unwrap returns both.
 func (e conflictError) Unwrap() []error { return []error{e.ctl, e.conflict} }
 
-// SetGSLB applies a GSLB emergency request (off, on, ttl): persisted
-// before it takes effect; the reply waits until every listener answers
-// under it.
+// SetGSLB applies a GSLB emergency request (off, on, ttl): the
+// responder's.
 func (d *Daemon) SetGSLB(ctx context.Context, req control.GSLBRequest, by string) (*control.GSLBReply, error) {
-	out, err := d.Change(ctx, d.gslbChange(req, by))
-	if err != nil {
-		return nil, err
-	}
-	if out.Result.Changed {
-		d.waitAnswers(ctx)
-	}
-	return &control.GSLBReply{Message: out.Result.Message, Changed: out.Result.Changed, Intent: report.GSLBIntent(d.Config(), out.State)}, nil
-}
-
-// gslbChange is the change of a GSLB request, journaled.
-func (d *Daemon) gslbChange(req control.GSLBRequest, by string) intent.Change {
-	return intent.Change{What: "gslb request",
-		Apply: func(st intent.State) (intent.State, intent.Result, error) {
-			return intent.ApplyGSLB(st, intent.GSLBRequest{Action: req.Action, Name: req.Name, Zone: req.Zone, Seconds: req.Seconds,
-				Clear: req.Clear, Reason: req.Reason, By: by, At: d.now()}, d.cfg)
-		},
-		Applied: func(c intent.Changed) { d.journal.GSLB(req, by, c.Result) },
-	}
+	return d.gslb.SetGSLB(ctx, req, by)
 }
 
 // setOverrides makes st, at store revision rev, the operator intent in
@@ -258,19 +239,3 @@ func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
 
 // Fleet answers GET /v1/fleet: the fleet view read from etcd now.
 func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) { return b.d.Fleet(ctx) }
-
-// answersWait bounds how long a GSLB request waits for the responder to
-// answer under the intent it changed.
-const answersWait = 5 * time.Second
-
-// waitAnswers waits until the GSLB responder answers under the intent
-// in force (the one just published), so that the reply comes after
-// every listener's answers changed; a responder that takes longer than
-// answersWait is logged, and the reply goes out.
-func (d *Daemon) waitAnswers(ctx context.Context) {
-	wctx, cancel := context.WithTimeout(ctx, answersWait)
-	defer cancel()
-	if err := d.gslb.WaitIntent(wctx, d.hub.Intent.Version()); err != nil {
-		d.log.Warn("the GSLB responder has not answered under the new intent yet; replying without waiting longer", "waited", answersWait, "err", err)
-	}
-}

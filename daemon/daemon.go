@@ -320,7 +320,7 @@ func New(opts Options) (*Daemon, error) {
 		versions = d.fleet.SerialVersions()
 	}
 	d.gslb = responder.NewResponder(responder.ResponderOptions{Hub: d.hub, Registerer: d.registry, Logger: d.log.With("component", "gslb"), Now: d.now,
-		Flood: d.flood.Pipeline(), Versions: versions})
+		Flood: d.flood.Pipeline(), Versions: versions, Changer: d, Journal: d.journal})
 	bgp := announce.PartOptions{Hub: d.hub, Changer: d, Events: d.evlog, Registerer: d.registry, Logger: d.log.With("component", "bgp"), Now: d.now}
 	if d.fleet != nil {
 		bgp.Nodes, bgp.Self = d.fleet.WatchNodes, d.fleet.Name() // the other hosts' announcements
@@ -339,7 +339,7 @@ func New(opts Options) (*Daemon, error) {
 	d.gslb.Prepare(cfg) // the responder's topology, beside the targets
 	targets, err := d.targets(cfg)
 	if err == nil {
-		err = d.gslb.Accept(cfg) // a configuration the responder cannot serve is refused whole
+		err = d.check(cfg) // a configuration a component cannot serve is refused whole
 	}
 	if err != nil {
 		d.closer()
@@ -517,9 +517,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { identDone <- d.ident.Run(mctx) }()
 	d.pf.Start(mctx, d.cfg)
 	feedDone := make(chan struct{})
-	go func() { defer close(feedDone); d.feedPrefetch(mctx) }()
+	go func() { defer close(feedDone); d.pf.FollowPlans(mctx, d.hub.Plan) }()
 	servingDone := make(chan struct{})
-	go func() { defer close(servingDone); d.followServing(mctx) }()
+	go func() { defer close(servingDone); d.journal.FollowServing(mctx, d.hub, d.dryRun) }()
 	servers := d.serve(mctx)
 	fleetDone := d.fleet.Run(mctx, d.bgp.Beat())
 	bgpDone := d.bgp.Run(ctx) // the outer ctx: it drains before mctx stops the rest
@@ -697,7 +697,7 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 		err = fmt.Errorf("lbdnsd started without a [[vip]] and opened no IPVS client: restart it to serve the %d VIP(s) of %s", len(cfg.VIPs), d.opts.ConfigPath)
 	}
 	if err == nil {
-		err = d.gslb.Accept(cfg) // applied whole or rejected whole, GSLB included
+		err = d.check(cfg) // applied whole or rejected whole: every component checks before any applies
 	}
 	if err != nil {
 		d.journal.ReloadRejected(d.opts.ConfigPath, err)
@@ -714,8 +714,9 @@ func (d *Daemon) handleReload(ctx context.Context) error {
 	d.journal.ConfigWarnings(cfg)
 	d.noteReload(nil)
 	d.journal.IntentOrphans(cfg, d.intent)
-	d.pf.Configure(cfg)
-	d.flood.Apply(cfg)
+	for _, c := range d.components() {
+		c.Apply(cfg)
+	}
 	d.reconcile(ctx, false)
 	return nil
 }

@@ -3,10 +3,13 @@ package prefetch
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
 	"lbdns/configs"
+	"lbdns/hub"
+	"lbdns/resolvers"
 )
 
 // ServiceOptions configure a Service.
@@ -99,6 +102,13 @@ func (s *Service) warnSubnet(cfg *configs.Config) {
 	}
 }
 
+// Check refuses nothing: every [prefetch] table the configuration's
+// validation passed can be applied.
+func (s *Service) Check(*configs.Config) error { return nil }
+
+// Apply is Configure (a reload's).
+func (s *Service) Apply(cfg *configs.Config) { s.Configure(cfg) }
+
 // Configure brings the service to a newly loaded configuration: entries
 // whose (name, type, resolver, partition) is unchanged keep their state. A
 // change of max_qps, jitter or timeout restarts the runner (its entries are
@@ -166,4 +176,22 @@ func (s *Service) Status() ([]Status, *Counters) {
 	}
 	t := r.Totals()
 	return r.Snapshot(), &t
+}
+
+// FollowPlans hands the service the resolvers it may query each time a
+// plan of plans that changes them is published, until ctx is done.
+func (s *Service) FollowPlans(ctx context.Context, plans *hub.Value[resolvers.Plan]) {
+	var after uint64
+	var last map[string]bool
+	for {
+		plan, ver, err := plans.Wait(ctx, after)
+		if err != nil {
+			return
+		}
+		after = ver
+		if healthy := plan.HealthyResolvers(); last == nil || !maps.Equal(healthy, last) {
+			s.SetHealthy(healthy)
+			last = healthy
+		}
+	}
 }

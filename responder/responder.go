@@ -114,6 +114,10 @@ type ResponderOptions struct {
 	// Revision returns the operator intent's store revision, which the
 	// SOA serial follows (read on every update). Nil: 0.
 	Revision func() uint64
+	// Changer, when set, runs the GSLB requests' changes of the intent
+	// (SetGSLB); Journal, when set, hears those that changed it.
+	Changer intent.Changer
+	Journal RequestJournal
 	// Registerer receives the responder's metrics. Nil: none.
 	Registerer prometheus.Registerer
 	// Logger receives the responder's logs. Default: discard.
@@ -551,6 +555,15 @@ func (r *Responder) Prepare(cfg *configs.Config) {
 		p.sum = <-hash
 	}()
 }
+
+// Check is Accept: the responder's part of a reload's check (every
+// component checks before any applies).
+func (r *Responder) Check(cfg *configs.Config) error { return r.Accept(cfg) }
+
+// Apply does nothing: the responder takes a configuration from
+// Hub.Config, where the daemon publishes it once every component
+// accepted it.
+func (r *Responder) Apply(*configs.Config) {}
 
 // Accept makes sure the responder can serve cfg before the daemon puts
 // cfg in force (a start, a reload), so that a configuration is applied
