@@ -129,7 +129,7 @@ type Daemon struct {
 	// Loop-owned state.
 	cfg   *configs.Config
 	owned *vip.OwnedSet
-	addrs *vipAddresses // the VIP addresses the daemon added (addresses.go)
+	addrs *vip.AddressKeeper // the VIP addresses the daemon added (nil until the first ensureAddresses)
 	// planner runs the pool policy over time: warm-up, fail-open memory,
 	// verdict events, and whether a tick has anything to do.
 	planner *resolvers.Planner
@@ -775,6 +775,19 @@ func (d *Daemon) reconcile(ctx context.Context, full bool) {
 			d.log.Warn("cannot write dry-run table; will retry", "path", d.dryRunFile.Path(), "err", err)
 		}
 	}
+}
+
+// ensureAddresses brings the VIP addresses on their interfaces to the
+// running configuration (vip.AddressKeeper): not in dry-run, nor with a
+// test's client. The first call (at New) loads the record.
+func (d *Daemon) ensureAddresses() {
+	if d.dryRun || d.opts.Client != nil {
+		return
+	}
+	if d.addrs == nil {
+		d.addrs = vip.NewAddressKeeper(filepath.Join(d.cfg.Daemon.StateDir, vip.AddressesFile), d.log, d.now())
+	}
+	d.addrs.Ensure(d.cfg.VIPs)
 }
 
 // ownedPath is the file of the owned IPVS services (vip.OwnedSet).

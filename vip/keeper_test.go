@@ -1,4 +1,4 @@
-package daemon
+package vip
 
 import (
 	"log/slog"
@@ -11,29 +11,28 @@ import (
 	"time"
 
 	"lbdns/testkit/testlog"
-	"lbdns/vip"
 )
 
-// TestLoadAddresses: a good record is the daemon's; one it cannot parse
+// TestNewAddressKeeper: a good record is the keeper's; one it cannot parse
 // is moved aside as FILE.bad-TIME, with a warning, and the daemon starts
 // from an empty record, so that it removes none of the addresses named.
-func TestLoadAddresses(t *testing.T) {
+func TestNewAddressKeeper(t *testing.T) {
 	now := time.Date(2026, 12, 1, 11, 30, 0, 0, time.UTC)
 	logs := &testlog.Buffer{}
-	d := &Daemon{log: slog.New(slog.NewTextHandler(logs, nil)), now: func() time.Time { return now }}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	dir := t.TempDir()
-	path := filepath.Join(dir, vip.AddressesFile)
+	path := filepath.Join(dir, AddressesFile)
 
-	a := d.loadAddresses(path)
+	a := NewAddressKeeper(path, log, now)
 	if a.readOnly || len(a.owned.List()) != 0 || a.path != path {
 		t.Fatalf("missing record: %+v, %v", a, a.owned.List())
 	}
-	lo := vip.HostAddress{Interface: "lo", Addr: netip.MustParseAddr("192.0.2.53")}
+	lo := HostAddress{Interface: "lo", Addr: netip.MustParseAddr("192.0.2.53")}
 	a.owned.Add(lo)
 	if err := a.owned.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if a := d.loadAddresses(path); !slices.Equal(a.owned.List(), []vip.HostAddress{lo}) || a.readOnly {
+	if a := NewAddressKeeper(path, log, now); !slices.Equal(a.owned.List(), []HostAddress{lo}) || a.readOnly {
 		t.Fatalf("saved record: %v, read-only %v", a.owned.List(), a.readOnly)
 	}
 	if logs.String() != "" {
@@ -44,7 +43,7 @@ func TestLoadAddresses(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a = d.loadAddresses(path)
+	a = NewAddressKeeper(path, log, now)
 	if len(a.owned.List()) != 0 || a.readOnly {
 		t.Errorf("bad record: owned %v, read-only %v; want an empty record to write", a.owned.List(), a.readOnly)
 	}
