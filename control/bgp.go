@@ -116,7 +116,7 @@ type HostBackend interface {
 
 // hostRoutes adds the host endpoint to rt when s's backend answers it.
 func (s *Server) hostRoutes(rt *routes) {
-	hb, ok := s.backend.(HostBackend)
+	hb, ok := route[HostBackend](s.parts, s.backend)
 	if !ok {
 		return
 	}

@@ -102,7 +102,7 @@ const maxForSeconds = 1 << 30
 // clientRoutes adds the clients endpoint to rt when s's backend answers
 // it.
 func (s *Server) clientRoutes(rt *routes) {
-	cb, ok := s.backend.(ClientsBackend)
+	cb, ok := route[ClientsBackend](s.parts, s.backend)
 	if !ok {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 // handleFleet answers GET /v1/fleet.
 func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) {
-	fb, ok := s.backend.(FleetBackend)
+	fb, ok := route[FleetBackend](s.parts, s.backend)
 	if !ok {
 		writeJSON(w, http.StatusOK, &FleetStatus{Nodes: []FleetNode{}})
 		return

@@ -136,7 +136,7 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	tb, ok := s.backend.(TopBackend)
+	tb, ok := route[TopBackend](s.parts, s.backend)
 	if !ok {
 		writeError(w, Errorf(Unavailable, "this daemon counts no queries"))
 		return

@@ -41,6 +41,11 @@ type ServerOptions struct {
 	Timeout time.Duration
 	// GSLB answers /v1/gslb/explain. Nil: that endpoint answers 503.
 	GSLB GSLBBackend
+	// Parts are the components that answer their own routes: each
+	// optional route (HostBackend, ClientsBackend, FleetBackend,
+	// TopBackend) is answered by the first part that implements it, else
+	// by Backend when it does, else with 404.
+	Parts []any
 	// Limits bound the socket's connections (MaxConnections default
 	// DefaultControlMaxConnections).
 	Limits Limits
@@ -54,6 +59,7 @@ type ServerOptions struct {
 // ListenUnix and run it with Serve.
 type Server struct {
 	backend Backend
+	parts   []any
 	gslb    GSLBBackend
 	events  *EventLog
 	log     *slog.Logger
@@ -65,10 +71,23 @@ type Server struct {
 	reg     prometheus.Registerer
 }
 
+// route returns the part that answers a route of T (ServerOptions.Parts,
+// then Backend).
+func route[T any](parts []any, backend Backend) (T, bool) {
+	for _, p := range parts {
+		if t, ok := p.(T); ok {
+			return t, true
+		}
+	}
+	t, ok := backend.(T)
+	return t, ok
+}
+
 // NewServer returns a control-socket server over opts.Backend.
 func NewServer(opts ServerOptions) *Server {
 	s := &Server{
 		backend: opts.Backend,
+		parts:   opts.Parts,
 		gslb:    opts.GSLB,
 		events:  opts.Events,
 		log:     opts.Logger,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"time"
 
 	"lbdns/control"
 	"lbdns/flood"
@@ -32,31 +31,10 @@ func (b backend) SetGSLB(ctx context.Context, req control.GSLBRequest, by string
 	return b.d.SetGSLB(ctx, req, by)
 }
 
-// SetClient is the client actions' (control.ClientsBackend).
-func (b backend) SetClient(ctx context.Context, req control.ClientRequest, by string) (*control.ClientReply, error) {
-	return b.d.clients.SetClient(ctx, req, by)
-}
-
-var _ control.ClientsBackend = backend{}
-
-// Top answers GET /v1/top: the flood alarms' (control.TopBackend).
-func (b backend) Top(ctx context.Context, kind string, window time.Duration) (*control.TopReply, error) {
-	return b.d.flood.Top(ctx, kind, window)
-}
-
-var _ control.TopBackend = backend{}
-
 // Flood returns the flood pipeline (nil when [flood] is off): other
 // inputs of queries (a dnstap reader) feed it with Observe or a
 // Producer of their own.
 func (d *Daemon) Flood() *flood.Pipeline { return d.flood.Pipeline() }
-
-// SetHost is the route announcer's (control.HostBackend).
-func (b backend) SetHost(ctx context.Context, req control.HostRequest, by string) (*control.HostReply, error) {
-	return b.d.bgp.SetHost(ctx, req, by)
-}
-
-var _ control.HostBackend = backend{}
 
 func (b backend) Reload(ctx context.Context) (*control.ReloadReply, error) {
 	return b.d.reloadForControl(ctx)
@@ -68,6 +46,7 @@ func (d *Daemon) serve(ctx context.Context) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	b := backend{d}
 	srv := control.NewServer(control.ServerOptions{Backend: b, Events: d.evlog, Logger: d.log.With("component", "control"), GSLB: d.gslb,
+		Parts:      []any{d.clients, d.flood, d.bgp, d.fleet}, // each answers its own routes
 		Limits:     control.Limits{MaxConnections: d.cfg.Daemon.ControlMaxConnections, ReservedFDs: d.cfg.Daemon.ReservedFDs},
 		Registerer: d.registry})
 	wg.Go(func() {
@@ -234,8 +213,5 @@ func (d *Daemon) reloadForControl(ctx context.Context) (*control.ReloadReply, er
 // Fleet reads the fleet view (GET /v1/fleet) and this node's part in
 // the votes.
 func (d *Daemon) Fleet(ctx context.Context) (*control.FleetStatus, error) {
-	return d.fleet.Status(ctx), nil
+	return d.fleet.Fleet(ctx)
 }
-
-// Fleet answers GET /v1/fleet: the fleet view read from etcd now.
-func (b backend) Fleet(ctx context.Context) (*control.FleetStatus, error) { return b.d.Fleet(ctx) }

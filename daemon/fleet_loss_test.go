@@ -136,7 +136,7 @@ func TestFleetEtcdLost(t *testing.T) {
 	if !hasEvent(a.d, "etcd unreachable") {
 		t.Error("no fleet event for the loss of etcd")
 	}
-	if fs, err := (backend{a.d}).Fleet(ctx); err != nil || fs.Etcd == nil || fs.Etcd.Reachable || fs.Error == "" {
+	if fs, err := a.d.Fleet(ctx); err != nil || fs.Etcd == nil || fs.Etcd.Reachable || fs.Error == "" {
 		t.Errorf("GET /v1/fleet on a: %+v %v, want etcd unreachable", fs, err)
 	}
 	answersA(t, "a", ports["a"], "[198.51.100.9]") // still the switch it applied

@@ -82,7 +82,7 @@ func TestFleetSharedIntent(t *testing.T) {
 	}
 
 	fleetView := func() *control.FleetStatus {
-		st, err := backend{a.d}.Fleet(ctx)
+		st, err := a.d.Fleet(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,7 +175,7 @@ func fleetOf(t *testing.T, n *votesNode) *control.FleetStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // the view's read fails when etcd is gone
 	defer cancel()
-	st, err := backend{n.h.d}.Fleet(ctx)
+	st, err := n.h.d.Fleet(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

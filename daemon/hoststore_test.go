@@ -29,7 +29,7 @@ func TestFleetHostDrainKept(t *testing.T) {
 	defer cancel()
 	waitDests(t, a.client, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303")
 	waitDests(t, b.client, "127.0.0.1:5301", "127.0.0.1:5302", "127.0.0.1:5303") // warm: the override is judged on facts
-	if _, err := (backend{a.d}).SetHost(ctx, control.HostRequest{Action: control.HostDrain, Reason: "kernel upgrade"}, "uid 0"); err != nil {
+	if _, err := a.d.bgp.SetHost(ctx, control.HostRequest{Action: control.HostDrain, Reason: "kernel upgrade"}, "uid 0"); err != nil {
 		t.Fatal(err)
 	}
 	drained := func(h *harness) bool {

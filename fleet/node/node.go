@@ -371,6 +371,9 @@ func (n *Node) Status(ctx context.Context) *control.FleetStatus {
 	return st
 }
 
+// Fleet answers GET /v1/fleet (control.FleetBackend): Status.
+func (n *Node) Fleet(ctx context.Context) (*control.FleetStatus, error) { return n.Status(ctx), nil }
+
 // FillMembers adds the fleet's verdict and votes to every member of
 // pools (nothing outside a fleet).
 func (n *Node) FillMembers(pools []control.GSLBPool) {
