@@ -65,14 +65,9 @@ type Options struct {
 	Fleet *hub.Value[FleetView]
 }
 
-// Beat is what the Announcer says of this host in its fleet heartbeat.
-type Beat struct {
-	// Drained is set while the host is drained or lbdnsd stops with
-	// drain_on_stop.
-	Drained bool
-	// Announced are the prefixes announced, graded (Announcements).
-	Announced []fleet.Announcement
-}
+// Beat is what this host announces, for its fleet heartbeat
+// (fleet.Beat).
+type Beat = fleet.Beat
 
 // Announcer follows the hub and keeps the speaker announcing exactly
 // what Decide says. Make one with New and run it with Run.

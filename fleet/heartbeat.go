@@ -356,3 +356,12 @@ func flagMinority(out []Node, idx []int, key func(Node) string, withMajority, no
 		}
 	}
 }
+
+// Beat is what the Announcer says of this host in its fleet heartbeat.
+type Beat struct {
+	// Drained is set while the host is drained or lbdnsd stops with
+	// drain_on_stop.
+	Drained bool
+	// Announced are the prefixes announced, graded (announce.Announcements).
+	Announced []Announcement
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"lbdns/announce"
 	"lbdns/check"
 	"lbdns/configs"
 	"lbdns/control"
@@ -239,14 +238,14 @@ func (n *Node) Etcd() *control.FleetEtcd {
 // channel is closed when both have stopped and the lease is revoked.
 // announced is what this host announces over BGP (said in the
 // heartbeat); nil: nothing.
-func (n *Node) Run(ctx context.Context, announced *hub.Value[announce.Beat]) <-chan struct{} {
+func (n *Node) Run(ctx context.Context, announced *hub.Value[fleet.Beat]) <-chan struct{} {
 	done := make(chan struct{})
 	if n == nil {
 		close(done)
 		return done
 	}
 	if announced == nil {
-		announced = hub.NewValue[announce.Beat]()
+		announced = hub.NewValue[fleet.Beat]()
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { n.follow(ctx, announced) })
@@ -261,7 +260,7 @@ func (n *Node) Run(ctx context.Context, announced *hub.Value[announce.Beat]) <-c
 // follow starts the heartbeat (retrying while etcd cannot be reached)
 // and publishes a new one whenever the configuration, the intent, the
 // responder's serial or the host's announcements change.
-func (n *Node) follow(ctx context.Context, announced *hub.Value[announce.Beat]) {
+func (n *Node) follow(ctx context.Context, announced *hub.Value[fleet.Beat]) {
 	h := n.o.Hub
 	var cfgVer, inVer, rsVer, annVer uint64
 	hash := ""
@@ -280,7 +279,7 @@ func (n *Node) follow(ctx context.Context, announced *hub.Value[announce.Beat]) 
 		inVer, rsVer = iv, rv
 		hb := n.heartbeat(cfg, hash, in.Revision, rs.Serial)
 		hb.ConfigSections = sections
-		var ann announce.Beat
+		var ann fleet.Beat
 		ann, annVer = announced.Load()
 		hb.Drained, hb.Announced = ann.Drained, ann.Announced
 		return hb

@@ -19,7 +19,6 @@ import (
 	"lbdns/control"
 	"lbdns/flood"
 	"lbdns/hub"
-	"lbdns/report"
 )
 
 // tick is how often the component drains the readers' batches (and
@@ -90,7 +89,7 @@ func New(o Options) (*Part, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	f := &Part{o: o, p: flood.NewPipeline(report.FloodConfig(o.Config), o.Now())}
+	f := &Part{o: o, p: flood.NewPipeline(ConfigOf(o.Config), o.Now())}
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(flood.NewMetrics(f.p)); err != nil {
 			return nil, fmt.Errorf("flood metrics: %w", err)
@@ -118,7 +117,7 @@ func (f *Part) Apply(cfg *configs.Config) {
 	if f == nil {
 		return
 	}
-	fc := report.FloodConfig(cfg)
+	fc := ConfigOf(cfg)
 	f.p.SetAlarms(fc.Alarms, fc.Top)
 }
 
@@ -287,8 +286,8 @@ func (f *Part) Top(_ context.Context, kind string, window time.Duration) (*contr
 	if window > cfg.Tracker.Long {
 		return nil, control.Errorf(control.Malformed, "window %s: at most %s is kept (flood.long_window)", window, cfg.Tracker.Long)
 	}
-	return report.TopReply(p.Top(k, window, 0), window), nil
+	return TopReply(p.Top(k, window, 0), window), nil
 }
 
 // Status is the flood section of /status.
-func (f *Part) Status() *control.FloodStatus { return report.FloodStatus(f.Pipeline()) }
+func (f *Part) Status() *control.FloodStatus { return StatusOf(f.Pipeline()) }
