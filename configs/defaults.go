@@ -64,13 +64,25 @@ func DefaultRefresh(vendor string) string {
 
 func boolPtr(b bool) *bool { return &b }
 
-// defaults fills every key that the document leaves out. A key that is
-// present keeps its value, even a zero one, so that validation can reject
-// it.
+// defaults fills every key that the document leaves out, section by
+// section. A key that is present keeps its value, even a zero one, so
+// that validation can reject it.
 func (d *decoder) defaults() {
-	c := d.cfg
-	has := func(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+	d.daemonDefaults()
+	d.vipDefaults()
+	d.poolDefaults()
+	d.resolverDefaults()
+	d.prefetchDefaults()
+	d.checkDefaults()
+	d.collapseDefaults() // after the checks': derived from their pacing
+}
 
+// has reports whether table m sets key k.
+func has(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+// daemonDefaults fills [daemon] and [ipvs].
+func (d *decoder) daemonDefaults() {
+	c := d.cfg
 	if !has(d.daemonRaw, "state_dir") {
 		c.Daemon.StateDir = DefaultStateDir
 	}
@@ -101,6 +113,11 @@ func (d *decoder) defaults() {
 	if c.IPVS.ExpireNodestConn == nil {
 		c.IPVS.ExpireNodestConn = boolPtr(true)
 	}
+}
+
+// vipDefaults fills each [[vip]].
+func (d *decoder) vipDefaults() {
+	c := d.cfg
 	for i := range c.VIPs {
 		v, m := &c.VIPs[i], d.vipRaw[i]
 		if !has(m, "ports") {
@@ -116,6 +133,11 @@ func (d *decoder) defaults() {
 			v.Forwarding = DefaultForwarding
 		}
 	}
+}
+
+// poolDefaults fills each [[pool]] (collapse_window apart).
+func (d *decoder) poolDefaults() {
+	c := d.cfg
 	for i := range c.Pools {
 		p, m := &c.Pools[i], d.poolRaw[i]
 		if !has(m, "min_healthy") {
@@ -128,6 +150,11 @@ func (d *decoder) defaults() {
 			p.FailOpen = boolPtr(true)
 		}
 	}
+}
+
+// resolverDefaults fills each [[resolver]].
+func (d *decoder) resolverDefaults() {
+	c := d.cfg
 	for i := range c.Resolvers {
 		r, m := &c.Resolvers[i], d.resRaw[i]
 		if !has(m, "weight") {
@@ -148,6 +175,11 @@ func (d *decoder) defaults() {
 			}
 		}
 	}
+}
+
+// prefetchDefaults fills [prefetch] and its domains.
+func (d *decoder) prefetchDefaults() {
+	c := d.cfg
 	pf := &c.Prefetch
 	if !has(d.prefetchRaw, "max_qps") {
 		pf.MaxQPS = DefaultPrefetchMaxQPS
@@ -164,6 +196,11 @@ func (d *decoder) defaults() {
 			pf.Domains[i].Types = []string{DefaultPrefetchType}
 		}
 	}
+}
+
+// checkDefaults fills each [check.NAME] and its kind's table.
+func (d *decoder) checkDefaults() {
+	c := d.cfg
 	for name, k := range c.Checks {
 		m := d.checkRaw[name]
 		if !has(m, "kind") {
@@ -193,8 +230,12 @@ func (d *decoder) defaults() {
 		udpDefaults(k, m)
 		httpDefaults(k, m)
 	}
-	// After the checks' defaults: the window is derived from the pacing
-	// of the pool's check.
+}
+
+// collapseDefaults fills each pool's collapse_window from the pacing of
+// its check.
+func (d *decoder) collapseDefaults() {
+	c := d.cfg
 	for i := range c.Pools {
 		p := &c.Pools[i]
 		if k := c.Checks[p.Check]; k != nil && !has(d.poolRaw[i], "collapse_window") {
