@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Client talks to the daemon's control socket.
@@ -196,6 +197,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if d, ok := ctx.Deadline(); ok {
+		req.Header.Set(DeadlineHeader, d.UTC().Format(time.RFC3339Nano)) // taken after it, the request changes nothing
 	}
 	// Whether the request left whole: after that, a cut connection leaves
 	// its outcome unknown.

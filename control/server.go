@@ -204,11 +204,33 @@ func (s *Server) deadlines(next http.Handler) http.Handler {
 	})
 }
 
-// bounded gives the Backend s.timeout to answer a request.
+// DeadlineHeader carries the client's deadline (RFC 3339, nanoseconds):
+// a request the daemon takes after it is not applied, since its client
+// has given up on the reply.
+const DeadlineHeader = "Lbdns-Deadline"
+
+// bounded gives the Backend s.timeout to answer a request, or less when
+// the client's deadline (DeadlineHeader) comes first; a request whose
+// client's deadline has passed before it is taken (a daemon that was
+// stopped, say) is refused without reaching the Backend.
 func (s *Server) bounded(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
 		defer cancel()
+		if v := r.Header.Get(DeadlineHeader); v != "" {
+			d, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeError(w, Errorf(Malformed, "header %s: %q is no RFC 3339 time", DeadlineHeader, v))
+				return
+			}
+			if !time.Now().Before(d) {
+				writeError(w, Errorf(Unavailable, "the client's deadline (%s) passed before lbdnsd took the request: nothing was changed", d.Format(time.RFC3339Nano)))
+				return
+			}
+			var dcancel context.CancelFunc
+			ctx, dcancel = context.WithDeadline(ctx, d)
+			defer dcancel()
+		}
 		h(w, r.WithContext(ctx))
 	}
 }

@@ -454,3 +454,55 @@ func TestServerFollowMissed(t *testing.T) {
 		t.Errorf("Serve = %v", err)
 	}
 }
+
+// TestServerClientDeadline: a request whose client's deadline
+// (DeadlineHeader) passed before the server took it is refused as
+// unavailable and never reaches the backend (a daemon stopped while
+// lbctl gave up applies nothing later); one within its deadline does;
+// a deadline that does not parse is a malformed request. The client
+// sends its context's deadline.
+func TestServerClientDeadline(t *testing.T) {
+	fb := &fakeBackend{overrideReply: &OverrideReply{Message: "ok", Changed: true}}
+	srv := startServer(t, ServerOptions{Backend: fb})
+	body := `{"action": "drain", "resolver": "bind-1", "reason": "x"}`
+	post := func(deadline string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, base+"/overrides", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(DeadlineHeader, deadline)
+		resp, err := unixHTTP(srv.path).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post(time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a passed deadline: %d, want 503", resp.StatusCode)
+	}
+	if resp := post("soon"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a deadline that does not parse: %d, want 400", resp.StatusCode)
+	}
+	fb.mu.Lock()
+	n := len(fb.overrides)
+	fb.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the backend took %d refused requests", n)
+	}
+	if resp := post(time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)); resp.StatusCode != http.StatusOK {
+		t.Errorf("a deadline a minute away: %d, want 200", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := NewClient(srv.path).SetOverride(ctx, OverrideRequest{Action: ActionDrain, Resolver: "bind-1", Reason: "x"}); err != nil {
+		t.Fatalf("the client within its deadline: %v", err)
+	}
+	fb.mu.Lock()
+	n = len(fb.overrides)
+	fb.mu.Unlock()
+	if n != 2 {
+		t.Errorf("the backend took %d requests, want the 2 within their deadline", n)
+	}
+}
