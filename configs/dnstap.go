@@ -23,6 +23,12 @@ type Dnstap struct {
 	// listeners; one more is closed as soon as it is accepted. Default
 	// 64.
 	MaxConnections int `toml:"max_connections"`
+	// MaxConnectionsPerSource caps the TCP connections open at once from
+	// one address, so that one source cannot take every slot. Default 4.
+	MaxConnectionsPerSource int `toml:"max_connections_per_source"`
+	// IdleTimeout closes a connection that sends no frame for that long
+	// after its handshake; 0s: never. Default 10m.
+	IdleTimeout Duration `toml:"idle_timeout"`
 	// MaxFrame caps one Frame Streams frame (one dnstap message), in
 	// bytes; a connection sending a larger one is closed. Default
 	// 131072.
@@ -40,6 +46,9 @@ const (
 	MinDnstapMaxFrame             = 4 << 10
 	MaxDnstapMaxFrame             = 16 << 20
 	DefaultDnstapHandshakeTimeout = 5 * time.Second
+	DefaultDnstapPerSource        = 4
+	DefaultDnstapIdleTimeout      = 10 * time.Minute
+	MaxDnstapIdleTimeout          = 24 * time.Hour
 )
 
 // decodeDnstap decodes the optional [dnstap] table into cfg.Dnstap (nil
@@ -55,6 +64,12 @@ func (d *decoder) decodeDnstap(raw map[string]any) {
 	}
 	if !hasKey(d.dnstapRaw, "max_frame") {
 		t.MaxFrame = DefaultDnstapMaxFrame
+	}
+	if !hasKey(d.dnstapRaw, "max_connections_per_source") {
+		t.MaxConnectionsPerSource = DefaultDnstapPerSource
+	}
+	if !hasKey(d.dnstapRaw, "idle_timeout") {
+		t.IdleTimeout.Duration = DefaultDnstapIdleTimeout
 	}
 	if !hasKey(d.dnstapRaw, "handshake_timeout") {
 		t.HandshakeTimeout.Duration = DefaultDnstapHandshakeTimeout
@@ -88,6 +103,12 @@ func (d *decoder) validateDnstap() {
 	}
 	if n := t.MaxConnections; n < 1 || n > MaxDnstapConnections {
 		d.p.add(joinKey(base, "max_connections"), strconv.Itoa(n), fmt.Sprintf("must be between 1 and %d", MaxDnstapConnections))
+	}
+	if n := t.MaxConnectionsPerSource; n < 1 || n > MaxDnstapConnections {
+		d.p.add(joinKey(base, "max_connections_per_source"), strconv.Itoa(n), fmt.Sprintf("must be between 1 and %d", MaxDnstapConnections))
+	}
+	if i := t.IdleTimeout.Duration; i != 0 && (i < time.Second || i > MaxDnstapIdleTimeout) {
+		d.p.add(joinKey(base, "idle_timeout"), fmtDur(i), "must be 0s (never) or between 1s and "+fmtDur(MaxDnstapIdleTimeout))
 	}
 	if n := t.MaxFrame; n < MinDnstapMaxFrame || n > MaxDnstapMaxFrame {
 		d.p.add(joinKey(base, "max_frame"), strconv.Itoa(n), fmt.Sprintf("must be between %d and %d bytes", MinDnstapMaxFrame, MaxDnstapMaxFrame))

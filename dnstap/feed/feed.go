@@ -74,7 +74,7 @@ func New(o Options) (*Feed, error) {
 		o.Now = time.Now
 	}
 	srv, err := intake.New(intake.Config{
-		Unix: c.Unix, TCP: c.TCP, MaxConnections: c.MaxConnections, MaxFrame: c.MaxFrame,
+		Unix: c.Unix, TCP: c.TCP, MaxConnections: c.MaxConnections, MaxPerSource: c.MaxConnectionsPerSource, IdleTimeout: idleTimeout(c.IdleTimeout.Duration), MaxFrame: c.MaxFrame,
 		HandshakeTimeout: c.HandshakeTimeout.Duration, Now: o.Now, ReservedFDs: o.Config.Daemon.ReservedFDs,
 	}, handler(o.Flood, o.Consumer), o.Registerer, o.Logger)
 	if err != nil {
@@ -84,6 +84,15 @@ func New(o Options) (*Feed, error) {
 		return nil, err
 	}
 	return &Feed{srv: srv, log: o.Logger}, nil
+}
+
+// idleTimeout is [dnstap] idle_timeout as the intake takes it: 0s,
+// never, is negative there.
+func idleTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // handler is what takes each client message of the intake: the flood

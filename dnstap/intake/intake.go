@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,8 @@ const (
 	DefaultMaxConnections   = 64
 	DefaultMaxFrame         = 128 << 10
 	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultMaxPerSource     = 4
+	DefaultIdleTimeout      = 10 * time.Minute
 	// readBuffer is each connection's read buffer.
 	readBuffer = 16 << 10
 )
@@ -52,6 +55,8 @@ const (
 	ReasonFrameTooLarge    = "frame_too_large"   // a frame above MaxFrame
 	ReasonHandshakeTimeout = "handshake_timeout" // no START within HandshakeTimeout
 	ReasonLimit            = "limit"             // beyond MaxConnections, closed at once
+	ReasonSourceLimit      = "source_limit"      // beyond MaxPerSource from one address, closed at once
+	ReasonIdle             = "idle"              // no frame for IdleTimeout after the handshake
 	ReasonDescriptors      = "descriptors"       // within ReservedFDs of RLIMIT_NOFILE, closed at once
 	ReasonError            = "error"             // a read or write error (reset, write deadline)
 	ReasonShutdown         = "shutdown"          // the server stopped
@@ -60,7 +65,7 @@ const (
 // Reasons returns every reason, in a fixed order.
 func Reasons() []string {
 	return []string{ReasonFinished, ReasonEOF, ReasonProtocol, ReasonContentType, ReasonFrameTooLarge,
-		ReasonHandshakeTimeout, ReasonLimit, ReasonDescriptors, ReasonError, ReasonShutdown}
+		ReasonHandshakeTimeout, ReasonLimit, ReasonSourceLimit, ReasonIdle, ReasonDescriptors, ReasonError, ReasonShutdown}
 }
 
 // Handler receives each decoded CLIENT_QUERY and CLIENT_RESPONSE. It is
@@ -87,6 +92,16 @@ type Config struct {
 	// accepted. At most half the limit is reserved. Default
 	// fdbudget.DefaultReserve.
 	ReservedFDs int
+	// MaxPerSource caps the TCP connections open at once from one
+	// address (Unix-socket peers are local and not capped by it), so
+	// that one source cannot take every slot. Default
+	// DefaultMaxPerSource.
+	MaxPerSource int
+	// IdleTimeout closes a connection that sends no frame for that
+	// long after its handshake (a sender that went silent gives its
+	// slot back; resolvers reconnect with their next message). Negative:
+	// none. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// MaxFrame caps a data frame's size in bytes. Default
 	// DefaultMaxFrame.
 	MaxFrame int
@@ -114,6 +129,7 @@ type Server struct {
 	listeners []net.Listener
 	names     []string // of listeners: unix, tcp
 	conns     map[net.Conn]struct{}
+	sources   map[netip.Addr]int // open TCP connections by remote address
 	closing   bool
 	serving   bool
 	wg        sync.WaitGroup
@@ -128,6 +144,12 @@ func New(cfg Config, h Handler, reg prometheus.Registerer, log *slog.Logger) (*S
 	}
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
+	}
+	if cfg.MaxPerSource <= 0 {
+		cfg.MaxPerSource = DefaultMaxPerSource
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
@@ -145,7 +167,7 @@ func New(cfg Config, h Handler, reg prometheus.Registerer, log *slog.Logger) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, handle: h, log: log, m: m, senders: newSenders(m.senders, cfg.Now), conns: map[net.Conn]struct{}{}, fds: fdbudget.New(cfg.ReservedFDs)}, nil
+	return &Server{cfg: cfg, handle: h, log: log, m: m, senders: newSenders(m.senders, cfg.Now), conns: map[net.Conn]struct{}{}, sources: map[netip.Addr]int{}, fds: fdbudget.New(cfg.ReservedFDs)}, nil
 }
 
 // Start is Listen and Serve.
@@ -303,6 +325,14 @@ func (s *Server) track(c net.Conn) bool {
 		s.log.Debug("dnstap connection refused", "remote", c.RemoteAddr(), "reason", ReasonLimit, "open", len(s.conns))
 		return false
 	}
+	if src, ok := source(c); ok {
+		if s.sources[src] >= s.cfg.MaxPerSource {
+			s.m.closed[ReasonSourceLimit].Inc()
+			s.log.Debug("dnstap connection refused", "remote", c.RemoteAddr(), "reason", ReasonSourceLimit, "from_source", s.sources[src])
+			return false
+		}
+		s.sources[src]++
+	}
 	s.conns[c] = struct{}{}
 	s.open.Add(1)
 	s.m.open.Inc()
@@ -312,9 +342,25 @@ func (s *Server) track(c net.Conn) bool {
 func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if src, ok := source(c); ok {
+		if s.sources[src]--; s.sources[src] <= 0 {
+			delete(s.sources, src)
+		}
+	}
 	s.mu.Unlock()
 	s.open.Add(-1)
 	s.m.open.Dec()
+}
+
+// source is the remote address of a TCP connection (false for a Unix
+// socket's).
+func source(c net.Conn) (netip.Addr, bool) {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ap := a.AddrPort()
+	return ap.Addr().Unmap(), true
 }
 
 func (s *Server) isClosing() bool {
@@ -352,14 +398,28 @@ func (s *Server) read(c net.Conn) (int, string, error) {
 		return 0, reason(err), err
 	}
 	c.SetReadDeadline(time.Time{})
+	idle := s.cfg.IdleTimeout
+	var armed time.Time // when the idle deadline was last moved
 	var d dnstap.Decoder
 	var m dnstap.Message
 	var from *sender // of identity
 	identity := ""
 	n := 0
 	for {
+		if idle > 0 {
+			// Moved at most 8 times per idle timeout, not per frame: a
+			// connection is closed after 7/8 to all of it in silence.
+			if now := time.Now(); now.Sub(armed) >= idle/8 {
+				c.SetReadDeadline(now.Add(idle))
+				armed = now
+			}
+		}
 		f, err := r.Next()
 		if err != nil {
+			var ne net.Error
+			if idle > 0 && errors.As(err, &ne) && ne.Timeout() {
+				return n, ReasonIdle, err
+			}
 			return n, reason(err), err
 		}
 		n++

@@ -457,3 +457,49 @@ func TestSendersBounded(t *testing.T) {
 		t.Errorf("r000: %d messages, recent %+v", r0.Messages, r0.Recent)
 	}
 }
+
+// TestSilentPeersCannotLockOut: silent peers from one address take at
+// most MaxPerSource slots (one more is closed at once, counted as
+// source_limit), so another resolver still connects; a peer silent
+// after its handshake for IdleTimeout is closed (idle), while one that
+// keeps sending stays.
+func TestSilentPeersCannotLockOut(t *testing.T) {
+	const perSource = 2
+	f := start(t, Config{MaxConnections: 8, MaxPerSource: perSource, IdleTimeout: 400 * time.Millisecond, HandshakeTimeout: time.Minute})
+	var silent []net.Conn
+	for range perSource {
+		c := f.dial(t, "tcp")
+		handshake(t, c)
+		silent = append(silent, c)
+	}
+	for range 5 {
+		c := f.dial(t, "tcp")
+		waitClosed(t, c)
+	}
+	waitReason(t, f, ReasonSourceLimit, 5)
+	other := f.dial(t, "unix") // another resolver, on the Unix socket: not this source's
+	handshake(t, other)
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		for i := range 12 {
+			if _, err := other.Write(queryFrame(t, "busy", dnstap.ClientQuery, "192.0.2.1:1", fmt.Sprintf("b%d.", i))); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	for _, c := range silent {
+		waitClosed(t, c)
+	}
+	waitReason(t, f, ReasonIdle, perSource)
+	<-busy
+	f.sink.wait(t, 12) // the sender that kept sending for 1.2 s, three idle timeouts, was not closed
+	if v := closed(f, ReasonIdle); v != perSource {
+		t.Errorf("idle closes %v, want %d (the busy sender kept)", v, perSource)
+	}
+	c := f.dial(t, "tcp") // the source's slots are back
+	handshake(t, c)
+	stop(t, c)
+	waitReason(t, f, ReasonFinished, 1)
+}
