@@ -27,9 +27,13 @@ func clientActionCmd(act string) func(fs *flag.FlagSet) action {
 			if err := wantArgs(args, "CLIENT"); err != nil {
 				return err
 			}
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 			switch {
-			case *dur <= 0:
+			case !set["for"]:
 				return usageErrorf("--for is required: how long the %s lasts, such as 10m", act)
+			case *dur <= 0:
+				return usageErrorf("--for %v: want a positive duration, such as 10m", *dur)
 			case *dur%time.Second != 0:
 				return usageErrorf("--for %v: give whole seconds", *dur)
 			case strings.TrimSpace(*reason) == "":
@@ -37,8 +41,8 @@ func clientActionCmd(act string) func(fs *flag.FlagSet) action {
 			}
 			req := control.ClientRequest{Action: act, Client: args[0], ForSeconds: int64(*dur / time.Second), Reason: *reason}
 			if rate != nil {
-				if *rate < 0 {
-					return usageErrorf("--rate %d: want a positive number of packets per second", *rate)
+				if set["rate"] && *rate < 1 {
+					return usageErrorf("--rate %d: want at least 1 packet per second (leave --rate out for actions.default_limit_qps)", *rate)
 				}
 				req.Rate = *rate
 			}
@@ -73,7 +77,8 @@ func sendClient(e *env, req control.ClientRequest) error {
 	}
 	msg := rep.Message
 	if c := rep.Clients; c != nil && !c.Enforced && c.Error != "" {
-		msg += "\nNOT ENFORCED: " + c.Error
+		// First: what the kernel does is not what the message says.
+		msg = "NOT ENFORCED: the kernel's table was not changed (" + c.Error + "); the intent below is stored but not in force\n" + msg
 	}
 	_, err = fmt.Fprintln(e.stdout, msg)
 	return err

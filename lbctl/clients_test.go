@@ -26,7 +26,7 @@ func TestClientRequests(t *testing.T) {
 			control.ClientReply{Message: "blocked 100.64.1.1", Changed: true, Clients: enforced}, "blocked 100.64.1.1\n"},
 		{"limit with a rate", []string{"limit", "198.51.100.0/24", "--rate", "20", "--for", "10m", "--reason", "launch"},
 			control.ClientRequest{Action: "limit", Client: "198.51.100.0/24", Rate: 20, ForSeconds: 600, Reason: "launch"},
-			control.ClientReply{Message: "limited", Changed: true, Clients: &control.ClientsStatus{Error: "no permission"}}, "limited\nNOT ENFORCED: no permission\n"},
+			control.ClientReply{Message: "limited", Changed: true, Clients: &control.ClientsStatus{Error: "no permission"}}, "NOT ENFORCED: the kernel's table was not changed (no permission); the intent below is stored but not in force\nlimited\n"},
 		{"limit at the default rate", []string{"limit", "198.51.100.7", "--for", "30s", "--reason", "launch"},
 			control.ClientRequest{Action: "limit", Client: "198.51.100.7", ForSeconds: 30, Reason: "launch"},
 			control.ClientReply{Message: "limited", Changed: true, Clients: enforced}, "limited\n"},
@@ -57,6 +57,7 @@ func TestClientUsage(t *testing.T) {
 		{"block"}, {"block", "203.0.113.7", "--reason", "x"}, {"block", "203.0.113.7", "--for", "10m"},
 		{"block", "203.0.113.7", "--for", "1500ms", "--reason", "x"}, {"block", "203.0.113.7", "--rate", "5", "--for", "1m", "--reason", "x"},
 		{"limit", "203.0.113.7", "--force", "--for", "1m", "--reason", "x"}, {"limit", "203.0.113.7", "--rate", "-1", "--for", "1m", "--reason", "x"},
+		{"limit", "203.0.113.7", "--rate", "0", "--for", "1m", "--reason", "x"}, {"block", "203.0.113.7", "--for", "-5s", "--reason", "x"},
 		{"unblock"}, {"unblock", "a", "b"}, {"clients", "x"},
 	} {
 		f := startFake(t, nil)
@@ -99,5 +100,17 @@ func TestClientsList(t *testing.T) {
 	decodeJSON(t, r.stdout, &got)
 	if r.code != exitOK || len(got.Entries) != 2 || got.Entries[1].Rate != 50 {
 		t.Errorf("json: exit %d %+v", r.code, got)
+	}
+}
+
+// TestClientUsageWords: a negative --for and --rate 0 are named as
+// such, not as missing.
+func TestClientUsageWords(t *testing.T) {
+	f := startFake(t, nil)
+	if r := lbctl(t, "-socket", f.socket, "block", "203.0.113.7", "--for", "-5s", "--reason", "x"); !strings.Contains(r.stderr, "--for -5s: want a positive duration") {
+		t.Errorf("--for -5s: %q", r.stderr)
+	}
+	if r := lbctl(t, "-socket", f.socket, "limit", "203.0.113.7", "--rate", "0", "--for", "1m", "--reason", "x"); !strings.Contains(r.stderr, "--rate 0: want at least 1") {
+		t.Errorf("--rate 0: %q", r.stderr)
 	}
 }
