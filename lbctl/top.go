@@ -19,6 +19,7 @@ import (
 // /v1/top document.
 func topCmd(fs *flag.FlagSet) action {
 	window := fs.Duration("window", 0, "the `window` to look back over, such as 10s or 1m (default: the daemon's flood.short_window)")
+	limit := fs.Int("limit", defaultTopLimit, "the `number` of keys to print, heaviest first (0: every key counted; -o json has them all)")
 	return func(e *env, args []string) error {
 		kind := "clients"
 		if len(args) > 0 {
@@ -34,6 +35,9 @@ func topCmd(fs *flag.FlagSet) action {
 		if *window < 0 {
 			return usageErrorf("--window %s: want a positive duration", *window)
 		}
+		if *limit < 0 {
+			return usageErrorf("--limit %d: want 0 (every key) or more", *limit)
+		}
 		ctx, cancel := e.request()
 		defer cancel()
 		rep, err := e.client().Top(ctx, kind, *window)
@@ -43,11 +47,16 @@ func topCmd(fs *flag.FlagSet) action {
 		if e.json() {
 			return e.writeJSON(rep)
 		}
-		return writeTop(e, rep)
+		return writeTop(e, rep, *limit)
 	}
 }
 
-func writeTop(e *env, rep *control.TopReply) error {
+// defaultTopLimit is how many keys lbctl top prints by default.
+const defaultTopLimit = 20
+
+// writeTop prints rep's heaviest limit keys (0: all), saying how many
+// more there are.
+func writeTop(e *env, rep *control.TopReply, limit int) error {
 	ew := &errWriter{w: e.stdout}
 	span := compact(time.Duration(rep.Seconds * float64(time.Second)))
 	fmt.Fprintf(ew, "top %s over the last %s: %d queries, %.0f/s", rep.Kind, span, rep.Queries, rep.Rate)
@@ -70,11 +79,18 @@ func writeTop(e *env, rep *control.TopReply) error {
 	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tQUERIES\tERROR\tRATE/S\tSHARE")
-	for _, t := range rep.Entries {
+	entries := rep.Entries
+	if limit > 0 && len(entries) > limit {
+		entries = entries[:limit]
+	}
+	for _, t := range entries {
 		fmt.Fprintf(tw, "%s\t%d\t-%d\t%.1f\t%.1f%%\n", t.Key, t.Count, t.Error, t.Rate, 100*t.Share)
 	}
 	if err := tw.Flush(); err != nil && ew.err == nil {
 		return fmt.Errorf("write top: %w", err)
+	}
+	if more := len(rep.Entries) - len(entries); more > 0 {
+		fmt.Fprintf(ew, "(%d more keys: --limit 0 prints them all)\n", more)
 	}
 	fmt.Fprintln(ew, "(the true count lies between QUERIES less ERROR and QUERIES)")
 	return ew.err

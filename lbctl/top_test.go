@@ -42,12 +42,16 @@ func TestTop(t *testing.T) {
 	if q := f.received()[1].query; q != "kind=clients" {
 		t.Errorf("default request %q, want kind=clients", q)
 	}
-	for _, args := range [][]string{{"top", "talkers"}, {"top", "names", "extra"}, {"top", "--window", "-1s"}} {
+	r = lbctl(t, "-socket", f.socket, "top", "names", "--limit", "1")
+	if !strings.Contains(r.stdout, "boom.app.gslb.example.") || strings.Contains(r.stdout, "www.gslb.example.") || !strings.Contains(r.stdout, "(1 more keys: --limit 0 prints them all)") {
+		t.Errorf("--limit 1:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"top", "talkers"}, {"top", "names", "extra"}, {"top", "--window", "-1s"}, {"top", "--limit", "-1"}} {
 		if r := lbctl(t, append([]string{"-socket", f.socket}, args...)...); r.code != exitUsage {
 			t.Errorf("%q: exit %d, want usage", args, r.code)
 		}
 	}
-	if n := len(f.received()); n != 2 {
+	if n := len(f.received()); n != 3 {
 		t.Errorf("usage errors reached the daemon: %d requests", n)
 	}
 }
