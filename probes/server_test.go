@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -117,6 +119,12 @@ func (s *testServer) serveTCP(h handler) {
 	defer s.wg.Done()
 	for {
 		c, err := s.tcp.Accept()
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			// Out of descriptors (the exhaustion tests): wait, as
+			// net/http does, rather than stop serving.
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
 		if err != nil {
 			return
 		}

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +44,10 @@ func tcpServer(t testing.TB, h func(net.Conn)) netip.AddrPort {
 		defer wg.Done()
 		for {
 			c, err := l.Accept()
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				time.Sleep(5 * time.Millisecond) // out of descriptors: wait, do not stop serving
+				continue
+			}
 			if err != nil {
 				return
 			}
