@@ -101,7 +101,32 @@ func (m *Map) Locate(addr netip.Addr) gslb.Location {
 	if c := m.nearest(hi, lo, kids); c >= loc.Scope {
 		loc.Scope = c + 1
 	}
+	// An IPv6 scope must not cover the IPv4-mapped range, where the
+	// addresses are located as IPv4 (RFC 7871 section 7.2.1: the answer
+	// must hold for every address of the scope).
+	if addr.Is6() && m.n4 > 0 {
+		if c := commonMapped(hi, lo); c >= loc.Scope {
+			loc.Scope = c + 1
+		}
+	}
 	return loc
+}
+
+// mappedHi and mappedLo are ::ffff:0:0, the start of the IPv4-mapped
+// range ::ffff:0:0/96, as two words.
+const (
+	mappedHi uint64 = 0
+	mappedLo uint64 = 0xffff << 32
+)
+
+// commonMapped returns the leading bits the IPv6 address (hi, lo)
+// shares with ::ffff:0:0, at most 95 (an address inside the mapped
+// range is looked up as IPv4 and never comes here).
+func commonMapped(hi, lo uint64) int {
+	if x := hi ^ mappedHi; x != 0 {
+		return bits.LeadingZeros64(x)
+	}
+	return min(64+bits.LeadingZeros64(lo^mappedLo), 95)
 }
 
 // Labels returns the labels of addr: Locate(addr).Labels, without the

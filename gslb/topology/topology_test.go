@@ -96,10 +96,11 @@ func TestScopeTable(t *testing.T) {
 		t.Errorf("LocatePrefix(10.1.2.0/22) = %+v, want 10.1.0.0/16 scope 23", got)
 	}
 
-	// No entry of the family at all: scope 0.
+	// No entry of the family at all: no location, over the shortest
+	// scope that keeps out the IPv4-mapped range (located as IPv4).
 	v4 := testMap(t, "10.0.0.0/8", "country=cn")
-	if got := v4.Locate(netip.MustParseAddr("2001:db8::1")); got.Scope != 0 || got.Prefix.IsValid() {
-		t.Errorf("IPv6 in an IPv4-only map = %+v, want scope 0", got)
+	if got := v4.Locate(netip.MustParseAddr("2001:db8::1")); got.Scope != 3 || got.Prefix.IsValid() {
+		t.Errorf("IPv6 in an IPv4-only map = %+v, want no location, scope 3 (2000::/3 holds no mapped address)", got)
 	}
 	if got := (NewBuilder(levels).Build()).Locate(netip.MustParseAddr("192.0.2.1")); got.Scope != 0 {
 		t.Errorf("empty map = %+v, want scope 0", got)
@@ -384,4 +385,69 @@ func (b *Builder) addList(r io.Reader, name string, labels map[string]string) er
 		return err
 	}
 	return b.addEntries(es, name)
+}
+
+// TestScopeNeverCoversMapped: with IPv4 entries in the map, no IPv6
+// address's scope covers the IPv4-mapped range ::ffff:0:0/96 (whose
+// addresses are located as IPv4), for random IPv6 addresses near it and
+// far from it, with and without IPv6 entries; without IPv4 entries the
+// scope is not lengthened.
+func TestScopeNeverCoversMapped(t *testing.T) {
+	mapped := netip.MustParsePrefix("::ffff:0:0/96")
+	r := rand.New(rand.NewPCG(3, 4))
+	random := func() netip.Addr {
+		var b [16]byte
+		switch r.IntN(3) {
+		case 0: // near the mapped range: a run of zeros, then noise
+			for i := 8 + r.IntN(8); i < 16; i++ {
+				b[i] = byte(r.IntN(256))
+			}
+		case 1: // ::fffe:x:y, ::ffff minus a bit, and the like
+			b[10], b[11] = 0xff, byte(0xfe+r.IntN(2))&0xfe
+			for i := 12; i < 16; i++ {
+				b[i] = byte(r.IntN(256))
+			}
+		default:
+			for i := range b {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		return netip.AddrFrom16(b)
+	}
+	for _, tc := range []struct {
+		name string
+		nets []string
+		v4   bool
+	}{
+		{"IPv4 entries only", []string{"10.1.0.0/16", "region=a", "192.0.2.0/24", "region=b"}, true},
+		{"IPv4 and IPv6 entries", []string{"10.1.0.0/16", "region=a", "2001:db8::/32", "region=c", "100::/64", "region=d"}, true},
+		{"IPv6 entries only", []string{"2001:db8::/32", "region=c"}, false},
+	} {
+		m := testMap(t, tc.nets...)
+		for range 20000 {
+			a := random()
+			if a.Is4In6() {
+				continue
+			}
+			loc := m.Locate(a)
+			s := netip.PrefixFrom(a, loc.Scope).Masked()
+			if tc.v4 && s.Overlaps(mapped) {
+				t.Fatalf("%s: Locate(%s) scope /%d: %s covers %s, located as IPv4", tc.name, a, loc.Scope, s, mapped)
+			}
+		}
+		if !tc.v4 {
+			if loc := m.Locate(netip.MustParseAddr("::1")); loc.Scope != 3 {
+				t.Errorf("%s: Locate(::1) scope /%d, want /3 (the nearest IPv6 entry, no IPv4 to keep out)", tc.name, loc.Scope)
+			}
+		}
+	}
+	m := testMap(t, "10.1.0.0/16", "region=a")
+	for _, tc := range []struct {
+		addr  string
+		scope int
+	}{{"::1", 81}, {"::fffe:0:1", 96}, {"100::1", 8}, {"2001:db8::1", 3}} {
+		if loc := m.Locate(netip.MustParseAddr(tc.addr)); loc.Scope != tc.scope {
+			t.Errorf("Locate(%s) scope /%d, want /%d", tc.addr, loc.Scope, tc.scope)
+		}
+	}
 }
