@@ -63,3 +63,33 @@ func TestReloadRefusedChangesNothing(t *testing.T) {
 		t.Errorf("flood floor %v after the applied reload, want it changed", got.Alarms.Floor)
 	}
 }
+
+// TestReloadUnbindableListenRefused: a reload adding a GSLB listen
+// address that cannot be bound (not on this host) is refused whole,
+// naming it, and the responder keeps answering on the address it
+// serves (it does not go off on every address).
+func TestReloadUnbindableListenRefused(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	good := fmt.Sprintf(twoMembers, "100ms", port) + manyNames(1)
+	path := writeConfig(t, dir, good)
+	h := start(t, path, vip.NewMemClient(), &fakeProbe{down: map[netip.AddrPort]bool{}})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	poll.Until(t, 5*time.Second, "the responder answering", poll.True(func() bool { return len(h.d.gslb.Addrs()) == 1 }))
+	serial := soaSerial(t, addr)
+	bad := strings.Replace(good, fmt.Sprintf("listen = [\"127.0.0.1:%d\"]", port), fmt.Sprintf("listen = [\"127.0.0.1:%d\", \"192.0.2.253:%d\"]", port, port), 1)
+	if bad == good {
+		t.Fatal("the listen line was not found")
+	}
+	writeConfig(t, dir, bad)
+	err := h.d.Reload(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "192.0.2.253") || !strings.Contains(err.Error(), "cannot listen there") {
+		t.Fatalf("reload adding an address not on this host: %v, want it refused naming the address", err)
+	}
+	if got := h.d.gslb.Addrs(); len(got) != 1 {
+		t.Errorf("listening on %v after the refused reload, want the one address served", got)
+	}
+	if got := soaSerial(t, addr); got != serial {
+		t.Errorf("serial %d after the refused reload, want %d (and an answer)", got, serial)
+	}
+}

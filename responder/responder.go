@@ -2,6 +2,7 @@ package responder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -588,6 +589,9 @@ func (r *Responder) Accept(cfg *configs.Config) error {
 	if p.err != nil {
 		return fmt.Errorf("gslb topology: %w", p.err)
 	}
+	if err := r.canListen(cfg); err != nil {
+		return err
+	}
 	store, err := r.serialStore(cfg)
 	if err != nil {
 		return err
@@ -596,6 +600,39 @@ func (r *Responder) Accept(cfg *configs.Config) error {
 		return fmt.Errorf("%w (the SOA serial must never go backwards, so a configuration whose version cannot be kept is not served)", err)
 	}
 	return nil
+}
+
+// canListen tries the listen addresses cfg adds to those served (UDP
+// and TCP, closed at once), so that a configuration naming one that
+// cannot be bound (not on this host, taken by another program) is
+// refused whole and the listeners in force keep serving, rather than
+// the responder going off on every address. An address served already,
+// and one of port 0, are not tried.
+func (r *Responder) canListen(cfg *configs.Config) error {
+	r.mu.Lock()
+	var served []netip.AddrPort
+	if r.srv != nil {
+		served = r.srv.Listen
+	}
+	r.mu.Unlock()
+	var errs []error
+	for i, ap := range cfg.GSLB.Server.ListenAddrs {
+		if ap.Port() == 0 || slices.Contains(served, ap) {
+			continue
+		}
+		pc, ln, err := listenBoth(ap)
+		if err != nil {
+			name := ap.String()
+			if i < len(cfg.GSLB.Server.Listen) {
+				name = cfg.GSLB.Server.Listen[i]
+			}
+			errs = append(errs, fmt.Errorf("gslb.server.listen %q: cannot listen there: %w", name, err))
+			continue
+		}
+		ln.Close()
+		pc.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // serialStore returns the store of the configuration version, loading it
