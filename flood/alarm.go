@@ -98,7 +98,23 @@ type rateState struct {
 	seen     bool
 	raised   *Alarm
 	below    time.Time // when the rate last went below the clear level; zero: not below
+	// standstill is set on an alarm raised over the floor from a
+	// baseline whose rise level was below it (traffic starting from
+	// nothing or little: a restart, a host enabled after a drain): the
+	// normal was not known, so the baseline keeps learning while it is
+	// raised, and the alarm clears once the rate is steady.
+	standstill bool
+	steady     time.Time // when the rate last came within steadyBand of the baseline (standstill); zero: not
 }
+
+// standstillLearn is the time constant of the baseline while an alarm
+// raised from a standstill is up: a rate steady for about ClearAfter
+// past it is the new normal.
+const standstillLearn = 30 * time.Second
+
+// steadyBand is how close to the baseline a rate must stay (a share of
+// the baseline, either way) to be steady.
+const steadyBand = 0.25
 
 // shareState is one key's share alarm.
 type shareState struct {
@@ -127,7 +143,12 @@ func (a *Alarms) Config() AlarmConfig { return a.cfg }
 // (each source once a second): it returns the alarm raised or cleared,
 // if any. The baseline follows the rate while no alarm is raised and
 // stands still while one is, so that a long flood does not become the
-// normal; it starts at the first rate taken.
+// normal; it starts at the first rate taken. An alarm raised from a
+// standstill (a baseline too low for its rise level to reach the floor:
+// traffic starting from nothing) is the exception: the normal was not
+// known, so the baseline keeps learning (time constant standstillLearn)
+// and the alarm clears once the rate has stayed within steadyBand of it
+// for ClearAfter.
 func (a *Alarms) Rate(source string, rate float64, now time.Time) (Alarm, bool) {
 	st, ok := a.rates[source]
 	if !ok {
@@ -144,12 +165,25 @@ func (a *Alarms) Rate(source string, rate float64, now time.Time) (Alarm, bool) 
 		if rate > level {
 			al := Alarm{ID: source, Reason: ReasonRise, Raised: true, At: now, Since: now, Source: source,
 				Rate: rate, Baseline: st.baseline, Floor: a.cfg.Floor}
-			st.raised, st.below = &al, time.Time{}
+			st.raised, st.below, st.steady = &al, time.Time{}, time.Time{}
+			st.standstill = a.cfg.Rise*st.baseline < a.cfg.Floor
 			return al, true
 		}
 		alpha := 1 - math.Exp(-float64(time.Second)/float64(a.cfg.Baseline))
 		st.baseline += alpha * (rate - st.baseline)
 		return Alarm{}, false
+	}
+	if st.standstill {
+		alpha := 1 - math.Exp(-float64(time.Second)/float64(standstillLearn))
+		st.baseline += alpha * (rate - st.baseline)
+		if math.Abs(rate-st.baseline) > steadyBand*st.baseline {
+			st.steady = time.Time{}
+		} else if st.steady.IsZero() {
+			st.steady = now
+		}
+		if !st.steady.IsZero() && now.Sub(st.steady) >= a.cfg.ClearAfter {
+			return st.clear(rate, now), true
+		}
 	}
 	// Raised: the baseline stands; clear below half the level it was
 	// raised at, for ClearAfter.
@@ -164,10 +198,15 @@ func (a *Alarms) Rate(source string, rate float64, now time.Time) (Alarm, bool) 
 	if now.Sub(st.below) < a.cfg.ClearAfter {
 		return Alarm{}, false
 	}
+	return st.clear(rate, now), true
+}
+
+// clear clears st's alarm at now with rate, and returns the clearing.
+func (st *rateState) clear(rate float64, now time.Time) Alarm {
 	al := *st.raised
 	al.Raised, al.At, al.Rate, al.Top = false, now, rate, nil
-	st.raised, st.below = nil, time.Time{}
-	return al, true
+	st.raised, st.below, st.standstill, st.steady = nil, time.Time{}, false, time.Time{}
+	return al
 }
 
 // Forget drops the sources for which keep is false (a VIP removed),

@@ -242,3 +242,53 @@ func hasKey(v View, key string) bool {
 	_, ok := v.find(key)
 	return ok
 }
+
+// TestRateAlarmFromStandstill: an alarm raised over the floor from a
+// baseline of nothing (traffic starting after a restart) clears once the
+// rate is steady, which becomes the normal: a later rise over it raises
+// again; an alarm raised over a known normal does not learn the flood.
+func TestRateAlarmFromStandstill(t *testing.T) {
+	a := NewAlarms(AlarmConfig{Floor: 1000, Rise: 4, Baseline: 5 * time.Minute, ClearAfter: 10 * time.Second})
+	now := t0
+	step := func(rate float64) (Alarm, bool) {
+		now = now.Add(time.Second)
+		return a.Rate("dnstap", rate, now)
+	}
+	for range 30 {
+		step(0)
+	}
+	if al, ok := step(1500); !ok || !al.Raised || al.Baseline != 0 {
+		t.Fatalf("1500 q/s from nothing: %+v %v, want raised over a baseline of 0", al, ok)
+	}
+	cleared := -1
+	for i := range 300 {
+		if al, ok := step(1500 + float64(i%7)*10); ok {
+			if al.Raised {
+				t.Fatalf("raised again at %d s: %+v", i, al)
+			}
+			cleared = i
+			break
+		}
+	}
+	if cleared < 0 || cleared > 90 {
+		t.Fatalf("steady 1500 q/s after a start from nothing: cleared after %d s, want within 90 s", cleared)
+	}
+	for range 60 {
+		if al, ok := step(1500); ok {
+			t.Fatalf("steady traffic after the clear: %+v", al)
+		}
+	}
+	if al, ok := step(8000); !ok || !al.Raised || al.Baseline < 1200 {
+		t.Fatalf("a flood over the learned normal: %+v %v, want raised over a baseline near 1500", al, ok)
+	}
+	// Raised over a known normal: the baseline stands, the flood does
+	// not become the normal however steady.
+	for i := range 600 {
+		if al, ok := step(8000); ok {
+			t.Fatalf("a steady flood over a known normal cleared after %d s: %+v", i, al)
+		}
+	}
+	if al, ok := step(1500); ok {
+		t.Fatalf("back to normal at once: %+v, want ClearAfter first", al)
+	}
+}
