@@ -24,7 +24,7 @@ type Flood struct {
 	// Floor, 0..100; 0 turns share alarms off. Default 50.
 	SharePercent int `toml:"share_percent"`
 	// ShareKinds are the kinds whose keys' shares are watched: clients,
-	// prefixes, names, suffixes, nametypes. Default ["clients"].
+	// prefixes, names, suffixes, nametypes. Default ["clients", "prefixes"].
 	ShareKinds []string `toml:"share_kinds"`
 	// Baseline is the time constant of each rate's moving average (its
 	// recent normal), 10s..1h. Default 5m.
@@ -128,7 +128,7 @@ func (d *decoder) validateFlood() {
 		d.p.add("flood.auto_ttl_raise", strconv.Itoa(v), fmt.Sprintf("must be 0 (no automatic raise) or between 1 and %d seconds", MaxFloodAutoTTLRaise))
 	}
 	if !hasKey(raw, "share_kinds") {
-		f.ShareKinds = []string{"clients"}
+		f.ShareKinds = []string{"clients", "prefixes"}
 	}
 	for i, k := range f.ShareKinds {
 		if !oneOf(k, FloodKinds()) {

@@ -12,7 +12,7 @@ func TestFloodDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Flood{Enabled: true, Floor: 1000, Rise: 4, SharePercent: 50, ShareKinds: []string{"clients"},
+	want := Flood{Enabled: true, Floor: 1000, Rise: 4, SharePercent: 50, ShareKinds: []string{"clients", "prefixes"},
 		Baseline: Duration{5 * time.Minute}, ClearAfter: Duration{10 * time.Second},
 		ShortWindow: Duration{10 * time.Second}, LongWindow: Duration{time.Minute}, SummarySize: 512, Top: 5, SampleAbove: 20000}
 	f := c.Flood

@@ -332,8 +332,8 @@ func TestFloodAutoLimitNot(t *testing.T) {
 				per[id]++
 			}
 		}
-		if per["responder"] != 1 || per["share clients 127.0.0.99"] != 1 || len(per) != 2 {
-			t.Errorf("refusals per alarm: %v, want one for each of the two", per)
+		if per["responder"] != 1 || per["share clients 127.0.0.99"] != 1 || per["share prefixes 127.0.0.0/24"] != 1 || len(per) != 3 {
+			t.Errorf("refusals per alarm: %v, want one for each of the three (the rate, the client's share, its /24's share)", per)
 		}
 	})
 }

@@ -21,8 +21,8 @@ type AlarmConfig struct {
 	// Floor is the rate, in queries (or packets) a second, below which
 	// no alarm is raised, whatever the baseline or the share.
 	Floor float64
-	// Rise raises a rate alarm when a source's rate is above Rise times
-	// its baseline (and above Floor).
+	// Rise raises a rate alarm when a source's rate is at least Rise
+	// times its baseline (and above Floor).
 	Rise float64
 	// Share raises a share alarm when one key of a kind of ShareKinds
 	// has more than this share of the short window (whose rate is above
@@ -162,7 +162,7 @@ func (a *Alarms) Rate(source string, rate float64, now time.Time) (Alarm, bool) 
 	}
 	level := max(a.cfg.Floor, a.cfg.Rise*st.baseline)
 	if st.raised == nil {
-		if rate > level {
+		if rate >= level && rate > a.cfg.Floor { // at rise times the baseline: a flood 3 times the rest
 			al := Alarm{ID: source, Reason: ReasonRise, Raised: true, At: now, Since: now, Source: source,
 				Rate: rate, Baseline: st.baseline, Floor: a.cfg.Floor}
 			st.raised, st.below, st.steady = &al, time.Time{}, time.Time{}

@@ -32,7 +32,7 @@ func TestTopReplyAndConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := ConfigOf(cfg)
-	if fc.Tracker.Counters != 512 || fc.Alarms.Floor != 1000 || fc.Alarms.Share != 0.5 || len(fc.Alarms.ShareKinds) != 1 || fc.Tracker.Full != 20000 {
+	if fc.Tracker.Counters != 512 || fc.Alarms.Floor != 1000 || fc.Alarms.Share != 0.5 || len(fc.Alarms.ShareKinds) != 2 || fc.Tracker.Full != 20000 {
 		t.Errorf("FloodConfig: %+v", fc)
 	}
 }
