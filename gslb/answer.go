@@ -96,6 +96,8 @@ type Response struct {
 	// none), the last resort taken ("fail-open", "static", "servfail";
 	// "" when none).
 	Name, Policy, Pool, LastResort string
+	// Raised is set when an operator's TTL raise gave the answer its TTL.
+	Raised bool
 }
 
 // Answerer answers queries. Implementations are immutable snapshots, safe

@@ -233,7 +233,7 @@ func (s *Snapshot) dynamic(q Query, z *zone, n *name) Response {
 			if len(rrs) == 0 {
 				continue
 			}
-			r := Response{Answer: q.Records.fill(rrs, n.fqdn, n.ttl), Name: n.fqdn, Policy: p.label, Pool: fp.name}
+			r := Response{Answer: q.Records.fill(rrs, n.fqdn, n.ttl), Name: n.fqdn, Policy: p.label, Pool: fp.name, Raised: n.raised}
 			if ecs {
 				if located {
 					r.Scope = loc.Scope
@@ -277,7 +277,7 @@ func (s *Snapshot) emergency(q Query, z *zone, n *name) Response {
 		f = 1
 	}
 	nf := &n.fam[f]
-	r := Response{Name: n.fqdn, Policy: PolicyEmergency, Answer: q.Records.fill(nf.emergency.take(n.counter[f].Add(1)-1, s.max), n.fqdn, n.ttl)}
+	r := Response{Name: n.fqdn, Policy: PolicyEmergency, Answer: q.Records.fill(nf.emergency.take(n.counter[f].Add(1)-1, s.max), n.fqdn, n.ttl), Raised: n.raised}
 	if len(r.Answer) == 0 {
 		r.Authority = z.neg
 	}
@@ -299,7 +299,7 @@ const PolicyEmergency = "emergency"
 // records in recs.
 func (s *Snapshot) lastResort(n *name, f int, z *zone, tr *Trace, recs *Records) Response {
 	nf := &n.fam[f]
-	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort)}
+	r := Response{Name: n.fqdn, LastResort: traceLastResort(n.lastResort), Raised: n.raised}
 	if tr != nil {
 		tr.Warming = nf.warming
 		tr.LastResort = r.LastResort

@@ -50,7 +50,7 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	if sc.echo {
 		subnet = &sc.subnet
 	}
-	if out, ok := packReply(dst, &sc.resp, subnet, sc.size, nameWriter{sc.question[0].Name, sc.qwire}); ok {
+	if out, ok := packReply(dst, &sc.resp, subnet, sc.ede, sc.size, nameWriter{sc.question[0].Name, sc.qwire}); ok {
 		s.observe(sc, req)
 		return out
 	}

@@ -74,6 +74,11 @@ func (s *Server) build(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bool
 		rcode, sc.r, sc.asked = s.answer(sc, req, src, q)
 	}
 	resp.Rcode = rcode
+	if sc.opt.Hdr.Rrtype == dns.TypeOPT && rcode != dns.RcodeFormatError && rcode != dns.RcodeBadVers {
+		if code, text, ok := edeOf(rcode, &sc.r, sc.asked); ok {
+			sc.edeCode, sc.edeText, sc.ede = code, text, appendEDE(sc.ede[:0], code, text)
+		}
+	}
 	if tcp {
 		size = dns.MaxMsgSize
 	}
@@ -85,15 +90,25 @@ func (s *Server) build(sc *scratch, req *dns.Msg, src netip.Addr, tcp bool) bool
 // truncation to sc.size, and the metrics counted.
 func (s *Server) finish(sc *scratch, req *dns.Msg) {
 	size := sc.size
-	if sc.echo {
-		// The Client Subnet option echoed: left to reply to append as
-		// bytes (miekg/dns allocates to pack it), unless that would
-		// change truncation (Truncate never fills less than 512).
-		sc.tail = appendSubnet(sc.tail[:0], &sc.subnet)
+	if sc.echo || len(sc.ede) > 0 {
+		// The Client Subnet option echoed and the Extended DNS Error:
+		// left to reply to append as bytes (miekg/dns allocates to pack
+		// them), unless that would change truncation (Truncate never
+		// fills less than 512).
+		sc.tail = sc.tail[:0]
+		if sc.echo {
+			sc.tail = appendSubnet(sc.tail, &sc.subnet)
+		}
+		sc.tail = append(sc.tail, sc.ede...)
 		if sc.raw && size-len(sc.tail) >= dns.MinMsgSize {
 			size -= len(sc.tail)
 		} else {
-			sc.opt.Option = append(sc.opt.Option, &sc.subnet)
+			if sc.echo {
+				sc.opt.Option = append(sc.opt.Option, &sc.subnet)
+			}
+			if len(sc.ede) > 0 {
+				sc.opt.Option = append(sc.opt.Option, &dns.EDNS0_EDE{InfoCode: sc.edeCode, ExtraText: sc.edeText})
+			}
 			sc.tail = sc.tail[:0]
 		}
 	}

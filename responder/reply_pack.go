@@ -9,8 +9,9 @@ import (
 
 // packReply writes resp into dst (grown when too small) as miekg/dns's
 // PackBuffer packs it without compression (what it does to a reply that
-// Truncate finds fits: Compress false), with subnet, when not nil,
-// added as the last option of the OPT record, and the names known to nw
+// Truncate finds fits: Compress false), with subnet, when not nil, and
+// the option bytes ede (an Extended DNS Error) added as the last options
+// of the OPT record, and the names known to nw
 // copied from it. It returns the bytes and
 // ok, or ok false when the reply is longer than size or has a shape
 // this writer does not know (a record type other than A, AAAA, SOA, NS,
@@ -18,7 +19,7 @@ import (
 // name miekg/dns would unescape or refuse, an address it would not
 // pack): the caller then truncates and packs resp with miekg/dns, which
 // gives the same bytes for what packReply accepts.
-func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int, nw nameWriter) ([]byte, bool) {
+func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, size int, nw nameWriter) ([]byte, bool) {
 	if resp.Rcode < 0 || resp.Rcode > 0xFFF {
 		return nil, false
 	}
@@ -50,12 +51,12 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int, nw
 		b = be.AppendUint16(be.AppendUint16(b, q.Qtype), q.Qclass)
 	}
 	for _, rr := range resp.Answer {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, &nw); !ok {
 			return nil, false
 		}
 	}
 	for _, rr := range resp.Ns {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, &nw); !ok {
 			return nil, false
 		}
 	}
@@ -67,11 +68,11 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int, nw
 			}
 			opt = true
 		}
-		if b, ok = appendRR(b, rr, resp.Rcode, subnet, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, subnet, ede, &nw); !ok {
 			return nil, false
 		}
 	}
-	if !opt && (resp.Rcode > 0xF || subnet != nil) {
+	if !opt && (resp.Rcode > 0xF || subnet != nil || len(ede) > 0) {
 		return nil, false
 	}
 	if len(b) > size {
@@ -81,9 +82,9 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, size int, nw
 }
 
 // appendRR appends rr as miekg/dns packs it uncompressed, an OPT record
-// with the extended bits of rcode and subnet (when not nil) as its
-// option; ok false for what packReply leaves to miekg/dns.
-func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, nw *nameWriter) ([]byte, bool) {
+// with the extended bits of rcode and subnet (when not nil) and ede as
+// its options; ok false for what packReply leaves to miekg/dns.
+func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, ede []byte, nw *nameWriter) ([]byte, bool) {
 	if rr == nil {
 		return nil, false
 	}
@@ -150,6 +151,7 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, nw *name
 		if subnet != nil {
 			b = appendSubnet(b, subnet)
 		}
+		b = append(b, ede...)
 	default:
 		return nil, false
 	}

@@ -114,7 +114,7 @@ func TestPackReplyTaken(t *testing.T) {
 		if sc.echo {
 			subnet = &sc.subnet
 		}
-		_, ok := packReply(buf, &sc.resp, subnet, sc.size, nameWriter{sc.question[0].Name, sc.qwire})
+		_, ok := packReply(buf, &sc.resp, subnet, sc.ede, sc.size, nameWriter{sc.question[0].Name, sc.qwire})
 		if want := m.Question[0].Qtype != dns.TypeTXT; ok != want {
 			t.Errorf("%v: packReply took it %v, want %v", m.Question, ok, want)
 		}

@@ -52,6 +52,11 @@ type scratch struct {
 	// bytes in tail that reply appends to the packed reply.
 	raw  bool
 	tail []byte
+	// ede is the reply's Extended DNS Error option as bytes (empty:
+	// none; only with EDNS), edeCode and edeText what it says.
+	ede     []byte
+	edeCode uint16
+	edeText string
 	// size, r, asked, hadECS and echo are what build leaves to finish
 	// (or packReply): the UDP payload the reply may fill, the
 	// snapshot's response (asked: the snapshot was asked), whether req
@@ -79,7 +84,7 @@ const maxNames = 4096
 func (sc *scratch) resetReply() {
 	sc.resp = dns.Msg{}
 	sc.opt = dns.OPT{}
-	sc.tail = sc.tail[:0]
+	sc.tail, sc.ede = sc.tail[:0], sc.ede[:0]
 	sc.r, sc.asked, sc.hadECS, sc.echo = gslb.Response{}, false, false, false
 }
 
