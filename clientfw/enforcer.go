@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,9 @@ type Options struct {
 	// Now is the clock the elements' timeouts are counted from. Default
 	// time.Now.
 	Now func() time.Time
+	// MeterSize bounds each meter's source addresses. Default
+	// MeterSize (tests make it small to fill it).
+	MeterSize int
 }
 
 // Status is what the Enforcer last did.
@@ -57,6 +61,9 @@ type Enforcer struct {
 func New(opts Options) *Enforcer {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MeterSize <= 0 {
+		opts.MeterSize = MeterSize
 	}
 	return &Enforcer{opts: opts, st: Status{Table: opts.Table}}
 }
@@ -128,7 +135,7 @@ func (e *Enforcer) apply(want Ruleset) (bool, error) {
 		c.DelTable(tbl)
 	}
 	if !want.Empty() {
-		if err := build(c, tbl, want); err != nil {
+		if err := build(c, tbl, want, e.opts.MeterSize); err != nil {
 			return false, e.wrap("build table", err)
 		}
 	}
@@ -257,7 +264,14 @@ func elemOf(el nftables.SetElement) Elem {
 // batch ID here (1, 2, ... in the batch): google/nftables would draw one
 // from a package variable it increments unguarded, a data race between
 // two enforcers of one process (tests run several daemons).
-func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset) error {
+//
+// A limit set has two rules: the first accepts a packet of a source its
+// meter keeps under the rate; the second drops every other packet of the
+// set's clients: those over the rate, and those of a source the meter
+// could not take because it is full (meterSize sources), so that filling
+// the meter with sources cannot bypass the limit (it fails closed for
+// the limited clients until sources age out of it).
+func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset, meterSize int) error {
 	var ids uint32
 	nextID := func() uint32 { ids++; return ids }
 	c.AddTable(tbl)
@@ -281,12 +295,14 @@ func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset) error {
 		}
 		if s.Rate > 0 {
 			meter := &nftables.Set{Table: tbl, Name: MeterName(s.Name), ID: nextID(), KeyType: key, Dynamic: true, HasTimeout: true,
-				Timeout: MeterTimeout, Size: MeterSize}
+				Timeout: MeterTimeout, Size: uint32(meterSize)}
 			if err := c.AddSet(meter, nil); err != nil {
 				return fmt.Errorf("set %s: %w", meter.Name, err)
 			}
-			exprs = append(exprs, &expr.Dynset{SrcRegKey: 1, SetName: meter.Name, SetID: meter.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
-				Exprs: []expr.Any{&expr.Limit{Type: expr.LimitTypePkts, Rate: uint64(s.Rate), Over: true, Unit: expr.LimitTimeSecond}}})
+			under := append(slices.Clone(exprs), &expr.Dynset{SrcRegKey: 1, SetName: meter.Name, SetID: meter.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
+				Exprs: []expr.Any{&expr.Limit{Type: expr.LimitTypePkts, Rate: uint64(s.Rate), Unit: expr.LimitTimeSecond}}},
+				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})
+			c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: under})
 		}
 		exprs = append(exprs, &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})
 		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: exprs})

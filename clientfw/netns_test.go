@@ -326,3 +326,78 @@ func TestEnforceInNamespace(t *testing.T) {
 		t.Errorf("the other table after lbdnsd's reconciles and removal: %v\n%s", err, out)
 	}
 }
+
+// answeredFrom is answered, the queries sent from the local address
+// from of host.
+func (l *lab) answeredFrom(host *netns.Host, from string, n int, wait time.Duration) int {
+	l.t.Helper()
+	pc, err := host.ListenPacket("udp4", from+":0")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer pc.Close()
+	got := 0
+	buf := make([]byte, 1500)
+	for i := range n {
+		q := new(dns.Msg).SetQuestion("flood.example.", dns.TypeA)
+		q.Id = uint16(i + 1)
+		b, _ := q.Pack()
+		if _, err := pc.WriteTo(b, net.UDPAddrFromAddrPort(vip)); err != nil {
+			l.t.Fatal(err)
+		}
+		_ = pc.SetReadDeadline(time.Now().Add(wait))
+		for {
+			m, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				break
+			}
+			var r dns.Msg
+			if r.Unpack(buf[:m]) == nil && r.Id == q.Id {
+				got++
+				break
+			}
+		}
+	}
+	return got
+}
+
+// TestLimitFullMeterFailsClosed: once a limit's meter is full of
+// sources (here 2), a new source of the limited clients is dropped
+// whole, not let through unlimited; the sources in the meter keep their
+// rate; a source outside the limited clients is not touched.
+func TestLimitFullMeterFailsClosed(t *testing.T) {
+	l := newLab(t)
+	// Two more sources of client 2's /24, routed back through it.
+	netns.IP(t, "-n", l.c2.Name(), "addr", "add", "10.0.2.65/32", "dev", "eth1")
+	netns.IP(t, "-n", l.c2.Name(), "addr", "add", "10.0.2.66/32", "dev", "eth1")
+	netns.IP(t, "-n", l.lb.Name(), "route", "add", "10.0.2.64/26", "via", c2Addr)
+	enf := clientfw.New(clientfw.Options{Table: table, NetNS: l.fd, MeterSize: 2})
+	limit := []intent.ClientAction{action(intent.ActionLimit, "10.0.2.0/24", 50, time.Now().Add(time.Hour))}
+	if _, err := enf.Apply(limit); err != nil {
+		t.Fatal(err)
+	}
+	// Two sources fill the meter, each under its rate.
+	for _, src := range []string{c2Addr, "10.0.2.65"} {
+		if got := l.answeredFrom(l.c2, src, 3, time.Second); got != 3 {
+			t.Fatalf("%s, under the limit, got %d of 3 answers", src, got)
+		}
+	}
+	// A third source of the limited /24: the meter is full, so it is
+	// dropped rather than let through without a limit.
+	if got := l.answeredFrom(l.c2, "10.0.2.66", 5, 300*time.Millisecond); got != 0 {
+		t.Errorf("a new source with the meter full got %d of 5 answers, want 0 (fail closed)", got)
+	}
+	if got := l.answeredFrom(l.c2, c2Addr, 3, time.Second); got != 3 {
+		t.Errorf("a source in the meter, under the limit, got %d of 3 answers", got)
+	}
+	if got := l.answered(l.c1, 3, time.Second); got != 3 {
+		t.Errorf("client 1, not limited, got %d of 3 answers", got)
+	}
+	a, err := enf.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := clientfw.Same(clientfw.Desired(limit, time.Now()), a); !ok {
+		t.Errorf("the table read back differs from the intent: %s", why)
+	}
+}

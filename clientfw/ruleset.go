@@ -14,8 +14,11 @@
 //	                          blocked addresses and prefixes: dropped
 //	limit4_R, limit6_R        the same for the clients limited to R packets/s
 //	meter4_R, meter6_R        dynamic sets keyed by source address, each
-//	                          element with a limit: above R/s per source
-//	                          address, the packet is dropped
+//	                          element with a limit: under R/s per source
+//	                          address the packet is accepted; over it, or
+//	                          when the meter is full, the next rule drops
+//	                          every packet of the limited clients (a full
+//	                          meter fails closed, never open)
 //
 // Every element of a block or limit set carries the time left until its
 // action's expiry as its kernel timeout, so that the kernel removes it on
@@ -90,8 +93,17 @@ func (r Ruleset) Empty() bool {
 	return true
 }
 
-// Rules is the number of rules of r's chain: one per set.
-func (r Ruleset) Rules() int { return len(r.Sets) }
+// Rules is the number of rules of r's chain: one per block set, two per
+// limit set (accept under the rate, drop the rest).
+func (r Ruleset) Rules() int {
+	n := len(r.Sets)
+	for _, s := range r.Sets {
+		if s.Rate > 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // Comment is the comment of the element of action c.
 func Comment(c intent.ClientAction) string {
