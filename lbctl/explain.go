@@ -73,8 +73,12 @@ func (sw *statusWriter) explain(r *control.GSLBExplainReply) {
 				verdict = "matched, no member up"
 			}
 			sw.printf("  %d. %s: %s\n", i+1, policyMatch(p.Match), verdict)
-			for _, pool := range p.Pools {
-				sw.printf("     pool %s (%s): %d up\n", pool.Name, pool.Algorithm, pool.Healthy)
+			for j, pool := range p.Pools {
+				role := ""
+				if j > 0 {
+					role = fmt.Sprintf(", fallback %d", j) // the policy's fallback chain, in order
+				}
+				sw.printf("     pool %s (%s%s): %d up\n", pool.Name, pool.Algorithm, role, pool.Healthy)
 				tw := sw.table()
 				fmt.Fprintf(tw, "       MEMBER\tADDRESS\tSTATE\tWEIGHT\tCHOSEN\n")
 				for _, m := range pool.Members {

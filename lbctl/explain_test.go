@@ -23,7 +23,7 @@ func sampleExplain() control.GSLBExplainReply {
 			{Match: map[string]string{"region": "east"}, Matched: true, Answered: true, Pools: []control.GSLBExplainPool{{
 				Name: "east", Algorithm: "rr", Healthy: 1,
 				Members: []control.GSLBExplainMember{{Name: "e1", Address: "192.0.2.1", State: "up", Weight: 100, Chosen: true}, {Name: "e2", Address: "192.0.2.2", State: "down", Weight: 100}},
-			}}},
+			}, {Name: "west", Algorithm: "rr", Healthy: 1, Members: []control.GSLBExplainMember{{Name: "w1", Address: "192.0.2.9", State: "up", Weight: 100}}}}},
 		},
 		Addresses: []string{"192.0.2.1"}, TTL: 30, Scope: 24,
 	}
@@ -53,6 +53,7 @@ func TestGSLBExplain(t *testing.T) {
 		"1. carrier=cm: no match",
 		"2. region=east: matched, ANSWERED",
 		"pool east (rr): 1 up",
+		"pool west (rr, fallback 1): 1 up",
 		"reply:       NOERROR, ttl 30, ECS scope /24",
 		"answer:      192.0.2.1",
 		"www.gslb.test. 30 IN A 192.0.2.1",
