@@ -40,7 +40,7 @@ func (j *Journal) FloodAlarm(a flood.Alarm) {
 	var what string
 	switch a.Reason {
 	case flood.ReasonShare:
-		what = fmt.Sprintf("%s %s has %.0f%% of the queries (%.0f/s in all, floor %.0f/s)", a.Kind.Singular(), a.Key, 100*a.Share, a.Rate, a.Floor)
+		what = fmt.Sprintf("%s %s has %.0f%% of the short window's queries (%.0f/s in all, floor %.0f/s)", a.Kind.Singular(), a.Key, 100*a.Share, a.Rate, a.Floor)
 	default:
 		what = fmt.Sprintf("%s at %.0f/s, baseline %.0f/s (floor %.0f/s)", a.Source, a.Rate, a.Baseline, a.Floor)
 	}
@@ -54,7 +54,7 @@ func (j *Journal) FloodAlarm(a flood.Alarm) {
 	for _, v := range a.Top {
 		tops[v.Kind] = floodTopText(v)
 	}
-	msg := fmt.Sprintf("flood alarm: %s; top clients: %s; prefixes: %s; names: %s", what,
+	msg := fmt.Sprintf("flood alarm: %s; over the last %s, top clients: %s; prefixes: %s; names: %s", what, flood.AlarmWindow,
 		tops[flood.KindClient], tops[flood.KindPrefix], tops[flood.KindName])
 	j.log.Warn("flood alarm: "+what, "alarm", a.ID, "reason", string(a.Reason),
 		"clients", tops[flood.KindClient], "prefixes", tops[flood.KindPrefix], "names", tops[flood.KindName])

@@ -41,11 +41,11 @@ func TestJournalFloodAlarm(t *testing.T) {
 		t.Errorf("raised: %+v", l)
 	}
 	want := control.Event{Kind: control.EventFlood, Subject: "responder", Error: true,
-		Message: "flood alarm: responder at 5400/s, baseline 400/s (floor 1000/s); top clients: 203.0.113.66 5000/s (-2) 93%, 192.0.2.10 20/s (-2) 0%; prefixes: 203.0.113.0/24 5000/s (-0) 93%; names: boom.app.gslb.example. 5010/s (-2) 93%"}
+		Message: "flood alarm: responder at 5400/s, baseline 400/s (floor 1000/s); over the last 2s, top clients: 203.0.113.66 5000/s (-2) 93%, 192.0.2.10 20/s (-2) 0%; prefixes: 203.0.113.0/24 5000/s (-0) 93%; names: boom.app.gslb.example. 5010/s (-2) 93%"}
 	if evs[0] != want {
 		t.Errorf("event:\n got %+v\nwant %+v", evs[0], want)
 	}
-	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the queries (5400/s in all, floor 1000/s); top clients: ") {
+	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the short window's queries (5400/s in all, floor 1000/s); over the last 2s, top clients: ") {
 		t.Errorf("share event: %+v", evs[1])
 	}
 	if logs[2].level != slog.LevelInfo || evs[2].Error || evs[2].Message != "flood alarm cleared: responder at 380/s, baseline 400/s (floor 1000/s), raised 45s ago" {
