@@ -199,8 +199,6 @@ func quickstart(ctx context.Context, cfgPath string, install bool, stdout, stder
 		fmt.Fprintf(stdout, "quickstart: gslb member %s/%s pid %d on %s (kill -STOP %d stops it, kill -CONT %d starts it again)\n",
 			m.pool, m.name, p.cmd.Process.Pid, joinAddrs(m.listen), p.cmd.Process.Pid, p.cmd.Process.Pid)
 	}
-	guide(stdout, cfg)
-
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	d, err := daemon.New(daemon.Options{ConfigPath: cfgPath, DryRun: true, Logger: log, LogLevel: level,
@@ -208,6 +206,7 @@ func quickstart(ctx context.Context, cfgPath string, install bool, stdout, stder
 	if err != nil {
 		return err
 	}
+	guide(stdout, cfg) // once the daemon holds its sockets: no URL printed for a start that fails
 	go reloadOnHUP(ctx, d, log)
 	if err := d.Run(ctx); err != nil {
 		return err
@@ -234,7 +233,7 @@ func reloadOnHUP(ctx context.Context, d *daemon.Daemon, log *slog.Logger) {
 
 // guide prints what to try next.
 func guide(w io.Writer, cfg *configs.Config) {
-	fmt.Fprintln(w, "quickstart: starting lbdnsd -dry-run (Ctrl-C stops everything)")
+	fmt.Fprintln(w, "quickstart: lbdnsd -dry-run is up (Ctrl-C stops everything)")
 	if s := cfg.Daemon.ControlSocket; s != "" {
 		fmt.Fprintf(w, "quickstart: status:  go run ./lbctl -socket %s status\n", s)
 	}
