@@ -58,7 +58,14 @@ const defaultTopLimit = 20
 // more there are.
 func writeTop(e *env, rep *control.TopReply, limit int) error {
 	ew := &errWriter{w: e.stdout}
-	span := compact(time.Duration(rep.Seconds * float64(time.Second)))
+	// The window asked for (the epochs merged may cover a little more:
+	// the rate is over what they cover).
+	span := rep.Window
+	if d, err := time.ParseDuration(rep.Window); err == nil {
+		span = compact(d)
+	} else if span == "" {
+		span = compact(time.Duration(rep.Seconds * float64(time.Second)))
+	}
 	fmt.Fprintf(ew, "top %s over the last %s: %d queries, %.0f/s", rep.Kind, span, rep.Queries, rep.Rate)
 	if len(rep.Rcodes) > 0 {
 		codes := make([]string, 0, len(rep.Rcodes))

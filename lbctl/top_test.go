@@ -13,7 +13,7 @@ import (
 // TestTop lists the heaviest keys with their error bounds, asks for the
 // kind and window given, and refuses an unknown kind without asking.
 func TestTop(t *testing.T) {
-	rep := control.TopReply{Kind: "names", Window: "30s", Seconds: 30, Queries: 90000, Rate: 3000,
+	rep := control.TopReply{Kind: "names", Window: "30s", Seconds: 36, Queries: 90000, Rate: 3000, // the epochs merged cover 36 s
 		Rcodes: map[string]uint64{"NOERROR": 89000, "NXDOMAIN": 1000},
 		Entries: []control.TopEntry{{Key: "boom.app.gslb.example.", Count: 60000, Error: 120, Rate: 2000, RateError: 4, Share: 0.667},
 			{Key: "www.gslb.example.", Count: 3000, Error: 120, Rate: 100, RateError: 4, Share: 0.033}}}
