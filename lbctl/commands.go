@@ -35,7 +35,7 @@ func commands() []*command {
 		{name: "events", args: "[-f] [-n N]", summary: "show recent events, newest last; -f follows", setup: eventsCmd},
 		{name: "gslb", args: "members [--pool P] | status | explain NAME [--client IP] [--ecs PREFIX] [--type A|AAAA] | off|on [--name N | --zone Z] --reason R | ttl SECONDS|--clear [--name N | --zone Z] --reason R", summary: "show the GSLB pools' members (status: with the emergency switches); explain how the responder answers NAME (location, policies tried, pools and members, choice, ECS scope, TTL); switch intelligent resolution off or on, raise or restore TTLs", setup: gslbCmd},
 		{name: "prefetch", args: "[--resolver R] [--name NAME]", summary: "list the names kept warm in each resolver's cache: last refresh, TTL left, next run", setup: prefetchCmd},
-		{name: "top", args: "[clients|prefixes|names|suffixes|nametypes] [--window 10s]", summary: "show the heaviest clients, prefixes, names or suffixes of the queries counted (estimated queries, error bound, rate, share) over a recent window", setup: topCmd},
+		{name: "top", args: "[clients|prefixes|names|suffixes|nametypes] [--window 10s] [--limit 20]", summary: "show the heaviest clients, prefixes, names or suffixes of the queries counted (estimated queries, error bound, rate, share) over a recent window", setup: topCmd},
 		{name: "fleet", args: "status", summary: "list the fleet's nodes (heartbeat age, config hash, intent revision, SOA serial) and flag the odd one out", setup: fleetCmd},
 		{name: "host", args: "drain [--reason TEXT] | enable", summary: "drain this host's BGP announcements (marked GRACEFUL_SHUTDOWN, withdrawn after the drain delay; IPVS left as it is), or announce them again", setup: hostCmd},
 		{name: "bgp", args: "status", summary: "show the BGP sessions and every prefix, announced or not, with its MED, communities and why", setup: bgpCmd},
@@ -85,9 +85,33 @@ func (c *command) flagSet(e *env) *flag.FlagSet {
 // printUsage writes the command's usage and flags to w.
 func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: lbctl [global flags] %s\n\n%s%s.\n\nFlags:\n", strings.TrimSpace(c.name+" "+c.args), strings.ToUpper(c.summary[:1]), c.summary[1:])
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
+}
+
+// printFlags writes fs's flags as the usage lines write them, with two
+// dashes (--pool; one for a one-letter flag: -o), each with its default when it has one, as
+// flag.PrintDefaults does.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name // -o, as the usage writes it
+		}
+		if name != "" {
+			line += " " + name
+		}
+		if len(line) <= 6 {
+			line += "\t"
+		} else {
+			line += "\n    \t"
+		}
+		line += strings.ReplaceAll(usage, "\n", "\n    \t")
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
 }
 
 // printUsage writes lbctl's usage to w: every command and the global flags.
@@ -100,7 +124,7 @@ func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
 	global.SetOutput(w)
 	global.PrintDefaults()
 	global.SetOutput(io.Discard)
-	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable, 4 a change was sent but no reply came (applied or not: check lbctl status and lbctl events).\n")
+	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable, 4 a change was sent but no reply came (applied or not: check lbctl status and lbctl events), 5 the fleet's etcd is out of reach (nothing was changed).\n")
 }
 
 // helpCmd prints the usage of lbctl or of one command.

@@ -133,7 +133,7 @@ func TestHelp(t *testing.T) {
 		if r.code != exitOK {
 			t.Fatalf("%q: exit %d, stderr:\n%s", args, r.code, r.stderr)
 		}
-		for _, want := range []string{"lbctl [global flags] drain RESOLVER", "-pool", "-vip", "-reason"} {
+		for _, want := range []string{"lbctl [global flags] drain RESOLVER", "  --pool ", "  --vip ", "  --reason "} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%q: drain usage lacks %q:\n%s", args, want, r.stdout)
 			}
