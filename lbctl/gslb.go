@@ -139,6 +139,9 @@ func gslbSet(e *env, args []string, req control.GSLBRequest) error {
 	case len(args) > 1:
 		return usageErrorf("unexpected argument %q", args[1])
 	}
+	if (req.Action == control.GSLBOff || req.Action == control.GSLBTTL && !req.Clear) && strings.TrimSpace(req.Reason) == "" {
+		return usageErrorf("--reason is required: operators reading the status must know why")
+	}
 	ctx, cancel := e.request()
 	defer cancel()
 	rep, err := e.client().SetGSLB(ctx, req)

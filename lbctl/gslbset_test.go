@@ -54,6 +54,8 @@ func TestGSLBSetErrors(t *testing.T) {
 		{[]string{"gslb", "ttl", "60", "--clear"}, "takes no SECONDS"},
 		{[]string{"gslb", "on", "--clear"}, "--clear goes with gslb ttl"},
 		{[]string{"gslb", "off", "now"}, `unexpected argument "now"`},
+		{[]string{"gslb", "off", "--name", "www.g.test"}, "--reason is required"},
+		{[]string{"gslb", "ttl", "600", "--zone", "g.test"}, "--reason is required"},
 	} {
 		r := lbctl(t, append([]string{"-socket", f.socket}, tc.args...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
