@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"lbdns/testkit/bird"
 	"lbdns/testkit/ecmp"
 	"lbdns/testkit/leakcheck"
+	"lbdns/testkit/testlog"
 )
 
 // Our AS and the router's.
@@ -66,7 +68,8 @@ func TestBirdAnnouncer(t *testing.T) {
 	h.Config.Publish(cfg)
 	var changes []announce.Change
 	changed := make(chan announce.Change, 100)
-	spk := announce.NewGoBGP(nil)
+	logs := &testlog.Buffer{}
+	spk := announce.NewGoBGP(slog.New(slog.NewTextHandler(logs, nil)))
 	a := announce.New(announce.Options{Hub: h, Speaker: spk, OnChange: func(c announce.Change) { changed <- c }})
 	stop := runAnnouncer(t, a)
 
@@ -114,11 +117,14 @@ func TestBirdAnnouncer(t *testing.T) {
 	}
 
 	st := a.Status()
-	if len(st.Peers) != 1 || st.Peers[0].State != announce.StateEstablished || st.Peers[0].Since.IsZero() {
-		t.Errorf("status peers = %+v", st.Peers)
+	if len(st.Peers) != 1 || st.Peers[0].State != announce.StateEstablished || st.Peers[0].Since.IsZero() || st.Peers[0].LastError != "" {
+		t.Errorf("status peers = %+v, want one established, with no last error (the steps up are none)", st.Peers)
 	}
 	stop()
 	b.WaitGone("stopped: v1 withdrawn", "192.0.2.53/32")
+	if out := logs.String(); strings.Contains(out, "level=ERROR") {
+		t.Errorf("a clean session and stop logged errors:\n%s", out)
+	}
 	close(changed)
 	for c := range changed {
 		changes = append(changes, c)

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
@@ -28,6 +29,7 @@ type GoBGP struct {
 
 	mu     sync.Mutex
 	srv    *server.BgpServer
+	quiet  *atomic.Bool       // set while srv stops: its "failed to stop" line is ours to drop
 	stop   context.CancelFunc // ends the peer watch
 	global globalConf
 	peers  []configs.BGPPeer
@@ -117,7 +119,8 @@ func samePeer(a, b configs.BGPPeer) bool { return a == b }
 func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 	lvl := &slog.LevelVar{}
 	lvl.Set(slog.LevelWarn)
-	srv := server.NewBgpServer(server.LoggerOption(g.log.With("component", "gobgp"), lvl))
+	quiet := new(atomic.Bool)
+	srv := server.NewBgpServer(server.LoggerOption(slog.New(stopFilter{g.log.With("component", "gobgp").Handler(), quiet}), lvl))
 	go srv.Serve()
 	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn: want.as, RouterId: want.routerID.String(), ListenPort: int32(want.port),
@@ -152,9 +155,17 @@ func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 				return
 			}
 			st := ev.Peer.State
-			if st.SessionState != bgp.BGP_FSM_ESTABLISHED && ev.Peer.State.DisconnectMessage != "" {
+			// A session that went down says why; the reasons of the
+			// steps up (idle-hold-timer-expired, open-msg-received, ...)
+			// are none, and an established session has none left.
+			switch {
+			case st.SessionState == bgp.BGP_FSM_ESTABLISHED:
 				g.mu.Lock()
-				g.errs[st.NeighborAddress] = ev.Peer.State.DisconnectMessage
+				delete(g.errs, st.NeighborAddress)
+				g.mu.Unlock()
+			case st.DisconnectMessage != "" && !stepUp(st.DisconnectMessage):
+				g.mu.Lock()
+				g.errs[st.NeighborAddress] = st.DisconnectMessage
 				g.mu.Unlock()
 			}
 			g.notify()
@@ -165,7 +176,7 @@ func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 		srv.Stop()
 		return fmt.Errorf("bgp: watch the peers: %w", err)
 	}
-	g.srv, g.stop, g.global, g.peers = srv, stop, want, nil
+	g.srv, g.quiet, g.stop, g.global, g.peers = srv, quiet, stop, want, nil
 	return nil
 }
 
@@ -183,10 +194,49 @@ func (g *GoBGP) stopLocked(ctx context.Context) {
 	if err := g.srv.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
 		g.log.Warn("bgp: stop the speaker", "err", err)
 	}
+	// Stop stops BGP again before the rest of the server, and logs at
+	// ERROR that it cannot (it is stopped already): a clean stop logs
+	// no error.
+	g.quiet.Store(true)
 	g.srv.Stop()
 	g.stop()
 	g.srv, g.peers = nil, nil
 	g.notify()
+}
+
+// stepUp reports whether reason is GoBGP's word for a step of a session
+// coming up, not for a failure.
+func stepUp(reason string) bool {
+	switch reason {
+	case "idle-hold-timer-expired", "new-connection", "open-msg-received", "open-msg-negotiated":
+		return true
+	}
+	return false
+}
+
+// stopFilter is GoBGP's log handler: h, without the ERROR line its
+// Stop writes after the speaker was stopped already (it stops BGP a
+// second time) while quiet is set.
+type stopFilter struct {
+	h     slog.Handler
+	quiet *atomic.Bool
+}
+
+func (f stopFilter) Enabled(ctx context.Context, l slog.Level) bool { return f.h.Enabled(ctx, l) }
+
+func (f stopFilter) Handle(ctx context.Context, r slog.Record) error {
+	if f.quiet.Load() && r.Message == "failed to stop BGP server" {
+		return nil
+	}
+	return f.h.Handle(ctx, r)
+}
+
+func (f stopFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return stopFilter{f.h.WithAttrs(as), f.quiet}
+}
+
+func (f stopFilter) WithGroup(name string) slog.Handler {
+	return stopFilter{f.h.WithGroup(name), f.quiet}
 }
 
 // notify wakes PeerChanges' reader.
