@@ -221,7 +221,7 @@ func TestQuickstartWalkThrough(t *testing.T) {
 		}
 		return len(st.Pools) == 1 && st.Pools[0].Healthy == 5 && up == 4, fmt.Sprintf("pools %+v, gslb members up %d", st.Pools, up)
 	})
-	if out := q.mustLbctl("status"); !strings.Contains(out, "DRY RUN") || !strings.Contains(out, "pool local (check recursive): healthy, healthy 5") {
+	if out := q.mustLbctl("status"); !strings.Contains(out, "DRY RUN") || !strings.Contains(out, "pool local (check recursive): healthy, 5 of 5 up") {
 		t.Errorf("lbctl status:\n%s", out)
 	}
 	// Flags after the command, as well.

@@ -150,7 +150,7 @@ func TestStatusTable(t *testing.T) {
 	if !strings.Contains(out, "ipvs 12 ops computed, not applied\n") || strings.Contains(out, "errors") {
 		t.Errorf("dry-run daemon line does not say the ops were computed, not applied:\n%s", out)
 	}
-	if !hasLine(out, "pool main (check recursive): below-minimum, healthy 1, enabled 2, total 3 (min healthy 2)") {
+	if !hasLine(out, "pool main (check recursive): below-minimum, 1 of 3 up (2 enabled, min healthy 2)") {
 		t.Errorf("no pool header:\n%s", out)
 	}
 	if !hasLine(out, "FAIL-OPEN: last good set held in traffic although failing: unbound-1") {

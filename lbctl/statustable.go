@@ -150,8 +150,8 @@ func services(ss []control.Service) string {
 // pool writes a pool's header, its FAIL-OPEN warning, detail, vendor
 // counts and member table.
 func (sw *statusWriter) pool(p control.Pool) {
-	sw.printf("\npool %s (check %s): %s, healthy %d, enabled %d, total %d (min healthy %d)\n",
-		p.Name, p.Check, p.Diagnosis, p.Healthy, p.Enabled, p.Total, p.MinHealthy)
+	sw.printf("\npool %s (check %s): %s, %d of %d up (%d enabled, min healthy %d)\n",
+		p.Name, p.Check, p.Diagnosis, p.Healthy, p.Total, p.Enabled, p.MinHealthy)
 	if p.FailOpen {
 		sw.failOpen(p.Members)
 	}
