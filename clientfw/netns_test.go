@@ -100,7 +100,15 @@ func (l *lab) answered(host *netns.Host, n int, wait time.Duration) int {
 // answeredAt is answered, the queries sent to to.
 func (l *lab) answeredAt(host *netns.Host, to netip.AddrPort, n int, wait time.Duration) int {
 	l.t.Helper()
-	pc, err := host.ListenPacket("udp", ":0")
+	return l.exchange(host, "udp", ":0", to, n, wait)
+}
+
+// exchange sends n queries from host over network, from the local
+// address from, to to, one after the other, each waiting up to wait for
+// its answer, and returns how many were answered.
+func (l *lab) exchange(host *netns.Host, network, from string, to netip.AddrPort, n int, wait time.Duration) int {
+	l.t.Helper()
+	pc, err := host.ListenPacket(network, from)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -331,34 +339,7 @@ func TestEnforceInNamespace(t *testing.T) {
 // from of host.
 func (l *lab) answeredFrom(host *netns.Host, from string, n int, wait time.Duration) int {
 	l.t.Helper()
-	pc, err := host.ListenPacket("udp4", from+":0")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer pc.Close()
-	got := 0
-	buf := make([]byte, 1500)
-	for i := range n {
-		q := new(dns.Msg).SetQuestion("flood.example.", dns.TypeA)
-		q.Id = uint16(i + 1)
-		b, _ := q.Pack()
-		if _, err := pc.WriteTo(b, net.UDPAddrFromAddrPort(vip)); err != nil {
-			l.t.Fatal(err)
-		}
-		_ = pc.SetReadDeadline(time.Now().Add(wait))
-		for {
-			m, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				break
-			}
-			var r dns.Msg
-			if r.Unpack(buf[:m]) == nil && r.Id == q.Id {
-				got++
-				break
-			}
-		}
-	}
-	return got
+	return l.exchange(host, "udp4", from+":0", vip, n, wait)
 }
 
 // TestLimitFullMeterFailsClosed: once a limit's meter is full of
