@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -15,6 +16,8 @@ import (
 type productFile struct {
 	dir, file string   // its directory and path, slash-separated, from the module root
 	imports   []string // its import paths
+	ast       *ast.File
+	fset      *token.FileSet // of ast
 }
 
 // productFiles returns every non-test .go file of the module outside
@@ -45,11 +48,11 @@ func productFiles(t *testing.T) []productFile {
 		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		pf := productFile{dir: filepath.ToSlash(filepath.Dir(rel)), file: rel}
+		pf := productFile{dir: filepath.ToSlash(filepath.Dir(rel)), file: rel, ast: f, fset: fset}
 		for _, imp := range f.Imports {
 			p, err := strconv.Unquote(imp.Path.Value)
 			if err != nil {
