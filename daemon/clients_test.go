@@ -78,7 +78,7 @@ func TestClientActions(t *testing.T) {
 	if len(rep.Clients.Entries) != 1 || !rep.Clients.Entries[0].Enforced || !rep.Clients.Enforced {
 		t.Errorf("limit reply: %+v", rep.Clients)
 	}
-	if out := nft(); !strings.Contains(out, "203.0.113.0/24") || !strings.Contains(out, "limit rate over 40/second") {
+	if out := nft(); !strings.Contains(out, "203.0.113.0/24") || !strings.Contains(out, "limit rate 40/second") || !strings.Contains(out, "accept") {
 		t.Errorf("the namespace's table after the limit:\n%s", out)
 	}
 	var ce *control.Error

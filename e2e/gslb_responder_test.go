@@ -525,7 +525,7 @@ func TestGSLBResponderFailover(t *testing.T) {
 		t.Errorf("failover took %v, more than %v", took.Round(time.Millisecond), budget)
 	}
 	r := w.mustLbctl("gslb", "explain", fo)
-	if !strings.Contains(r.stdout, "pool main (rr): 0 up") || !strings.Contains(r.stdout, "pool backup (rr): 1 up") {
+	if !strings.Contains(r.stdout, "pool main (rr): 0 up") || !strings.Contains(r.stdout, "pool backup (rr, fallback 1): 1 up") {
 		t.Errorf("lbctl gslb explain after the failover: want main with none up, then backup:\n%s", r.stdout)
 	}
 
