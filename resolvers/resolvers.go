@@ -741,35 +741,29 @@ func sameTime(ms []*Member, w time.Duration) bool {
 func (p *Plan) addTable(v *configs.VIP, pi int, rules []Rule) {
 	t, ps := p.Table, &p.Pools[pi]
 	fwd := forwarding(v.Forwarding)
-	for _, proto := range v.Protocols {
-		pr := vip.UDP
-		if proto == "tcp" {
-			pr = vip.TCP
-		}
-		for _, port := range v.Ports {
-			key := vip.ServiceKey{Addr: v.Addr, Port: uint16(port), Proto: pr}
-			svc := vip.Service{Key: key, Scheduler: v.Scheduler, Dests: map[netip.AddrPort]vip.Destination{}}
-			idx := map[netip.AddrPort]memberRef{}
-			p.dests[key] = idx
-			for mi, m := range ps.Members {
-				a := DestAddr(fwd, uint16(port), m.Addr)
-				if _, dup := idx[a]; !dup {
-					idx[a] = memberRef{pool: pi, member: mi}
-				}
-				if !m.InTraffic {
-					continue
-				}
-				w := m.Weight
-				switch strongest(rules, m.Name, ps.Name, v.Name) {
-				case Disable:
-					continue
-				case Drain:
-					w = 0
-				}
-				svc.Dests[a] = vip.Destination{Addr: a, Weight: w, Forwarding: fwd}
+	for _, key := range vip.ServiceKeys(v) {
+		port := key.Port
+		svc := vip.Service{Key: key, Scheduler: v.Scheduler, Dests: map[netip.AddrPort]vip.Destination{}}
+		idx := map[netip.AddrPort]memberRef{}
+		p.dests[key] = idx
+		for mi, m := range ps.Members {
+			a := DestAddr(fwd, port, m.Addr)
+			if _, dup := idx[a]; !dup {
+				idx[a] = memberRef{pool: pi, member: mi}
 			}
-			t[key] = svc
+			if !m.InTraffic {
+				continue
+			}
+			w := m.Weight
+			switch strongest(rules, m.Name, ps.Name, v.Name) {
+			case Disable:
+				continue
+			case Drain:
+				w = 0
+			}
+			svc.Dests[a] = vip.Destination{Addr: a, Weight: w, Forwarding: fwd}
 		}
+		t[key] = svc
 	}
 }
 
