@@ -113,14 +113,22 @@ type Error struct {
 	// Unavailable is ErrorReply.Unavailable: what an Unavailable refusal
 	// could not reach (UnavailableEtcd, UnconfirmedEtcd), "" otherwise.
 	Unavailable string
+	// cause is what the message wraps (%w in Errorf), for errors.As.
+	cause error
 }
 
 // Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
-// Errorf returns an *Error of kind with a formatted message.
+// Unwrap returns the error the message wraps (nil when none).
+func (e *Error) Unwrap() error { return e.cause }
+
+// Errorf returns an *Error of kind with a formatted message; a %w verb
+// wraps its error, as fmt.Errorf does, so that the refusal keeps its
+// cause in the chain.
 func Errorf(kind Kind, format string, args ...any) *Error {
-	return &Error{Kind: kind, Code: kind.httpStatus(), Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &Error{Kind: kind, Code: kind.httpStatus(), Message: err.Error(), cause: errors.Unwrap(err)}
 }
 
 // httpStatus maps err to the HTTP status a server replies with: its

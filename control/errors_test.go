@@ -1,6 +1,9 @@
 package control
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestKindStatus: every Kind has its own status, and the client reads
 // the kind back from it.
@@ -21,5 +24,19 @@ func TestKindStatus(t *testing.T) {
 	}
 	if got := kindOf(502); got != Internal {
 		t.Errorf("kindOf(502) = %v, want internal", got)
+	}
+}
+
+// TestErrorfWraps: a %w in Errorf keeps its error in the chain (a
+// refusal says its kind and still names its cause), with the message
+// fmt.Errorf would give.
+func TestErrorfWraps(t *testing.T) {
+	cause := errors.New("revision 3, now 4")
+	e := Errorf(Conflict, "the intent changed meanwhile: %w", cause)
+	if !errors.Is(e, cause) || e.Message != "the intent changed meanwhile: revision 3, now 4" || e.Kind != Conflict {
+		t.Errorf("Errorf with %%w: %+v (is cause: %v)", e, errors.Is(e, cause))
+	}
+	if e := Errorf(Malformed, "plain %s", "text"); e.Unwrap() != nil || e.Message != "plain text" {
+		t.Errorf("Errorf without %%w: %+v", e)
 	}
 }

@@ -152,7 +152,7 @@ func (d *Daemon) handleChange(ctx context.Context, call change) (intent.Changed,
 			// Another writer of the store won: take its revision, so
 			// that a retry is decided on it.
 			d.adoptIntent(ctx, intent.Stored{State: ce.Current, Revision: ce.Actual}) // whatever its revision: the store has it
-			return intent.Changed{}, conflictError{ctl: control.Errorf(control.Conflict, "%s", err.Error()), conflict: ce}
+			return intent.Changed{}, control.Errorf(control.Conflict, "%w", err)      // the store's conflict stays in the chain
 		case !errors.As(err, &ds):
 			return intent.Changed{}, fmt.Errorf("cannot persist the %s, nothing changed: %w", c.What, err)
 		}
@@ -170,19 +170,6 @@ func (d *Daemon) handleChange(ctx context.Context, call change) (intent.Changed,
 	}
 	return out, nil
 }
-
-// conflictError is a change refused because another writer of the store
-// won: the control API's 409, with the store's conflict in its chain.
-type conflictError struct {
-	ctl      *control.Error
-	conflict *intent.ConflictError
-}
-
-// Error returns the control API's message.
-func (e conflictError) Error() string { return e.ctl.Error() }
-
-// Unwrap returns both.
-func (e conflictError) Unwrap() []error { return []error{e.ctl, e.conflict} }
 
 // SetGSLB applies a GSLB emergency request (off, on, ttl): the
 // responder's.
