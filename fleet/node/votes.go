@@ -296,6 +296,15 @@ func (v *votes) step(ctx context.Context, view etcdfleet.FleetView) {
 	self := v.n.cfg.Name
 	ms := members(cfg)
 	hb := v.n.hb.Load()
+	// ownFacts reads this node's own statuses (a copy of every target's)
+	// at most once a step, and only when a part of the step needs them.
+	var ownSt map[monitor.Key]monitor.TargetStatus
+	ownFacts := func() map[monitor.Key]monitor.TargetStatus {
+		if ownSt == nil {
+			ownSt = v.n.o.Monitor.Status()
+		}
+		return ownSt
+	}
 
 	if view.Loaded {
 		if v.seen != nil {
@@ -398,7 +407,7 @@ func (v *votes) step(ctx context.Context, view etcdfleet.FleetView) {
 				v.addWrites(n)
 			}
 		} else {
-			v.vote(vctx, hb, cfg, mine, canaryOK)
+			v.vote(vctx, hb, cfg, mine, canaryOK, ownFacts())
 		}
 		cancel()
 	}
@@ -412,7 +421,11 @@ func (v *votes) step(ctx context.Context, view etcdfleet.FleetView) {
 	}
 	v.views, v.decisions, v.source, v.why = views, decisions, source, why
 	v.mu.Unlock()
-	if forced := forcedStates(cfg, v.n.o.Monitor.Status(), source, views); !sameForced(forced, v.forced) {
+	var st map[monitor.Key]monitor.TargetStatus // this node's own facts: read only judging from its own probes
+	if source != sourceFleet {
+		st = ownFacts()
+	}
+	if forced := forcedStates(cfg, st, source, views); !sameForced(forced, v.forced) {
 		v.forced = forced
 		v.n.o.Hub.Forced.Publish(forced) // the responder rebuilds from the new verdicts
 	}
@@ -446,11 +459,10 @@ func (v *votes) tellCanaries(loaded bool, chosen netip.AddrPort, why string, can
 // state is decided, and deletes its votes on the others. A down vote
 // waits until most canaries answered after the member went down
 // (fleet.DownConfirmed over canaryOK, each canary's last success).
-func (v *votes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time) {
+func (v *votes) vote(ctx context.Context, hb *etcdfleet.Heartbeater, cfg *configs.Config, mine map[string]bool, canaryOK []time.Time, own map[monitor.Key]monitor.TargetStatus) {
 	if cfg == nil {
 		return
 	}
-	own := v.n.o.Monitor.Status()
 	writes := 0
 	for _, p := range gslb.Evaluate(cfg, own, v.n.o.Now()) { // this node's own probes: no forced state
 		for _, m := range p.Members {
