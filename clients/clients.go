@@ -60,10 +60,14 @@ type Part struct {
 	o   Options
 	enf *clientfw.Enforcer
 
-	mu sync.Mutex // serializes enforcement; guards failing
+	mu sync.Mutex // serializes enforcement; guards failing and enforced
 	// failing is set while enforcement fails, so that the journal tells
 	// a failure and a recovery once each.
 	failing bool
+	// enforced is the version of Hub.Intent the last Enforce applied:
+	// an intent change a request enforced already is not enforced again
+	// when Run sees it.
+	enforced uint64
 	// retryAt is when expiry may try the intent again after it failed
 	// (Run only): an unreachable store must not be asked every second.
 	retryAt time.Time
@@ -127,7 +131,7 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 				return
 			case <-p.o.Hub.Intent.Changed(seen):
 				_, seen = p.o.Hub.Intent.Load()
-				p.Enforce()
+				p.enforceAfter(seen)
 			case <-tick.C:
 				p.expire(ctx)
 				if cfg := p.config(); cfg != nil && p.o.Now().Sub(last) >= cfg.IPVS.ResyncInterval.Duration {
@@ -143,10 +147,19 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 // Enforce brings the kernel's table to the client actions of the intent
 // in force. A failure keeps the intent as it is: the actions are shown
 // as not enforced.
-func (p *Part) Enforce() {
+func (p *Part) Enforce() { p.enforceAfter(0) }
+
+// enforceAfter is Enforce, unless the intent of version v or a later one
+// was enforced already.
+func (p *Part) enforceAfter(v uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, err := p.enf.Apply(p.intent().ClientsAt(p.o.Now()))
+	in, ver := p.o.Hub.Intent.Load()
+	if v > 0 && p.enforced >= v {
+		return
+	}
+	_, err := p.enf.Apply(in.State.ClientsAt(p.o.Now()))
+	p.enforced = ver
 	if (err != nil) != p.failing {
 		p.failing = err != nil
 		p.o.Journal.ClientsEnforce(p.o.Table, err)
