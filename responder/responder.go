@@ -184,11 +184,9 @@ type Responder struct {
 	listenErr string       // why the listeners could not be opened
 	degraded  []lastResort // the names of snap on their last resort
 
-	// seen is the version of Hub.Intent the last Update read, and
-	// seenCh is closed when it moves (under seenMu: WaitIntent).
-	seenMu sync.Mutex
-	seen   uint64
-	seenCh chan struct{}
+	// served is the version of Hub.Intent the last Update read (and
+	// answers under, when done): what WaitIntent waits on.
+	served *hub.Value[uint64]
 }
 
 // NewResponder returns a responder; Run runs it. Metrics that cannot be
@@ -230,7 +228,7 @@ func NewResponder(o ResponderOptions) *Responder {
 	if o.Build.Snapshot == nil {
 		o.Build.Snapshot = def.Snapshot
 	}
-	r := &Responder{o: o, log: o.Logger, seenCh: make(chan struct{})}
+	r := &Responder{o: o, log: o.Logger, served: hub.NewValue[uint64]()}
 	if o.Registerer != nil {
 		m, err := NewMetrics(o.Registerer)
 		if err != nil {
@@ -342,12 +340,8 @@ func (r *Responder) Refresh() { r.refresh() }
 // saw records that an update read version v of Hub.Intent (or a later
 // one) and is done: its listeners answer under it.
 func (r *Responder) saw(v uint64) {
-	r.seenMu.Lock()
-	defer r.seenMu.Unlock()
-	if v > r.seen {
-		r.seen = v
-		close(r.seenCh)
-		r.seenCh = make(chan struct{})
+	if old, _ := r.served.Load(); v > old { // Update runs one at a time: no race between Load and Publish
+		r.served.Publish(v)
 	}
 }
 
@@ -360,19 +354,14 @@ func (r *Responder) WaitIntent(ctx context.Context, v uint64) error {
 	if r.o.Hub == nil {
 		return nil
 	}
-	for {
-		r.seenMu.Lock()
-		seen, ch := r.seen, r.seenCh
-		r.seenMu.Unlock()
-		if seen >= v {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+	served, ver := r.served.Load()
+	for served < v {
+		var err error
+		if served, ver, err = r.served.Wait(ctx, ver); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // refresh updates the responder from the running configuration and the
