@@ -430,7 +430,9 @@ func (c *Cluster) Logs() string {
 	return b.String()
 }
 
-// Close stops every member (SIGTERM, then SIGKILL after 10 s).
+// Close stops every member: SIGTERM to all at once (a leader stopped
+// alone waits for a live peer to take the leadership over), then
+// SIGKILL to one still running 20 s later.
 func (c *Cluster) Close() error {
 	if c.root != nil {
 		c.root.Close()
@@ -438,9 +440,13 @@ func (c *Cluster) Close() error {
 	var errs []error
 	for _, m := range c.members {
 		m.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, m := range c.members {
 		select {
 		case <-m.done:
-		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
 			m.cmd.Process.Kill()
 			<-m.done
 			errs = append(errs, fmt.Errorf("etcdtest: %s did not stop on SIGTERM", m.name))
