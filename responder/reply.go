@@ -50,7 +50,8 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 	if sc.echo {
 		subnet = &sc.subnet
 	}
-	if out, ok := packReply(dst, &sc.resp, subnet, sc.ede, sc.size, nameWriter{sc.question[0].Name, sc.qwire}); ok {
+	sc.nw.reset(sc.question[0].Name, sc.qwire)
+	if out, ok := packReply(dst, &sc.resp, subnet, sc.ede, sc.size, &sc.nw); ok {
 		s.observe(sc, req)
 		return out
 	}

@@ -113,6 +113,9 @@ func (s *Server) finish(sc *scratch, req *dns.Msg) {
 		}
 	}
 	sc.resp.Truncate(size)
+	// Truncate leaves a reply that fits uncompressed uncompressed:
+	// names are compressed in every reply, as gdnsd and BIND do.
+	sc.resp.Compress = true
 	s.observe(sc, req)
 }
 

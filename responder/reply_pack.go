@@ -3,23 +3,24 @@ package responder
 import (
 	"encoding/binary"
 	"net"
+	"strings"
 
 	"github.com/miekg/dns"
 )
 
 // packReply writes resp into dst (grown when too small) as miekg/dns's
-// PackBuffer packs it without compression (what it does to a reply that
-// Truncate finds fits: Compress false), with subnet, when not nil, and
+// PackBuffer packs it with Compress set (finish sets it after
+// Truncate), with subnet, when not nil, and
 // the option bytes ede (an Extended DNS Error) added as the last options
-// of the OPT record, and the names known to nw
-// copied from it. It returns the bytes and
+// of the OPT record, its names written by nw (reset for this message).
+// It returns the bytes and
 // ok, or ok false when the reply is longer than size or has a shape
 // this writer does not know (a record type other than A, AAAA, SOA, NS,
 // CNAME, PTR, MX and OPT, an OPT with options of its own or not last, a
 // name miekg/dns would unescape or refuse, an address it would not
 // pack): the caller then truncates and packs resp with miekg/dns, which
 // gives the same bytes for what packReply accepts.
-func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, size int, nw nameWriter) ([]byte, bool) {
+func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, size int, nw *nameWriter) ([]byte, bool) {
 	if resp.Rcode < 0 || resp.Rcode > 0xFFF {
 		return nil, false
 	}
@@ -51,12 +52,12 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, 
 		b = be.AppendUint16(be.AppendUint16(b, q.Qtype), q.Qclass)
 	}
 	for _, rr := range resp.Answer {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, nw); !ok {
 			return nil, false
 		}
 	}
 	for _, rr := range resp.Ns {
-		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, nil, nil, nw); !ok {
 			return nil, false
 		}
 	}
@@ -68,7 +69,7 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, 
 			}
 			opt = true
 		}
-		if b, ok = appendRR(b, rr, resp.Rcode, subnet, ede, &nw); !ok {
+		if b, ok = appendRR(b, rr, resp.Rcode, subnet, ede, nw); !ok {
 			return nil, false
 		}
 	}
@@ -81,7 +82,7 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, 
 	return b, true
 }
 
-// appendRR appends rr as miekg/dns packs it uncompressed, an OPT record
+// appendRR appends rr as miekg/dns packs it compressed, an OPT record
 // with the extended bits of rcode and subnet (when not nil) and ede as
 // its options; ok false for what packReply leaves to miekg/dns.
 func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, ede []byte, nw *nameWriter) ([]byte, bool) {
@@ -127,23 +128,23 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, ede []by
 			return nil, false
 		}
 	case *dns.SOA:
-		if b, ok = appendName(b, rr.Ns); !ok {
+		if b, ok = nw.append(b, rr.Ns); !ok {
 			return nil, false
 		}
-		if b, ok = appendName(b, rr.Mbox); !ok {
+		if b, ok = nw.append(b, rr.Mbox); !ok {
 			return nil, false
 		}
 		for _, v := range [...]uint32{rr.Serial, rr.Refresh, rr.Retry, rr.Expire, rr.Minttl} {
 			b = be.AppendUint32(b, v)
 		}
 	case *dns.NS:
-		b, ok = appendName(b, rr.Ns)
+		b, ok = nw.append(b, rr.Ns)
 	case *dns.CNAME:
-		b, ok = appendName(b, rr.Target)
+		b, ok = nw.append(b, rr.Target)
 	case *dns.PTR:
-		b, ok = appendName(b, rr.Ptr)
+		b, ok = nw.append(b, rr.Ptr)
 	case *dns.MX:
-		b, ok = appendName(be.AppendUint16(b, rr.Preference), rr.Mx)
+		b, ok = nw.append(be.AppendUint16(b, rr.Preference), rr.Mx)
 	case *dns.OPT:
 		if len(rr.Option) != 0 {
 			return nil, false
@@ -162,59 +163,103 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, ede []by
 	return b, true
 }
 
-// nameWriter appends names to a message, copying the wire form of the
-// name it appended last (or was seeded with: the question's name as the
-// query has it) when the same name comes again, as the owner of the
-// records.
+// nameWriter appends domain names to a message compressed as
+// miekg/dns packs a message with Compress set: each suffix of a name
+// that starts at a label and was written before (the same bytes: the
+// comparison keeps case, as miekg/dns's does) becomes a pointer to where
+// it was first written; the suffixes written are remembered while their
+// offset fits a pointer. The first name, the question's, is copied from
+// the query's wire form when it is the name seeded (reset).
 type nameWriter struct {
-	last string
+	seed string
 	wire []byte
+	n    int
+	tab  [maxSuffixes]suffix
 }
 
-// append appends the name s to b as appendName does.
+// suffix is a name written to the message, and where.
+type suffix struct {
+	name string
+	off  int
+}
+
+// maxSuffixes bounds the names a nameWriter remembers: a reply with more
+// distinct suffixes is left to miekg/dns (a static answer of many
+// names; never a GSLB answer, whose records share one owner).
+const maxSuffixes = 32
+
+// maxPointer is the first message offset a compression pointer cannot
+// reach (14 bits).
+const maxPointer = 1 << 14
+
+// reset makes nw ready for a new message whose question name is seed,
+// as the query has it on the wire (nil: not known).
+func (nw *nameWriter) reset(seed string, wire []byte) {
+	nw.seed, nw.wire, nw.n = seed, wire, 0
+}
+
+// append appends the name s to b, compressed against the names appended
+// before; ok false for a name left to miekg/dns (empty, not fully
+// qualified, with an escape, an empty or long label, or long) or when
+// nw cannot remember one more suffix.
 func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
-	if len(nw.wire) > 0 && s == nw.last {
-		return append(b, nw.wire...), true
-	}
-	off := len(b)
-	b, ok := appendName(b, s)
-	if ok {
-		// Good even when b grows: the old array keeps these bytes.
-		nw.last, nw.wire = s, b[off:len(b):len(b)]
-	}
-	return b, ok
-}
-
-// appendName appends the domain name s uncompressed, as miekg/dns packs
-// it; ok false for a name it leaves to miekg/dns: empty, not fully
-// qualified, with an escape, an empty or long label, or long.
-func appendName(b []byte, s string) ([]byte, bool) {
 	n := len(s)
 	if n == 0 || s[n-1] != '.' || n > 254 {
 		return nil, false
 	}
 	if n == 1 {
-		return append(b, 0), true
+		return append(b, 0), true // the root: never compressed
 	}
-	// '.' then the name: each dot becomes the length of the label
-	// after it, the last one the root's 0.
-	start := len(b)
-	b = append(append(b, '.'), s...)
-	w := b[start:]
-	at := 0
-	for i := 1; i <= n; i++ {
-		switch w[i] {
-		case '.':
-			l := i - at - 1
-			if l == 0 || l > 63 {
-				return nil, false
-			}
-			w[at] = byte(l)
-			at = i
-		case '\\':
+	if nw.n == 0 && len(nw.wire) > 0 && s == nw.seed {
+		if !nw.remember(s, len(b)) {
 			return nil, false
 		}
+		return append(b, nw.wire...), true
 	}
-	w[at] = 0
-	return b, true
+	for at := 0; at < n; {
+		if p, ok := nw.find(s[at:]); ok {
+			return binary.BigEndian.AppendUint16(b, uint16(p|0xC000)), true
+		}
+		if len(b) < maxPointer {
+			if nw.n == maxSuffixes {
+				return nil, false
+			}
+			nw.tab[nw.n] = suffix{s[at:], len(b)}
+			nw.n++
+		}
+		end := at + strings.IndexByte(s[at:], '.')
+		l := end - at
+		if l == 0 || l > 63 || strings.IndexByte(s[at:end], '\\') >= 0 {
+			return nil, false
+		}
+		b = append(append(b, byte(l)), s[at:end]...)
+		at = end + 1
+	}
+	return append(b, 0), true
+}
+
+// remember records the suffixes of s, a name without escapes written
+// uncompressed at off; false when they do not all fit.
+func (nw *nameWriter) remember(s string, off int) bool {
+	for at := 0; at < len(s)-1 && off < maxPointer; {
+		if nw.n == maxSuffixes {
+			return false
+		}
+		nw.tab[nw.n] = suffix{s[at:], off}
+		nw.n++
+		l := strings.IndexByte(s[at:], '.')
+		off += 1 + l
+		at += l + 1
+	}
+	return true
+}
+
+// find returns where the suffix s was written, if it was.
+func (nw *nameWriter) find(s string) (int, bool) {
+	for i := range nw.n {
+		if nw.tab[i].name == s {
+			return nw.tab[i].off, true
+		}
+	}
+	return 0, false
 }

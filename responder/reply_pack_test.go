@@ -114,7 +114,8 @@ func TestPackReplyTaken(t *testing.T) {
 		if sc.echo {
 			subnet = &sc.subnet
 		}
-		_, ok := packReply(buf, &sc.resp, subnet, sc.ede, sc.size, nameWriter{sc.question[0].Name, sc.qwire})
+		sc.nw.reset(sc.question[0].Name, sc.qwire)
+		_, ok := packReply(buf, &sc.resp, subnet, sc.ede, sc.size, &sc.nw)
 		if want := m.Question[0].Qtype != dns.TypeTXT; ok != want {
 			t.Errorf("%v: packReply took it %v, want %v", m.Question, ok, want)
 		}
@@ -128,5 +129,78 @@ func TestPlainByte(t *testing.T) {
 		if got := plainByte(byte(x)); got != want {
 			t.Errorf("plainByte(%#x) = %v, want %v", x, got, want)
 		}
+	}
+}
+
+// TestReplyNamesCompressed checks the reply's names on the wire: an
+// answer's owner is a pointer to the question's name, an NXDOMAIN's SOA
+// points into it for its zone and compresses its own names, and the
+// same query asked in another case keeps the client's case in the
+// question while the records' owners (the zone's case) are written once
+// and pointed to after.
+func TestReplyNamesCompressed(t *testing.T) {
+	s := snapshotServer(t, packDoc())
+	src := netip.MustParseAddr("10.1.2.3")
+	sc := new(scratch)
+	buf := make([]byte, dns.MaxMsgSize)
+	ask := func(m *dns.Msg) []byte {
+		t.Helper()
+		wire, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := s.reply(sc, buf, wire, src, false)
+		if out == nil {
+			t.Fatalf("%v: no reply", m.Question)
+		}
+		return slices.Clone(out)
+	}
+	// Header 12, question "dyn.bench.test." 16 + 4, then the answers.
+	const qEnd = 12 + 16 + 4
+	out := ask(query("dyn.bench.test.", dns.TypeA, 1232))
+	var r dns.Msg
+	if err := r.Unpack(out); err != nil || len(r.Answer) == 0 {
+		t.Fatalf("reply %x: %v, %d answers", out, err, len(r.Answer))
+	}
+	for i := range r.Answer {
+		at := qEnd + i*(2+10+4)
+		if out[at] != 0xC0 || out[at+1] != 12 {
+			t.Errorf("answer %d owner %x, want the pointer c00c", i, out[at:at+2])
+		}
+	}
+	if want := qEnd + len(r.Answer)*16 + 11; len(out) != want {
+		t.Errorf("A reply of %d answers is %d octets, want %d", len(r.Answer), len(out), want)
+	}
+
+	// NXDOMAIN: question "nx.bench.test." (15 octets from 12); the SOA's
+	// owner bench.test. is at 12+3.
+	out = ask(query("nx.bench.test.", dns.TypeA, 1232))
+	if err := r.Unpack(out); err != nil || r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 {
+		t.Fatalf("nx reply %v: %v", &r, err)
+	}
+	at := 12 + 15 + 4
+	if out[at] != 0xC0 || out[at+1] != 15 {
+		t.Errorf("SOA owner %x, want the pointer c00f", out[at:at+2])
+	}
+	soa := r.Ns[0].(*dns.SOA)
+	rd := out[at+2+10 : at+2+10+int(soa.Hdr.Rdlength)]
+	uncompressed := len(soa.Ns) + 1 + len(soa.Mbox) + 1 + 20
+	if len(rd) >= uncompressed {
+		t.Errorf("SOA rdata %d octets, want fewer than the %d of its names uncompressed", len(rd), uncompressed)
+	}
+
+	// Another case: the question as asked, the owner written once
+	// (from region r0: two AAAA members).
+	src = netip.MustParseAddr("10.0.2.3")
+	out = ask(query("DYN.bench.test.", dns.TypeAAAA, 1232))
+	if err := r.Unpack(out); err != nil || len(r.Answer) < 2 {
+		t.Fatalf("AAAA reply %v: %v", &r, err)
+	}
+	if r.Question[0].Name != "DYN.bench.test." {
+		t.Errorf("question %q, want the client's case", r.Question[0].Name)
+	}
+	second := qEnd + 4 + 2 + 10 + 16 // "dyn" label, pointer, fixed part, address
+	if out[second] != 0xC0 || out[second+1] != qEnd {
+		t.Errorf("second AAAA owner %x, want a pointer to the first owner at %d", out[second:second+2], qEnd)
 	}
 }

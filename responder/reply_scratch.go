@@ -38,6 +38,8 @@ type scratch struct {
 	// qwire is the question's name as the query has it when parseQuery
 	// parsed it (packReply copies it), else nil.
 	qwire []byte
+	// nw writes the reply's names for packReply.
+	nw nameWriter
 
 	// resp is the reply; opt, optExtra, extra, subnet and ecs back its
 	// OPT record, additional section and Client Subnet option.
