@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -413,6 +414,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 		return nil
 	}
 	loc, version := r.loc, r.version
+	old := r.loc
 	began := time.Now()
 	var tookTopology time.Duration
 	var ready *gslb.Snapshot // built by Prepare from the same states, under the same intent
@@ -481,10 +483,25 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 	if r.srv != nil {
 		r.srv.Swap(snap)
 	}
+	if newCfg && replaced(old, loc) {
+		// The last topology is out of use once its snapshot is: its
+		// memory (hundreds of MB for millions of prefixes) goes back to
+		// the system now, not after the runtime's next forced
+		// collection and its slow scavenging.
+		go debug.FreeOSMemory()
+	}
 	if newCfg {
 		return r.listen(cfg)
 	}
 	return nil
+}
+
+// replaced reports whether the topology map old was replaced by a map
+// built anew (a reload with the same sources reuses the last one).
+func replaced(old, loc gslb.Locator) bool {
+	o, ok := old.(*topology.Map)
+	n, _ := loc.(*topology.Map)
+	return ok && o != n
 }
 
 // prepared is the topology and the served data's hash of a configuration,

@@ -131,20 +131,6 @@ func ParsePrefix(s string) (netip.Prefix, error) {
 	return canonical(p)
 }
 
-// addEntries adds the entries of a parsed list (name) in their order.
-func (b *Builder) addEntries(es []entry, name string) error {
-	if len(b.raw)+len(es) > maxEntries {
-		return fmt.Errorf("%s: more than %d prefixes", name, maxEntries)
-	}
-	b.raw = slices.Grow(b.raw, len(es))
-	for _, e := range es {
-		// kidStart holds the order of addition until Build.
-		e.kidStart = uint32(len(b.raw))
-		b.raw = append(b.raw, e)
-	}
-	return nil
-}
-
 // Build returns the Map of everything added. The Builder must not be
 // used afterwards.
 func (b *Builder) Build() *Map {

@@ -12,13 +12,15 @@ import (
 // buffer allowed before).
 const maxLine = 1024 * 1024
 
-// parseList parses the prefix list data (see AddList) into entries with
-// the label set id, in the order of the lines; the order of addition
+// parseInto parses the prefix list data (see AddList; name, for
+// messages) into dst, which has room for an entry per line (the count of
+// newlines and one), entries with the label set id in the order of the
+// lines, and returns how many it wrote; the order of addition
 // (kidStart) is set when they are added to a Builder. It keeps nothing
-// of data and shares nothing, so lists parse in parallel. An error names
-// the list (name) and the line.
-func parseList(data []byte, name string, id uint32) ([]entry, error) {
-	out := make([]entry, 0, bytes.Count(data, []byte{'\n'})+1)
+// of data and writes only dst, so lists parse in parallel. An error
+// names the list (name) and the line.
+func parseInto(dst []entry, data []byte, name string, id uint32) (int, error) {
+	k := 0
 	n := 0
 	for len(data) > 0 {
 		var line []byte
@@ -28,7 +30,7 @@ func parseList(data []byte, name string, id uint32) ([]entry, error) {
 			line, data = data, nil
 		}
 		if len(line) > maxLine {
-			return nil, fmt.Errorf("%s: after line %d: %w", name, n, bufio.ErrTooLong)
+			return 0, fmt.Errorf("%s: after line %d: %w", name, n, bufio.ErrTooLong)
 		}
 		n++
 		if i := bytes.IndexByte(line, '#'); i >= 0 {
@@ -48,17 +50,18 @@ func parseList(data []byte, name string, id uint32) ([]entry, error) {
 			}
 			var err error
 			if p, err = ParsePrefix(s); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+				return 0, fmt.Errorf("%s:%d: %w", name, n, err)
 			}
 		} else if p.Masked() != p {
 			if _, err := canonical(p); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+				return 0, fmt.Errorf("%s:%d: %w", name, n, err)
 			}
 		}
 		hi, lo := words(p.Addr())
-		out = append(out, entry{hi: hi, lo: lo, bits: uint8(p.Bits()), v6: p.Addr().Is6(), labels: id})
+		dst[k] = entry{hi: hi, lo: lo, bits: uint8(p.Bits()), v6: p.Addr().Is6(), labels: id}
+		k++
 	}
-	return out, nil
+	return k, nil
 }
 
 // trimASCII trims the ASCII white space strings.TrimSpace trims.

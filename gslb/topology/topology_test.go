@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
@@ -450,4 +451,28 @@ func TestScopeNeverCoversMapped(t *testing.T) {
 			t.Errorf("Locate(%s) scope /%d, want /%d", tc.addr, loc.Scope, tc.scope)
 		}
 	}
+}
+
+// parseList is parseInto into entries of their own.
+func parseList(data []byte, name string, id uint32) ([]entry, error) {
+	out := make([]entry, bytes.Count(data, []byte{'\n'})+1)
+	k, err := parseInto(out, data, name, id)
+	if err != nil {
+		return nil, err
+	}
+	return out[:k], nil
+}
+
+// addEntries adds the entries of a parsed list (name) in their order.
+func (b *Builder) addEntries(es []entry, name string) error {
+	if len(b.raw)+len(es) > maxEntries {
+		return fmt.Errorf("%s: more than %d prefixes", name, maxEntries)
+	}
+	b.raw = slices.Grow(b.raw, len(es))
+	for _, e := range es {
+		// kidStart holds the order of addition until Build.
+		e.kidStart = uint32(len(b.raw))
+		b.raw = append(b.raw, e)
+	}
+	return nil
 }
