@@ -9,6 +9,8 @@ package control
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,6 +31,10 @@ type Status struct {
 	Generated time.Time `json:"generated"`
 	// Daemon describes the running daemon.
 	Daemon Daemon `json:"daemon"`
+	// Summary is what is not as configured, worst first, one incident
+	// a thing (package incident); empty when everything is. The page
+	// and lbctl status show it first.
+	Summary []Incident `json:"summary"`
 	// VIPs lists every configured VIP, in configuration order.
 	VIPs []VIP `json:"vips"`
 	// Pools lists every pool's verdict, in configuration order.
@@ -64,6 +70,50 @@ type Status struct {
 	Clients *ClientsStatus `json:"clients,omitempty"`
 	// Dnstap is the dnstap intake (dnstap.go); absent without [dnstap].
 	Dnstap *DnstapStatus `json:"dnstap,omitempty"`
+}
+
+// Incident is one thing that is not as configured, for the person on
+// call: what, how bad, since when and what to do first.
+type Incident struct {
+	// Severity is critical, major, minor or info (incident's constants).
+	Severity string `json:"severity"`
+	// What names the thing: "pool local", "GSLB pool east", "VIP dns1",
+	// "fleet etcd", "flood", "dry run".
+	What string `json:"what"`
+	// Summary says what is wrong and how much is left, in one line.
+	Summary string `json:"summary"`
+	// Effect says what clients get meanwhile (empty when it is the
+	// same as usual).
+	Effect string `json:"effect,omitempty"`
+	// Since is when it began (absent when unknown).
+	Since time.Time `json:"since,omitzero"`
+	// Action is the first thing to check or do.
+	Action string `json:"action,omitempty"`
+	// Runbook is the RUNBOOK.md section of the alert that covers it
+	// ("RUNBOOK.md#lbdnspoolfailingopen"); empty for info.
+	Runbook string `json:"runbook,omitempty"`
+}
+
+// HealthyLine is the one line the page and lbctl status show when the
+// summary is empty: "All as configured: 2 resolver pools healthy, 1 VIP
+// serving, 3 GSLB pools up."
+func (st *Status) HealthyLine() string {
+	var parts []string
+	count := func(n int, thing, state string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+thing+" "+state)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+thing+"s "+state)
+		}
+	}
+	count(len(st.Pools), "resolver pool", "healthy")
+	count(len(st.VIPs), "VIP", "serving")
+	count(len(st.GSLB), "GSLB pool", "up")
+	if len(parts) == 0 {
+		return "All as configured."
+	}
+	return "All as configured: " + strings.Join(parts, ", ") + "."
 }
 
 // Daemon describes the running daemon.

@@ -29,6 +29,10 @@ type pageData struct {
 	Version   int
 	// Error, when set, makes the page an error page.
 	Error string
+	// Summary is the status's incidents, worst first (Status.Summary);
+	// Healthy the one line shown when there are none.
+	Summary []incidentView
+	Healthy string
 
 	Daemon    daemonView
 	VIPs      []vipView
@@ -59,6 +63,12 @@ type pageData struct {
 	// Clients are the client actions (clients.go); nil when the daemon
 	// reports none.
 	Clients *clientsView
+}
+
+// incidentView is one incident of the summary.
+type incidentView struct {
+	Severity, What, Summary, Effect, Action, Runbook string
+	Since                                            timeCell
 }
 
 // eventView is one event of the log.
@@ -295,6 +305,13 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 			IPVSOps:     st.Daemon.IPVSOps,
 			IPVSErrors:  st.Daemon.IPVSErrors,
 		},
+	}
+	for _, in := range st.Summary {
+		p.Summary = append(p.Summary, incidentView{Severity: oneOf(in.Severity, "critical", "major", "minor", "info"),
+			What: in.What, Summary: in.Summary, Effect: in.Effect, Action: in.Action, Runbook: in.Runbook, Since: cell(in.Since, now)})
+	}
+	if len(p.Summary) == 0 {
+		p.Healthy = st.HealthyLine()
 	}
 	if st.Generated.IsZero() {
 		p.Generated = cell(now, now)

@@ -5,6 +5,7 @@ import (
 
 	"lbdns/control"
 	"lbdns/hub"
+	"lbdns/incident"
 	"lbdns/monitor"
 	"lbdns/report"
 	"lbdns/resolvers"
@@ -22,6 +23,7 @@ func (d *Daemon) Status(ctx context.Context) (*control.Status, error) {
 	if cfg := d.Config(); cfg != nil {
 		st.Clients = d.clients.Status(cfg, d.intentNow())
 	}
+	st.Summary = incident.Summarize(st)
 	return st, nil
 }
 
