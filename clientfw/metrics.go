@@ -1,22 +1,36 @@
 package clientfw
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// InForce sums up the client actions in force for the metrics: how many
+// blocks and limits, and when the oldest of each was set (zero when
+// there is none, or when none in force has a set time).
+type InForce struct {
+	Block, Limit             int
+	OldestBlock, OldestLimit time.Time
+}
 
 // Metrics exports the client actions and their enforcement; register it
 // on the daemon's registry.
 type Metrics struct {
 	enf     *Enforcer
-	inForce func() (block, limit int)
+	inForce func() InForce
 
-	actions, enforced, errors, writes *prometheus.Desc
+	actions, oldest, enforced, errors, writes *prometheus.Desc
 }
 
 // NewMetrics returns the metrics of enf, with the actions in force in
-// the intent counted by inForce.
-func NewMetrics(enf *Enforcer, inForce func() (block, limit int)) *Metrics {
+// the intent summed up by inForce.
+func NewMetrics(enf *Enforcer, inForce func() InForce) *Metrics {
 	return &Metrics{enf: enf, inForce: inForce,
 		actions: prometheus.NewDesc("lbdns_client_actions",
 			"Client actions in force (lbctl block, limit), by action.", []string{"action"}, nil),
+		oldest: prometheus.NewDesc("lbdns_client_action_oldest_set_timestamp_seconds",
+			"Unix time the oldest client action in force of the action was set; absent while none is in force.", []string{"action"}, nil),
 		enforced: prometheus.NewDesc("lbdns_client_actions_enforced",
 			"1 while the kernel's nftables table holds the client actions in force, else 0.", nil, nil),
 		errors: prometheus.NewDesc("lbdns_client_enforce_errors_total",
@@ -28,17 +42,22 @@ func NewMetrics(enf *Enforcer, inForce func() (block, limit int)) *Metrics {
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.actions, m.enforced, m.errors, m.writes} {
+	for _, d := range []*prometheus.Desc{m.actions, m.oldest, m.enforced, m.errors, m.writes} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	block, limit := m.inForce()
+	in := m.inForce()
 	st := m.enf.Status()
-	ch <- prometheus.MustNewConstMetric(m.actions, prometheus.GaugeValue, float64(block), "block")
-	ch <- prometheus.MustNewConstMetric(m.actions, prometheus.GaugeValue, float64(limit), "limit")
+	ch <- prometheus.MustNewConstMetric(m.actions, prometheus.GaugeValue, float64(in.Block), "block")
+	ch <- prometheus.MustNewConstMetric(m.actions, prometheus.GaugeValue, float64(in.Limit), "limit")
+	for action, at := range map[string]time.Time{"block": in.OldestBlock, "limit": in.OldestLimit} {
+		if !at.IsZero() {
+			ch <- prometheus.MustNewConstMetric(m.oldest, prometheus.GaugeValue, float64(at.UnixNano())/1e9, action)
+		}
+	}
 	v := 0.0
 	if st.Enforced {
 		v = 1

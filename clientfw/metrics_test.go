@@ -3,6 +3,7 @@ package clientfw
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,8 +15,12 @@ func TestMetrics(t *testing.T) {
 	enf := New(Options{Table: "lbdns"})
 	enf.st.Errors, enf.st.Replaced = 2, 5
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewMetrics(enf, func() (int, int) { return 1, 3 }))
-	want := `# HELP lbdns_client_actions Client actions in force (lbctl block, limit), by action.
+	set := time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC) // 1796135400
+	reg.MustRegister(NewMetrics(enf, func() InForce { return InForce{Block: 1, Limit: 3, OldestBlock: set} }))
+	want := `# HELP lbdns_client_action_oldest_set_timestamp_seconds Unix time the oldest client action in force of the action was set; absent while none is in force.
+# TYPE lbdns_client_action_oldest_set_timestamp_seconds gauge
+lbdns_client_action_oldest_set_timestamp_seconds{action="block"} 1.7961354e+09
+# HELP lbdns_client_actions Client actions in force (lbctl block, limit), by action.
 # TYPE lbdns_client_actions gauge
 lbdns_client_actions{action="block"} 1
 lbdns_client_actions{action="limit"} 3

@@ -87,21 +87,34 @@ func New(o Options) (*Part, error) {
 	}
 	p := &Part{o: o, enf: clientfw.New(clientfw.Options{Table: o.Table, NetNS: o.NetNS, Now: o.Now})}
 	if o.Registerer != nil {
-		err := o.Registerer.Register(clientfw.NewMetrics(p.enf, func() (block, limit int) {
-			for _, a := range p.intent().ClientsAt(o.Now()) {
-				if a.Action == intent.ActionBlock {
-					block++
-				} else {
-					limit++
-				}
-			}
-			return block, limit
+		err := o.Registerer.Register(clientfw.NewMetrics(p.enf, func() clientfw.InForce {
+			return inForce(p.intent().ClientsAt(o.Now()))
 		}))
 		if err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// inForce sums up the client actions in force for the metrics.
+func inForce(actions []intent.ClientAction) clientfw.InForce {
+	var in clientfw.InForce
+	oldest := func(at *time.Time, set time.Time) {
+		if !set.IsZero() && (at.IsZero() || set.Before(*at)) {
+			*at = set
+		}
+	}
+	for _, a := range actions {
+		if a.Action == intent.ActionBlock {
+			in.Block++
+			oldest(&in.OldestBlock, a.Set)
+		} else {
+			in.Limit++
+			oldest(&in.OldestLimit, a.Set)
+		}
+	}
+	return in
 }
 
 // intent is the operator intent in force.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lbdns/control"
+	"lbdns/intent"
 )
 
 // clientActionCmd returns the setup of "lbctl block CLIENT --for D
@@ -34,6 +35,8 @@ func clientActionCmd(act string) func(fs *flag.FlagSet) action {
 				return usageErrorf("--for is required: how long the %s lasts, such as 10m", act)
 			case *dur <= 0:
 				return usageErrorf("--for %v: want a positive duration, such as 10m", *dur)
+			case *dur > intent.MaxClientFor:
+				return usageErrorf("--for %v: at most %v (a week); set it again when it ends", *dur, intent.MaxClientFor)
 			case *dur%time.Second != 0:
 				return usageErrorf("--for %v: give whole seconds", *dur)
 			case strings.TrimSpace(*reason) == "":
@@ -41,8 +44,8 @@ func clientActionCmd(act string) func(fs *flag.FlagSet) action {
 			}
 			req := control.ClientRequest{Action: act, Client: args[0], ForSeconds: int64(*dur / time.Second), Reason: *reason}
 			if rate != nil {
-				if set["rate"] && *rate < 1 {
-					return usageErrorf("--rate %d: want at least 1 packet per second (leave --rate out for actions.default_limit_qps)", *rate)
+				if set["rate"] && (*rate < 1 || *rate > intent.MaxClientRate) {
+					return usageErrorf("--rate %d: want 1 to %d packets per second (leave --rate out for actions.default_limit_qps)", *rate, intent.MaxClientRate)
 				}
 				req.Rate = *rate
 			}

@@ -110,7 +110,7 @@ func TestClientUsageWords(t *testing.T) {
 	if r := lbctl(t, "-socket", f.socket, "block", "203.0.113.7", "--for", "-5s", "--reason", "x"); !strings.Contains(r.stderr, "--for -5s: want a positive duration") {
 		t.Errorf("--for -5s: %q", r.stderr)
 	}
-	if r := lbctl(t, "-socket", f.socket, "limit", "203.0.113.7", "--rate", "0", "--for", "1m", "--reason", "x"); !strings.Contains(r.stderr, "--rate 0: want at least 1") {
+	if r := lbctl(t, "-socket", f.socket, "limit", "203.0.113.7", "--rate", "0", "--for", "1m", "--reason", "x"); !strings.Contains(r.stderr, "--rate 0: want 1 to") {
 		t.Errorf("--rate 0: %q", r.stderr)
 	}
 }

@@ -86,6 +86,8 @@ func (c *command) flagSet(e *env) *flag.FlagSet {
 func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: lbctl [global flags] %s\n\n%s%s.\n\nFlags:\n", strings.TrimSpace(c.name+" "+c.args), strings.ToUpper(c.summary[:1]), c.summary[1:])
 	printFlags(w, fs)
+	fmt.Fprintln(w)
+	printExitStatuses(w)
 }
 
 // printFlags writes fs's flags as the usage lines write them, with two
@@ -124,7 +126,17 @@ func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
 	global.SetOutput(w)
 	global.PrintDefaults()
 	global.SetOutput(io.Discard)
-	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags. Exit status: 0 ok, 1 refused or invalid, 2 usage, 3 daemon unreachable, 4 a change was sent but no reply came (applied or not: check lbctl status and lbctl events), 5 the fleet's etcd is out of reach (nothing was changed).\n")
+	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags.\n\n")
+	printExitStatuses(w)
+}
+
+// printExitStatuses writes the exit status table, the same for every
+// command.
+func printExitStatuses(w io.Writer) {
+	fmt.Fprintf(w, "Exit status (every command):\n")
+	for _, s := range exitStatuses() {
+		fmt.Fprintf(w, "  %d  %s\n", s.code, s.text)
+	}
 }
 
 // helpCmd prints the usage of lbctl or of one command.

@@ -120,14 +120,21 @@
 //	help [COMMAND]
 //	    Print the usage of lbctl or of one command.
 //
-// Exit status: 0 success; 1 the daemon refused the request (its message is
-// printed), the configuration is invalid or the reply was bad; 2 usage
-// error; 3 the daemon is unreachable (the message names the socket and why)
-// or did not answer within -timeout; 4 a change (drain, disable, enable,
-// reload, gslb off, on or ttl) was sent whole but no reply came (the
-// connection was cut, -timeout passed or lbctl was interrupted), or, in a
-// fleet, reached etcd's client but etcd did not confirm it in time: whether
-// it was applied is unknown, so check with lbctl status and lbctl events
-// before sending it again; 5 the daemon, in a fleet, refused a change
-// because it cannot reach the fleet's etcd (nothing was changed).
+// Exit status, the same for every command (lbctl help prints the table):
+//
+//	0  success
+//	1  the daemon refused the request (its message is printed), the
+//	   configuration is invalid, the reply was bad, or lbctl was
+//	   interrupted before sending
+//	2  usage error: a missing, extra or bad argument or flag (a required
+//	   --reason or --for missing, a negative duration, -timeout 0); the
+//	   problem in one line, then the command's usage line; nothing sent
+//	3  the daemon is unreachable (the message names the socket and why), or
+//	   a command that changes nothing got no answer within -timeout
+//	4  outcome unknown: a change was sent whole but no reply came (the
+//	   connection was cut, -timeout passed or lbctl was interrupted), or,
+//	   in a fleet, etcd did not confirm it in time; check with lbctl status
+//	   and lbctl events before sending it again
+//	5  etcd unavailable: the daemon, in a fleet, refused a change because
+//	   it cannot reach the fleet's etcd (nothing was changed)
 package main

@@ -4,8 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/miekg/dns"
 
 	"lbdns/control"
 )
@@ -22,6 +25,32 @@ func explainFlags(fs *flag.FlagSet) explainOpts {
 		ecs:    fs.String("ecs", "", "explain: the query's EDNS Client Subnet `PREFIX` (198.51.100.0/24, or an address)"),
 		qtype:  fs.String("type", "A", "explain: the query `type` (A, AAAA, or another: TXT for the whoami name)"),
 	}
+}
+
+// check refuses, as a usage error, the flag values the daemon would
+// refuse: a --client that is not an IP address, an --ecs that is neither
+// a prefix nor an address, a --type that is no query type.
+func (o explainOpts) check() error {
+	if *o.client != "" {
+		if a, err := netip.ParseAddr(*o.client); err != nil || a.Zone() != "" {
+			return usageErrorf("--client %q: want an IP address, such as 198.51.100.7", *o.client)
+		}
+	}
+	if *o.ecs != "" {
+		p, err := netip.ParsePrefix(*o.ecs)
+		if err != nil {
+			var a netip.Addr
+			a, err = netip.ParseAddr(*o.ecs)
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if err != nil || p.Addr().Zone() != "" {
+			return usageErrorf("--ecs %q: want a prefix (198.51.100.0/24) or an address", *o.ecs)
+		}
+	}
+	if t, ok := dns.StringToType[strings.ToUpper(*o.qtype)]; !ok || t == dns.TypeOPT || t == dns.TypeAXFR || t == dns.TypeIXFR {
+		return usageErrorf("--type %q: want A, AAAA or another query type", *o.qtype)
+	}
+	return nil
 }
 
 // run asks the daemon how its GSLB responder answers name and prints

@@ -9,6 +9,7 @@ import (
 
 	"lbdns/configs"
 	"lbdns/control"
+	"lbdns/intent"
 )
 
 // gslbCmd shows the GSLB pools' members: per pool its combine rule and
@@ -49,6 +50,9 @@ func gslbCmd(fs *flag.FlagSet) action {
 				return err
 			}
 			if err := wantArgs(args, "subcommand", "NAME"); err != nil {
+				return err
+			}
+			if err := ex.check(); err != nil {
 				return err
 			}
 			return ex.run(e, args[1])
@@ -130,8 +134,8 @@ func gslbSet(e *env, args []string, req control.GSLBRequest) error {
 			return usageErrorf("gslb ttl wants SECONDS (or --clear)")
 		}
 		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return usageErrorf("gslb ttl: SECONDS must be a positive number of seconds, not %q", args[1])
+		if err != nil || n < 1 || n > intent.MaxTTLRaise {
+			return usageErrorf("gslb ttl: SECONDS must be a number of seconds from 1 to %d, not %q", intent.MaxTTLRaise, args[1])
 		}
 		req.Seconds = n
 	case req.Clear:

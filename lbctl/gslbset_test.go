@@ -50,7 +50,7 @@ func TestGSLBSetErrors(t *testing.T) {
 	}{
 		{[]string{"gslb", "off", "--name", "a", "--zone", "b"}, "give --name or --zone, not both"},
 		{[]string{"gslb", "ttl"}, "gslb ttl wants SECONDS"},
-		{[]string{"gslb", "ttl", "soon"}, `SECONDS must be a positive number of seconds, not "soon"`},
+		{[]string{"gslb", "ttl", "soon"}, `SECONDS must be a number of seconds from 1 to 86400, not "soon"`},
 		{[]string{"gslb", "ttl", "60", "--clear"}, "takes no SECONDS"},
 		{[]string{"gslb", "on", "--clear"}, "--clear goes with gslb ttl"},
 		{[]string{"gslb", "off", "now"}, `unexpected argument "now"`},

@@ -14,17 +14,37 @@ import (
 	"lbdns/internal/buildinfo"
 )
 
-// Exit statuses.
+// Exit statuses, the same for every command (exitStatuses documents
+// them).
 const (
 	exitOK          = 0
 	exitRefused     = 1 // the daemon refused, the config is invalid, or a bad reply
-	exitUsage       = 2
+	exitUsage       = 2 // a missing or bad argument or flag: nothing was sent
 	exitUnreachable = 3
 	exitUnknown     = 4 // a change was sent, no reply came: applied or not is unknown
 	// exitNoEtcd: the daemon, in a fleet, refused a change because it
 	// cannot reach the fleet's etcd (nothing changed).
 	exitNoEtcd = 5
 )
+
+// exitStatus is one row of the exit status table.
+type exitStatus struct {
+	code int
+	text string
+}
+
+// exitStatuses is the exit status table lbctl help prints, one row a
+// status; the README and lbctl.1 (EXIT STATUS) say the same.
+func exitStatuses() []exitStatus {
+	return []exitStatus{
+		{exitOK, "success"},
+		{exitRefused, "the daemon refused the request (its message on stderr), the configuration is invalid (reload, check-config), the reply was bad, or lbctl was interrupted before sending"},
+		{exitUsage, "usage: a missing, extra or bad argument or flag (the problem in one line on stderr, then the usage line); nothing was sent"},
+		{exitUnreachable, "the daemon is unreachable (the message names the socket and why), or a command that changes nothing got no reply within -timeout"},
+		{exitUnknown, "outcome unknown: a change was sent but no reply came (or etcd did not confirm it); check lbctl status and lbctl events before sending it again"},
+		{exitNoEtcd, "the daemon, in a fleet, cannot reach the fleet's etcd and refused the change: nothing was changed"},
+	}
+}
 
 // defaultTimeout is the default deadline of one request to the daemon.
 const defaultTimeout = 10 * time.Second
@@ -73,11 +93,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stdout, "lbctl %s\n", buildinfo.Version())
 		return exitOK
 	}
-	if e.timeout <= 0 {
-		return usageFail(stderr, e.cmds, fs, fmt.Sprintf("-timeout must be positive, not %s", e.timeout))
+	if err := e.checkGlobal(); err != nil {
+		fmt.Fprintf(stderr, "lbctl: %s\n%s", err, shortUsage)
+		return exitUsage
 	}
 	if fs.NArg() == 0 {
-		return usageFail(stderr, e.cmds, fs, "no command given")
+		fmt.Fprintf(stderr, "lbctl: no command given\n%s", shortUsage)
+		return exitUsage
 	}
 	cmd := findCommand(e.cmds, fs.Arg(0))
 	if cmd == nil {
@@ -120,11 +142,16 @@ func flagError(fs *flag.FlagSet, err error) string {
 	return msg + configs.Suggest("-"+name, known)
 }
 
-// usageFail prints msg and the usage to w and returns exitUsage.
-func usageFail(w io.Writer, cmds []*command, fs *flag.FlagSet, msg string) int {
-	fmt.Fprintf(w, "lbctl: %s\n\n", msg)
-	printUsage(w, cmds, fs)
-	return exitUsage
+// checkGlobal checks the values of the global flags, given before the
+// command or after it: a usage error when one cannot be used.
+func (e *env) checkGlobal() error {
+	switch {
+	case e.timeout <= 0:
+		return usageErrorf("-timeout must be positive, such as 10s, not %s", e.timeout)
+	case e.socket == "":
+		return usageErrorf("-socket must name the control socket, not be empty")
+	}
+	return nil
 }
 
 // exec parses the command's flags and arguments, runs it and turns its
@@ -139,6 +166,9 @@ func (e *env) exec(c *command, args []string) int {
 			return exitOK
 		}
 		return e.fail(c, fs, usageErrorf("%s", flagError(fs, err)))
+	}
+	if err := e.checkGlobal(); err != nil {
+		return e.fail(c, fs, err)
 	}
 	return e.fail(c, fs, act(e, pos))
 }

@@ -103,8 +103,16 @@ func TestAlertRules(t *testing.T) {
 		"lbdns_config_last_reload_successful", "lbdns_prefetch_expired_total", "lbdns_gslb_member_state", "lbdns_gslb_certificate_days_left",
 		"lbdns_gslb_last_resort_names", "lbdns_gslb_snapshot_builds_total", "lbdns_gslb_emergency", "lbdns_vip_serving", "lbdns_gslb_listener_serving",
 		"lbdns_gslb_queries_total", "lbdns_gslb_transitions_total",
-		"lbdns_bgp_peer_up", "lbdns_bgp_prefix_announced", "lbdns_fleet_etcd_reachable"} {
+		"lbdns_bgp_peer_up", "lbdns_bgp_prefix_announced", "lbdns_fleet_etcd_reachable",
+		"lbdns_backend_up", "lbdns_override_set_timestamp_seconds", "lbdns_client_action_oldest_set_timestamp_seconds"} {
 		if !slices.Contains(used, want) {
+			t.Errorf("alerts.yml has no rule over %s", want)
+		}
+	}
+	// lbdnsd itself, seen by Prometheus under the scrape job the README
+	// names.
+	for _, want := range []string{`up{job="lbdns"} == 0`, `absent(up{job="lbdns"})`} {
+		if !strings.Contains(string(raw), want) {
 			t.Errorf("alerts.yml has no rule over %s", want)
 		}
 	}

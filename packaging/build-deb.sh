@@ -7,7 +7,7 @@
 # holds lbdnsd (/usr/sbin) and lbctl (/usr/bin), statically linked; the
 # systemd unit (packaging/systemd/lbdnsd.service) and modules-load.d file;
 # configs/full.toml as the conffile /etc/lbdns/lbdns.toml; the man pages;
-# the README, CONFIGURATION.md, example configurations, alert rules and
+# the README, CONFIGURATION.md, RUNBOOK.md, example configurations, alert rules and
 # Grafana dashboard in /usr/share/doc/lbdns; copyright and changelog.
 # Needs go, dpkg-deb and gzip; no root (dpkg-deb --root-owner-group).
 #
@@ -64,6 +64,7 @@ doc=$root/usr/share/doc/lbdns
 install -m 0644 packaging/debian/copyright "$doc/copyright"
 gzip -9n -c README.md >"$doc/README.md.gz"
 gzip -9n -c CONFIGURATION.md >"$doc/CONFIGURATION.md.gz"
+gzip -9n -c RUNBOOK.md >"$doc/RUNBOOK.md.gz"
 for f in configs/full.toml configs/minimal.toml configs/quickstart.toml configs/gslb.toml; do
 	install -m 0644 "$f" "$doc/examples/"
 done

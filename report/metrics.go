@@ -159,6 +159,7 @@ func newStatusCollector(src func(context.Context) Input, status func(Input) *con
 	add("pool_vendor_members", "Members of the pool per vendor.", "pool", "vendor")
 	add("pool_vendor_healthy_members", "Healthy members of the pool per vendor.", "pool", "vendor")
 	add("overrides", "Operator overrides in force, by action and whether they are orphaned (their name left the configuration).", "action", "orphaned")
+	add("override_set_timestamp_seconds", "Unix time an operator override in force was set, per override (pool or vip empty: not limited to one); absent for an override without a set time.", "resolver", "pool", "vip", "action")
 	add("ipvs_errors_total", "Failed IPVS operation attempts (each retry counts).")
 	add("ipvs_failed_operations_total", "IPVS operations that still failed after every retry.")
 	add("ipvs_dumps_total", "Reads of the kernel's whole IPVS table (resyncs).")
@@ -233,6 +234,9 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[[2]string]int{}
 	for _, o := range st.Overrides {
 		counts[[2]string{o.Action, boolText(o.Orphaned)}]++
+		if !o.Set.IsZero() {
+			g("override_set_timestamp_seconds", float64(o.Set.UnixNano())/1e9, o.Resolver, o.Pool, o.VIP, o.Action)
+		}
 	}
 	for _, a := range []string{control.ActionDrain, control.ActionDisable} {
 		for _, orph := range []string{"false", "true"} {

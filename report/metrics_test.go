@@ -89,31 +89,33 @@ func TestMetrics(t *testing.T) {
 		m.Reloaded(false, t0.Add(time.Minute))
 	})
 	want := map[string]float64{
-		"lbdns_warm{}":                                             1,
-		"lbdns_vip_serving{vip=v1}":                                1,
-		"lbdns_vip_serving{vip=v2}":                                0,
-		"lbdns_gslb_listener_serving{listen=127.0.0.1:53}":         1,
-		"lbdns_dry_run{}":                                          0,
-		"lbdns_start_time_seconds{}":                               float64(t0.Add(-time.Hour).Unix()),
-		"lbdns_pool_members{pool=p}":                               4,
-		"lbdns_pool_enabled_members{pool=p}":                       3,
-		"lbdns_pool_healthy_members{pool=p}":                       2,
-		"lbdns_pool_diagnosis{diagnosis=degraded,pool=p}":          1,
-		"lbdns_pool_vendor_members{pool=p,vendor=bind}":            2,
-		"lbdns_backend_up{pool=p,resolver=a,vendor=bind}":          1,
-		"lbdns_backend_up{pool=p,resolver=d,vendor=unbound}":       0,
-		"lbdns_backend_in_traffic{pool=p,resolver=b}":              1,
-		"lbdns_backend_weight{pool=p,resolver=b}":                  1,
-		"lbdns_backend_in_traffic{pool=p,resolver=c}":              0,
-		"lbdns_backend_flaps_total{pool=p,resolver=a}":             3,
-		"lbdns_backend_override{action=disable,pool=p,resolver=c}": 1,
-		"lbdns_overrides{action=disable,orphaned=true}":            1,
-		"lbdns_overrides{action=disable,orphaned=false}":           1,
-		"lbdns_overrides{action=drain,orphaned=false}":             2,
-		"lbdns_overrides{action=drain,orphaned=true}":              0,
-		"lbdns_ipvs_errors_total{}":                                2,
-		"lbdns_ipvs_failed_operations_total{}":                     1,
-		"lbdns_ipvs_dumps_total{}":                                 4,
+		"lbdns_warm{}":                                                                1,
+		"lbdns_vip_serving{vip=v1}":                                                   1,
+		"lbdns_vip_serving{vip=v2}":                                                   0,
+		"lbdns_gslb_listener_serving{listen=127.0.0.1:53}":                            1,
+		"lbdns_dry_run{}":                                                             0,
+		"lbdns_start_time_seconds{}":                                                  float64(t0.Add(-time.Hour).Unix()),
+		"lbdns_pool_members{pool=p}":                                                  4,
+		"lbdns_pool_enabled_members{pool=p}":                                          3,
+		"lbdns_pool_healthy_members{pool=p}":                                          2,
+		"lbdns_pool_diagnosis{diagnosis=degraded,pool=p}":                             1,
+		"lbdns_pool_vendor_members{pool=p,vendor=bind}":                               2,
+		"lbdns_backend_up{pool=p,resolver=a,vendor=bind}":                             1,
+		"lbdns_backend_up{pool=p,resolver=d,vendor=unbound}":                          0,
+		"lbdns_backend_in_traffic{pool=p,resolver=b}":                                 1,
+		"lbdns_backend_weight{pool=p,resolver=b}":                                     1,
+		"lbdns_backend_in_traffic{pool=p,resolver=c}":                                 0,
+		"lbdns_backend_flaps_total{pool=p,resolver=a}":                                3,
+		"lbdns_backend_override{action=disable,pool=p,resolver=c}":                    1,
+		"lbdns_overrides{action=disable,orphaned=true}":                               1,
+		"lbdns_overrides{action=disable,orphaned=false}":                              1,
+		"lbdns_overrides{action=drain,orphaned=false}":                                2,
+		"lbdns_overrides{action=drain,orphaned=true}":                                 0,
+		"lbdns_override_set_timestamp_seconds{action=drain,pool=,resolver=b,vip=v2}":  float64(t0.Unix()),
+		"lbdns_override_set_timestamp_seconds{action=disable,pool=p,resolver=c,vip=}": float64(t0.Unix()),
+		"lbdns_ipvs_errors_total{}":                                                   2,
+		"lbdns_ipvs_failed_operations_total{}":                                        1,
+		"lbdns_ipvs_dumps_total{}":                                                    4,
 		"lbdns_ipvs_destination_connections_total{destination=198.51.100.2:53,resolver=b,service=udp/192.0.2.1:53,vip=v1}":          10,
 		"lbdns_ipvs_destination_packets_total{destination=198.51.100.2:53,direction=in,resolver=b,service=tcp/192.0.2.1:53,vip=v1}": 50,
 		"lbdns_ipvs_destination_inactive_connections{destination=198.51.100.2:53,resolver=b,service=udp/192.0.2.2:5353,vip=v2}":     7,
@@ -158,10 +160,12 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("lbdns_gslb_transitions_total{check=https,member=web-1,pool=web,to=up} = %v, want 1", g)
 	}
 	for _, absent := range []string{
-		"lbdns_gslb_monitor_rtt_seconds{check=https,member=web-3,pool=web}",  // never probed
-		"lbdns_gslb_certificate_days_left{check=ping,member=web-1,pool=web}", // not https
-		"lbdns_gslb_icmp_loss_ratio{check=https,member=web-1,pool=web}",      // not icmp
-		"lbdns_gslb_member_state{member=web-1,pool=web,state=down}",          // not its state
+		"lbdns_gslb_monitor_rtt_seconds{check=https,member=web-3,pool=web}",        // never probed
+		"lbdns_gslb_certificate_days_left{check=ping,member=web-1,pool=web}",       // not https
+		"lbdns_gslb_icmp_loss_ratio{check=https,member=web-1,pool=web}",            // not icmp
+		"lbdns_gslb_member_state{member=web-1,pool=web,state=down}",                // not its state
+		"lbdns_override_set_timestamp_seconds{action=drain,pool=,resolver=c,vip=}", // no set time
+		"lbdns_override_set_timestamp_seconds{action=disable,pool=,resolver=gone,vip=}",
 	} {
 		if _, ok := got[absent]; ok {
 			t.Errorf("%s present", absent)
