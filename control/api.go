@@ -260,7 +260,10 @@ type GSLBPool struct {
 	Up    int `json:"up"`
 	Total int `json:"total"`
 	// Members are the pool's members in configuration order.
-	Members []GSLBMember `json:"members"`
+	// Fallback is the GSLB pool tried when this one has none up
+	// ([[gslb.pool]] fallback); empty when none.
+	Fallback string       `json:"fallback,omitempty"`
+	Members  []GSLBMember `json:"members"`
 }
 
 // GSLBMember is one member of a GSLB pool and its monitors.

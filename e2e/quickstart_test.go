@@ -204,7 +204,9 @@ func (q *quickstartWorld) getPage() string {
 // without +subnet getting each region's answer, the static name and
 // whoami, lbctl gslb explain, a member stopped with kill -STOP and the
 // answer moving, kill -CONT bringing it back, lbctl gslb off with static
-// answers and the page's banner, on, a TTL raise and its clearing).
+// answers and the page's banner, on, a TTL raise and its clearing), and
+// the summary of the broken quick start (east's members stopped, a
+// resolver killed) first on the page and in lbctl status.
 func TestQuickstartWalkThrough(t *testing.T) {
 	q := startQuickstart(t)
 	const www, api = "www.gslb.quickstart.test", "api.gslb.quickstart.test"
@@ -306,6 +308,44 @@ func TestQuickstartWalkThrough(t *testing.T) {
 		p := st.Pools[0]
 		return p.Healthy == 4 && p.Diagnosis == "degraded", fmt.Sprintf("%s %d", p.Diagnosis, p.Healthy)
 	})
+
+	// The summary, first on the page and in lbctl status: with east's
+	// two members stopped too, east is down and its clients go to west
+	// (critical, first), the pool runs on 4 of 5 (minor), a dry run.
+	if out := q.mustLbctl("status"); !strings.HasPrefix(out, "MINOR  pool local: 4 of 5 resolvers healthy") {
+		t.Errorf("lbctl status does not start with the pool's incident:\n%s", out)
+	}
+	for _, m := range []string{"east-1", "east-2"} {
+		if err := syscall.Kill(q.memberPid[m], syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, 60*time.Second, "the summary: east down, answered from west, first", func() (bool, string) {
+		st, err := control.NewClient(q.socket).Status(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		s := st.Summary
+		return len(s) >= 3 && s[0].Severity == "critical" && strings.Contains(s[0].Summary, "GSLB pool east DOWN: 0 of 2 members up") &&
+			strings.Contains(s[0].Effect, "answered from pool west") && strings.Contains(s[1].Summary, "pool local: 4 of 5 resolvers healthy") &&
+			s[len(s)-1].What == "dry run", fmt.Sprintf("%+v", s)
+	})
+	out := q.mustLbctl("status")
+	first := strings.SplitN(out, "\n", 2)[0]
+	if !strings.HasPrefix(first, "CRITICAL  GSLB pool east DOWN: 0 of 2 members up") || !strings.Contains(first, "answered from pool west") || !strings.Contains(first, " ago)") {
+		t.Errorf("lbctl status's first line: %q", first)
+	}
+	page = q.getPage()
+	at := strings.Index(page, `<div class="incident critical" data-what="GSLB pool east">`)
+	if at < 0 || at > strings.Index(page, "<table") || !strings.Contains(page[at:], "answered from pool west") {
+		t.Errorf("the page does not start with east's incident")
+	}
+	for _, m := range []string{"east-1", "east-2"} {
+		if err := syscall.Kill(q.memberPid[m], syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.waitDig("east started again: east-1 answers", www, []string{"127.0.0.11"}, "+subnet=10.1.2.3/32")
 
 	// 4. Drain and enable.
 	q.mustLbctl("drain", "bind", "--reason", "disk full")

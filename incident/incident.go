@@ -33,6 +33,23 @@ const (
 	Info = "info"
 )
 
+// sinceOrder orders the oldest first, an unknown start after every known
+// one.
+func sinceOrder(a, b time.Time) int {
+	switch {
+	case a.IsZero() || b.IsZero():
+		return cmp.Compare(btoi(a.IsZero()), btoi(b.IsZero()))
+	}
+	return a.Compare(b)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // rank orders severities, worst first.
 func rank(s string) int {
 	switch s {
@@ -50,7 +67,7 @@ func rank(s string) int {
 func runbook(alert string) string { return "RUNBOOK.md#" + strings.ToLower(alert) }
 
 // Summarize returns what is not as configured in st, worst first (then
-// the oldest first); empty (not nil) when everything is.
+// the oldest first, those whose start is unknown last); empty (not nil) when everything is.
 func Summarize(st *control.Status) []control.Incident {
 	out := []control.Incident{}
 	add := func(in control.Incident) { out = append(out, in) }
@@ -77,7 +94,7 @@ func Summarize(st *control.Status) []control.Incident {
 		}
 	}
 	for i := range st.GSLB {
-		if in, ok := gslbPool(&st.GSLB[i]); ok {
+		if in, ok := gslbPool(&st.GSLB[i], st.GSLB); ok {
 			add(in)
 		}
 	}
@@ -142,7 +159,7 @@ func Summarize(st *control.Status) []control.Incident {
 			Since:   d.Started})
 	}
 	slices.SortStableFunc(out, func(a, b control.Incident) int {
-		return cmp.Or(cmp.Compare(rank(a.Severity), rank(b.Severity)), a.Since.Compare(b.Since))
+		return cmp.Or(cmp.Compare(rank(a.Severity), rank(b.Severity)), sinceOrder(a.Since, b.Since))
 	})
 	return out
 }
@@ -199,8 +216,9 @@ func outSince(p *control.Pool) time.Time {
 	return t
 }
 
-// gslbPool is the incident of a GSLB pool with members down.
-func gslbPool(p *control.GSLBPool) (control.Incident, bool) {
+// gslbPool is the incident of a GSLB pool with members down (all is
+// every GSLB pool, for its fallback's state).
+func gslbPool(p *control.GSLBPool, all []control.GSLBPool) (control.Incident, bool) {
 	if p.Total == 0 || p.Up >= p.Total {
 		return control.Incident{}, false
 	}
@@ -224,7 +242,7 @@ func gslbPool(p *control.GSLBPool) (control.Incident, bool) {
 	case p.Up < max(p.AtLeast, 1):
 		in.Severity = Critical
 		in.Summary = "GSLB pool " + p.Name + " DOWN: " + capacity
-		in.Effect = "its names answer from their next policy's pool or their fallback; with none left, by their last resort"
+		in.Effect = downEffect(p, all)
 		in.Runbook = runbook("LbdnsGSLBPoolDown")
 	case 2*p.Up <= p.Total:
 		in.Severity = Major
@@ -240,6 +258,25 @@ func gslbPool(p *control.GSLBPool) (control.Incident, bool) {
 	in.Summary += ": " + strings.Join(down, "; ")
 	in.Action = "lbctl gslb status (each member's monitors and last result)"
 	return in, true
+}
+
+// downEffect says what the clients of GSLB pool p, down, get: its
+// fallback's members while that is up, else their names' next policy or
+// last resort.
+func downEffect(p *control.GSLBPool, all []control.GSLBPool) string {
+	seen := map[string]bool{p.Name: true}
+	for f := p.Fallback; f != "" && !seen[f]; {
+		seen[f] = true
+		i := slices.IndexFunc(all, func(q control.GSLBPool) bool { return q.Name == f })
+		if i < 0 {
+			break
+		}
+		if q := &all[i]; q.Up >= max(q.AtLeast, 1) {
+			return "its clients are answered from pool " + q.Name + " (the fallback, " + fmt.Sprintf("%d of %d up", q.Up, q.Total) + ")"
+		}
+		f = all[i].Fallback
+	}
+	return "its clients are answered by their names' next policy, or by their last resort when none is left"
 }
 
 // responder adds the GSLB responder's incidents.

@@ -22,6 +22,9 @@ func GSLBPools(cfg *configs.Config, statuses map[monitor.Key]monitor.TargetStatu
 	for _, p := range pools {
 		cp := control.GSLBPool{Name: p.Name, Combine: p.Combine, AtLeast: p.AtLeast, Up: p.Up, Total: p.Total,
 			Members: make([]control.GSLBMember, 0, len(p.Members))}
+		if cfgPool := cfg.GSLBPool(p.Name); cfgPool != nil {
+			cp.Fallback = cfgPool.Fallback
+		}
 		for _, m := range p.Members {
 			cm := control.GSLBMember{Name: m.Name, Address: addrText(m.Addr), ProbeAddress: addrText(m.ProbeAddr),
 				Weight: m.Weight, Priority: m.Priority, State: m.State.String(), Since: utc(m.Since), Reason: m.Reason,
