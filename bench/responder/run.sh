@@ -175,12 +175,14 @@ gdnsd -c "$WORK/gdnsd" checkconf >"$WORK/gdnsd-checkconf.log" 2>&1 || die "gdnsd
 # The queries: one file per generator (SOURCES), disjoint slices of one
 # shuffled list, together longer than a fixed-load run at the highest
 # load sends (by a quarter), so that no run sends a query file twice.
-max_load=0
-for l in $LOADS; do ((l > max_load)) && max_load=$l; done
-QUERIES=$((LAT_DURATION * max_load * 5 / 4 + 1000 * SOURCES))
-((QUERIES >= 200000)) || QUERIES=200000
-echo "== queries"
-"$WORK/tool" queries -out "$WORK/queries" -files "$SOURCES" -n "$QUERIES" -dyn "$NAMES" -static "$STATICS" -regions "$REGIONS" -prefixes "$PREFIXES" -mix "$MIX"
+if [[ $COMPARE == 1 ]]; then
+	max_load=0
+	for l in $LOADS; do ((l > max_load)) && max_load=$l; done
+	QUERIES=$((LAT_DURATION * max_load * 5 / 4 + 1000 * SOURCES))
+	((QUERIES >= 200000)) || QUERIES=200000
+	echo "== queries: $QUERIES in $SOURCES file(s) (a fixed-load run at $max_load qps sends about $((LAT_DURATION * max_load)), $((LAT_DURATION * max_load / SOURCES)) from each)"
+	"$WORK/tool" queries -out "$WORK/queries" -files "$SOURCES" -n "$QUERIES" -dyn "$NAMES" -static "$STATICS" -regions "$REGIONS" -prefixes "$PREFIXES" -mix "$MIX"
+fi
 
 # answers PORT NAME TYPE [ECS]: the sorted addresses answered.
 answers() {
@@ -336,9 +338,8 @@ measure() {
 	local codes
 	codes=$(awk '
 		/Response codes:/ { s = substr($0, index($0, ":") + 1); n = split(s, a, ","); for (i = 1; i <= n; i++) { split(a[i], w, " "); c[w[1]] += w[2] } }
-		/Queries completed:/ { split($0, w, ":"); split(w[2], v, " "); done += v[1] }
-		/Average packet size:/ { if (match($0, /response [0-9]+/)) { r = substr($0, RSTART + 9, RLENGTH - 9); bytes += r * last } }
-		/Queries completed:/ { split($0, w, ":"); split(w[2], v, " "); last = v[1] }
+		/Queries completed:/ { split($0, w, ":"); split(w[2], v, " "); done += v[1]; last = v[1] }
+		/Average packet size:/ { if (match($0, /response [0-9]+/)) bytes += substr($0, RSTART + 9, RLENGTH - 9) * last }
 		END { o = 0; for (k in c) if (k != "NOERROR" && k != "NXDOMAIN") o += c[k]
 			printf "%d %d %d %d %.1f\n", c["NOERROR"], c["NXDOMAIN"], o, done, done ? bytes / done : 0 }' "${outs[@]}")
 	local rc=0
@@ -453,8 +454,25 @@ function median(key, f,   i, j, n, t, v) {
 	low = v[1]; high = v[n]
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
+# paired A B OP: the median over the rounds of A - B (OP "-") or A / B (OP
+# "/"), A and B servers of this kind and load, over the rounds used
+# (low and high their range; 0 if no round has both).
+function paired(a, b, op,   i, j, n, t, v, x, y) {
+	n = 0
+	for (i = 1; i <= nr; i++) {
+		if (!use[gs[i]] || !((kind " " a " " Q, gs[i]) in byg) || !((kind " " b " " Q, gs[i]) in byg)) continue
+		x = byg[kind " " a " " Q, gs[i]]; y = byg[kind " " b " " Q, gs[i]]
+		if (op == "/" && y <= 0) continue
+		v[++n] = op == "/" ? x / y : x - y
+	}
+	for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+	if (!n) { low = high = 0; return 0 }
+	low = v[1]; high = v[n]
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
 {
 	k = $1 " " $2 " " $3; g = $1 ":" $3 ":" $4
+	byg[k, g] = $5
 	if (!(($1 " " $3) in seen)) { seen[$1 " " $3] = 1; loads[++nl] = $1 " " $3 }
 	if (!($2 in servers)) { servers[$2] = 1; order[++ns] = $2 }
 	if (!(g in gmax)) { gmax[g] = 0; rounds[$1 " " $3] = rounds[$1 " " $3] " " g; nround[$1 " " $3]++ }
@@ -493,7 +511,8 @@ END {
 		isgoal = (kind == "fixed" && Q == 30000)
 		if (g > 0 && lb > 0) {
 			ratio = lb / g
-			printf "lbdnsd/gdnsd (gdnsd at its better, %s) %s: %.2f%s%s\n", gname, head, ratio,
+			paired("lbdnsd", (g == g1 ? "gdnsd-t1" : "gdnsd-t2"), "/")
+			printf "lbdnsd/gdnsd (gdnsd at its better, %s) %s: %.2f (round by round %.2f..%.2f)%s%s\n", gname, head, ratio, low, high,
 				(isgoal ? sprintf(" (goal <= %.1f on the %s mix: %s)", goal, mix, (ratio <= goal ? "MEETS" : "MISSES")) : ""), under
 			if (isgoal && mix == "realistic" && fl > 0)
 				printf "lbdnsd/floor %s: %.2f (goal <= 1.3 on the realistic mix: %s)%s\n", head, lb / fl, (lb / fl <= 1.3 ? "MEETS" : "MISSES"), under
@@ -504,8 +523,8 @@ END {
 			sizegoal = sprintf("mean reply size %s: lbdnsd %.1f bytes, gdnsd %.1f (goal <= gdnsd'"'"'s on every mix, %s mix: %s)", head, lsz, gsz, mix, (lsz <= gsz ? "MEETS" : "MISSES"))
 		lbb = med[kind " lbdnsd-b " Q]
 		if (lb > 0 && lbb > 0)
-			printf "lbdnsd - lbdnsd-b %s: %+.2f us per query (lbdnsd %.2f..%.2f, lbdnsd-b %.2f..%.2f)%s\n", head, lb - lbb,
-				lows[kind " lbdnsd " Q], highs[kind " lbdnsd " Q], lows[kind " lbdnsd-b " Q], highs[kind " lbdnsd-b " Q], under
+			printf "lbdnsd - lbdnsd-b %s: %+.2f us per query, the median of the differences round by round (%+.2f..%+.2f; lbdnsd %.2f..%.2f, lbdnsd-b %.2f..%.2f)%s\n", head,
+				paired("lbdnsd", "lbdnsd-b", "-"), low, high, lows[kind " lbdnsd " Q], highs[kind " lbdnsd " Q], lows[kind " lbdnsd-b " Q], highs[kind " lbdnsd-b " Q], under
 	}
 	if (sizegoal != "") print sizegoal
 }' "$WORK/results"
