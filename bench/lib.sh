@@ -50,6 +50,19 @@ stop() {
 	wait "$1" 2>/dev/null || true
 }
 
+# bench_modules [DIR...]: downloads the Go modules the checkout (and each
+# DIR, another checkout to build) needs, while the network is there: a
+# script that goes on in a network namespace of its own (unshare -n)
+# builds there with no route to the module proxy.
+bench_modules() {
+	local d
+	export PATH=$PATH:/usr/local/go/bin
+	for d in "$(cd "$(dirname "$0")/../.." && pwd)" "$@"; do
+		[[ -n $d ]] || continue
+		(cd "$d" && go mod download) || die "go mod download in $d failed"
+	done
+}
+
 # bench_start NAME: ROOT (the checkout), WORK (a new work directory named
 # after NAME), PIDS (empty), bench_cleanup on exit, exit 130 on a signal.
 bench_start() {

@@ -80,7 +80,7 @@ func Summarize(st *control.Status) []control.Incident {
 	}
 	for i := range st.VIPs {
 		v := &st.VIPs[i]
-		if v.Serving != nil && !*v.Serving {
+		if v.Serving != nil && !*v.Serving && !d.DryRun { // a dry run serves nothing: said once below
 			add(control.Incident{Severity: Critical, What: "VIP " + v.Name,
 				Summary: fmt.Sprintf("VIP %s (%s) is not serving: %s", v.Name, v.Address, v.ServingReason),
 				Effect:  "queries to " + v.Address + " get no answer from this host" + announceNote(st),

@@ -321,3 +321,45 @@ func TestCompact(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSummaryFirst: lbctl status starts with the summary, worst
+// first, each incident on one line with since when (absolute and
+// relative) and what to do under it; with none, one OK line; from a
+// daemon that sends no summary, nothing.
+func TestStatusSummaryFirst(t *testing.T) {
+	now := time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC)
+	st := control.Status{Generated: now, Daemon: control.Daemon{Warm: true},
+		Pools: []control.Pool{{Name: "local", Total: 2, Enabled: 2, Healthy: 2}},
+		Summary: []control.Incident{
+			{Severity: "critical", What: "GSLB pool east", Summary: "GSLB pool east DOWN: 0 of 2 members up (needs 1)", Effect: "its clients are answered from pool west",
+				Since: now.Add(-150 * time.Second), Action: "lbctl gslb status", Runbook: "RUNBOOK.md#lbdnsgslbpooldown"},
+			{Severity: "info", What: "dry run", Summary: "DRY RUN: the IPVS table is computed, NOT applied"},
+		}}
+	var b strings.Builder
+	if err := writeStatus(&b, &st); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	want := []string{
+		"CRITICAL  GSLB pool east DOWN: 0 of 2 members up (needs 1) — its clients are answered from pool west (since 2026-12-03 02:57:30 UTC, 2m30s ago)",
+		"      do: lbctl gslb status; runbook: RUNBOOK.md#lbdnsgslbpooldown",
+		"INFO  DRY RUN: the IPVS table is computed, NOT applied",
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("line %d:\n%q\nwant\n%q", i, lines[i], w)
+		}
+	}
+	st.Summary = []control.Incident{}
+	b.Reset()
+	_ = writeStatus(&b, &st)
+	if first := strings.SplitN(b.String(), "\n", 2)[0]; first != "OK  All as configured: 1 resolver pool healthy." {
+		t.Errorf("all well: first line %q", first)
+	}
+	st.Summary = nil
+	b.Reset()
+	_ = writeStatus(&b, &st)
+	if strings.HasPrefix(b.String(), "OK") {
+		t.Errorf("no summary sent, yet lbctl printed one:\n%s", b.String())
+	}
+}

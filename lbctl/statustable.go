@@ -20,6 +20,7 @@ func writeStatus(w io.Writer, st *control.Status) error {
 		now = time.Now()
 	}
 	sw := &statusWriter{ew: &errWriter{w: w}, now: now}
+	sw.summary(st)
 	sw.gslbBanner(st.GSLBIntent)
 	sw.gslbLastResortBanner(st.GSLBResponder)
 	sw.bgpBanner(st.BGP)     // bgp.go
@@ -38,6 +39,41 @@ func writeStatus(w io.Writer, st *control.Status) error {
 	sw.clients(st.Clients, false) // clients.go
 	sw.prefetch(st.Prefetch)
 	return sw.ew.err
+}
+
+// summary prints the status's incidents first, worst first, each in one
+// line (with what to do and the runbook section on a second), or the
+// one line that says everything is as configured. A daemon that
+// predates the summary sends none: nothing is printed.
+func (sw *statusWriter) summary(st *control.Status) {
+	if st.Summary == nil {
+		return
+	}
+	if len(st.Summary) == 0 {
+		sw.printf("OK  %s\n\n", st.HealthyLine())
+		return
+	}
+	for _, in := range st.Summary {
+		line := strings.ToUpper(in.Severity) + "  " + in.Summary
+		if in.Effect != "" {
+			line += " — " + in.Effect
+		}
+		if !in.Since.IsZero() {
+			line += " (since " + in.Since.UTC().Format("2006-01-02 15:04:05 UTC") + ", " + sw.ago(in.Since) + " ago)"
+		}
+		sw.printf("%s\n", line)
+		var next []string
+		if in.Action != "" {
+			next = append(next, "do: "+in.Action)
+		}
+		if in.Runbook != "" {
+			next = append(next, "runbook: "+in.Runbook)
+		}
+		if len(next) > 0 {
+			sw.printf("      %s\n", strings.Join(next, "; "))
+		}
+	}
+	sw.printf("\n")
 }
 
 // errWriter keeps the first write error and skips writes after it.

@@ -65,6 +65,7 @@ GOAL_DOWN_MS=$((FALL * INTERVAL_MS + TIMEOUT_MS + 100))
 # only lbdnsd's echoes; ping sockets allowed there for ICMP_SOCKET.
 if [[ ${NETNS:-1} == 1 && -z ${LBDNS_BENCH_NETNS:-} ]]; then
 	command -v unshare >/dev/null || die "unshare is not installed (NETNS=0 runs in this namespace)"
+	bench_modules "${LBDNSD_SRC:-}"
 	exec unshare -n env LBDNS_BENCH_NETNS=1 "$0" "$@"
 fi
 if [[ -n ${LBDNS_BENCH_NETNS:-} ]]; then
