@@ -61,6 +61,10 @@ type Query struct {
 	// from one goroutine at a time (a UDP reader) passes its own, so
 	// concurrent callers write no shared memory. nil: the shared ones.
 	Rotation []uint64
+	// Entry, when it is of the snapshot asked (Snapshot.Lookup of
+	// Name), is the name's entry: the answer does not look Name up
+	// again. The zero Entry: Name is looked up.
+	Entry Entry
 	// Records, when set, holds the records of the answer (see Records):
 	// a caller answering one query at a time passes its own, so that a
 	// dynamic name's answer allocates nothing. nil: they are allocated.

@@ -13,7 +13,10 @@ import (
 // response are shared by every answer of the snapshot: callers must not
 // modify them (copy one to change it).
 func (s *Snapshot) Answer(q Query) Response {
-	n := s.nodes[q.Name]
+	n := q.Entry.n
+	if q.Entry.s != s {
+		n = s.nodes[q.Name]
+	}
 	var z *zone
 	if n != nil {
 		if n.zone > 0 {
@@ -48,6 +51,34 @@ func (s *Snapshot) Answer(q Query) Response {
 		return s.static(q, z, Response{Answer: rrs})
 	}
 	return s.static(q, z, Response{Authority: z.neg})
+}
+
+// Entry is a name's node in one snapshot, found by Lookup from the
+// question's bytes and passed back with the query (Query.Entry), so that
+// a query takes one lookup of its name, and no string is built for it.
+type Entry struct {
+	s *Snapshot
+	n *node
+}
+
+// Name is the entry's name, lower-cased and fully qualified (the
+// snapshot's own string); "" for the zero Entry.
+func (e Entry) Name() string {
+	if e.n == nil {
+		return ""
+	}
+	return e.n.name
+}
+
+// Lookup returns the entry of name, lower-cased and fully qualified as
+// Query.Name, and false when the snapshot has no node of that name (a
+// name it answers NXDOMAIN or REFUSED: the query then goes by Name).
+func (s *Snapshot) Lookup(name []byte) (Entry, bool) {
+	n := s.nodes[string(name)]
+	if n == nil {
+		return Entry{}, false
+	}
+	return Entry{s, n}, true
 }
 
 // hinfoCPU is the CPU of the synthesized HINFO record that answers a

@@ -56,6 +56,9 @@ type zone struct {
 // node is one owner name of a zone: its static records, its dynamic
 // name, or the whoami name; an empty non-terminal has none.
 type node struct {
+	// name is the node's name, lower-cased and fully qualified (its key
+	// in Snapshot.nodes: Entry.Name gives it without building one).
+	name   string
 	rrsets map[uint16][]dns.RR
 	dyn    *name
 	whoami bool
@@ -285,7 +288,7 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 				break
 			}
 			if s.nodes[owner[off:]] == nil {
-				s.nodes[owner[off:]] = &node{}
+				s.nodes[owner[off:]] = &node{name: owner[off:]}
 			}
 		}
 	}
@@ -369,7 +372,7 @@ func (s *Snapshot) Degraded() []NameStatus { return slices.Clone(s.status) }
 func (s *Snapshot) node(owner string) *node {
 	n := s.nodes[owner]
 	if n == nil {
-		n = &node{}
+		n = &node{name: owner}
 		s.nodes[owner] = n
 	}
 	return n

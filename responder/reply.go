@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"lbdns/gslb"
 	"lbdns/internal/dnswire"
 
 	"github.com/miekg/dns"
@@ -25,8 +26,10 @@ func (s *Server) reply(sc *scratch, dst, query []byte, src netip.Addr, tcp bool)
 		return nil
 	}
 	req := &sc.req
+	sc.box, sc.entry = s.answerer.Load(), gslb.Entry{}      // one snapshot for the name's lookup and the answer
+	defer func() { sc.box, sc.entry = nil, gslb.Entry{} }() // an old snapshot is not kept alive by an idle reader
 	if !sc.parseQuery(query) {
-		sc.qlower, sc.qwire = "", nil
+		sc.qlower, sc.qwire, sc.entry = "", nil, gslb.Entry{}
 		query = dropCutQuestion(query)
 		markECS(query)
 		*req = dns.Msg{}
@@ -180,11 +183,13 @@ func (sc *scratch) parseQuery(b []byte) bool {
 
 // parseName returns the domain name at off in b as miekg/dns presents
 // it (labels joined by dots, fully qualified) and lower-cased (as
-// lowerFQDN gives it), both interned in sc.names, and the offset past
-// it; ok false when the name is compressed, has a label that miekg/dns
+// lowerFQDN gives it) — the snapshot's own string when the name has no
+// upper case and the snapshot in sc.box has it (sc.entry is then its
+// entry), else both interned in sc.names — and the offset past it; ok false when the name is compressed, has a label that miekg/dns
 // would escape, or is long.
 func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, ok bool) {
 	buf := sc.nameBuf[:0]
+	upper := false
 	for {
 		if off >= len(b) {
 			return "", "", 0, false
@@ -201,6 +206,7 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 			if !plainByte(x) {
 				return "", "", 0, false
 			}
+			upper = upper || x-'A' < 26
 		}
 		buf = append(append(buf, b[off:off+c]...), '.')
 		off += c
@@ -209,6 +215,15 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 		buf = append(buf, '.')
 	}
 	sc.nameBuf = buf
+	if !upper && sc.box != nil && sc.box.names != nil {
+		// A name already lower-cased that the snapshot has: its own
+		// string is the question's, and its entry spares the answer a
+		// second lookup.
+		if e, ok := sc.box.names.Lookup(buf); ok {
+			sc.entry = e
+			return e.Name(), e.Name(), off, true
+		}
+	}
 	if n, ok := sc.names[string(buf)]; ok {
 		return n.name, n.lower, off, true
 	}

@@ -199,7 +199,10 @@ func (s *Server) check(sc *scratch, req *dns.Msg, size *int, q **ecs) int {
 // answer fills the reply from the snapshot and returns its rcode and the
 // snapshot's response (asked false when there is no snapshot).
 func (s *Server) answer(sc *scratch, req *dns.Msg, src netip.Addr, q *ecs) (rcode int, r gslb.Response, asked bool) {
-	box := s.answerer.Load()
+	box := sc.box
+	if box == nil {
+		box = s.answerer.Load()
+	}
 	if box == nil {
 		return dns.RcodeServerFailure, r, false
 	}
@@ -207,7 +210,7 @@ func (s *Server) answer(sc *scratch, req *dns.Msg, src netip.Addr, q *ecs) (rcod
 	if name == "" {
 		name = lowerFQDN(req.Question[0].Name)
 	}
-	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src, Records: &sc.recs}
+	query := gslb.Query{Name: name, Type: req.Question[0].Qtype, Source: src, Records: &sc.recs, Entry: sc.entry}
 	if q != nil {
 		query.ECS = q.prefix
 	}

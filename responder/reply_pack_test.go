@@ -85,6 +85,11 @@ func FuzzReplySnapshot(f *testing.F) {
 // same reply for the same query, whatever the pools' rotation.
 type sorted struct{ gslb.Answerer }
 
+// Lookup is the snapshot's (the readers' one-lookup path is fuzzed too).
+func (a sorted) Lookup(name []byte) (gslb.Entry, bool) {
+	return a.Answerer.(*gslb.Snapshot).Lookup(name)
+}
+
 func (a sorted) Answer(q gslb.Query) gslb.Response {
 	r := a.Answerer.Answer(q)
 	r.Answer = slices.SortedFunc(slices.Values(r.Answer), func(x, y dns.RR) int { return strings.Compare(x.String(), y.String()) })
@@ -203,4 +208,64 @@ func TestReplyNamesCompressed(t *testing.T) {
 	if out[second] != 0xC0 || out[second+1] != qEnd {
 		t.Errorf("second AAAA owner %x, want a pointer to the first owner at %d", out[second:second+2], qEnd)
 	}
+}
+
+// TestReplyEntryPath: a query whose name the snapshot has, in lower
+// case, takes the one-lookup path (the snapshot's entry found from the
+// question's bytes); its reply says what Respond's says (the rcode, the
+// records in any order, the ECS scope), and a name in another case or
+// one the snapshot lacks goes the other way with the same result.
+func TestReplyEntryPath(t *testing.T) {
+	s := snapshotServer(t, packDoc())
+	src := netip.MustParseAddr("10.1.2.3")
+	sc := &scratch{reader: true}
+	buf := make([]byte, dns.MaxMsgSize)
+	took := 0
+	for _, m := range packSeeds() {
+		wire, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.box, sc.entry = s.answerer.Load(), gslb.Entry{} // as reply does
+		sc.parseQuery(wire)
+		if sc.entry != (gslb.Entry{}) {
+			took++
+			if strings.ToLower(m.Question[0].Name) != m.Question[0].Name || sc.entry.Name() != m.Question[0].Name {
+				t.Errorf("%v: entry %q", m.Question, sc.entry.Name())
+			}
+		}
+		out := s.reply(sc, buf, slices.Clone(wire), src, false)
+		var got dns.Msg
+		if err := got.Unpack(out); err != nil {
+			t.Fatalf("%v: %v", m.Question, err)
+		}
+		want := s.Respond(m, src, false)
+		if got.Rcode != want.Rcode || sortedRRs(got.Answer) != sortedRRs(want.Answer) || sortedRRs(got.Ns) != sortedRRs(want.Ns) ||
+			ecsText(&got) != ecsText(want) || got.Question[0] != want.Question[0] {
+			t.Errorf("%v: reply\n%v\nwant\n%v", m.Question, &got, want)
+		}
+	}
+	if took < len(packSeeds())/2 {
+		t.Errorf("%d of %d queries took the entry path", took, len(packSeeds()))
+	}
+}
+
+func sortedRRs(rrs []dns.RR) string {
+	var s []string
+	for _, rr := range rrs {
+		s = append(s, rr.String())
+	}
+	slices.Sort(s)
+	return strings.Join(s, "\n")
+}
+
+func ecsText(m *dns.Msg) string {
+	if o := m.IsEdns0(); o != nil {
+		for _, e := range o.Option {
+			if e.Option() == dns.EDNS0SUBNET {
+				return e.String()
+			}
+		}
+	}
+	return ""
 }

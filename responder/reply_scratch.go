@@ -40,6 +40,12 @@ type scratch struct {
 	qwire []byte
 	// nw writes the reply's names for packReply.
 	nw nameWriter
+	// box is the snapshot reply answers the query from (loaded once:
+	// parseName looks the name up in it, answer answers from it); nil
+	// outside reply. entry is the question name's entry in it, when
+	// parseName found one.
+	box   *answerer
+	entry gslb.Entry
 
 	// resp is the reply; opt, optExtra, extra, subnet and ecs back its
 	// OPT record, additional section and Client Subnet option.

@@ -92,6 +92,11 @@ type Server struct {
 type answerer struct {
 	gslb.Answerer
 	rotations int
+	// names is the Answerer when it looks names up (gslb.Snapshot.Lookup:
+	// the readers find the question's entry in it), else nil.
+	names interface {
+		Lookup(name []byte) (gslb.Entry, bool)
+	}
 }
 
 // Swap makes a the snapshot that answers from now on. A query being
@@ -104,6 +109,9 @@ func (s *Server) Swap(a gslb.Answerer) {
 		return
 	}
 	box := &answerer{Answerer: a}
+	box.names, _ = a.(interface {
+		Lookup(name []byte) (gslb.Entry, bool)
+	})
 	if r, ok := a.(interface{ Rotations() int }); ok {
 		box.rotations = r.Rotations()
 	}
