@@ -123,6 +123,9 @@ func layoutAt(t *testing.T, url string, width int) {
 	if len(l.OffScreen) > 0 {
 		t.Errorf("at %d px, state cells are off-screen: %q", width, l.OffScreen)
 	}
+	if width <= 640 && len(l.Scrolling) > 0 {
+		t.Errorf("at %d px, tables scroll sideways: %q", width, l.Scrolling)
+	}
 	for _, want := range []string{
 		"FAIL-OPEN: pool datacenter-east-recursive fails open: every member fails its check at once",
 		"upstream-failure",

@@ -28,6 +28,11 @@ type Layout struct {
 	// must see without scrolling sideways, such as a state column) whose
 	// right edge passes the viewport, as "tag.class: text".
 	OffScreen []string `json:"offScreen"`
+	// Scrolling lists the elements that scroll sideways inside the page
+	// (overflow-x auto or scroll, content wider than the box), as
+	// "tag#id.class (content px > box px)": a table a reader must
+	// scroll to read.
+	Scrolling []string `json:"scrolling"`
 }
 
 // Overflows reports whether the page is wider than its window.
@@ -53,7 +58,17 @@ const layoutJS = `(() => {
 		off.push(el.tagName.toLowerCase() + "." + String(el.className).trim().split(/\s+/).join(".") + ": " + el.innerText.trim());
 		if (off.length >= 20) break;
 	}
-	return {scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, text: document.body.innerText, overflowing: over, offScreen: off};
+	const scroll = [];
+	for (const el of document.body.querySelectorAll("*")) {
+		const ox = getComputedStyle(el).overflowX;
+		if ((ox !== "auto" && ox !== "scroll") || el.scrollWidth <= el.clientWidth + 1) continue;
+		let name = el.tagName.toLowerCase();
+		if (el.id) name += "#" + el.id;
+		if (el.className && typeof el.className === "string") name += "." + el.className.trim().split(/\s+/).join(".");
+		scroll.push(name + " (" + el.scrollWidth + " px > " + el.clientWidth + " px)");
+		if (scroll.length >= 20) break;
+	}
+	return {scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, text: document.body.innerText, overflowing: over, offScreen: off, scrolling: scroll};
 })()`
 
 // Measure loads url in headless Chromium, driven over the DevTools
