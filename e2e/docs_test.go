@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -123,15 +125,144 @@ func TestREADMEForOperators(t *testing.T) {
 	}
 
 	stale := regexp.MustCompile(`(?i)for now the only one|to come\b|come later|comes later|design notes|the brief|where the issue|left room|\bsession \d|\bissue \d|garbage.collector|GOGC|experiment`)
-	for _, doc := range []string{"../README.md", "../CONFIGURATION.md", "../RUNBOOK.md"} {
+	guides, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(guides) == 0 {
+		t.Fatalf("no operator guides in docs/: %v", err)
+	}
+	for _, doc := range append([]string{"../README.md", "../CONFIGURATION.md", "../RUNBOOK.md"}, guides...) {
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The README and the guides are the operator's: no test names,
+		// no notes on how the work was done (CONTRIBUTING.md and
+		// ARCHITECTURE.md have those).
+		forOperator := doc == "../README.md" || strings.HasPrefix(doc, "../docs/")
 		for i, l := range strings.Split(string(b), "\n") {
 			if m := stale.FindString(l); m != "" {
 				t.Errorf("%s:%d: %q is for the team, or stale: %s", doc, i+1, m, l)
 			}
+			if m := teamWords.FindString(l); forOperator && m != "" {
+				t.Errorf("%s:%d: %q belongs in CONTRIBUTING.md or ARCHITECTURE.md: %s", doc, i+1, m, l)
+			}
 		}
 	}
+}
+
+// teamWords are words of the contributors' documents: test and fuzz
+// target names, and notes on issues, work sessions, helpers and
+// experiments.
+var teamWords = regexp.MustCompile(`\b(Test|Fuzz|Benchmark)[A-Z]\w*|(?i)\b(issues?|helpers?|experiments?|work sessions?|design notes)\b`)
+
+// TestDocsLinks: every relative markdown link ([text](path#anchor)) of
+// README.md, docs/*.md, RUNBOOK.md, CONTRIBUTING.md and CONFIGURATION.md
+// names a file that exists and, with an anchor, a heading of that file
+// (GitHub's anchors: lower case, spaces to '-', punctuation dropped).
+func TestDocsLinks(t *testing.T) {
+	docs := []string{"../README.md", "../RUNBOOK.md", "../CONTRIBUTING.md", "../CONFIGURATION.md"}
+	guides, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(guides) == 0 {
+		t.Fatalf("no operator guides in docs/: %v", err)
+	}
+	docs = append(docs, guides...)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := headingAnchors(string(b))
+		anchors[path] = a
+		return a
+	}
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range markdownLinks(string(b)) {
+			target, frag, _ := strings.Cut(l.target, "#")
+			if regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`).MatchString(target) {
+				continue // https:, mailto:
+			}
+			path := doc
+			if target != "" {
+				path = filepath.Join(filepath.Dir(doc), target)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s:%d: link %q: %v", doc, l.line, l.target, err)
+					continue
+				}
+			}
+			checked++
+			if frag == "" || !strings.HasSuffix(path, ".md") {
+				continue
+			}
+			if !anchorsOf(path)[frag] {
+				t.Errorf("%s:%d: link %q: %s has no heading with the anchor #%s", doc, l.line, l.target, path, frag)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("checked only %d links", checked)
+	}
+}
+
+type mdLink struct {
+	target string
+	line   int
+}
+
+// markdownLinks returns the targets of the inline links of a markdown
+// text, outside code blocks and code spans.
+func markdownLinks(text string) []mdLink {
+	link := regexp.MustCompile(`\]\(([^()\s]+)\)`)
+	span := regexp.MustCompile("`[^`]*`")
+	var out []mdLink
+	fenced := false
+	for i, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range link.FindAllStringSubmatch(span.ReplaceAllString(l, "``"), -1) {
+			out = append(out, mdLink{m[1], i + 1})
+		}
+	}
+	return out
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// markdown text: lower case, punctuation dropped, spaces to '-', and
+// "-1", "-2"... after the second and later headings of one text.
+func headingAnchors(text string) map[string]bool {
+	heading := regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			continue
+		}
+		m := heading.FindStringSubmatch(l)
+		if fenced || m == nil {
+			continue
+		}
+		a := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
 }

@@ -138,7 +138,7 @@ func TestUsageErrorCasesCoverEveryCommand(t *testing.T) {
 
 // TestExitStatusDocumented: lbctl help prints one exit status table
 // (each code 0 to 5 once, in order), every command's help prints the
-// same table, and the README's lbctl section and lbctl.1's EXIT STATUS
+// same table, and docs/lbctl.md's Exit status and lbctl.1's EXIT STATUS
 // give every code the same meaning.
 func TestExitStatusDocumented(t *testing.T) {
 	r := lbctl(t, "help")
@@ -186,18 +186,18 @@ func TestExitStatusDocumented(t *testing.T) {
 			t.Errorf("lbctl.1 EXIT STATUS: no .TP entry for %d saying %q:\n%s", code, word, exit)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	guide, err := os.ReadFile("../docs/lbctl.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(readme), "\n## Operating with lbctl\n")
+	_, sec, ok := strings.Cut(string(guide), "\n## Exit status\n")
 	if !ok {
-		t.Fatal("README.md has no section Operating with lbctl")
+		t.Fatal("docs/lbctl.md has no section Exit status")
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
 	for code, word := range meaning {
 		if !regexp.MustCompile(`\| ` + fmt.Sprint(code) + ` \|[^\n]*` + word).MatchString(sec) {
-			t.Errorf("README.md, Operating with lbctl: its exit status table has no row for %d saying %q", code, word)
+			t.Errorf("docs/lbctl.md, Exit status: its table has no row for %d saying %q", code, word)
 		}
 	}
 }

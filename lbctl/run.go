@@ -34,7 +34,7 @@ type exitStatus struct {
 }
 
 // exitStatuses is the exit status table lbctl help prints, one row a
-// status; the README and lbctl.1 (EXIT STATUS) say the same.
+// status; docs/lbctl.md and lbctl.1 (EXIT STATUS) say the same.
 func exitStatuses() []exitStatus {
 	return []exitStatus{
 		{exitOK, "success"},

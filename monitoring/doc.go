@@ -4,5 +4,5 @@
 // lbdnsd, and its Go tests check them against the metrics lbdnsd exports
 // (report/testdata/metrics.txt), against the runbook (RUNBOOK.md at the
 // repository's root: a section per rule, named by its runbook_url) and
-// against the README's table of alerts.
+// against the table of alerts of docs/running-as-a-service.md.
 package monitoring

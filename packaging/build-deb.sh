@@ -7,7 +7,8 @@
 # holds lbdnsd (/usr/sbin) and lbctl (/usr/bin), statically linked; the
 # systemd unit (packaging/systemd/lbdnsd.service) and modules-load.d file;
 # configs/full.toml as the conffile /etc/lbdns/lbdns.toml; the man pages;
-# the README, CONFIGURATION.md, RUNBOOK.md, example configurations, alert rules and
+# the README, CONFIGURATION.md, RUNBOOK.md, the operator guides (docs/*.md, in
+# /usr/share/doc/lbdns/docs), example configurations, alert rules and
 # Grafana dashboard in /usr/share/doc/lbdns; copyright and changelog.
 # Needs go, dpkg-deb and gzip; no root (dpkg-deb --root-owner-group).
 #
@@ -35,7 +36,7 @@ mkdir -p "$root/DEBIAN" "$root/usr/sbin" "$root/usr/bin" "$root/etc/lbdns" \
 	"$root/lib/systemd/system" "$root/usr/lib/modules-load.d" \
 	"$root/usr/share/man/man1" "$root/usr/share/man/man8" \
 	"$root/usr/share/lintian/overrides" \
-	"$root/usr/share/doc/lbdns/examples/monitoring"
+	"$root/usr/share/doc/lbdns/examples/monitoring" "$root/usr/share/doc/lbdns/docs"
 
 # Static, reproducible binaries: no cgo, no build paths, no VCS stamp
 # (-buildvcs=false: the tree may be a worktree or an export).
@@ -65,6 +66,9 @@ install -m 0644 packaging/debian/copyright "$doc/copyright"
 gzip -9n -c README.md >"$doc/README.md.gz"
 gzip -9n -c CONFIGURATION.md >"$doc/CONFIGURATION.md.gz"
 gzip -9n -c RUNBOOK.md >"$doc/RUNBOOK.md.gz"
+for f in docs/*.md; do
+	gzip -9n -c "$f" >"$doc/$f.gz"
+done
 for f in configs/full.toml configs/minimal.toml configs/quickstart.toml configs/gslb.toml; do
 	install -m 0644 "$f" "$doc/examples/"
 done

@@ -175,6 +175,8 @@ func TestDebianPackage(t *testing.T) {
 		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/README.md.gz$",
 		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/CONFIGURATION.md.gz$",
 		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/RUNBOOK.md.gz$",
+		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/docs/lbctl.md.gz$",
+		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/docs/running-as-a-service.md.gz$",
 		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/examples/monitoring/alerts.yml$",
 		"-rw-r--r-- root/root .* ./usr/share/doc/lbdns/examples/monitoring/grafana-lbdns.json$",
 		"-rw-r--r-- root/root .* ./usr/share/man/man8/lbdnsd.8.gz$",
