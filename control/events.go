@@ -150,7 +150,7 @@ type EventRow struct {
 func (f EventFilter) Rows(evs []Event) []EventRow {
 	rows := []EventRow{}
 	for _, ev := range evs {
-		if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, ev.Kind) {
+		if !f.kind(ev) {
 			continue
 		}
 		if f.All || ev.Routine == "" {
@@ -168,8 +168,16 @@ func (f EventFilter) Rows(evs []Event) []EventRow {
 
 // Keep reports whether f lists ev on a line of its own (of a kind f
 // keeps, and for people unless f.All): a followed stream prints those.
-func (f EventFilter) Keep(ev Event) bool {
-	return (len(f.Kinds) == 0 || slices.Contains(f.Kinds, ev.Kind)) && (f.All || ev.Routine == "")
+func (f EventFilter) Keep(ev Event) bool { return f.kind(ev) && (f.All || ev.Routine == "") }
+
+// Folds reports whether f folds ev into a run of routine work (of a
+// kind f keeps, routine, and f not All).
+func (f EventFilter) Folds(ev Event) bool { return f.kind(ev) && !f.All && ev.Routine != "" }
+
+// kind reports whether f keeps ev's kind: every kind when f names none;
+// a stream's line of missed events always.
+func (f EventFilter) kind(ev Event) bool {
+	return len(f.Kinds) == 0 || ev.Kind == EventMissed || slices.Contains(f.Kinds, ev.Kind)
 }
 
 // RoutineText says what a run of routine events is, by count of each
