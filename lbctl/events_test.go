@@ -324,3 +324,30 @@ func TestEventsUnknownKind(t *testing.T) {
 		t.Errorf("an unknown kind was sent: %+v", got)
 	}
 }
+
+// TestEventsFollowFolds: while following, a run of routine work is
+// printed as one line when the next event for people comes.
+func TestEventsFollowFolds(t *testing.T) {
+	evs := quickstartEvents(t)
+	f := startFake(t, map[string]reply{"GET /v1/events": {body: control.EventsReply{Events: []control.Event{}, Next: 0}}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-socket", f.socket, "events", "-f"}, &out, &errb, noEnv) }()
+	select {
+	case <-f.followed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("events -f never started following")
+	}
+	for _, ev := range evs[:11] {
+		f.stream <- ev
+	}
+	poll.Until(t, 10*time.Second, "the verdict printed", poll.True(func() bool { return strings.Contains(out.String(), "no-facts -> healthy") }))
+	cancel()
+	<-done
+	rows := eventRows(t, out.String())
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "1-10 ") || !strings.Contains(rows[0], "9 back ends up at their first checks") || !strings.HasPrefix(rows[1], "11 ") {
+		t.Errorf("want the folded start-up, then the verdict:\n%s", out.String())
+	}
+}
