@@ -634,7 +634,7 @@ func eventViews(evs []Event, f EventFilter, n int, now time.Time) []eventView {
 		for _, e := range list {
 			g.Events = append(g.Events, eventRow(e, now))
 		}
-		out = append(out, eventView{Seq: last.Seq, Time: cell(last.Time, now), Kind: "routine", Group: g})
+		out = append(out, eventView{Seq: last.Seq, Time: cell(first.Time, now), Kind: "routine", Group: g})
 	}
 	return out
 }
