@@ -611,6 +611,14 @@ const (
 	// EventFleet: the node lost or regained the fleet's etcd, or a node
 	// joined or left its fleet view.
 	EventFleet = "fleet"
+	// EventClient: a client action (block, limit) was set, removed,
+	// ended at its expiry, or failed to be enforced.
+	EventClient = "client"
+	// EventFlood: a flood alarm was raised or cleared.
+	EventFlood = "flood"
+	// EventBGP: a route was announced, changed or withdrawn, a BGP
+	// session was established or lost, a host was drained or enabled.
+	EventBGP = "bgp"
 	// EventMissed stands, in a followed stream, for events the log
 	// dropped before they could be sent (Seq 0).
 	EventMissed = "missed"
@@ -618,7 +626,7 @@ const (
 
 // EventKinds returns every event kind, in the order of their constants.
 func EventKinds() []string {
-	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventFleet, EventMissed}
+	return []string{EventState, EventPool, EventOverride, EventIPVS, EventReload, EventDaemon, EventGSLB, EventLastResort, EventServing, EventFleet, EventClient, EventFlood, EventBGP, EventMissed}
 }
 
 // Event is one entry of the event log (GET /v1/events).
@@ -636,7 +644,40 @@ type Event struct {
 	Message string `json:"message"`
 	// Error is true for failures (a failed IPVS op, a rejected reload).
 	Error bool `json:"error,omitempty"`
+	// Routine is set on the events that are routine work rather than
+	// news for people, to what work it is (one of the Routine*
+	// constants): the page and lbctl events fold a run of them into one
+	// line unless asked for everything. Empty for the events for people:
+	// verdicts, operator actions and every failure.
+	Routine string `json:"routine,omitempty"`
+	// Verdict is set on a verdict (a pool's diagnosis, a back end's or a
+	// GSLB member's state changed) to how it stands now: VerdictUp,
+	// VerdictWarn or VerdictDown.
+	Verdict string `json:"verdict,omitempty"`
 }
+
+// The kinds of routine work (Event.Routine).
+const (
+	// RoutineIPVS: an IPVS operation applied (create-service,
+	// create-dest, update-dest, ...); the verdict that caused it is an
+	// event of its own.
+	RoutineIPVS = "ipvs-op"
+	// RoutineIPVSDryRun: an IPVS operation computed in a dry run, NOT
+	// applied.
+	RoutineIPVSDryRun = "ipvs-op-dry-run"
+	// RoutineStart: the daemon started.
+	RoutineStart = "start"
+	// RoutineFirstUp: a back end or GSLB member found up by its first
+	// checks (a first verdict of down is for people).
+	RoutineFirstUp = "first-up"
+)
+
+// Event.Verdict values.
+const (
+	VerdictUp   = "up"   // healthy, up
+	VerdictWarn = "warn" // degraded, or not decided yet
+	VerdictDown = "down" // failing: down, below its minimum, failing open
+)
 
 // EventsReply answers GET /v1/events without follow.
 type EventsReply struct {

@@ -17,11 +17,6 @@ const (
 	HostEnable = "enable"
 )
 
-// EventBGP is the kind of the events of the BGP announcer: a route
-// announced, changed or withdrawn, a session established or lost, a host
-// drained or enabled.
-const EventBGP = "bgp"
-
 // HostRequest is the body of POST /v1/host.
 type HostRequest struct {
 	// Action is HostDrain or HostEnable.

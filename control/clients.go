@@ -18,10 +18,6 @@ const (
 	ClientUnblock = "unblock"
 )
 
-// EventClient is the kind of the events of client actions: set, removed,
-// ended at their expiry, or failing to be enforced.
-const EventClient = "client"
-
 // ClientRequest is the body of POST /v1/clients.
 type ClientRequest struct {
 	// Action is ClientBlock, ClientLimit or ClientUnblock.

@@ -2,6 +2,9 @@ package control
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -121,4 +124,123 @@ func (l *EventLog) Wait(ctx context.Context, after uint64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// EventFilter selects the events a listing shows (the page's ?kind= and
+// ?all=1, lbctl events --kind and --all).
+type EventFilter struct {
+	// Kinds keeps the events of these kinds; none keeps every kind.
+	Kinds []string
+	// All lists routine events one by one; without it a run of them is
+	// folded into one row.
+	All bool
+}
+
+// EventRow is one row of an event listing: one event (Routine empty), or
+// a run of consecutive routine events folded into one (Routine holds
+// them, oldest first).
+type EventRow struct {
+	Event   Event
+	Routine []Event
+}
+
+// Rows returns the events of evs (oldest first) that f keeps, as rows,
+// oldest first: with f.All one row per event, without it one row per
+// event for people and one per run of consecutive routine events.
+func (f EventFilter) Rows(evs []Event) []EventRow {
+	rows := []EventRow{}
+	for _, ev := range evs {
+		if !f.kind(ev) {
+			continue
+		}
+		if f.All || ev.Routine == "" {
+			rows = append(rows, EventRow{Event: ev})
+			continue
+		}
+		if n := len(rows); n > 0 && len(rows[n-1].Routine) > 0 {
+			rows[n-1].Routine = append(rows[n-1].Routine, ev)
+			continue
+		}
+		rows = append(rows, EventRow{Routine: []Event{ev}})
+	}
+	return rows
+}
+
+// Keep reports whether f lists ev on a line of its own (of a kind f
+// keeps, and for people unless f.All): a followed stream prints those.
+func (f EventFilter) Keep(ev Event) bool { return f.kind(ev) && (f.All || ev.Routine == "") }
+
+// Folds reports whether f folds ev into a run of routine work (of a
+// kind f keeps, routine, and f not All).
+func (f EventFilter) Folds(ev Event) bool { return f.kind(ev) && !f.All && ev.Routine != "" }
+
+// kind reports whether f keeps ev's kind: every kind when f names none;
+// a stream's line of missed events always.
+func (f EventFilter) kind(ev Event) bool {
+	return len(f.Kinds) == 0 || ev.Kind == EventMissed || slices.Contains(f.Kinds, ev.Kind)
+}
+
+// RoutineText says what a run of routine events is, by count of each
+// work in the order of its first event: "12 IPVS operations (dry run)",
+// "1 start-up, 5 back ends up at their first checks".
+func RoutineText(run []Event) string {
+	counts := map[string]int{}
+	var order []string
+	for _, ev := range run {
+		if counts[ev.Routine] == 0 {
+			order = append(order, ev.Routine)
+		}
+		counts[ev.Routine]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, r := range order {
+		parts = append(parts, routineNoun(r, counts[r]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// routineNoun is n events of routine work r, in words.
+func routineNoun(r string, n int) string {
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	switch r {
+	case RoutineIPVS:
+		return fmt.Sprintf("%d IPVS operation%s", n, s)
+	case RoutineIPVSDryRun:
+		return fmt.Sprintf("%d IPVS operation%s (dry run)", n, s)
+	case RoutineStart:
+		return fmt.Sprintf("%d start-up line%s", n, s)
+	case RoutineFirstUp:
+		if n == 1 {
+			return "1 back end up at its first checks"
+		}
+		return fmt.Sprintf("%d back ends up at their first checks", n)
+	}
+	return fmt.Sprintf("%d routine event%s (%s)", n, s, r)
+}
+
+// UnknownEventKinds returns the kinds of kinds that are not event kinds
+// (EventKinds).
+func UnknownEventKinds(kinds []string) []string {
+	var out []string
+	for _, k := range kinds {
+		if !slices.Contains(EventKinds(), k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// SplitKinds splits a comma-separated list of kinds ("pool,state"),
+// dropping empty items and spaces.
+func SplitKinds(s string) []string {
+	var out []string
+	for k := range strings.SplitSeq(s, ",") {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

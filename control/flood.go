@@ -16,10 +16,6 @@ var topKinds = []string{"clients", "prefixes", "names", "suffixes", "nametypes"}
 // TopKinds returns the kinds of key GET /v1/top and lbctl top take.
 func TopKinds() []string { return slices.Clone(topKinds) }
 
-// EventFlood is the kind of the events of the flood alarms: an alarm
-// raised or cleared.
-const EventFlood = "flood"
-
 // TopEntry is one heavy key of a TopReply: its estimated count over the
 // window, with the error bound (the true count is between Count-Error
 // and Count).

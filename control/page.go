@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,10 +48,16 @@ type pageData struct {
 	GSLBIntent []gslbIntentView
 	// GSLBResponder is the GSLB responder; nil when none runs.
 	GSLBResponder *gslbResponderView
-	// Events are the newest events of the daemon's event log, newest
-	// first; EventsShown says whether the page has an event log at all.
+	// Events are the newest rows of the daemon's event log as the page's
+	// filter keeps them, oldest first (the newest at the bottom, as lbctl
+	// events prints them); EventsShown says whether the page has an event
+	// log at all.
 	Events      []eventView
 	EventsShown bool
+	// EventsFilter is the page's filter of the events (?kind=, ?all=1):
+	// what it keeps, in words, the links to the other filters and the
+	// kinds asked for that are no event kinds.
+	EventsFilter eventFilterView
 	// DaemonVersion is the daemon's build ("(devel) rev 0123456789ab").
 	DaemonVersion string
 	// BGP is the route announcer (bgp.go); nil without [bgp].
@@ -71,12 +79,48 @@ type incidentView struct {
 	Since                                            timeCell
 }
 
-// eventView is one event of the log.
+// eventView is one row of the events table: one event, or (Group set)
+// a run of consecutive routine events folded into one.
 type eventView struct {
 	Seq                    uint64
 	Time                   timeCell
 	Kind, Subject, Message string
 	Error                  bool
+	// Verdict is the CSS class of a verdict's row by how it stands now
+	// (verdict-up, verdict-warn, verdict-down); empty for other events.
+	Verdict string
+	Group   *eventGroupView
+}
+
+// eventGroupView is a run of routine events folded into one row: what
+// they are, the clock times of the first and the last, and the newest
+// pageGroupEvents of them (Earlier: how many more the row does not list).
+type eventGroupView struct {
+	Text, From, To string
+	Events         []eventView
+	Earlier        int
+}
+
+// pageGroupEvents is how many events of a folded run the page lists
+// when the row is expanded.
+const pageGroupEvents = 50
+
+// eventFilterView is the page's event filter: Text says what is shown,
+// Links lead to the other filters, Unknown names the kinds asked for
+// that are not event kinds (ignored).
+type eventFilterView struct {
+	// Kinds is true when the filter keeps some kinds only.
+	Kinds   bool
+	Text    string
+	Links   []eventLink
+	Unknown string
+}
+
+// eventLink is a link to the page with another event filter; On marks
+// the filter in force.
+type eventLink struct {
+	Text, Href string
+	On         bool
 }
 
 // gslbResponderView is the GSLB responder: where it listens, what it
@@ -567,17 +611,102 @@ func whyClass(why string) string {
 	return "other"
 }
 
-// eventViews are the newest n events of evs (oldest first), newest first.
-func eventViews(evs []Event, n int, now time.Time) []eventView {
-	if len(evs) > n {
-		evs = evs[len(evs)-n:]
+// eventViews are the newest n rows of evs (oldest first) as f keeps
+// them, oldest first.
+func eventViews(evs []Event, f EventFilter, n int, now time.Time) []eventView {
+	rows := f.Rows(evs)
+	if len(rows) > n {
+		rows = rows[len(rows)-n:]
 	}
-	out := make([]eventView, 0, len(evs))
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		out = append(out, eventView{Seq: e.Seq, Time: cell(e.Time, now), Kind: e.Kind, Subject: e.Subject, Message: e.Message, Error: e.Error})
+	out := make([]eventView, 0, len(rows))
+	for _, r := range rows {
+		if len(r.Routine) == 0 {
+			out = append(out, eventRow(r.Event, now))
+			continue
+		}
+		first, last := r.Routine[0], r.Routine[len(r.Routine)-1]
+		g := &eventGroupView{Text: RoutineText(r.Routine), From: clock(first.Time), To: clock(last.Time)}
+		list := r.Routine
+		if len(list) > pageGroupEvents {
+			g.Earlier = len(list) - pageGroupEvents
+			list = list[g.Earlier:]
+		}
+		for _, e := range list {
+			g.Events = append(g.Events, eventRow(e, now))
+		}
+		out = append(out, eventView{Seq: last.Seq, Time: cell(first.Time, now), Kind: "routine", Group: g})
 	}
 	return out
+}
+
+// eventRow is the row of one event.
+func eventRow(e Event, now time.Time) eventView {
+	v := eventView{Seq: e.Seq, Time: cell(e.Time, now), Kind: e.Kind, Subject: e.Subject, Message: e.Message, Error: e.Error}
+	if e.Verdict != "" {
+		v.Verdict = "verdict-" + oneOf(e.Verdict, VerdictUp, VerdictWarn, VerdictDown)
+	}
+	return v
+}
+
+// clock is t's time of day as the page's folded rows say it.
+func clock(t time.Time) string { return t.Local().Format("15:04:05") }
+
+// pageEventFilter reads the page's event filter from its query (kind=K,K
+// and all=1): the filter, with the kinds that are no event kinds left
+// out, and its view.
+func pageEventFilter(q url.Values, present []Event) (EventFilter, eventFilterView) {
+	var f EventFilter
+	var v eventFilterView
+	f.All = q.Get("all") == "1" || q.Get("all") == "true"
+	for _, k := range SplitKinds(strings.Join(q["kind"], ",")) {
+		if slices.Contains(EventKinds(), k) {
+			f.Kinds = append(f.Kinds, k)
+		} else {
+			v.Unknown = joinNonEmpty(v.Unknown, strconv.Quote(k))
+		}
+	}
+	href := func(kinds []string, all bool) string {
+		p := url.Values{}
+		if len(kinds) > 0 {
+			p.Set("kind", strings.Join(kinds, ","))
+		}
+		if all {
+			p.Set("all", "1")
+		}
+		return "?" + p.Encode() + "#events"
+	}
+	v.Text = "events for people (verdicts, operator actions, failures), routine work folded into one row"
+	if f.All {
+		v.Text = "every event, routine work included"
+	}
+	if len(f.Kinds) > 0 || v.Unknown != "" {
+		v.Kinds = true
+	}
+	if len(f.Kinds) > 0 {
+		v.Text += "; kinds " + strings.Join(f.Kinds, ", ")
+	}
+	v.Links = append(v.Links,
+		eventLink{Text: "for people", Href: href(f.Kinds, false), On: !f.All},
+		eventLink{Text: "everything", Href: href(f.Kinds, true), On: f.All},
+		eventLink{Text: "every kind", Href: href(nil, f.All), On: len(f.Kinds) == 0})
+	seen := map[string]bool{}
+	for _, e := range present {
+		seen[e.Kind] = true
+	}
+	for _, k := range EventKinds() {
+		if seen[k] || slices.Contains(f.Kinds, k) {
+			v.Links = append(v.Links, eventLink{Text: k, Href: href([]string{k}, f.All), On: slices.Equal(f.Kinds, []string{k})})
+		}
+	}
+	return f, v
+}
+
+// joinNonEmpty joins a and b with ", ", leaving out an empty a.
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
 }
 
 // diagnosisClass is the severity of a pool diagnosis.

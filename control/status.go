@@ -231,7 +231,8 @@ func (s *StatusServer) handlePage(w http.ResponseWriter, r *http.Request) {
 		p := buildPage(st, now, s.hostname, s.refresh)
 		if s.events != nil {
 			evs, _, _ := s.events.Since(0)
-			p.Events, p.EventsShown = eventViews(evs, s.nEvents, now), true
+			f, fv := pageEventFilter(r.URL.Query(), evs)
+			p.Events, p.EventsFilter, p.EventsShown = eventViews(evs, f, s.nEvents, now), fv, true
 		}
 		data = p
 	}

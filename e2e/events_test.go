@@ -40,10 +40,10 @@ func TestEventsFollow(t *testing.T) {
 	}
 
 	all := w.events()
-	r := w.mustLbctl("-o", "json", "events", "-n", "5")
+	r := w.mustLbctl("-o", "json", "events", "--all", "-n", "5")
 	last := decodeEvents(t, r.stdout)
 	if n := strings.Count(r.stdout, "\n"); n != 5 || len(last) != 5 {
-		t.Fatalf("events -o json -n 5: %d lines, %d events:\n%s", n, len(last), r.stdout)
+		t.Fatalf("events -o json --all -n 5: %d lines, %d events:\n%s", n, len(last), r.stdout)
 	}
 	if len(all) < 6 {
 		t.Fatalf("only %d events in all; the test needs more than 5", len(all))

@@ -107,10 +107,11 @@ func (w *world) status() (*control.Status, error) {
 	return w.client().Status(ctx)
 }
 
-// events returns every event the daemon keeps, through lbctl.
+// events returns every event the daemon keeps, routine work included,
+// through lbctl.
 func (w *world) events() []control.Event {
 	w.t.Helper()
-	r := w.mustLbctl("-o", "json", "events")
+	r := w.mustLbctl("-o", "json", "events", "--all")
 	return decodeEvents(w.t, r.stdout)
 }
 

@@ -32,7 +32,7 @@ func commands() []*command {
 		{name: "drain", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "keep a resolver with weight 0 (existing flows finish)", setup: overrideCmd(control.ActionDrain)},
 		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd(control.ActionDisable)},
 		{name: "enable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "return a resolver to health-driven control", setup: overrideCmd(control.ActionEnable)},
-		{name: "events", args: "[-f] [-n N]", summary: "show recent events, newest last; -f follows", setup: eventsCmd},
+		{name: "events", args: "[-f] [-n N] [--kind K[,K...]] [--all]", summary: eventsSummary, setup: eventsCmd},
 		{name: "gslb", args: "members [--pool P] | status | explain NAME [--client IP] [--ecs PREFIX] [--type A|AAAA] | off|on [--name N | --zone Z] --reason R | ttl SECONDS|--clear [--name N | --zone Z] --reason R", summary: "show the GSLB pools' members (status: with the emergency switches); explain how the responder answers NAME (location, policies tried, pools and members, choice, ECS scope, TTL); switch intelligent resolution off or on, raise or restore TTLs", setup: gslbCmd},
 		{name: "prefetch", args: "[--resolver R] [--name NAME]", summary: "list the names kept warm in each resolver's cache: last refresh, TTL left, next run", setup: prefetchCmd},
 		{name: "top", args: "[clients|prefixes|names|suffixes|nametypes] [--window 10s] [--limit 20]", summary: "show the heaviest clients, prefixes, names or suffixes of the queries counted (estimated queries, error bound, rate, share) over a recent window", setup: topCmd},

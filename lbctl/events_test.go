@@ -3,7 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,5 +185,169 @@ func TestEventsColumnsAlign(t *testing.T) {
 		if strings.Index(l, evs[i].Kind) != kindCol || strings.Index(l, evs[i].Subject) != subjCol {
 			t.Errorf("line %d: kind or subject out of their columns:\n%s", i+1, r.stdout)
 		}
+	}
+}
+
+// quickstartEvents returns the journal of a healthy dry-run quick start,
+// the one the status page's tests read (../control/testdata).
+func quickstartEvents(t *testing.T) []control.Event {
+	t.Helper()
+	b, err := os.ReadFile("../control/testdata/quickstart-events.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []control.Event
+	if err := json.Unmarshal(b, &evs); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// pageBackend answers the status page's one question with st (the page
+// asks nothing else).
+type pageBackend struct {
+	control.Backend
+	st *control.Status
+}
+
+func (b pageBackend) Status(context.Context) (*control.Status, error) { return b.st, nil }
+
+// pageRows returns the last sequence number of each row of the status
+// page's events table, in the page's order, rendered over evs.
+func pageRows(t *testing.T, evs []control.Event) []string {
+	t.Helper()
+	log := control.NewEventLog(100, nil)
+	for _, ev := range evs {
+		log.Append(ev)
+	}
+	srv := control.NewStatusServer(control.StatusOptions{Backend: pageBackend{st: &control.Status{}}, Events: log})
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var seqs []string
+	for _, m := range regexp.MustCompile(`<tr class="(event[^"]*|routine)" data-seq="(\d+)"`).FindAllStringSubmatch(rec.Body.String(), -1) {
+		seqs = append(seqs, m[2])
+	}
+	return seqs
+}
+
+// lastSeq is the last sequence number of a table line: "12" of "12 ..."
+// and of "1-12 ...".
+func lastSeq(row string) string {
+	seq := strings.Fields(row)[0]
+	return seq[strings.LastIndex(seq, "-")+1:]
+}
+
+// TestEventsForPeople: over a healthy dry-run quick start's journal,
+// lbctl events prints the pool's verdict on a line of its own and each
+// run of routine work folded into one line, in the status page's order
+// (oldest first); --all lists every event; --kind keeps some kinds; -o
+// json has the events of the lines (the folded ones with --all).
+func TestEventsForPeople(t *testing.T) {
+	evs := quickstartEvents(t)
+	f := startFake(t, map[string]reply{"GET /v1/events": {body: control.EventsReply{Events: evs, Next: uint64(len(evs))}}})
+
+	r := lbctl(t, "-socket", f.socket, "events")
+	rows := eventRows(t, r.stdout)
+	if r.code != exitOK || len(rows) != 3 {
+		t.Fatalf("exit %d, want 3 lines (start-up, verdict, IPVS operations):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for i, want := range [][]string{
+		{"1-10 ", " routine ", "1 start-up line, 9 back ends up at their first checks " + clock(evs[0].Time) + "–" + clock(evs[9].Time) + " (--all lists them)"},
+		{"11 ", " pool ", " local ", "pool local: no-facts -> healthy: 5 of 5 up"},
+		{"12-23 ", " routine ", "12 IPVS operations (dry run) " + clock(evs[11].Time) + "–" + clock(evs[22].Time)},
+	} {
+		for _, w := range want {
+			if !strings.Contains(rows[i], w) {
+				t.Errorf("line %d %q lacks %q", i+1, rows[i], w)
+			}
+		}
+	}
+	var got []string
+	for _, row := range rows {
+		got = append(got, lastSeq(row))
+	}
+	if page := pageRows(t, evs); !slices.Equal(got, page) {
+		t.Errorf("lbctl events lists %v, the status page %v: not in one order", got, page)
+	}
+
+	if r = lbctl(t, "-socket", f.socket, "events", "--all"); len(eventRows(t, r.stdout)) != len(evs) {
+		t.Errorf("--all: want %d lines:\n%s", len(evs), r.stdout)
+	}
+	if r = lbctl(t, "-socket", f.socket, "events", "-n", "1"); len(eventRows(t, r.stdout)) != 1 || !strings.HasPrefix(eventRows(t, r.stdout)[0], "12-23 ") {
+		t.Errorf("-n 1: want the IPVS operations' line:\n%s", r.stdout)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		seqs []string
+	}{
+		{[]string{"--kind", "pool"}, []string{"11"}},
+		{[]string{"--kind", "pool,state"}, []string{"10", "11"}},
+		{[]string{"--kind", "ipvs"}, []string{"23"}},
+		{[]string{"--kind", "ipvs", "--all", "-n", "2"}, []string{"22", "23"}},
+		{[]string{"--kind", "reload"}, nil},
+	} {
+		r := lbctl(t, append([]string{"-socket", f.socket, "events"}, tc.args...)...)
+		var got []string
+		for _, row := range eventRows(t, r.stdout) {
+			got = append(got, lastSeq(row))
+		}
+		if r.code != exitOK || !slices.Equal(got, tc.seqs) {
+			t.Errorf("events %v: exit %d, lines ending at %v, want %v:\n%s", tc.args, r.code, got, tc.seqs, r.stdout)
+		}
+	}
+
+	r = lbctl(t, "-socket", f.socket, "-o", "json", "events")
+	if got := decodeNDJSON(t, r.stdout); len(got) != 1 || got[0].Seq != 11 || got[0].Verdict != control.VerdictUp {
+		t.Errorf("json: %+v, want the verdict alone", got)
+	}
+	r = lbctl(t, "-socket", f.socket, "-o", "json", "events", "--all")
+	if got := decodeNDJSON(t, r.stdout); !reflect.DeepEqual(got, evs) {
+		t.Errorf("json --all: %d events, want the %d of the journal", len(got), len(evs))
+	}
+}
+
+// TestEventsUnknownKind: an unknown --kind is a usage error (exit 2)
+// that suggests the kind meant and lists the kinds; nothing is asked.
+func TestEventsUnknownKind(t *testing.T) {
+	f := startFake(t, map[string]reply{"GET /v1/events": {body: control.EventsReply{Events: sampleEvents(2), Next: 2}}})
+	r := lbctl(t, "-socket", f.socket, "events", "--kind", "state,pol")
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
+	for _, want := range []string{`unknown event kind "pol"`, `did you mean "pool"?`, "kinds: state, pool, override"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if got := f.received(); len(got) != 0 {
+		t.Errorf("an unknown kind was sent: %+v", got)
+	}
+}
+
+// TestEventsFollowFolds: while following, a run of routine work is
+// printed as one line when the next event for people comes.
+func TestEventsFollowFolds(t *testing.T) {
+	evs := quickstartEvents(t)
+	f := startFake(t, map[string]reply{"GET /v1/events": {body: control.EventsReply{Events: []control.Event{}, Next: 0}}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-socket", f.socket, "events", "-f"}, &out, &errb, noEnv) }()
+	select {
+	case <-f.followed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("events -f never started following")
+	}
+	for _, ev := range evs[:11] {
+		f.stream <- ev
+	}
+	poll.Until(t, 10*time.Second, "the verdict printed", poll.True(func() bool { return strings.Contains(out.String(), "no-facts -> healthy") }))
+	cancel()
+	<-done
+	rows := eventRows(t, out.String())
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "1-10 ") || !strings.Contains(rows[0], "9 back ends up at their first checks") || !strings.HasPrefix(rows[1], "11 ") {
+		t.Errorf("want the folded start-up, then the verdict:\n%s", out.String())
 	}
 }

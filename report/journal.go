@@ -58,8 +58,18 @@ func (j *Journal) StateChange(ev monitor.Event) {
 	}
 	j.log.Info("backend state change", "target", id, "addr", probedText(ev.Addr),
 		"from", tr.From.String(), "to", tr.To.String(), "reason", tr.Reason, "rtt", ev.Result.RTT.String())
-	j.event(control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
-		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))})
+	e := control.Event{Kind: control.EventState, Subject: id, Error: tr.To == health.Down,
+		Message: fmt.Sprintf("%s -> %s: %s (rtt %s)", tr.From, tr.To, tr.Reason, ev.Result.RTT.Round(time.Microsecond))}
+	switch tr.To {
+	case health.Up:
+		e.Verdict = control.VerdictUp
+		if tr.From == health.Unknown {
+			e.Routine = control.RoutineFirstUp
+		}
+	case health.Down:
+		e.Verdict = control.VerdictDown
+	}
+	j.event(e)
 	switch {
 	case isResolver:
 		j.metrics.Transition(k.Resolver, k.Check, tr.To)
@@ -91,22 +101,37 @@ func (j *Journal) Verdicts(ctx context.Context, events []resolvers.Event) {
 		}
 		j.log.Log(ctx, lvl, "pool verdict", "pool", ev.Pool, "from", ev.From.String(), "to", ev.To.String(),
 			"fail_open", ev.FailOpen, "detail", ev.Detail)
-		j.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError})
+		j.event(control.Event{Kind: control.EventPool, Subject: ev.Pool, Message: ev.String(), Error: lvl == slog.LevelError,
+			Verdict: poolVerdict(ev)})
 	}
+}
+
+// poolVerdict is how a pool stands after ev: up when healthy, down when
+// failing open or failing vendor-wide (or worse), warn in between
+// (degraded, no facts yet).
+func poolVerdict(ev resolvers.Event) string {
+	switch {
+	case ev.FailOpen || ev.To >= resolvers.VendorWide && ev.To != resolvers.NoFacts:
+		return control.VerdictDown
+	case ev.To == resolvers.Healthy:
+		return control.VerdictUp
+	}
+	return control.VerdictWarn
 }
 
 // IPVSOps tells and counts the IPVS operations of one sync: applied, or
 // in a dry run computed and NOT applied.
 func (j *Journal) IPVSOps(ops []vip.Op, dryRun bool) {
 	for _, op := range ops {
-		msg := op.String()
+		msg, routine := op.String(), control.RoutineIPVS
 		if dryRun {
+			routine = control.RoutineIPVSDryRun
 			j.log.Info("ipvs op (dry-run, NOT applied)", "op", msg)
 			msg += " (dry-run, NOT applied)"
 		} else {
 			j.log.Info("ipvs op applied", "op", msg)
 		}
-		j.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg})
+		j.event(control.Event{Kind: control.EventIPVS, Subject: op.Service.Key.String(), Message: msg, Routine: routine})
 		j.metrics.IPVSOp(op)
 	}
 }
@@ -244,7 +269,8 @@ func (j *Journal) Started(path string, cfg *configs.Config, mode IPVSMode) {
 	j.noIPVS = mode == IPVSNone
 	j.log.Info("lbdnsd started", "config", path, "ipvs", mode.String(), "summary", cfg.Summary(),
 		"warm_up", resolvers.WarmUp(cfg).String())
-	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode.String() + "): " + cfg.Summary()})
+	j.event(control.Event{Kind: control.EventDaemon, Subject: "lbdnsd", Message: "started (ipvs " + mode.String() + "): " + cfg.Summary(),
+		Routine: control.RoutineStart})
 }
 
 // Stopping tells that the daemon is stopping (in the event log, the last

@@ -118,9 +118,12 @@ func TestJournalStateChange(t *testing.T) {
 			"from": "unknown", "to": "up", "reason": "3/3 echoes", "rtt": "1ms"}},
 	})
 	checkEvents(t, evs, []control.Event{
-		{Kind: control.EventState, Subject: "a/rec", Error: true, Message: "up -> down: timeout (rtt 1.235ms)"},
-		{Kind: control.EventState, Subject: "gslb:web/m1/http", Message: "unknown -> up: 200 OK (rtt 1ms)"},
-		{Kind: control.EventState, Subject: "gslb:web/m1/ping", Message: "unknown -> up: 3/3 echoes (rtt 1ms)"},
+		{Kind: control.EventState, Subject: "a/rec", Error: true, Message: "up -> down: timeout (rtt 1.235ms)", Verdict: control.VerdictDown},
+		// Up at the first checks: routine work (a first down is not).
+		{Kind: control.EventState, Subject: "gslb:web/m1/http", Message: "unknown -> up: 200 OK (rtt 1ms)",
+			Verdict: control.VerdictUp, Routine: control.RoutineFirstUp},
+		{Kind: control.EventState, Subject: "gslb:web/m1/ping", Message: "unknown -> up: 3/3 echoes (rtt 1ms)",
+			Verdict: control.VerdictUp, Routine: control.RoutineFirstUp},
 	})
 	for k, want := range map[string]float64{
 		"lbdns_backend_transitions_total{check=rec,resolver=a,to=down}":     1,
@@ -139,6 +142,7 @@ func TestJournalVerdicts(t *testing.T) {
 		{Pool: "q", From: resolvers.Healthy, To: resolvers.NoFacts, Detail: "no facts"},
 		{Pool: "r", From: resolvers.Degraded, To: resolvers.VendorWide, Detail: "bind down"},
 		{Pool: "s", From: resolvers.Healthy, To: resolvers.BelowMinimum, FailOpen: true, Detail: "2 < 3"},
+		{Pool: "t", From: resolvers.NoFacts, To: resolvers.Healthy, Detail: "5 of 5 up"},
 	}
 	logs, evs, _ := journalRun(t, func(j *Journal) { j.Verdicts(context.Background(), verdicts) })
 	attrs := func(pool, from, to, fo, detail string) map[string]string {
@@ -149,10 +153,12 @@ func TestJournalVerdicts(t *testing.T) {
 		{slog.LevelWarn, "pool verdict", attrs("q", "healthy", "no-facts", "false", "no facts")},
 		{slog.LevelError, "pool verdict", attrs("r", "degraded", "vendor-wide-failure", "false", "bind down")},
 		{slog.LevelError, "pool verdict", attrs("s", "healthy", "below-minimum", "true", "2 < 3")},
+		{slog.LevelInfo, "pool verdict", attrs("t", "no-facts", "healthy", "false", "5 of 5 up")},
 	})
 	var want []control.Event
+	stands := []string{control.VerdictWarn, control.VerdictWarn, control.VerdictDown, control.VerdictDown, control.VerdictUp}
 	for i, v := range verdicts {
-		want = append(want, control.Event{Kind: control.EventPool, Subject: v.Pool, Message: v.String(), Error: i >= 2})
+		want = append(want, control.Event{Kind: control.EventPool, Subject: v.Pool, Message: v.String(), Error: i == 2 || i == 3, Verdict: stands[i]})
 	}
 	checkEvents(t, evs, want)
 }
@@ -167,17 +173,17 @@ func TestJournalIPVSOps(t *testing.T) {
 	for _, dryRun := range []bool{false, true} {
 		t.Run(fmt.Sprint("dryRun=", dryRun), func(t *testing.T) {
 			logs, evs, samples := journalRun(t, func(j *Journal) { j.IPVSOps(ops, dryRun) })
-			msg, suffix := "ipvs op applied", ""
+			msg, suffix, routine := "ipvs op applied", "", control.RoutineIPVS
 			if dryRun {
-				msg, suffix = "ipvs op (dry-run, NOT applied)", " (dry-run, NOT applied)"
+				msg, suffix, routine = "ipvs op (dry-run, NOT applied)", " (dry-run, NOT applied)", control.RoutineIPVSDryRun
 			}
 			checkLogs(t, logs, []logRecord{
 				{slog.LevelInfo, msg, map[string]string{"op": "delete-dest udp/192.0.2.1:53 -> 198.51.100.1:53"}},
 				{slog.LevelInfo, msg, map[string]string{"op": "delete-service udp/192.0.2.1:53"}},
 			})
 			checkEvents(t, evs, []control.Event{
-				{Kind: control.EventIPVS, Subject: "udp/192.0.2.1:53", Message: "delete-dest udp/192.0.2.1:53 -> 198.51.100.1:53" + suffix},
-				{Kind: control.EventIPVS, Subject: "udp/192.0.2.1:53", Message: "delete-service udp/192.0.2.1:53" + suffix},
+				{Kind: control.EventIPVS, Subject: "udp/192.0.2.1:53", Message: "delete-dest udp/192.0.2.1:53 -> 198.51.100.1:53" + suffix, Routine: routine},
+				{Kind: control.EventIPVS, Subject: "udp/192.0.2.1:53", Message: "delete-service udp/192.0.2.1:53" + suffix, Routine: routine},
 			})
 			for _, k := range []string{"lbdns_ipvs_operations_total{op=delete-dest}", "lbdns_ipvs_operations_total{op=delete-service}"} {
 				if samples[k] != 1 {
@@ -331,7 +337,7 @@ func TestJournalStarted(t *testing.T) {
 		checkLogs(t, logs, []logRecord{{slog.LevelInfo, "lbdnsd started", map[string]string{"config": "/etc/lbdns.toml",
 			"ipvs": tc.mode, "summary": cfg.Summary(), "warm_up": resolvers.WarmUp(cfg).String()}}})
 		checkEvents(t, evs, []control.Event{{Kind: control.EventDaemon, Subject: "lbdnsd",
-			Message: "started (ipvs " + tc.mode + "): " + cfg.Summary()}})
+			Message: "started (ipvs " + tc.mode + "): " + cfg.Summary(), Routine: control.RoutineStart}})
 	}
 }
 
