@@ -108,7 +108,7 @@ func renderEvents(t *testing.T, evs *EventLog, path string) string {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s: %d", path, rec.Code)
 	}
-	return rec.Body.String()
+	return unlabelled(t, rec.Body.String())
 }
 
 // eventSection is the page's events section, from its heading to the

@@ -19,7 +19,21 @@ func renderPage(t *testing.T, st *Status, now time.Time, refresh time.Duration) 
 	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	return rec.Code, rec.Body.String()
+	return rec.Code, unlabelled(t, rec.Body.String())
+}
+
+// dataLabel is the column label labelCells gives a data cell.
+var dataLabel = regexp.MustCompile(` data-label="[^"]*"`)
+
+// unlabelled is the served page without the cells' column labels
+// (labelCells, tested on its own), so that a test reads cells as the
+// template writes them; it fails t when a page with tables has none.
+func unlabelled(t *testing.T, page string) string {
+	t.Helper()
+	if strings.Contains(page, "<tr><th>") && !dataLabel.MatchString(page) {
+		t.Error("the page's tables have headers but no cell has a data-label")
+	}
+	return dataLabel.ReplaceAllString(page, "")
 }
 
 var memberRow = regexp.MustCompile(`<tr class="member state-([a-z]+)" data-pool="([^"]*)" data-resolver="([^"]*)" data-state="([^"]*)" data-override="([^"]*)" data-why="([^"]*)">`)
