@@ -189,7 +189,6 @@ func (sc *scratch) parseQuery(b []byte) bool {
 // would escape, or is long.
 func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, ok bool) {
 	buf := sc.nameBuf[:0]
-	upper := false
 	for {
 		if off >= len(b) {
 			return "", "", 0, false
@@ -206,7 +205,6 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 			if !plainByte(x) {
 				return "", "", 0, false
 			}
-			upper = upper || x-'A' < 26
 		}
 		buf = append(append(buf, b[off:off+c]...), '.')
 		off += c
@@ -215,7 +213,7 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 		buf = append(buf, '.')
 	}
 	sc.nameBuf = buf
-	if !upper && sc.box != nil && sc.box.names != nil {
+	if sc.box != nil && sc.box.names != nil && !hasUpper(buf) {
 		// A name already lower-cased that the snapshot has: its own
 		// string is the question's, and its entry spares the answer a
 		// second lookup.
@@ -234,6 +232,27 @@ func (sc *scratch) parseName(b []byte, off int) (name, lower string, next int, o
 	lower = lowerFQDN(name)
 	sc.names[name] = internedName{name, lower}
 	return name, lower, off, true
+}
+
+// hasUpper reports whether b, of bytes below 128 (plainByte), holds an
+// ASCII upper-case letter, eight bytes at a time: a byte's top bit is set
+// in v + 0x3f.. when it is at least 'A', in v + 0x25.. when it is past
+// 'Z' (no byte carries into the next: each sum is below 256).
+func hasUpper(b []byte) bool {
+	const atLeastA, pastZ, tops = 0x3f3f3f3f3f3f3f3f, 0x2525252525252525, 0x8080808080808080
+	for len(b) >= 8 {
+		v := binary.LittleEndian.Uint64(b)
+		if (v+atLeastA)&^(v+pastZ)&tops != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c-'A' < 26 {
+			return true
+		}
+	}
+	return false
 }
 
 // plainByte reports whether miekg/dns presents x in a label as itself:

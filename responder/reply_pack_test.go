@@ -269,3 +269,22 @@ func ecsText(m *dns.Msg) string {
 	}
 	return ""
 }
+
+// TestHasUpper checks hasUpper against its definition on every plain
+// byte at every place of names of 1 to 24 bytes.
+func TestHasUpper(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for at := range n {
+			for x := range 128 {
+				if !plainByte(byte(x)) {
+					continue
+				}
+				b := []byte(strings.Repeat("a", n))
+				b[at] = byte(x)
+				if got, want := hasUpper(b), x >= 'A' && x <= 'Z'; got != want {
+					t.Fatalf("hasUpper(%q) = %v", b, got)
+				}
+			}
+		}
+	}
+}
