@@ -1,7 +1,13 @@
 package responder
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -153,5 +159,74 @@ func BenchmarkServerPath(b *testing.B) {
 			}
 			check(out)
 		})
+	}
+}
+
+// manyNamesDoc is the configuration of BenchmarkServerPathManyNames:
+// pathDoc's pools behind one service with ECS, names dyn0..dyn(n-1)
+// naming it, and a topology file (nets.txt beside the configuration) of
+// the /24s of 1.0.0.0/8 in region r0.
+func manyNamesDoc(n int) string {
+	var b strings.Builder
+	doc := strings.Replace(pathDoc, `[[gslb.topology.net]]
+prefix = "10.0.0.0/16"
+labels = { region = "r0" }`, `[[gslb.topology.file]]
+path = "nets.txt"
+labels = { region = "r0" }`, 1)
+	b.WriteString(doc[:strings.Index(doc, "[[gslb.name]]")])
+	b.WriteString("[[gslb.service]]\nname = \"geo\"\necs = true\n[[gslb.service.policy]]\nmatch = { region = \"r0\" }\npool = \"r0\"\n[[gslb.service.policy]]\npool = \"gl\"\n")
+	for i := range n {
+		fmt.Fprintf(&b, "[[gslb.name]]\nname = \"dyn%d.bench.test\"\nservice = \"geo\"\n", i)
+	}
+	return b.String()
+}
+
+// BenchmarkServerPathManyNames is BenchmarkServerPath's ECS query over
+// 20,000 names and 65,536 /24s, each query a name and a /24 drawn at
+// random from 50,000 such queries: the names a reader's own caches do
+// not hold (a realistic server's, not one name asked again and again).
+func BenchmarkServerPathManyNames(b *testing.B) {
+	dir := b.TempDir()
+	var nets strings.Builder
+	for i := range 65536 {
+		fmt.Fprintf(&nets, "1.%d.%d.0/24\n", i>>8, i&0xff)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nets.txt"), []byte(nets.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := configs.Parse([]byte(manyNamesDoc(20000)), filepath.Join(dir, "lbdns.toml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &Server{}
+	s.Swap(snapshotOf(b, cfg))
+	r := rand.New(rand.NewPCG(1, 2))
+	var wires [][]byte
+	for range 50000 {
+		m := withECS(query("dyn"+strconv.Itoa(r.IntN(20000))+".bench.test.", dns.TypeA, 1232),
+			[]byte{0, 1, 24, 0, 1, byte(r.IntN(256)), byte(r.IntN(256))})
+		w, err := m.Pack()
+		if err != nil {
+			b.Fatal(err)
+		}
+		wires = append(wires, w)
+	}
+	buf := make([]byte, dns.MaxMsgSize)
+	sc := &scratch{reader: true, counters: counterCache{local: true}} // as a reader's
+	src := netip.MustParseAddr("127.0.0.1")
+	in := make([]byte, 512)
+	b.ReportAllocs()
+	i := 0
+	var out []byte
+	for b.Loop() {
+		n := copy(in, wires[i%len(wires)])
+		i++
+		if out = s.reply(sc, buf, in[:n], src, false); out == nil {
+			b.Fatal("no reply")
+		}
+	}
+	var m dns.Msg
+	if err := m.Unpack(out); err != nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 2 {
+		b.Fatalf("last reply %v: %v", &m, err)
 	}
 }
