@@ -195,13 +195,17 @@ func TestGSLBEmergency(t *testing.T) {
 	}{
 		{[]string{"gslb", "off", "--name", "ww.g.test", "--reason", "x"}, `unknown GSLB name "ww.g.test." (did you mean "www.g.test."?)`},
 		{[]string{"gslb", "off", "--zone", "g.tst", "--reason", "x"}, `unknown GSLB zone "g.tst."`},
-		{[]string{"gslb", "ttl", "999999", "--reason", "x"}, "seconds: want 1 to 86400"},
 		{[]string{"gslb", "on", "--name", "www.g.test", "--reason", "a\tb"}, "reason: no control characters"},
 	} {
 		r := e.lbctl(tc.args...)
 		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%q: want exit 1 with %q, got %s", tc.args, tc.want, r)
 		}
+	}
+	// A TTL out of range is refused by lbctl before it is sent: a usage
+	// error (exit 2).
+	if r := e.lbctl("gslb", "ttl", "999999", "--reason", "x"); r.code != 2 || !strings.Contains(r.stderr, "from 1 to 86400") {
+		t.Errorf("gslb ttl 999999: want exit 2 naming the range, got %s", r)
 	}
 	if r := e.lbctl("gslb", "ttl", "soon"); r.code != 2 {
 		t.Errorf("gslb ttl soon: want a usage error (exit 2), got %s", r)
@@ -247,7 +251,8 @@ func TestGSLBEmergency(t *testing.T) {
 
 	// Visible: lbctl status, lbctl gslb status, events, metrics.
 	st := e.mustLbctl("status").stdout
-	if !strings.HasPrefix(st, "!! GSLB EMERGENCY: intelligent resolution OFF for name www.g.test.") || !strings.Contains(st, "!! GSLB TTL RAISED: zone g.test. to 600s") {
+	if !strings.HasPrefix(st, "MAJOR  intelligent resolution is OFF for name www.g.test.") || !strings.Contains(st, "\nMINOR  the TTL of zone g.test. is raised to 600 s") ||
+		!strings.Contains(st, "!! GSLB EMERGENCY: intelligent resolution OFF for name www.g.test.") || !strings.Contains(st, "!! GSLB TTL RAISED: zone g.test. to 600s") {
 		t.Errorf("lbctl status has no banner:\n%s", st)
 	}
 	gs := e.mustLbctl("gslb", "status").stdout
