@@ -262,7 +262,7 @@ func (d *decoder) checkMonitors(key string, names []string, present bool) {
 		case seen[n]:
 			d.p.add(k, n, "listed twice")
 		case d.cfg.Checks[n] == nil:
-			d.p.add(k, n, fmt.Sprintf("no [check.%s] profile", quoteKey(n)))
+			d.p.add(k, n, fmt.Sprintf("no [check.%s] profile", quoteKey(n))+Suggest(n, sortedKeys(d.cfg.Checks)))
 		}
 		seen[n] = true
 	}

@@ -481,7 +481,7 @@ func (d *decoder) validatePrefetch() {
 			case seenP[p]:
 				d.p.add(indexKey(pkey, j), p, "listed twice")
 			case c.Pool(p) == nil:
-				d.p.add(indexKey(pkey, j), p, fmt.Sprintf("no [[pool]] named %q", p))
+				d.p.add(indexKey(pkey, j), p, fmt.Sprintf("no [[pool]] named %q", p)+Suggest(p, poolNames(c)))
 			}
 			seenP[p] = true
 		}
@@ -518,7 +518,7 @@ func (d *decoder) validatePool(i int) {
 		case seen[m]:
 			d.p.add(k, m, "listed twice")
 		case c.Resolver(m) == nil:
-			d.p.add(k, m, fmt.Sprintf("no [[resolver]] named %q", m))
+			d.p.add(k, m, fmt.Sprintf("no [[resolver]] named %q", m)+Suggest(m, resolverNames(c)))
 		}
 		seen[m] = true
 	}
@@ -527,7 +527,7 @@ func (d *decoder) validatePool(i int) {
 	case !present:
 		d.p.add(ckey, "", "missing required key")
 	case c.Checks[p.Check] == nil:
-		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check)))
+		d.p.add(ckey, p.Check, fmt.Sprintf("no [check.%s] profile", quoteKey(p.Check))+Suggest(p.Check, sortedKeys(c.Checks)))
 	case !poolCheckKindOK(c.Checks[p.Check]):
 		d.p.add(ckey, p.Check, poolCheckKindMsg(c.Checks[p.Check]))
 	}
@@ -612,7 +612,7 @@ func (d *decoder) validateVIP(i int) {
 	}
 	pool := c.Pool(v.Pool)
 	if pool == nil {
-		d.p.add(poolKey, v.Pool, fmt.Sprintf("no [[pool]] named %q", v.Pool))
+		d.p.add(poolKey, v.Pool, fmt.Sprintf("no [[pool]] named %q", v.Pool)+Suggest(v.Pool, poolNames(c)))
 		return
 	}
 	for _, m := range pool.Members {
@@ -814,4 +814,22 @@ func fmtDur(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// poolNames are the names of c's pools, for a "did you mean".
+func poolNames(c *Config) []string {
+	out := make([]string, len(c.Pools))
+	for i := range c.Pools {
+		out[i] = c.Pools[i].Name
+	}
+	return out
+}
+
+// resolverNames are the names of c's resolvers, for a "did you mean".
+func resolverNames(c *Config) []string {
+	out := make([]string, len(c.Resolvers))
+	for i := range c.Resolvers {
+		out[i] = c.Resolvers[i].Name
+	}
+	return out
 }
