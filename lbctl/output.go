@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // format is the value of -o.
@@ -81,12 +82,22 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine shortens s to at most n runes on one line, marking a cut with "…".
+// oneLine shortens s to at most n runes on one line, marking a cut with
+// "…". A cut falls between words (after the last whole word that fits),
+// never inside one, unless the first word alone is longer than n.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s
+	}
+	for i := n; i > 0; i-- {
+		if r[i] != ' ' {
+			continue
+		}
+		if cut := strings.TrimRight(string(r[:i]), " ,;:") + " …"; utf8.RuneCountInString(cut) <= n {
+			return cut
+		}
 	}
 	return string(r[:n-1]) + "…"
 }

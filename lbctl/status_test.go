@@ -363,3 +363,26 @@ func TestStatusSummaryFirst(t *testing.T) {
 		t.Errorf("no summary sent, yet lbctl printed one:\n%s", b.String())
 	}
 }
+
+// TestOneLine: a long text is cut between words, within n runes, a cut
+// marked; a first word longer than n is cut inside it; spacing is made
+// one line.
+func TestOneLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"down: member (timeout after 1s)", 50, "down: member (timeout after 1s)"},
+		{"down: member (timeout after 1s)", 20, "down: member …"},
+		{"down:\n  member\ttimeout", 40, "down: member timeout"},
+		{"connection refused, twice", 20, "connection refused …"},
+		{"connection refused, twice", 19, "connection …"},
+		{"averyveryverylongword and more", 10, "averyvery…"},
+	} {
+		got := oneLine(c.in, c.n)
+		if got != c.want || len([]rune(got)) > c.n {
+			t.Errorf("oneLine(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
