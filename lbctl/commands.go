@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"lbdns/control"
 	"lbdns/internal/buildinfo"
@@ -17,17 +18,23 @@ type command struct {
 	args string
 	// summary is the one-line help.
 	summary string
+	// examples are command lines with what each does, for lbctl help
+	// COMMAND.
+	examples []example
 	// setup registers the command's flags on fs and returns the action
 	// that runs it with the positional arguments.
 	setup func(fs *flag.FlagSet) action
 }
+
+// example is one command line of a command's help and what it does.
+type example struct{ line, does string }
 
 // action runs a command with its positional arguments.
 type action func(e *env, args []string) error
 
 // commands returns the command table, in the order usage lists it.
 func commands() []*command {
-	return []*command{
+	cmds := []*command{
 		{name: "status", summary: "show the daemon, VIPs, pools, members, overrides", setup: statusCmd},
 		{name: "drain", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "keep a resolver with weight 0 (existing flows finish)", setup: overrideCmd(control.ActionDrain)},
 		{name: "disable", args: "RESOLVER [--pool P | --vip V] [--reason TEXT]", summary: "take a resolver out of the IPVS table", setup: overrideCmd(control.ActionDisable)},
@@ -47,6 +54,47 @@ func commands() []*command {
 		{name: "check-config", args: "FILE", summary: "validate a configuration file offline", setup: checkConfigCmd},
 		{name: "help", args: "[COMMAND]", summary: "show this usage, or a command's", setup: helpCmd},
 		{name: "version", summary: "print lbctl's version (module version and VCS revision; also -version)", setup: versionCmd},
+	}
+	ex := examples()
+	for _, c := range cmds {
+		c.examples = ex[c.name]
+	}
+	return cmds
+}
+
+// examples are each command's examples, by command name.
+func examples() map[string][]example {
+	return map[string][]example{
+		"status": {{"lbctl status", "the summary of what is broken first, then every VIP, pool and member"},
+			{"lbctl status -o json | jq .summary", "the summary as JSON"}},
+		"drain": {{`lbctl drain bind-1 --reason "disk full"`, "weight 0 in every pool: its flows finish, no new ones"},
+			{"lbctl drain bind-1 --pool edge --reason upgrade", "only in pool edge"}},
+		"disable": {{`lbctl disable unbound-2 --reason "bad upstream"`, "out of the IPVS table at once"}},
+		"enable":  {{"lbctl enable bind-1", "every override of bind-1 removed: health decides again"}},
+		"events": {{"lbctl events", "the events for people, routine work folded, newest at the bottom"},
+			{"lbctl events -f --kind pool,state", "follow the pools' and back ends' verdicts"},
+			{"lbctl events --all -n 50", "the last 50 lines, routine work included"}},
+		"gslb": {{"lbctl gslb status", "each GSLB pool's members, their monitors and why one is not up"},
+			{"lbctl gslb explain www.example.com --ecs 198.51.100.0/24", "how the responder answers that client now"},
+			{`lbctl gslb off --name www.example.com --reason "steering broken"`, "static answers for one name (the emergency switch)"},
+			{`lbctl gslb ttl 300 --zone example.com --reason "authoritative load"`, "raise the TTL of a zone's dynamic answers"},
+			{"lbctl gslb ttl --clear --zone example.com --reason done", "restore it"}},
+		"prefetch": {{"lbctl prefetch --resolver unbound-1", "the names kept warm in one resolver"}},
+		"top": {{"lbctl top", "the heaviest clients of the last 10 s"},
+			{"lbctl top names --window 1m --limit 5", "the five heaviest names of the last minute"}},
+		"fleet": {{"lbctl fleet status", "every node of the fleet; the odd one out flagged"}},
+		"host": {{`lbctl host drain --reason "kernel upgrade"`, "withdraw this host's BGP routes gracefully"},
+			{"lbctl host enable", "announce them again"}},
+		"bgp": {{"lbctl bgp status", "the sessions and every prefix, announced or not, and why"}},
+		"block": {{`lbctl block 203.0.113.7 --for 1h --reason "query flood"`, "drop one client for an hour"},
+			{`lbctl block 203.0.113.0/24 --for 30m --reason flood --force`, "a whole prefix, even one that holds a resolver"}},
+		"limit":        {{`lbctl limit 198.51.100.0/24 --rate 200 --for 2h --reason "NAT gateway"`, "at most 200 packets/s per source address"}},
+		"unblock":      {{"lbctl unblock 203.0.113.7", "remove its block or limit"}},
+		"clients":      {{"lbctl clients", "the blocks and limits in force and whether the kernel enforces them"}},
+		"reload":       {{"lbctl reload", "apply the edited configuration file, or list every problem and change nothing"}},
+		"check-config": {{"lbctl check-config /etc/lbdns/lbdns.toml", "validate a file before it is installed"}},
+		"help":         {{"lbctl help gslb", "a command's usage, flags and examples"}},
+		"version":      {{"lbctl version", "lbctl's module version and VCS revision"}},
 	}
 }
 
@@ -82,12 +130,53 @@ func (c *command) flagSet(e *env) *flag.FlagSet {
 	return fs
 }
 
-// printUsage writes the command's usage and flags to w.
+// helpWidth is the width lbctl's help is wrapped to.
+const helpWidth = 80
+
+// printUsage writes the command's usage, flags and examples to w, wrapped
+// at helpWidth columns.
 func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: lbctl [global flags] %s\n\n%s%s.\n\nFlags:\n", strings.TrimSpace(c.name+" "+c.args), strings.ToUpper(c.summary[:1]), c.summary[1:])
+	fmt.Fprintf(w, "%s\n\n%s\n\nFlags:\n", usageLine(c, "Usage: lbctl [global flags] "),
+		wrap(strings.ToUpper(c.summary[:1])+c.summary[1:]+".", helpWidth, "", ""))
 	printFlags(w, fs)
+	if len(c.examples) > 0 {
+		fmt.Fprintf(w, "\nExamples:\n")
+		for _, x := range c.examples {
+			fmt.Fprintf(w, "  %s\n%s\n", x.line, wrap(x.does, helpWidth, "      ", "      "))
+		}
+	}
 	fmt.Fprintln(w)
 	printExitStatuses(w)
+}
+
+// usageLine is the command's usage after prefix, wrapped at helpWidth
+// between its alternatives (" | ") or words, continued under the command.
+func usageLine(c *command, prefix string) string {
+	return wrap(strings.TrimSpace(c.name+" "+c.args), helpWidth, prefix, strings.Repeat(" ", len(prefix)+len(c.name)+1))
+}
+
+// wrap folds text into lines of at most width columns at spaces (a word
+// longer than a line is left whole), the first line starting with
+// first, every other with rest.
+func wrap(text string, width int, first, rest string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	line := utf8.RuneCountInString(first)
+	for i, word := range strings.Fields(text) {
+		n := utf8.RuneCountInString(word)
+		switch {
+		case i == 0:
+		case line+1+n > width:
+			b.WriteString("\n" + rest)
+			line = utf8.RuneCountInString(rest)
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += n
+	}
+	return b.String()
 }
 
 // printFlags writes fs's flags as the usage lines write them, with two
@@ -103,16 +192,10 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		if name != "" {
 			line += " " + name
 		}
-		if len(line) <= 6 {
-			line += "\t"
-		} else {
-			line += "\n    \t"
-		}
-		line += strings.ReplaceAll(usage, "\n", "\n    \t")
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-			line += fmt.Sprintf(" (default %s)", f.DefValue)
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "%s\n%s\n", line, wrap(usage, helpWidth, "        ", "        "))
 	})
 }
 
@@ -120,22 +203,36 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS]\n\nCommands:\n")
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %s\n        %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		fmt.Fprintf(w, "%s\n%s\n", usageLine(c, "  "), wrap(c.summary, helpWidth, "        ", "        "))
 	}
 	fmt.Fprintf(w, "\nGlobal flags:\n")
-	global.SetOutput(w)
-	global.PrintDefaults()
-	global.SetOutput(io.Discard)
+	printGlobalFlags(w, global)
 	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags.\n\n")
 	printExitStatuses(w)
 }
 
+// printGlobalFlags writes the global flags as flag.PrintDefaults names
+// them (one dash), each usage wrapped at helpWidth.
+func printGlobalFlags(w io.Writer, global *flag.FlagSet) {
+	global.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+			usage += fmt.Sprintf(" (default %q)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n%s\n", line, wrap(usage, helpWidth, "        ", "        "))
+	})
+}
+
 // printExitStatuses writes the exit status table, the same for every
-// command.
+// command, wrapped at helpWidth.
 func printExitStatuses(w io.Writer) {
 	fmt.Fprintf(w, "Exit status (every command):\n")
 	for _, s := range exitStatuses() {
-		fmt.Fprintf(w, "  %d  %s\n", s.code, s.text)
+		fmt.Fprintln(w, wrap(s.text, helpWidth, fmt.Sprintf("  %d  ", s.code), "     "))
 	}
 }
 

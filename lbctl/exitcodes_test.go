@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestUsageErrorsExit2: for every command, each usage error (a missing
@@ -198,6 +199,27 @@ func TestExitStatusDocumented(t *testing.T) {
 	for code, word := range meaning {
 		if !regexp.MustCompile(`\| ` + fmt.Sprint(code) + ` \|[^\n]*` + word).MatchString(sec) {
 			t.Errorf("docs/lbctl.md, Exit status: its table has no row for %d saying %q", code, word)
+		}
+	}
+}
+
+// TestHelpWrapped: lbctl help and every command's help fit in 80 columns
+// (a line is longer only when it is one word), and every command's help
+// has examples.
+func TestHelpWrapped(t *testing.T) {
+	check := func(what, out string) {
+		for _, l := range strings.Split(out, "\n") {
+			if utf8.RuneCountInString(l) > helpWidth && len(strings.Fields(l)) > 1 {
+				t.Errorf("%s: a line of %d columns: %q", what, utf8.RuneCountInString(l), l)
+			}
+		}
+	}
+	check("lbctl help", lbctl(t, "help").stdout)
+	for _, c := range commands() {
+		out := lbctl(t, "help", c.name).stdout
+		check("lbctl help "+c.name, out)
+		if !strings.Contains(out, "\nExamples:\n  lbctl "+c.name) {
+			t.Errorf("lbctl help %s has no examples:\n%s", c.name, out)
 		}
 	}
 }

@@ -69,7 +69,7 @@ gzip -9n -c RUNBOOK.md >"$doc/RUNBOOK.md.gz"
 for f in docs/*.md; do
 	gzip -9n -c "$f" >"$doc/$f.gz"
 done
-for f in configs/full.toml configs/minimal.toml configs/quickstart.toml configs/gslb.toml; do
+for f in configs/full.toml configs/minimal.toml configs/quickstart.toml configs/gslb.toml configs/bgp.toml; do
 	install -m 0644 "$f" "$doc/examples/"
 done
 install -m 0644 monitoring/alerts.yml monitoring/alerts_test.yml monitoring/grafana-lbdns.json "$doc/examples/monitoring/"
