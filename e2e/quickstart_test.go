@@ -363,4 +363,40 @@ func TestQuickstartWalkThrough(t *testing.T) {
 	if events := q.mustLbctl("events"); !strings.Contains(events, "unbound") {
 		t.Errorf("lbctl events does not list unbound's change:\n%s", events)
 	}
+
+	// Every metric the daemon exports is in the metrics guide.
+	resp, err := http.Get(strings.TrimSuffix(q.page, "/") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	undocumented := undocumentedMetrics(t, string(metrics))
+	if len(undocumented) > 0 {
+		t.Errorf("metrics exported but not in docs/status-and-metrics.md: %q", undocumented)
+	}
+}
+
+// undocumentedMetrics returns the lbdns_ metric families of the
+// exposition text that the metrics guide's table does not name (it
+// names them without the prefix, in backquotes).
+func undocumentedMetrics(t *testing.T, exposition string) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/status-and-metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE lbdns_(\S+) `).FindAllStringSubmatch(exposition, -1) {
+		if !strings.Contains(string(doc), "`"+m[1]+"`") {
+			out = append(out, m[1])
+		}
+	}
+	if len(out) == 0 && !strings.Contains(exposition, "# TYPE lbdns_") {
+		t.Error("the exposition has no lbdns_ metric at all")
+	}
+	return out
 }
