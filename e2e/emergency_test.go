@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -272,6 +273,9 @@ func TestGSLBEmergency(t *testing.T) {
 		t.Errorf("no gslb event:\n%s", evs)
 	}
 	fams := scrape(t, d.statusURL()+"/metrics")
+	if u := undocumented(t, slices.Collect(maps.Keys(fams))); len(u) > 0 {
+		t.Errorf("metrics exported but not in docs/status-and-metrics.md: %q", u)
+	}
 	fams.want(t, "lbdns_gslb_emergency", "GAUGE", map[string]string{"name": "www.g.test."}, eq(1))
 	fams.want(t, "lbdns_gslb_ttl_raised_seconds", "GAUGE", map[string]string{"name": "api.g.test."}, eq(600))
 

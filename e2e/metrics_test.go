@@ -64,6 +64,10 @@ func TestMetrics(t *testing.T) {
 	fams.want(t, "lbdns_pool_fail_open", "GAUGE", map[string]string{"pool": "main"}, eq(0))
 	fams.want(t, "lbdns_ipvs_operations_total", "COUNTER", map[string]string{"op": "update-dest"}, atLeast(2))
 	fams.want(t, "lbdns_ipvs_operations_total", "COUNTER", map[string]string{"op": "delete-dest"}, atLeast(2))
+	// Every family exported is in the metrics guide.
+	if u := undocumented(t, slices.Collect(maps.Keys(fams))); len(u) > 0 {
+		t.Errorf("metrics exported but not in docs/status-and-metrics.md: %q", u)
+	}
 }
 
 // TestStatusEndpointReadOnly: the status endpoint refuses every method

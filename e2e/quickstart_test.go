@@ -381,22 +381,34 @@ func TestQuickstartWalkThrough(t *testing.T) {
 }
 
 // undocumentedMetrics returns the lbdns_ metric families of the
-// exposition text that the metrics guide's table does not name (it
-// names them without the prefix, in backquotes).
+// exposition text that the metrics guide's table does not name.
 func undocumentedMetrics(t *testing.T, exposition string) []string {
+	t.Helper()
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (lbdns_\S+) `).FindAllStringSubmatch(exposition, -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		t.Error("the exposition has no lbdns_ metric at all")
+	}
+	return undocumented(t, names)
+}
+
+// undocumented returns the lbdns_ metric family names of names that the
+// metrics guide's table does not name (it names them without the prefix,
+// in backquotes), sorted.
+func undocumented(t *testing.T, names []string) []string {
 	t.Helper()
 	doc, err := os.ReadFile("../docs/status-and-metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, m := range regexp.MustCompile(`(?m)^# TYPE lbdns_(\S+) `).FindAllStringSubmatch(exposition, -1) {
-		if !strings.Contains(string(doc), "`"+m[1]+"`") {
-			out = append(out, m[1])
+	for _, n := range names {
+		if short, ok := strings.CutPrefix(n, "lbdns_"); ok && !strings.Contains(string(doc), "`"+short+"`") {
+			out = append(out, short)
 		}
 	}
-	if len(out) == 0 && !strings.Contains(exposition, "# TYPE lbdns_") {
-		t.Error("the exposition has no lbdns_ metric at all")
-	}
+	slices.Sort(out)
 	return out
 }
