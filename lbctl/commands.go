@@ -138,7 +138,7 @@ const helpWidth = 80
 func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "%s\n\n%s\n\nFlags:\n", usageLine(c, "Usage: lbctl [global flags] "),
 		wrap(strings.ToUpper(c.summary[:1])+c.summary[1:]+".", helpWidth, "", ""))
-	printFlags(w, fs)
+	printFlags(w, fs, "--")
 	if len(c.examples) > 0 {
 		fmt.Fprintf(w, "\nExamples:\n")
 		for _, x := range c.examples {
@@ -179,13 +179,14 @@ func wrap(text string, width int, first, rest string) string {
 	return b.String()
 }
 
-// printFlags writes fs's flags as the usage lines write them, with two
-// dashes (--pool; one for a one-letter flag: -o), each with its default when it has one, as
-// flag.PrintDefaults does.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// printFlags writes fs's flags as the usage lines write them, with
+// dashes before each name ("--" for a command's: --pool; "-" for the
+// global flags; one for a one-letter flag: -o), each with its default
+// when it has one, its text wrapped at helpWidth.
+func printFlags(w io.Writer, fs *flag.FlagSet, dashes string) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
+		line := "  " + dashes + f.Name
 		if len(f.Name) == 1 {
 			line = "  -" + f.Name // -o, as the usage writes it
 		}
@@ -206,25 +207,9 @@ func printUsage(w io.Writer, cmds []*command, global *flag.FlagSet) {
 		fmt.Fprintf(w, "%s\n%s\n", usageLine(c, "  "), wrap(c.summary, helpWidth, "        ", "        "))
 	}
 	fmt.Fprintf(w, "\nGlobal flags:\n")
-	printGlobalFlags(w, global)
+	printFlags(w, global, "-")
 	fmt.Fprintf(w, "\nRun 'lbctl help COMMAND' for a command's flags.\n\n")
 	printExitStatuses(w)
-}
-
-// printGlobalFlags writes the global flags as flag.PrintDefaults names
-// them (one dash), each usage wrapped at helpWidth.
-func printGlobalFlags(w io.Writer, global *flag.FlagSet) {
-	global.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  -" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-			usage += fmt.Sprintf(" (default %q)", f.DefValue)
-		}
-		fmt.Fprintf(w, "%s\n%s\n", line, wrap(usage, helpWidth, "        ", "        "))
-	})
 }
 
 // printExitStatuses writes the exit status table, the same for every
