@@ -84,7 +84,7 @@ func Summarize(st *control.Status) []control.Incident {
 			add(control.Incident{Severity: Critical, What: "VIP " + v.Name,
 				Summary: fmt.Sprintf("VIP %s (%s) is not serving: %s", v.Name, v.Address, v.ServingReason),
 				Effect:  "queries to " + v.Address + " get no answer from this host" + announceNote(st),
-				Action:  "lbctl pool show " + v.Pool,
+				Action:  "lbctl status (pool " + v.Pool + ": each resolver's state and why it is out)",
 				Runbook: runbook("LbdnsVIPNotServing")})
 		}
 	}
@@ -172,6 +172,9 @@ func pool(p *control.Pool) (control.Incident, bool) {
 	}
 	in := control.Incident{What: "pool " + p.Name, Since: outSince(p)}
 	capacity := fmt.Sprintf("%d of %d resolvers healthy (%d enabled, min healthy %d)", p.Healthy, p.Total, p.Enabled, p.MinHealthy)
+	in.Summary = "pool " + p.Name + ": " + capacity
+	in.Effect = fmt.Sprintf("its VIPs are served by %s", plural(p.Healthy, "resolver"))
+	in.Runbook = runbook("LbdnsBackendDownLong")
 	switch {
 	case p.FailOpen || p.Healthy < p.MinHealthy:
 		in.Severity = Critical
@@ -180,14 +183,8 @@ func pool(p *control.Pool) (control.Incident, bool) {
 		in.Runbook = runbook("LbdnsPoolFailingOpen")
 	case 2*p.Healthy <= p.Enabled:
 		in.Severity = Major
-		in.Summary = "pool " + p.Name + ": " + capacity
-		in.Effect = fmt.Sprintf("its VIPs are served by %s", plural(p.Healthy, "resolver"))
-		in.Runbook = runbook("LbdnsBackendDownLong")
 	default:
 		in.Severity = Minor
-		in.Summary = "pool " + p.Name + ": " + capacity
-		in.Effect = fmt.Sprintf("its VIPs are served by %s", plural(p.Healthy, "resolver"))
-		in.Runbook = runbook("LbdnsBackendDownLong")
 	}
 	switch p.Diagnosis {
 	case "vendor-wide-failure":
@@ -198,7 +195,7 @@ func pool(p *control.Pool) (control.Incident, bool) {
 	if p.Detail != "" {
 		in.Summary += "; " + p.Detail
 	}
-	in.Action = "lbctl pool show " + p.Name + " (each resolver's last probe result)"
+	in.Action = "lbctl status (pool " + p.Name + ": each resolver's last probe result and why it is out)"
 	return in, true
 }
 
@@ -238,6 +235,9 @@ func gslbPool(p *control.GSLBPool, all []control.GSLBPool) (control.Incident, bo
 		}
 	}
 	capacity := fmt.Sprintf("%d of %d members up (needs %d)", p.Up, p.Total, max(p.AtLeast, 1))
+	in.Summary = "GSLB pool " + p.Name + ": " + capacity
+	in.Effect = "its clients are answered with the " + plural(p.Up, "member") + " up"
+	in.Runbook = runbook("LbdnsGSLBMemberDown")
 	switch {
 	case p.Up < max(p.AtLeast, 1):
 		in.Severity = Critical
@@ -246,14 +246,8 @@ func gslbPool(p *control.GSLBPool, all []control.GSLBPool) (control.Incident, bo
 		in.Runbook = runbook("LbdnsGSLBPoolDown")
 	case 2*p.Up <= p.Total:
 		in.Severity = Major
-		in.Summary = "GSLB pool " + p.Name + ": " + capacity
-		in.Effect = "its clients are answered with the " + plural(p.Up, "member") + " up"
-		in.Runbook = runbook("LbdnsGSLBMemberDown")
 	default:
 		in.Severity = Minor
-		in.Summary = "GSLB pool " + p.Name + ": " + capacity
-		in.Effect = "its clients are answered with the " + plural(p.Up, "member") + " up"
-		in.Runbook = runbook("LbdnsGSLBMemberDown")
 	}
 	in.Summary += ": " + strings.Join(down, "; ")
 	in.Action = "lbctl gslb status (each member's monitors and last result)"

@@ -47,7 +47,7 @@ func TestSummarizeBrokenQuickstart(t *testing.T) {
 	}
 	if pool.Severity != Minor || !strings.Contains(pool.Summary, "4 of 5 resolvers healthy") ||
 		!strings.Contains(pool.Effect, "served by 4 resolvers") || !pool.Since.Equal(t0.Add(-3*time.Minute)) ||
-		!strings.HasPrefix(pool.Action, "lbctl pool show local") {
+		!strings.HasPrefix(pool.Action, "lbctl status (pool local") {
 		t.Errorf("pool: %+v", pool)
 	}
 	if dry.Severity != Info || !strings.Contains(dry.Summary, "DRY RUN") {
