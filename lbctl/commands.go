@@ -149,10 +149,42 @@ func (c *command) printUsage(w io.Writer, fs *flag.FlagSet) {
 	printExitStatuses(w)
 }
 
-// usageLine is the command's usage after prefix, wrapped at helpWidth
-// between its alternatives (" | ") or words, continued under the command.
+// usageLine is the command's usage after prefix: each of its
+// alternatives ("members [--pool P] | status" is two) on a line of its
+// own under the first, each wrapped at helpWidth between words and
+// continued under its arguments.
 func usageLine(c *command, prefix string) string {
-	return wrap(strings.TrimSpace(c.name+" "+c.args), helpWidth, prefix, strings.Repeat(" ", len(prefix)+len(c.name)+1))
+	pad := strings.Repeat(" ", len(prefix))
+	var lines []string
+	for i, alt := range alternatives(c.args) {
+		first := pad
+		if i == 0 {
+			first = prefix
+		}
+		lines = append(lines, wrap(strings.TrimSpace(c.name+" "+alt), helpWidth, first, pad+strings.Repeat(" ", len(c.name)+1)))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// alternatives splits a usage's arguments at its top-level " | " (not
+// one inside brackets: "[--pool P | --vip V]" is one alternative's).
+func alternatives(args string) []string {
+	var alts []string
+	depth, start := 0, 0
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case '|':
+			if depth == 0 && i > 0 && args[i-1] == ' ' && i+1 < len(args) && args[i+1] == ' ' {
+				alts = append(alts, strings.TrimSpace(args[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(alts, strings.TrimSpace(args[start:]))
 }
 
 // wrap folds text into lines of at most width columns at spaces (a word

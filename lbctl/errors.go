@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	"lbdns/control"
 )
@@ -28,8 +27,8 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // fail prints err as the operator should see it and returns the exit
-// status (exitStatuses): 2 for a usage error (two lines: the problem and
-// the command's usage line), 3 when the daemon cannot be reached or does
+// status (exitStatuses): 2 for a usage error (the problem in one line,
+// then the command's usage wrapped at helpWidth and where its help is), 3 when the daemon cannot be reached or does
 // not answer in time, 4 when a change was sent but no reply came or the
 // fleet's etcd did not confirm it (whether it was applied is unknown), 5 when the daemon refused a change because
 // it cannot reach the fleet's etcd, 1 when it refused, the operator interrupted
@@ -47,7 +46,7 @@ func (e *env) fail(c *command, fs *flag.FlagSet, err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "lbctl %s: %s\n", c.name, ue.msg)
-		fmt.Fprintf(e.stderr, "Usage: lbctl [global flags] %s ('lbctl help %s' lists its flags)\n", strings.TrimSpace(c.name+" "+c.args), c.name)
+		fmt.Fprintf(e.stderr, "%s\nRun 'lbctl help %s' for its flags and examples.\n", usageLine(c, "Usage: lbctl [global flags] "), c.name)
 		return exitUsage
 	case errors.As(err, &xe):
 		return xe.code

@@ -103,8 +103,20 @@ func TestUsageErrorsExit2(t *testing.T) {
 				t.Errorf("stdout not empty:\n%s", r.stdout)
 			}
 			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-			if len(lines) != 2 {
-				t.Fatalf("stderr has %d lines, want 2 (the problem, the usage line):\n%s", len(lines), r.stderr)
+			if len(lines) < 3 {
+				t.Fatalf("stderr has %d lines, want 3 or more (the problem, the usage, where the help is):\n%s", len(lines), r.stderr)
+			}
+			for _, l := range lines[1:] {
+				if len(l) > helpWidth {
+					t.Errorf("usage line of %d columns (over %d):\n%s", len(l), helpWidth, l)
+				}
+			}
+			help := "Run 'lbctl help' for the commands."
+			if tc.cmd != "" {
+				help = "Run 'lbctl help " + tc.cmd + "' for its flags and examples."
+			}
+			if last := lines[len(lines)-1]; last != help {
+				t.Errorf("last line %q does not say where the command's help is", last)
 			}
 			prefix := "lbctl: "
 			if tc.cmd != "" {

@@ -126,7 +126,7 @@ func globalFlags(e *env, getenv func(string) string) *flag.FlagSet {
 }
 
 // shortUsage is the usage line printed after a mistyped command.
-const shortUsage = "Usage: lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS]; 'lbctl help' lists the commands\n"
+const shortUsage = "Usage: lbctl [-socket PATH] [-o table|json] [-timeout DUR] COMMAND [ARGS]\nRun 'lbctl help' for the commands.\n"
 
 // flagError is the message of a flag parsing error, with the closest flag
 // of fs suggested for an unknown one.
