@@ -23,19 +23,19 @@ type Metrics struct {
 // NewMetrics returns the metrics of p; register them on a registerer.
 func NewMetrics(p *Pipeline) *Metrics {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("lbdns_flood_"+name, help, labels, nil)
+		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &Metrics{p: p,
-		queries:  d("queries_total", "Queries counted by the flood alarms, by source (responder: the GSLB responder's own; dnstap: the resolvers').", "source"),
-		raised:   d("alarms_raised_total", "Flood alarms raised, by reason (rise: a rate over its baseline and the floor; share: one key's share of the short window).", "reason"),
-		dropped:  d("dropped_total", "Queries not recorded in the heavy hitters (counted in the totals) because the drainer was behind."),
-		rate:     d("rate", "Last rate per second of each source the alarms watch (responder, dnstap: queries; vip NAME: IPVS incoming packets).", "source"),
-		baseline: d("baseline", "Baseline (moving average) of each source's rate, per second.", "source"),
-		active:   d("alarm_active", "1 while a flood alarm of the source is raised (rate alarms); share alarms under source \"share\".", "source", "reason"),
-		stride:   d("sample_stride", "1 when every query is counted in the heavy hitters; k when each is counted with probability 1/k and weight k."),
-		topRate:  d("top_rate", "Estimated queries per second of the heaviest keys of the short window, by kind and rank (the key is the address, prefix or name); the true rate is at most this.", "kind", "rank", "key"),
-		topErr:   d("top_rate_error", "Error of lbdns_flood_top_rate: the true rate is at least top_rate minus this.", "kind", "rank", "key"),
-		topShare: d("top_share", "Share of the short window's queries of the heaviest keys, by kind and rank.", "kind", "rank", "key"),
+		queries:  d("lbdns_flood_queries_total", "Queries counted by the flood alarms, by source (responder: the GSLB responder's own; dnstap: the resolvers').", "source"),
+		raised:   d("lbdns_flood_alarms_raised_total", "Flood alarms raised, by reason (rise: a rate over its baseline and the floor; share: one key's share of the short window).", "reason"),
+		dropped:  d("lbdns_flood_dropped_total", "Queries not recorded in the heavy hitters (counted in the totals) because the drainer was behind."),
+		rate:     d("lbdns_flood_rate", "Last rate per second of each source the alarms watch (responder, dnstap: queries; vip NAME: IPVS incoming packets).", "source"),
+		baseline: d("lbdns_flood_baseline", "Baseline (moving average) of each source's rate, per second.", "source"),
+		active:   d("lbdns_flood_alarm_active", "1 while a flood alarm of the source is raised (rate alarms); share alarms under source \"share\".", "source", "reason"),
+		stride:   d("lbdns_flood_sample_stride", "1 when every query is counted in the heavy hitters; k when each is counted with probability 1/k and weight k."),
+		topRate:  d("lbdns_flood_top_rate", "Estimated queries per second of the heaviest keys of the short window, by kind and rank (the key is the address, prefix or name); the true rate is at most this.", "kind", "rank", "key"),
+		topErr:   d("lbdns_flood_top_rate_error", "Error of lbdns_flood_top_rate: the true rate is at least top_rate minus this.", "kind", "rank", "key"),
+		topShare: d("lbdns_flood_top_share", "Share of the short window's queries of the heaviest keys, by kind and rank.", "kind", "rank", "key"),
 	}
 }
 
