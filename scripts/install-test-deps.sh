@@ -33,6 +33,10 @@ PKGS="$PKGS bird2 frr"
 # socat: relays BIND's dnstap Unix socket to the intake's TCP listener, as
 # on a resolver host apart from lbdnsd (dnstap/intake).
 PKGS="$PKGS socat"
+# systemd-nspawn and debootstrap: the package test boots systemd on a
+# Debian 12 root (scripts/systemd-root.sh builds it once) and installs the
+# package there as an operator would (packaging/).
+PKGS="$PKGS systemd-container debootstrap"
 
 list=0
 for arg in "$@"; do
@@ -81,6 +85,10 @@ done
 build_etcd() {
 	"$(dirname "$0")/build-etcd.sh" >/dev/null
 	echo "install-test-deps: etcd ready ($("$(dirname "$0")/build-etcd.sh"))"
+	if [ "$(id -u)" -eq 0 ] && command -v debootstrap >/dev/null 2>&1; then
+		"$(dirname "$0")/systemd-root.sh"
+		echo "install-test-deps: systemd root ready (${LBDNS_SYSTEMD_ROOT:-/var/cache/lbdns-systemd-root})"
+	fi
 }
 
 if [ -z "$missing" ]; then
