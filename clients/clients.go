@@ -9,7 +9,9 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,9 @@ type Options struct {
 	// NetNS, when not 0, is an open network namespace whose ruleset is
 	// written (tests); 0 is the daemon's own.
 	NetNS int
+	// Kernel, when set, is the netlink edge in place of the namespace's
+	// (tests: one whose calls fail).
+	Kernel clientfw.Kernel
 	// Hub is where the intent in force and the configuration are read.
 	Hub *hub.Hub
 	// Changer runs the changes of the intent.
@@ -85,7 +90,7 @@ func New(o Options) (*Part, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p := &Part{o: o, enf: clientfw.New(clientfw.Options{Table: o.Table, NetNS: o.NetNS, Now: o.Now})}
+	p := &Part{o: o, enf: clientfw.New(clientfw.Options{Table: o.Table, NetNS: o.NetNS, Kernel: o.Kernel, Now: o.Now})}
 	if o.Registerer != nil {
 		err := o.Registerer.Register(clientfw.NewMetrics(p.enf, func() clientfw.InForce {
 			return inForce(p.intent().ClientsAt(o.Now()))
@@ -226,7 +231,33 @@ func (p *Part) SetClient(ctx context.Context, req control.ClientRequest, by stri
 	if out.Result.Changed {
 		p.Enforce()
 	}
-	return &control.ClientReply{Message: out.Result.Message, Changed: out.Result.Changed, Clients: p.Status(p.config(), out.State)}, nil
+	msg := out.Result.Message
+	if req.Action == control.ClientUnblock && out.Result.Changed {
+		msg = p.unremoved(req.Client, msg)
+	}
+	return &control.ClientReply{Message: msg, Changed: out.Result.Changed, Clients: p.Status(p.config(), out.State)}, nil
+}
+
+// unremoved is the reply to the unblock of client: msg, unless the
+// kernel's element of the action could not be removed; then what the
+// kernel still does, and until when.
+func (p *Part) unremoved(client, msg string) string {
+	c, err := configs.ParseClient(strings.TrimSpace(client))
+	if err != nil {
+		return msg
+	}
+	for _, a := range p.enf.Status().Unremoved {
+		if a.Client != c {
+			continue
+		}
+		does := "drop its packets"
+		if a.Action == intent.ActionLimit {
+			does = "limit it"
+		}
+		return fmt.Sprintf("%s is out of the intent, but its %s is NOT REMOVED from the kernel (the table cannot be written): the kernel may still %s until %s, when the element times out; lbctl clients lists it until then",
+			intent.ClientText(c), a.Action, does, a.Until.UTC().Format(time.RFC3339))
+	}
+	return msg
 }
 
 // Status is the client actions of st as the control API shows them
@@ -240,6 +271,10 @@ func (p *Part) Status(cfg *configs.Config, st intent.State) *control.ClientsStat
 		out.Entries = append(out.Entries, control.ClientEntry{Client: intent.ClientText(c.Client), Action: c.Action, Rate: c.Rate,
 			Until: c.Until, SecondsLeft: c.Until.Sub(now).Seconds(), Reason: c.Reason, Set: c.Set, By: c.By,
 			Enforced: es.Enforced && !es.Applied.Before(c.Set)})
+	}
+	for _, c := range es.Unremoved {
+		out.Entries = append(out.Entries, control.ClientEntry{Client: intent.ClientText(c.Client), Action: c.Action, Rate: c.Rate,
+			Until: c.Until, SecondsLeft: c.Until.Sub(now).Seconds(), Reason: c.Reason, Set: c.Set, By: c.By, Unremoved: true})
 	}
 	return out
 }
