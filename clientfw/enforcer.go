@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,10 @@ type Status struct {
 	// Until, when its element times out. Empty after an Apply that
 	// worked.
 	Unremoved []intent.ClientAction
+	// Fill is how full each set and meter of the table was when last
+	// counted (Measure; a write of the table counts its sets and starts
+	// its meters empty); nil before, and while the table cannot be read.
+	Fill []SetFill
 	// Errors counts the Applies that failed; Replaced the times the
 	// table was written (created, replaced or removed).
 	Errors, Replaced uint64
@@ -68,6 +73,8 @@ type Enforcer struct {
 	held []intent.ClientAction
 	// want are the actions in force of the last Apply.
 	want []intent.ClientAction
+	// ruleset is the table of the last Apply that worked.
+	ruleset Ruleset
 	// tried is set once an Apply ran.
 	tried bool
 }
@@ -142,8 +149,10 @@ func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 	}
 	if wrote {
 		e.st.Replaced++
+		e.st.Fill = fillOf(want, e.opts.MeterSize)
 	}
 	e.held = live
+	e.ruleset = want
 	e.st.Enforced, e.st.Error, e.st.Applied = true, "", now
 	e.st.Block, e.st.Limit = 0, 0
 	for _, s := range want.Sets {
@@ -204,11 +213,48 @@ func (e *Enforcer) Read() (Actual, error) {
 	return a, e.wrap("read table", err)
 }
 
-// Fill counts the elements of the table's sets and meters (a dump of
-// every element: see Netlink.Fill).
-func (e *Enforcer) Fill() ([]SetFill, error) {
+// Measure counts the elements of the table's sets and meters into
+// Status.Fill. The kernel is asked only while the table has a meter
+// (Kernel.Fill dumps every element, so callers bound how often they
+// measure); the block and limit sets alone are what the last Apply
+// wrote. A count that fails leaves Fill empty.
+func (e *Enforcer) Measure() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ruleset.hasMeter() {
+		e.st.Fill = fillOf(e.ruleset, e.opts.MeterSize)
+		return nil
+	}
 	f, err := e.opts.Kernel.Fill(e.opts.Table)
-	return f, e.wrap("count elements", err)
+	if err != nil {
+		e.st.Fill = nil
+		return e.wrap("count elements", err)
+	}
+	e.st.Fill = f
+	return nil
+}
+
+// hasMeter reports whether r has a limit set (and so a meter).
+func (r Ruleset) hasMeter() bool {
+	return slices.ContainsFunc(r.Sets, func(s Set) bool { return s.Rate > 0 && len(s.Elems) > 0 })
+}
+
+// fillOf is how full r's table is just after it was written: its sets
+// hold their elements, its meters (of meterSize sources) none. An empty
+// r has no table, hence no set.
+func fillOf(r Ruleset, meterSize int) []SetFill {
+	if r.Empty() {
+		return nil
+	}
+	var out []SetFill
+	for _, s := range r.Sets {
+		out = append(out, SetFill{Set: s.Name, Elements: len(s.Elems)})
+		if s.Rate > 0 {
+			out = append(out, SetFill{Set: MeterName(s.Name), Capacity: meterSize})
+		}
+	}
+	slices.SortFunc(out, func(a, b SetFill) int { return strings.Compare(a.Set, b.Set) })
+	return out
 }
 
 // wrap names the table and the step what (none when empty) and turns a

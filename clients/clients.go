@@ -82,6 +82,12 @@ type Part struct {
 // of ended client actions.
 const expireRetry = 30 * time.Second
 
+// FillEvery is how often the elements of the table's meters are
+// counted for lbdns_client_set_elements: a count dumps every element
+// over netlink (about half a second for a full meter of 65,535 sources),
+// so it is not done per scrape. Only while a limit is in force.
+const FillEvery = 30 * time.Second
+
 // New returns the component, its metrics registered.
 func New(o Options) (*Part, error) {
 	if o.Logger == nil {
@@ -142,7 +148,7 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 		p.Enforce()
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		last := p.o.Now()
+		last, counted := p.o.Now(), p.o.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -155,6 +161,12 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 				if cfg := p.config(); cfg != nil && p.o.Now().Sub(last) >= cfg.IPVS.ResyncInterval.Duration {
 					last = p.o.Now()
 					p.Enforce() // the resync: a table changed by hand is put back
+				}
+				if p.o.Now().Sub(counted) >= FillEvery {
+					counted = p.o.Now()
+					if err := p.enf.Measure(); err != nil {
+						p.o.Logger.Debug("cannot count the client actions' set elements", "err", err)
+					}
 				}
 			}
 		}
