@@ -1,6 +1,7 @@
 package clientfw_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -13,10 +14,12 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"lbdns/clientfw"
 	"lbdns/intent"
 	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 )
 
 // vip and vip6 are the addresses the LB namespace answers DNS on.
@@ -466,5 +469,55 @@ func TestMeterFillCounted(t *testing.T) {
 	}
 	if err := enf.Measure(); err != nil || len(enf.Status().Fill) != 0 {
 		t.Errorf("fill with no table: %+v %v", enf.Status().Fill, err)
+	}
+}
+
+// refusing is the namespace's kernel, whose calls fail with EPERM while
+// refuse is set (lbdnsd without CAP_NET_ADMIN).
+type refusing struct {
+	clientfw.Netlink
+	refuse bool
+}
+
+func (k *refusing) Read(name string) (clientfw.Actual, error) {
+	if k.refuse {
+		return clientfw.Actual{}, fmt.Errorf("netlink receive: %w", unix.EPERM)
+	}
+	return k.Netlink.Read(name)
+}
+
+func (k *refusing) Replace(name string, present bool, want clientfw.Ruleset, meterSize int) error {
+	if k.refuse {
+		return fmt.Errorf("netlink receive: %w", unix.EPERM)
+	}
+	return k.Netlink.Replace(name, present, want, meterSize)
+}
+
+// TestUnremovedStillDrops: a block whose removal the kernel refused
+// still drops the client's packets, and the enforcer says so until the
+// element's timeout; then the client is answered again and nothing is
+// reported.
+func TestUnremovedStillDrops(t *testing.T) {
+	l := newLab(t)
+	k := &refusing{Netlink: clientfw.Netlink{NetNS: l.fd}}
+	enf := clientfw.New(clientfw.Options{Table: table, Kernel: k})
+	if _, err := enf.Apply([]intent.ClientAction{action(intent.ActionBlock, c1Addr+"/32", 0, time.Now().Add(3*time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	k.refuse = true
+	if _, err := enf.Apply(nil); !errors.Is(err, clientfw.ErrPermission) {
+		t.Fatalf("unblock with the kernel refusing: %v, want ErrPermission", err)
+	}
+	if got := l.answered(l.c1, 3, 300*time.Millisecond); got != 0 {
+		t.Errorf("client 1, its unblock refused by the kernel, got %d of 3 answers", got)
+	}
+	if st := enf.Status(); len(st.Unremoved) != 1 || st.Enforced {
+		t.Errorf("status while the element is still there: enforced %v, unremoved %+v", st.Enforced, st.Unremoved)
+	}
+	poll.Until(t, 8*time.Second, "the element to time out", func() (bool, string) {
+		return l.answered(l.c1, 1, 200*time.Millisecond) == 1, ""
+	})
+	if st := enf.Status(); len(st.Unremoved) != 0 {
+		t.Errorf("status once the element timed out: unremoved %+v", st.Unremoved)
 	}
 }
