@@ -159,7 +159,7 @@ func TestPipelineFlood(t *testing.T) {
 		return p.Step(now, map[string]float64{"vip dns": 3000})
 	}
 	// The first second of the flood raises the responder's rise and the
-	// client's share (of the last two seconds: 8000 of 12000).
+	// client's share (of the last second: 8000 of 10000).
 	got := flood()
 	if len(got) != 2 || got[0].ID != "responder" || got[1].ID != "share responder clients 203.0.113.66" || got[1].Share < 0.5 || len(got[1].Top) != 3 {
 		t.Fatalf("flood: want the responder's rise and the client's share, got %+v", got)

@@ -19,10 +19,15 @@ type Config struct {
 // ones that raised it.
 const AlarmWindow = 2 * Epoch
 
-// ShareWindow is the window a share alarm is decided on: the last
-// seconds, so that a flood is named within two seconds of its start
-// whatever the short window (which lbctl top and the status show).
-const ShareWindow = AlarmWindow
+// ShareWindow is the window a share alarm is decided on, its floor
+// included: the last second, so that a flood is named within two
+// seconds of its start whatever the short window (which lbctl top and
+// the status show). A flood of 3 times the background is over half of
+// the second after its start when it began in the first half of it,
+// else of the one after that; a window of two seconds would hold a
+// second of background too, whose rate can keep the pair under the
+// floor until the flood's second full second.
+const ShareWindow = Epoch
 
 // Pipeline is the one way in for every input (the responder's readers,
 // dnstap, anything else that sees queries) and the one place the heavy

@@ -45,7 +45,7 @@ func TestJournalFloodAlarm(t *testing.T) {
 	if evs[0] != want {
 		t.Errorf("event:\n got %+v\nwant %+v", evs[0], want)
 	}
-	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the responder's queries of the last 2s (5400/s in all, floor 1000/s); over the last 2s, of the responder's queries, top clients: ") {
+	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the responder's queries of the last 1s (5400/s in all, floor 1000/s); over the last 2s, of the responder's queries, top clients: ") {
 		t.Errorf("share event: %+v", evs[1])
 	}
 	if logs[2].level != slog.LevelInfo || evs[2].Error || evs[2].Message != "flood alarm cleared: responder at 380/s, baseline 400/s (floor 1000/s), raised 45s ago" {
