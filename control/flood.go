@@ -197,9 +197,9 @@ type floodView struct {
 // the source of the queries its top lists count.
 type floodAlarmView struct {
 	ID, What, Seen string
-	Since    timeCell
-	Clients  string
-	Names    string
+	Since          timeCell
+	Clients        string
+	Names          string
 }
 
 // topView is one kind's top talkers of one source.

@@ -17,7 +17,7 @@ import (
 // topBackend is a fakeBackend that answers GET /v1/top.
 type topBackend struct {
 	fakeBackend
-	tmu   sync.Mutex
+	tmu     sync.Mutex
 	kinds   []string
 	sources []string
 	wins    []time.Duration
