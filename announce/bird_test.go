@@ -193,12 +193,20 @@ func TestMain(m *testing.M) {
 	leakcheck.Main(m, "lbdns/announce.(*Announcer)", "lbdns/announce.(*GoBGP)")
 }
 
-// helperSpeaker announces 192.0.2.53/32 to peer until it is killed.
+// helperSpeaker announces 192.0.2.53/32 to peer until it is killed;
+// with helperEnv_BFD set, over a session with BFD and a hold time of
+// 30 s, logging GoBGP's warnings to stderr.
 func helperSpeaker(peer, id string) int {
 	b := configs.BGP{Enabled: true, RouterAddr: netip.MustParseAddr(id), LocalAS: ourAS, ListenPort: -1,
 		Peers: []configs.BGPPeer{{Addr: netip.MustParseAddr(peer), AS: routerAS, Port: 179,
 			HoldTime: configs.Duration{Duration: 3 * time.Second}, Keepalive: configs.Duration{Duration: time.Second}}}}
-	spk := announce.NewGoBGP(nil)
+	var log *slog.Logger
+	if os.Getenv(helperEnv+"_BFD") != "" {
+		b.Peers[0].BFD = true
+		b.Peers[0].HoldTime.Duration, b.Peers[0].Keepalive.Duration = 30*time.Second, 10*time.Second
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	spk := announce.NewGoBGP(log)
 	ctx := context.Background()
 	if err := spk.Configure(ctx, b); err != nil {
 		fmt.Fprintln(os.Stderr, err)

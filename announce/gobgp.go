@@ -23,6 +23,17 @@ import (
 // imports nothing from its peers (every route they send is rejected),
 // announces only the paths it is given, and never negotiates graceful
 // restart. Make one with NewGoBGP.
+//
+// A peer with BFD runs GoBGP's BFD only while its session is
+// established, and the peer is made anew (its session state machine
+// with it) whenever the session is lost. GoBGP's BFD resets the session
+// when BFD goes down (an expiry, the router's down packet); when the
+// session is down already, that reset waits in the session's state
+// machine and ends the next session as soon as it is established ("BFD
+// is down"), and BFD, going down again as the router restarts its own,
+// queues another: after a stall of the host longer than BFD's detection
+// time, every new session was reset within milliseconds, and the
+// router's back-off kept the routes away for minutes.
 type GoBGP struct {
 	log     *slog.Logger
 	changes chan struct{}
@@ -30,11 +41,23 @@ type GoBGP struct {
 	mu     sync.Mutex
 	srv    *server.BgpServer
 	quiet  *atomic.Bool       // set while srv stops: its "failed to stop" line is ours to drop
-	stop   context.CancelFunc // ends the peer watch
+	stop   context.CancelFunc // ends the peer watch and the BFD worker
 	global globalConf
 	peers  []configs.BGPPeer
 	paths  map[netip.Prefix]Path
 	errs   map[netip.Addr]string
+	// up is whether each peer's session was established at its last
+	// state event; pending are the sessions established or lost since
+	// the BFD worker last looked (bfdWake has a value then).
+	up      map[netip.Addr]bool
+	pending []sessionEvent
+	bfdWake chan struct{}
+}
+
+// sessionEvent is a peer's session established (up) or lost.
+type sessionEvent struct {
+	addr netip.Addr
+	up   bool
 }
 
 // BFD timers of a peer with bfd: intervals in microseconds (RFC 5880).
@@ -59,7 +82,8 @@ func NewGoBGP(log *slog.Logger) *GoBGP {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &GoBGP{log: log, changes: make(chan struct{}, 1), paths: map[netip.Prefix]Path{}, errs: map[netip.Addr]string{}}
+	return &GoBGP{log: log, changes: make(chan struct{}, 1), paths: map[netip.Prefix]Path{}, errs: map[netip.Addr]string{},
+		up: map[netip.Addr]bool{}, bfdWake: make(chan struct{}, 1)}
 }
 
 // PeerChanges implements Speaker.
@@ -101,7 +125,8 @@ func (g *GoBGP) Configure(ctx context.Context, b configs.BGP) error {
 			kept = append(kept, p)
 			continue
 		}
-		if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p)}); err != nil {
+		delete(g.up, p.Addr)
+		if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p, false)}); err != nil {
 			errs = append(errs, fmt.Errorf("bgp: add peer %s: %w", p.Addr, err))
 			continue
 		}
@@ -155,19 +180,26 @@ func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 				return
 			}
 			st := ev.Peer.State
+			established := st.SessionState == bgp.BGP_FSM_ESTABLISHED
+			g.mu.Lock()
 			// A session that went down says why; the reasons of the
 			// steps up (idle-hold-timer-expired, open-msg-received, ...)
 			// are none, and an established session has none left.
 			switch {
-			case st.SessionState == bgp.BGP_FSM_ESTABLISHED:
-				g.mu.Lock()
+			case established:
 				delete(g.errs, st.NeighborAddress)
-				g.mu.Unlock()
 			case st.DisconnectMessage != "" && !stepUp(st.DisconnectMessage):
-				g.mu.Lock()
 				g.errs[st.NeighborAddress] = st.DisconnectMessage
-				g.mu.Unlock()
 			}
+			if g.up[st.NeighborAddress] != established {
+				g.up[st.NeighborAddress] = established
+				g.pending = append(g.pending, sessionEvent{addr: st.NeighborAddress, up: established})
+				select {
+				case g.bfdWake <- struct{}{}:
+				default:
+				}
+			}
+			g.mu.Unlock()
 			g.notify()
 		},
 	}, server.WatchPeer())
@@ -177,7 +209,60 @@ func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 		return fmt.Errorf("bgp: watch the peers: %w", err)
 	}
 	g.srv, g.quiet, g.stop, g.global, g.peers = srv, quiet, stop, want, nil
+	clear(g.up)
+	g.pending = nil
+	go g.bfdWorker(wctx, srv)
 	return nil
+}
+
+// bfdWorker turns BFD on for a peer with bfd once its session of srv is
+// established, and makes the peer anew without BFD once it is lost
+// (unless it is established again by then), until ctx is done: a reset
+// GoBGP's BFD asked for while the session was down dies with the old
+// peer instead of ending the next session.
+func (g *GoBGP) bfdWorker(ctx context.Context, srv *server.BgpServer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.bfdWake:
+		}
+		g.mu.Lock()
+		evs := g.pending
+		g.pending = nil
+		for _, ev := range evs {
+			if g.srv != srv || ctx.Err() != nil {
+				break
+			}
+			g.bfdLocked(ctx, ev)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// bfdLocked follows one session event of a peer with bfd (g.mu held).
+func (g *GoBGP) bfdLocked(ctx context.Context, ev sessionEvent) {
+	i := slices.IndexFunc(g.peers, func(p configs.BGPPeer) bool { return p.Addr == ev.addr })
+	if i < 0 || !g.peers[i].BFD {
+		return
+	}
+	p := g.peers[i]
+	if ev.up {
+		if _, err := g.srv.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: apiPeer(p, true)}); err != nil {
+			g.log.Warn("bgp: turn BFD on for the established session", "peer", p.Addr, "err", err)
+		}
+		return
+	}
+	if g.up[p.Addr] {
+		return // established again meanwhile: it keeps its BFD
+	}
+	if err := g.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: p.Addr.String()}); err != nil {
+		g.log.Warn("bgp: remove the peer whose session was lost, to make it anew", "peer", p.Addr, "err", err)
+		return
+	}
+	if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p, false)}); err != nil {
+		g.log.Warn("bgp: add the peer whose session was lost again", "peer", p.Addr, "err", err)
+	}
 }
 
 // stopLocked closes every session and stops the server.
@@ -247,8 +332,9 @@ func (g *GoBGP) notify() {
 	}
 }
 
-// apiPeer is p as GoBGP configures it.
-func apiPeer(p configs.BGPPeer) *api.Peer {
+// apiPeer is p as GoBGP configures it, with BFD when p has bfd and
+// withBFD is set (the session is established).
+func apiPeer(p configs.BGPPeer, withBFD bool) *api.Peer {
 	family := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
 	if p.Addr.Is6() {
 		family = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
@@ -264,7 +350,7 @@ func apiPeer(p configs.BGPPeer) *api.Peer {
 	if p.Multihop > 0 {
 		ap.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.Multihop)}
 	}
-	if p.BFD {
+	if p.BFD && withBFD {
 		// 300 ms × 3: the router sees a silent host in under a second.
 		ap.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: bfdInterval, RequiredMinimumReceive: bfdInterval, DetectionMultiplier: bfdMultiplier}
 	}

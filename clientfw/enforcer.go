@@ -3,14 +3,11 @@ package clientfw
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
 	"lbdns/intent"
@@ -22,7 +19,10 @@ type Options struct {
 	Table string
 	// NetNS, when not 0, is an open file descriptor of the network
 	// namespace whose ruleset is changed (tests); 0 is the process's.
+	// Kernel, when set, is used instead.
 	NetNS int
+	// Kernel is the netlink edge. Default Netlink{NetNS}.
+	Kernel Kernel
 	// Now is the clock the elements' timeouts are counted from. Default
 	// time.Now.
 	Now func() time.Time
@@ -44,6 +44,16 @@ type Status struct {
 	// Block and Limit count the actions in force in the kernel after the
 	// last Apply that worked.
 	Block, Limit int
+	// Unremoved are the actions no longer in force whose kernel
+	// elements could not be removed (the last Apply failed): the kernel
+	// may still drop or limit their clients' packets until each one's
+	// Until, when its element times out. Empty after an Apply that
+	// worked.
+	Unremoved []intent.ClientAction
+	// Fill is how full each set and meter of the table was when last
+	// counted (Measure; a write of the table counts its sets and starts
+	// its meters empty); nil before, and while the table cannot be read.
+	Fill []SetFill
 	// Errors counts the Applies that failed; Replaced the times the
 	// table was written (created, replaced or removed).
 	Errors, Replaced uint64
@@ -55,6 +65,18 @@ type Enforcer struct {
 	opts Options
 	mu   sync.Mutex
 	st   Status
+	// held are the actions whose elements the kernel may hold: those of
+	// the last Apply that worked (the kernel's table is then exactly
+	// them), or, before any worked, those of the first Apply (a table
+	// an earlier lbdnsd wrote outlives it). A failed Apply changes
+	// nothing in the kernel, so it leaves held as it is.
+	held []intent.ClientAction
+	// want are the actions in force of the last Apply.
+	want []intent.ClientAction
+	// ruleset is the table of the last Apply that worked.
+	ruleset Ruleset
+	// tried is set once an Apply ran.
+	tried bool
 }
 
 // New returns the enforcer of opts.
@@ -64,6 +86,9 @@ func New(opts Options) *Enforcer {
 	}
 	if opts.MeterSize <= 0 {
 		opts.MeterSize = MeterSize
+	}
+	if opts.Kernel == nil {
+		opts.Kernel = Netlink{NetNS: opts.NetNS}
 	}
 	return &Enforcer{opts: opts, st: Status{Table: opts.Table}}
 }
@@ -76,19 +101,47 @@ var ErrPermission = errors.New("clientfw: no permission to change the nftables r
 func (e *Enforcer) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.st
+	st := e.st
+	st.Unremoved = Unremoved(e.held, e.want, e.opts.Now())
+	return st
+}
+
+// Unremoved are the actions of held that the kernel may still enforce
+// at now though they are not in inForce: each until its Until (its
+// element's timeout). An action of inForce with the same element
+// (client, action, rate and expiry: its comment) is not unremoved.
+func Unremoved(held, inForce []intent.ClientAction, now time.Time) []intent.ClientAction {
+	var out []intent.ClientAction
+	for _, h := range held {
+		if !h.Until.After(now) {
+			continue
+		}
+		c := Comment(h)
+		if slices.ContainsFunc(inForce, func(a intent.ClientAction) bool { return Comment(a) == c }) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // Apply makes the table the ruleset of the client actions in force now:
 // it reads the table and, when it differs (Same), replaces it whole in
 // one transaction, or removes it when no action is in force. It reports
-// whether it wrote. With no action in force, a ruleset that cannot be
-// read (no permission, no nf_tables) is no error: nothing is to enforce.
+// whether it wrote. With no action in force and none whose element the
+// kernel may still hold, a ruleset that cannot be read (no permission,
+// no nf_tables) is no error: nothing is to enforce.
 func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	want := Desired(actions, e.opts.Now())
-	wrote, err := e.apply(want)
+	now := e.opts.Now()
+	live := inForceAt(actions, now)
+	if !e.tried {
+		e.tried, e.held = true, live
+	}
+	e.want = live
+	want := Desired(live, now)
+	wrote, err := e.apply(want, len(Unremoved(e.held, live, now)) > 0)
 	if err != nil {
 		e.st.Errors++
 		e.st.Enforced, e.st.Error = false, err.Error()
@@ -96,8 +149,11 @@ func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 	}
 	if wrote {
 		e.st.Replaced++
+		e.st.Fill = fillOf(want, e.opts.MeterSize)
 	}
-	e.st.Enforced, e.st.Error, e.st.Applied = true, "", e.opts.Now()
+	e.held = live
+	e.ruleset = want
+	e.st.Enforced, e.st.Error, e.st.Applied = true, "", now
 	e.st.Block, e.st.Limit = 0, 0
 	for _, s := range want.Sets {
 		if s.Rate == 0 {
@@ -109,16 +165,23 @@ func (e *Enforcer) Apply(actions []intent.ClientAction) (bool, error) {
 	return wrote, nil
 }
 
-func (e *Enforcer) apply(want Ruleset) (bool, error) {
-	c, err := e.conn()
-	if err != nil && want.Empty() {
-		return false, nil // nothing to enforce, nowhere to look
+// inForceAt are the actions of actions that have not ended at now.
+func inForceAt(actions []intent.ClientAction, now time.Time) []intent.ClientAction {
+	var out []intent.ClientAction
+	for _, a := range actions {
+		if a.Until.After(now) {
+			out = append(out, a)
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	got, err := read(c, e.opts.Table)
-	if err != nil && want.Empty() {
+	return out
+}
+
+// apply brings the kernel's table to want. stale says that the kernel
+// may hold elements want has not: a table that cannot be read is then
+// an error even when want is empty.
+func (e *Enforcer) apply(want Ruleset, stale bool) (bool, error) {
+	got, err := e.opts.Kernel.Read(e.opts.Table)
+	if err != nil && want.Empty() && !stale {
 		// Nothing to enforce: a daemon without CAP_NET_ADMIN or on a
 		// kernel without nf_tables needs none (a table it cannot read
 		// it could not have written; its elements time out on their own).
@@ -130,17 +193,8 @@ func (e *Enforcer) apply(want Ruleset) (bool, error) {
 	if same, _ := Same(want, got); same {
 		return false, nil
 	}
-	tbl := &nftables.Table{Name: e.opts.Table, Family: nftables.TableFamilyINet}
-	if got.Present {
-		c.DelTable(tbl)
-	}
-	if !want.Empty() {
-		if err := build(c, tbl, want, e.opts.MeterSize); err != nil {
-			return false, e.wrap("build table", err)
-		}
-	}
-	if err := c.Flush(); err != nil {
-		return false, e.wrap("write table", err)
+	if err := e.opts.Kernel.Replace(e.opts.Table, got.Present, want, e.opts.MeterSize); err != nil {
+		return false, e.wrap("", err)
 	}
 	return true, nil
 }
@@ -149,187 +203,71 @@ func (e *Enforcer) apply(want Ruleset) (bool, error) {
 func (e *Enforcer) Remove() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, err := e.apply(Ruleset{})
+	_, err := e.apply(Ruleset{}, false)
 	return err
 }
 
 // Read returns the table as the kernel has it.
 func (e *Enforcer) Read() (Actual, error) {
-	c, err := e.conn()
-	if err != nil {
-		return Actual{}, err
-	}
-	a, err := read(c, e.opts.Table)
+	a, err := e.opts.Kernel.Read(e.opts.Table)
 	return a, e.wrap("read table", err)
 }
 
-func (e *Enforcer) conn() (*nftables.Conn, error) {
-	var opts []nftables.ConnOption
-	if e.opts.NetNS != 0 {
-		opts = append(opts, nftables.WithNetNSFd(e.opts.NetNS))
+// Measure counts the elements of the table's sets and meters into
+// Status.Fill. The kernel is asked only while the table has a meter
+// (Kernel.Fill dumps every element, so callers bound how often they
+// measure); the block and limit sets alone are what the last Apply
+// wrote. A count that fails leaves Fill empty.
+func (e *Enforcer) Measure() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ruleset.hasMeter() {
+		e.st.Fill = fillOf(e.ruleset, e.opts.MeterSize)
+		return nil
 	}
-	c, err := nftables.New(opts...)
+	f, err := e.opts.Kernel.Fill(e.opts.Table)
 	if err != nil {
-		return nil, e.wrap("netlink", err)
+		e.st.Fill = nil
+		return e.wrap("count elements", err)
 	}
-	return c, nil
+	e.st.Fill = f
+	return nil
 }
 
-// wrap names the table and turns a refusal into ErrPermission.
+// hasMeter reports whether r has a limit set (and so a meter).
+func (r Ruleset) hasMeter() bool {
+	return slices.ContainsFunc(r.Sets, func(s Set) bool { return s.Rate > 0 && len(s.Elems) > 0 })
+}
+
+// fillOf is how full r's table is just after it was written: its sets
+// hold their elements, its meters (of meterSize sources) none. An empty
+// r has no table, hence no set.
+func fillOf(r Ruleset, meterSize int) []SetFill {
+	if r.Empty() {
+		return nil
+	}
+	var out []SetFill
+	for _, s := range r.Sets {
+		out = append(out, SetFill{Set: s.Name, Elements: len(s.Elems)})
+		if s.Rate > 0 {
+			out = append(out, SetFill{Set: MeterName(s.Name), Capacity: meterSize})
+		}
+	}
+	slices.SortFunc(out, func(a, b SetFill) int { return strings.Compare(a.Set, b.Set) })
+	return out
+}
+
+// wrap names the table and the step what (none when empty) and turns a
+// refusal into ErrPermission.
 func (e *Enforcer) wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if what != "" {
+		err = fmt.Errorf("%s: %w", what, err)
+	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("%w: table inet %s: %s: %w", ErrPermission, e.opts.Table, what, err)
+		return fmt.Errorf("%w: table inet %s: %w", ErrPermission, e.opts.Table, err)
 	}
-	return fmt.Errorf("clientfw: table inet %s: %s: %w", e.opts.Table, what, err)
-}
-
-// read reads table name of family inet.
-func read(c *nftables.Conn, name string) (Actual, error) {
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return Actual{}, err
-	}
-	var tbl *nftables.Table
-	for _, t := range tables {
-		if t.Name == name {
-			tbl = t
-		}
-	}
-	if tbl == nil {
-		return Actual{Rules: -1}, nil
-	}
-	a := Actual{Present: true, Rules: -1}
-	sets, err := c.GetSets(tbl)
-	if err != nil {
-		return Actual{}, fmt.Errorf("sets: %w", err)
-	}
-	for _, s := range sets {
-		if strings.HasPrefix(s.Name, "meter") {
-			a.Meters = append(a.Meters, s.Name)
-			continue
-		}
-		elems, err := c.GetSetElements(s)
-		if err != nil {
-			return Actual{}, fmt.Errorf("set %s: %w", s.Name, err)
-		}
-		set := Set{Name: s.Name, V6: s.KeyType.Name == nftables.TypeIP6Addr.Name}
-		for _, el := range elems {
-			if el.IntervalEnd {
-				continue
-			}
-			set.Elems = append(set.Elems, elemOf(el))
-		}
-		a.Sets = append(a.Sets, set)
-	}
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return Actual{}, fmt.Errorf("chains: %w", err)
-	}
-	for _, ch := range chains {
-		if ch.Table.Name == name && ch.Name == Chain {
-			rules, err := c.GetRules(tbl, ch)
-			if err != nil {
-				return Actual{}, fmt.Errorf("rules: %w", err)
-			}
-			a.Rules = len(rules)
-		}
-	}
-	return a, nil
-}
-
-// elemOf is a kernel element: its prefix is the comment's client (an
-// element lbdnsd wrote), else its key's address alone.
-func elemOf(el nftables.SetElement) Elem {
-	e := Elem{Comment: el.Comment, Timeout: el.Expires}
-	f := strings.Fields(el.Comment)
-	if len(f) == 5 && f[0] == "lbdns" {
-		if p, err := netip.ParsePrefix(f[2]); err == nil {
-			e.Prefix = p
-		} else if ad, err := netip.ParseAddr(f[2]); err == nil {
-			e.Prefix = netip.PrefixFrom(ad, ad.BitLen())
-		}
-	}
-	if !e.Prefix.IsValid() {
-		if ad, ok := netip.AddrFromSlice(el.Key); ok {
-			e.Prefix = netip.PrefixFrom(ad, ad.BitLen())
-		}
-	}
-	return e
-}
-
-// build adds table tbl holding want to c's batch. Every set gets its
-// batch ID here (1, 2, ... in the batch): google/nftables would draw one
-// from a package variable it increments unguarded, a data race between
-// two enforcers of one process (tests run several daemons).
-//
-// A limit set has two rules: the first accepts a packet of a source its
-// meter keeps under the rate; the second drops every other packet of the
-// set's clients: those over the rate, and those of a source the meter
-// could not take because it is full (meterSize sources), so that filling
-// the meter with sources cannot bypass the limit (it fails closed for
-// the limited clients until sources age out of it).
-func build(c *nftables.Conn, tbl *nftables.Table, want Ruleset, meterSize int) error {
-	var ids uint32
-	nextID := func() uint32 { ids++; return ids }
-	c.AddTable(tbl)
-	accept := nftables.ChainPolicyAccept
-	ch := c.AddChain(&nftables.Chain{Name: Chain, Table: tbl, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRef(Priority), Policy: &accept})
-	for _, s := range want.Sets {
-		key, proto, off, n := nftables.TypeIPAddr, byte(unix.NFPROTO_IPV4), uint32(12), uint32(4)
-		if s.V6 {
-			key, proto, off, n = nftables.TypeIP6Addr, byte(unix.NFPROTO_IPV6), 8, 16
-		}
-		set := &nftables.Set{Table: tbl, Name: s.Name, ID: nextID(), KeyType: key, Interval: true, HasTimeout: true}
-		if err := c.AddSet(set, elements(s.Elems)); err != nil {
-			return fmt.Errorf("set %s: %w", s.Name, err)
-		}
-		exprs := []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
-			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
-			&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID},
-		}
-		if s.Rate > 0 {
-			meter := &nftables.Set{Table: tbl, Name: MeterName(s.Name), ID: nextID(), KeyType: key, Dynamic: true, HasTimeout: true,
-				Timeout: MeterTimeout, Size: uint32(meterSize)}
-			if err := c.AddSet(meter, nil); err != nil {
-				return fmt.Errorf("set %s: %w", meter.Name, err)
-			}
-			under := append(slices.Clone(exprs), &expr.Dynset{SrcRegKey: 1, SetName: meter.Name, SetID: meter.ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE),
-				Exprs: []expr.Any{&expr.Limit{Type: expr.LimitTypePkts, Rate: uint64(s.Rate), Unit: expr.LimitTimeSecond}}},
-				&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept})
-			c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: under})
-		}
-		exprs = append(exprs, &expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop})
-		c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: exprs})
-	}
-	return nil
-}
-
-// elements are the kernel elements of an interval set: for each prefix a
-// start element with the timeout and comment, and an end element at the
-// address after its last (none after the last address there is).
-func elements(elems []Elem) []nftables.SetElement {
-	var out []nftables.SetElement
-	for _, e := range elems {
-		out = append(out, nftables.SetElement{Key: e.Prefix.Addr().AsSlice(), Timeout: e.Timeout, Comment: e.Comment})
-		if next := lastAddr(e.Prefix).Next(); next.IsValid() {
-			out = append(out, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
-		}
-	}
-	return out
-}
-
-// lastAddr is the last address of p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	ad, _ := netip.AddrFromSlice(b)
-	return ad
+	return fmt.Errorf("clientfw: table inet %s: %w", e.opts.Table, err)
 }

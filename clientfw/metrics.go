@@ -20,7 +20,7 @@ type Metrics struct {
 	enf     *Enforcer
 	inForce func() InForce
 
-	actions, oldest, enforced, errors, writes *prometheus.Desc
+	actions, oldest, enforced, errors, writes, elements, capacity, unremoved *prometheus.Desc
 }
 
 // NewMetrics returns the metrics of enf, with the actions in force in
@@ -37,12 +37,18 @@ func NewMetrics(enf *Enforcer, inForce func() InForce) *Metrics {
 			"Reconciles of the client actions' nftables table that failed.", nil, nil),
 		writes: prometheus.NewDesc("lbdns_client_table_writes_total",
 			"Times the client actions' nftables table was created, replaced or removed.", nil, nil),
+		elements: prometheus.NewDesc("lbdns_client_set_elements",
+			"Elements in each set of the client actions' nftables table when last counted (a meter: the source addresses it tracks).", []string{"set"}, nil),
+		capacity: prometheus.NewDesc("lbdns_client_set_capacity",
+			"Most elements a set of the client actions' nftables table takes (the meters; a full meter drops every new source of its limited clients).", []string{"set"}, nil),
+		unremoved: prometheus.NewDesc("lbdns_client_actions_unremoved",
+			"Client actions ended (lbctl unblock) whose kernel elements could not be removed: the kernel may still drop or limit their clients until the elements time out.", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.actions, m.oldest, m.enforced, m.errors, m.writes} {
+	for _, d := range []*prometheus.Desc{m.actions, m.oldest, m.enforced, m.errors, m.writes, m.elements, m.capacity, m.unremoved} {
 		ch <- d
 	}
 }
@@ -65,4 +71,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.enforced, prometheus.GaugeValue, v)
 	ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(st.Errors))
 	ch <- prometheus.MustNewConstMetric(m.writes, prometheus.CounterValue, float64(st.Replaced))
+	ch <- prometheus.MustNewConstMetric(m.unremoved, prometheus.GaugeValue, float64(len(st.Unremoved)))
+	for _, f := range st.Fill {
+		ch <- prometheus.MustNewConstMetric(m.elements, prometheus.GaugeValue, float64(f.Elements), f.Set)
+		if f.Capacity > 0 {
+			ch <- prometheus.MustNewConstMetric(m.capacity, prometheus.GaugeValue, float64(f.Capacity), f.Set)
+		}
+	}
 }

@@ -1,19 +1,25 @@
 package clientfw_test
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"lbdns/clientfw"
 	"lbdns/intent"
 	"lbdns/testkit/netns"
+	"lbdns/testkit/poll"
 )
 
 // vip and vip6 are the addresses the LB namespace answers DNS on.
@@ -374,11 +380,144 @@ func TestLimitFullMeterFailsClosed(t *testing.T) {
 	if got := l.answered(l.c1, 3, time.Second); got != 3 {
 		t.Errorf("client 1, not limited, got %d of 3 answers", got)
 	}
+	// The meter's fill as counted from the kernel: its two sources, of
+	// two.
+	if err := enf.Measure(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(enf.Status().Fill); got != "block4 0, block6 0, limit4_50 1, meter4_50 2 of 2" {
+		t.Errorf("fill %q, want the meter full with its 2 sources", got)
+	}
 	a, err := enf.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ok, why := clientfw.Same(clientfw.Desired(limit, time.Now()), a); !ok {
 		t.Errorf("the table read back differs from the intent: %s", why)
+	}
+}
+
+// fill writes f as "SET N[ of CAP], ...".
+func fill(f []clientfw.SetFill) string {
+	var out []string
+	for _, s := range f {
+		w := fmt.Sprintf("%s %d", s.Set, s.Elements)
+		if s.Capacity > 0 {
+			w += fmt.Sprintf(" of %d", s.Capacity)
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestMeterFillCounted: a meter of the default size filled with 65,535
+// sources is counted whole from the kernel (every element dumped), a
+// fresh write of the table starts it at 0, and a table without a limit
+// is counted without asking the kernel. The time a count of a full
+// meter takes is logged: it bounds how often the daemon counts.
+func TestMeterFillCounted(t *testing.T) {
+	l := newLab(t)
+	enf := clientfw.New(clientfw.Options{Table: table, NetNS: l.fd})
+	hour := time.Now().Add(time.Hour)
+	limit := []intent.ClientAction{action(intent.ActionLimit, "10.0.2.0/24", 50, hour), action(intent.ActionBlock, c1Addr+"/32", 0, hour)}
+	if _, err := enf.Apply(limit); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(enf.Status().Fill); got != "block4 1, block6 0, limit4_50 1, meter4_50 0 of 65535" {
+		t.Errorf("fill after the write %q", got)
+	}
+	var b strings.Builder
+	b.WriteString("add element inet " + table + " meter4_50 { ")
+	for i := range clientfw.MeterSize {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "10.%d.%d.%d", 100+i>>16, i>>8&0xff, i&0xff)
+	}
+	b.WriteString(" }\n")
+	path := filepath.Join(t.TempDir(), "fill.nft")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := l.nft("-f", path); err != nil {
+		t.Fatalf("nft -f: %v: %s", err, out)
+	}
+	start := time.Now()
+	if err := enf.Measure(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("counting a full meter of %d sources took %v", clientfw.MeterSize, time.Since(start).Round(time.Millisecond))
+	if got := fill(enf.Status().Fill); got != "block4 1, block6 0, limit4_50 1, meter4_50 65535 of 65535" {
+		t.Errorf("fill of the full meter %q", got)
+	}
+	// One more source is refused by the kernel: the meter is full.
+	if out, err := l.nft("add", "element", "inet", table, "meter4_50", "{ 10.200.0.1 }"); err == nil {
+		t.Errorf("a source beyond the meter's size was taken: %s", out)
+	}
+	// Blocks alone: counted from what was written, the kernel not asked.
+	if _, err := enf.Apply(limit[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := enf.Measure(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(enf.Status().Fill); got != "block4 1, block6 0" {
+		t.Errorf("fill with a block alone %q", got)
+	}
+	if _, err := enf.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := enf.Measure(); err != nil || len(enf.Status().Fill) != 0 {
+		t.Errorf("fill with no table: %+v %v", enf.Status().Fill, err)
+	}
+}
+
+// refusing is the namespace's kernel, whose calls fail with EPERM while
+// refuse is set (lbdnsd without CAP_NET_ADMIN).
+type refusing struct {
+	clientfw.Netlink
+	refuse bool
+}
+
+func (k *refusing) Read(name string) (clientfw.Actual, error) {
+	if k.refuse {
+		return clientfw.Actual{}, fmt.Errorf("netlink receive: %w", unix.EPERM)
+	}
+	return k.Netlink.Read(name)
+}
+
+func (k *refusing) Replace(name string, present bool, want clientfw.Ruleset, meterSize int) error {
+	if k.refuse {
+		return fmt.Errorf("netlink receive: %w", unix.EPERM)
+	}
+	return k.Netlink.Replace(name, present, want, meterSize)
+}
+
+// TestUnremovedStillDrops: a block whose removal the kernel refused
+// still drops the client's packets, and the enforcer says so until the
+// element's timeout; then the client is answered again and nothing is
+// reported.
+func TestUnremovedStillDrops(t *testing.T) {
+	l := newLab(t)
+	k := &refusing{Netlink: clientfw.Netlink{NetNS: l.fd}}
+	enf := clientfw.New(clientfw.Options{Table: table, Kernel: k})
+	if _, err := enf.Apply([]intent.ClientAction{action(intent.ActionBlock, c1Addr+"/32", 0, time.Now().Add(3*time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	k.refuse = true
+	if _, err := enf.Apply(nil); !errors.Is(err, clientfw.ErrPermission) {
+		t.Fatalf("unblock with the kernel refusing: %v, want ErrPermission", err)
+	}
+	if got := l.answered(l.c1, 3, 300*time.Millisecond); got != 0 {
+		t.Errorf("client 1, its unblock refused by the kernel, got %d of 3 answers", got)
+	}
+	if st := enf.Status(); len(st.Unremoved) != 1 || st.Enforced {
+		t.Errorf("status while the element is still there: enforced %v, unremoved %+v", st.Enforced, st.Unremoved)
+	}
+	poll.Until(t, 8*time.Second, "the element to time out", func() (bool, string) {
+		return l.answered(l.c1, 1, 200*time.Millisecond) == 1, ""
+	})
+	if st := enf.Status(); len(st.Unremoved) != 0 {
+		t.Errorf("status once the element timed out: unremoved %+v", st.Unremoved)
 	}
 }

@@ -9,7 +9,9 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,9 @@ type Options struct {
 	// NetNS, when not 0, is an open network namespace whose ruleset is
 	// written (tests); 0 is the daemon's own.
 	NetNS int
+	// Kernel, when set, is the netlink edge in place of the namespace's
+	// (tests: one whose calls fail).
+	Kernel clientfw.Kernel
 	// Hub is where the intent in force and the configuration are read.
 	Hub *hub.Hub
 	// Changer runs the changes of the intent.
@@ -77,6 +82,12 @@ type Part struct {
 // of ended client actions.
 const expireRetry = 30 * time.Second
 
+// FillEvery is how often the elements of the table's meters are
+// counted for lbdns_client_set_elements: a count dumps every element
+// over netlink (about half a second for a full meter of 65,535 sources),
+// so it is not done per scrape. Only while a limit is in force.
+const FillEvery = 30 * time.Second
+
 // New returns the component, its metrics registered.
 func New(o Options) (*Part, error) {
 	if o.Logger == nil {
@@ -85,7 +96,7 @@ func New(o Options) (*Part, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p := &Part{o: o, enf: clientfw.New(clientfw.Options{Table: o.Table, NetNS: o.NetNS, Now: o.Now})}
+	p := &Part{o: o, enf: clientfw.New(clientfw.Options{Table: o.Table, NetNS: o.NetNS, Kernel: o.Kernel, Now: o.Now})}
 	if o.Registerer != nil {
 		err := o.Registerer.Register(clientfw.NewMetrics(p.enf, func() clientfw.InForce {
 			return inForce(p.intent().ClientsAt(o.Now()))
@@ -137,7 +148,7 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 		p.Enforce()
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		last := p.o.Now()
+		last, counted := p.o.Now(), p.o.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -150,6 +161,12 @@ func (p *Part) Run(ctx context.Context) <-chan struct{} {
 				if cfg := p.config(); cfg != nil && p.o.Now().Sub(last) >= cfg.IPVS.ResyncInterval.Duration {
 					last = p.o.Now()
 					p.Enforce() // the resync: a table changed by hand is put back
+				}
+				if p.o.Now().Sub(counted) >= FillEvery {
+					counted = p.o.Now()
+					if err := p.enf.Measure(); err != nil {
+						p.o.Logger.Debug("cannot count the client actions' set elements", "err", err)
+					}
 				}
 			}
 		}
@@ -226,7 +243,33 @@ func (p *Part) SetClient(ctx context.Context, req control.ClientRequest, by stri
 	if out.Result.Changed {
 		p.Enforce()
 	}
-	return &control.ClientReply{Message: out.Result.Message, Changed: out.Result.Changed, Clients: p.Status(p.config(), out.State)}, nil
+	msg := out.Result.Message
+	if req.Action == control.ClientUnblock && out.Result.Changed {
+		msg = p.unremoved(req.Client, msg)
+	}
+	return &control.ClientReply{Message: msg, Changed: out.Result.Changed, Clients: p.Status(p.config(), out.State)}, nil
+}
+
+// unremoved is the reply to the unblock of client: msg, unless the
+// kernel's element of the action could not be removed; then what the
+// kernel still does, and until when.
+func (p *Part) unremoved(client, msg string) string {
+	c, err := configs.ParseClient(strings.TrimSpace(client))
+	if err != nil {
+		return msg
+	}
+	for _, a := range p.enf.Status().Unremoved {
+		if a.Client != c {
+			continue
+		}
+		does := "drop its packets"
+		if a.Action == intent.ActionLimit {
+			does = "limit it"
+		}
+		return fmt.Sprintf("%s is out of the intent, but its %s is NOT REMOVED from the kernel (the table cannot be written): the kernel may still %s until %s, when the element times out; lbctl clients lists it until then",
+			intent.ClientText(c), a.Action, does, a.Until.UTC().Format(time.RFC3339))
+	}
+	return msg
 }
 
 // Status is the client actions of st as the control API shows them
@@ -240,6 +283,10 @@ func (p *Part) Status(cfg *configs.Config, st intent.State) *control.ClientsStat
 		out.Entries = append(out.Entries, control.ClientEntry{Client: intent.ClientText(c.Client), Action: c.Action, Rate: c.Rate,
 			Until: c.Until, SecondsLeft: c.Until.Sub(now).Seconds(), Reason: c.Reason, Set: c.Set, By: c.By,
 			Enforced: es.Enforced && !es.Applied.Before(c.Set)})
+	}
+	for _, c := range es.Unremoved {
+		out.Entries = append(out.Entries, control.ClientEntry{Client: intent.ClientText(c.Client), Action: c.Action, Rate: c.Rate,
+			Until: c.Until, SecondsLeft: c.Until.Sub(now).Seconds(), Reason: c.Reason, Set: c.Set, By: c.By, Unremoved: true})
 	}
 	return out
 }

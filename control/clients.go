@@ -58,7 +58,9 @@ type ClientsStatus struct {
 	Automatic bool `json:"automatic"`
 	// MaxEntries is actions.max_entries.
 	MaxEntries int `json:"max_entries"`
-	// Entries are the actions in force, in the order they were set.
+	// Entries are the actions in force, in the order they were set,
+	// then those ended (lbctl unblock) whose kernel elements could not
+	// be removed (Unremoved), until each one's Until.
 	Entries []ClientEntry `json:"entries"`
 }
 
@@ -79,6 +81,11 @@ type ClientEntry struct {
 	By     string    `json:"by,omitempty"`
 	// Enforced is set while the kernel drops or limits its packets.
 	Enforced bool `json:"enforced"`
+	// Unremoved is set for an action no longer in force whose kernel
+	// element could not be removed (the table cannot be written): the
+	// kernel may still drop or limit the client's packets until Until,
+	// when the element times out.
+	Unremoved bool `json:"unremoved,omitempty"`
 }
 
 // ClientsBackend answers client requests; a Backend that implements it
@@ -155,7 +162,7 @@ type clientView struct {
 	Client, Action, Reason, By string
 	Rate                       int
 	Until, Set                 timeCell
-	Enforced                   bool
+	Enforced, Unremoved        bool
 }
 
 // buildClients is c's view at now (nil for nil).
@@ -166,7 +173,7 @@ func buildClients(c *ClientsStatus, now time.Time) *clientsView {
 	v := &clientsView{Table: c.Table, Error: c.Error, Enforced: c.Enforced}
 	for _, e := range c.Entries {
 		v.Entries = append(v.Entries, clientView{Client: e.Client, Action: e.Action, Reason: e.Reason, By: e.By, Rate: e.Rate,
-			Until: cell(e.Until, now), Set: cell(e.Set, now), Enforced: e.Enforced})
+			Until: cell(e.Until, now), Set: cell(e.Set, now), Enforced: e.Enforced, Unremoved: e.Unremoved})
 	}
 	return v
 }

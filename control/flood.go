@@ -16,6 +16,16 @@ var topKinds = []string{"clients", "prefixes", "names", "suffixes", "nametypes"}
 // TopKinds returns the kinds of key GET /v1/top and lbctl top take.
 func TopKinds() []string { return slices.Clone(topKinds) }
 
+// The sources of the queries GET /v1/top counts, each apart: the GSLB
+// responder's own, and the resolvers' (dnstap).
+const (
+	TopResponder = "responder"
+	TopDnstap    = "dnstap"
+)
+
+// TopSources returns the sources GET /v1/top and lbctl top take.
+func TopSources() []string { return []string{TopResponder, TopDnstap} }
+
 // TopEntry is one heavy key of a TopReply: its estimated count over the
 // window, with the error bound (the true count is between Count-Error
 // and Count).
@@ -33,8 +43,12 @@ type TopEntry struct {
 }
 
 // TopReply answers GET /v1/top: the heaviest keys of one kind over a
-// window.
+// window, of the queries of one source.
 type TopReply struct {
+	// Source is where the queries were seen: responder (the GSLB
+	// responder's own) or dnstap (the resolvers'); the two are
+	// counted apart.
+	Source string `json:"source"`
 	// Kind is clients, prefixes, names, suffixes or nametypes.
 	Kind string `json:"kind"`
 	// Window is the window asked for; Start and End the whole seconds
@@ -56,9 +70,12 @@ type TopReply struct {
 
 // FloodAlarm is a flood alarm raised.
 type FloodAlarm struct {
-	// ID names it: the source of a rate alarm ("responder", "vip web"),
-	// or "share KIND KEY".
+	// ID names it: the source of a rate alarm ("responder", "dnstap",
+	// "vip web"), or "share SOURCE KIND KEY".
 	ID string `json:"id"`
+	// Source is the rate's source, or the source of the queries whose
+	// share raised it (responder, dnstap).
+	Source string `json:"source,omitempty"`
 	// Reason is rise (a rate over its baseline and the floor) or share
 	// (one key's share of the short window).
 	Reason string `json:"reason"`
@@ -74,7 +91,8 @@ type FloodAlarm struct {
 	Key   string  `json:"key,omitempty"`
 	Share float64 `json:"share,omitempty"`
 	// Top are the heaviest clients, prefixes and names of the seconds
-	// that raised it.
+	// that raised it, of the queries of the source that raised it (a
+	// VIP's: dnstap, the resolvers' queries its packets carry).
 	Top []TopReply `json:"top"`
 }
 
@@ -87,47 +105,57 @@ type FloodStatus struct {
 	// Alarms are the alarms raised now.
 	Alarms []FloodAlarm `json:"alarms"`
 	// Top are the heaviest clients and names of the short window (the
-	// top talkers).
+	// top talkers), of each source that counted queries, apart: the
+	// responder's, then dnstap's.
 	Top []TopReply `json:"top,omitempty"`
 }
 
 // TopBackend is the daemon's side of GET /v1/top.
 type TopBackend interface {
 	// Top returns the heaviest keys of kind (one of TopKinds) over
-	// window. It returns a Malformed *Error for a window beyond
-	// what is kept, an Unavailable one when queries are not counted.
-	Top(ctx context.Context, kind string, window time.Duration) (*TopReply, error)
+	// window, of the queries of source (one of TopSources). It returns
+	// a Malformed *Error for a window beyond what is kept, an
+	// Unavailable one when queries are not counted.
+	Top(ctx context.Context, source, kind string, window time.Duration) (*TopReply, error)
 }
 
-// topQuery parses the query of GET /v1/top: kind (default clients) and
-// window (a duration, default 0: the backend's short window).
-func topQuery(q url.Values) (string, time.Duration, error) {
+// topQuery parses the query of GET /v1/top: source (default
+// responder), kind (default clients) and window (a duration, default 0:
+// the backend's short window).
+func topQuery(q url.Values) (string, string, time.Duration, error) {
 	for k := range q {
-		if k != "kind" && k != "window" {
-			return "", 0, Errorf(Malformed, "unknown parameter %q (want kind, window)", k)
+		if k != "kind" && k != "window" && k != "source" {
+			return "", "", 0, Errorf(Malformed, "unknown parameter %q (want source, kind, window)", k)
 		}
+	}
+	source := q.Get("source")
+	if source == "" {
+		source = TopResponder
+	}
+	if !slices.Contains(TopSources(), source) {
+		return "", "", 0, Errorf(Malformed, "source %q: want responder or dnstap", source)
 	}
 	kind := q.Get("kind")
 	if kind == "" {
 		kind = "clients"
 	}
 	if !slices.Contains(topKinds, kind) {
-		return "", 0, Errorf(Malformed, "kind %q: want one of clients, prefixes, names, suffixes, nametypes", kind)
+		return "", "", 0, Errorf(Malformed, "kind %q: want one of clients, prefixes, names, suffixes, nametypes", kind)
 	}
 	var window time.Duration
 	if w := q.Get("window"); w != "" {
 		d, err := time.ParseDuration(w)
 		if err != nil || d <= 0 {
-			return "", 0, Errorf(Malformed, "window %q: want a positive duration such as 10s or 1m", w)
+			return "", "", 0, Errorf(Malformed, "window %q: want a positive duration such as 10s or 1m", w)
 		}
 		window = d
 	}
-	return kind, window, nil
+	return source, kind, window, nil
 }
 
-// handleTop answers GET /v1/top?kind=K&window=W.
+// handleTop answers GET /v1/top?source=S&kind=K&window=W.
 func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
-	kind, window, err := topQuery(r.URL.Query())
+	source, kind, window, err := topQuery(r.URL.Query())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -137,7 +165,7 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(Unavailable, "this daemon counts no queries"))
 		return
 	}
-	rep, err := tb.Top(r.Context(), kind, window)
+	rep, err := tb.Top(r.Context(), source, kind, window)
 	if err != nil {
 		writeError(w, s.backendError(r, err))
 		return
@@ -146,9 +174,10 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
 }
 
 // Top asks GET /v1/top for the heaviest keys of kind over window (0:
-// the daemon's short window).
-func (c *Client) Top(ctx context.Context, kind string, window time.Duration) (*TopReply, error) {
-	q := url.Values{"kind": {kind}}
+// the daemon's short window) of the queries of source (responder,
+// dnstap).
+func (c *Client) Top(ctx context.Context, source, kind string, window time.Duration) (*TopReply, error) {
+	q := url.Values{"source": {source}, "kind": {kind}}
 	if window > 0 {
 		q.Set("window", window.String())
 	}
@@ -164,16 +193,18 @@ type floodView struct {
 	Top    []topView
 }
 
-// floodAlarmView is one alarm raised, in the page's words.
+// floodAlarmView is one alarm raised, in the page's words; Seen names
+// the source of the queries its top lists count.
 type floodAlarmView struct {
-	ID, What string
-	Since    timeCell
-	Clients  string
-	Names    string
+	ID, What, Seen string
+	Since          timeCell
+	Clients        string
+	Names          string
 }
 
-// topView is one kind's top talkers.
+// topView is one kind's top talkers of one source.
 type topView struct {
+	Source  string
 	Kind    string
 	Rate    string
 	Entries []topEntryView
@@ -182,6 +213,17 @@ type topView struct {
 // topEntryView is one top talker: its rate with the error, its share.
 type topEntryView struct {
 	Key, Rate, Error, Share string
+}
+
+// pageSourceWords names a source of queries on the page.
+func pageSourceWords(source string) string {
+	switch source {
+	case TopResponder:
+		return "responder's"
+	case TopDnstap:
+		return "resolvers' (dnstap)"
+	}
+	return source
 }
 
 // buildFlood is the flood status on the page at now; nil when queries
@@ -194,10 +236,11 @@ func buildFlood(f *FloodStatus, now time.Time) *floodView {
 	for _, a := range f.Alarms {
 		what := fmt.Sprintf("%s at %.0f/s over a baseline of %.0f/s", a.ID, a.Rate, a.Baseline)
 		if a.Reason == "share" {
-			what = fmt.Sprintf("%s %s takes %.0f%% of %.0f queries/s", strings.TrimSuffix(a.Kind, "s"), a.Key, 100*a.Share, a.Rate)
+			what = fmt.Sprintf("%s %s takes %.0f%% of the %s %.0f queries/s", strings.TrimSuffix(a.Kind, "s"), a.Key, 100*a.Share, pageSourceWords(a.Source), a.Rate)
 		}
 		av := floodAlarmView{ID: a.ID, What: what, Since: cell(a.Since, now)}
 		for _, t := range a.Top {
+			av.Seen = pageSourceWords(t.Source)
 			keys := make([]string, 0, len(t.Entries))
 			for _, e := range t.Entries {
 				keys = append(keys, fmt.Sprintf("%s %.0f/s", e.Key, e.Rate))
@@ -212,7 +255,7 @@ func buildFlood(f *FloodStatus, now time.Time) *floodView {
 		v.Alarms = append(v.Alarms, av)
 	}
 	for _, t := range f.Top {
-		tv := topView{Kind: t.Kind, Rate: fmt.Sprintf("%.0f", t.Rate)}
+		tv := topView{Source: t.Source, Kind: t.Kind, Rate: fmt.Sprintf("%.0f", t.Rate)}
 		for _, e := range t.Entries {
 			tv.Entries = append(tv.Entries, topEntryView{Key: e.Key, Rate: fmt.Sprintf("%.1f", e.Rate),
 				Error: fmt.Sprintf("%.1f", e.RateError), Share: fmt.Sprintf("%.1f%%", 100*e.Share)})

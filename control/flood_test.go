@@ -17,19 +17,20 @@ import (
 // topBackend is a fakeBackend that answers GET /v1/top.
 type topBackend struct {
 	fakeBackend
-	tmu   sync.Mutex
-	kinds []string
-	wins  []time.Duration
+	tmu     sync.Mutex
+	kinds   []string
+	sources []string
+	wins    []time.Duration
 }
 
-func (b *topBackend) Top(_ context.Context, kind string, window time.Duration) (*TopReply, error) {
+func (b *topBackend) Top(_ context.Context, source, kind string, window time.Duration) (*TopReply, error) {
 	b.tmu.Lock()
 	defer b.tmu.Unlock()
-	b.kinds, b.wins = append(b.kinds, kind), append(b.wins, window)
+	b.kinds, b.sources, b.wins = append(b.kinds, kind), append(b.sources, source), append(b.wins, window)
 	if window > time.Minute {
 		return nil, Errorf(Malformed, "window %s: at most 1m0s is kept", window)
 	}
-	return &TopReply{Kind: kind, Window: window.String(), Seconds: 10, Queries: 100, Rate: 10,
+	return &TopReply{Source: source, Kind: kind, Window: window.String(), Seconds: 10, Queries: 100, Rate: 10,
 		Entries: []TopEntry{{Key: "192.0.2.66", Count: 90, Error: 2, Rate: 9, RateError: 0.2, Share: 0.9}}}, nil
 }
 
@@ -40,17 +41,17 @@ func TestServerTop(t *testing.T) {
 	tb := &topBackend{}
 	srv := startServer(t, ServerOptions{Backend: tb})
 	c := NewClient(srv.path)
-	rep, err := c.Top(context.Background(), "names", 30*time.Second)
-	if err != nil || rep.Kind != "names" || len(rep.Entries) != 1 || rep.Entries[0].Key != "192.0.2.66" {
+	rep, err := c.Top(context.Background(), TopDnstap, "names", 30*time.Second)
+	if err != nil || rep.Kind != "names" || rep.Source != TopDnstap || len(rep.Entries) != 1 || rep.Entries[0].Key != "192.0.2.66" {
 		t.Fatalf("Top: %+v %v", rep, err)
 	}
-	if _, err := c.Top(context.Background(), "clients", 0); err != nil {
+	if _, err := c.Top(context.Background(), TopResponder, "clients", 0); err != nil {
 		t.Fatal(err)
 	}
-	if len(tb.kinds) != 2 || tb.wins[0] != 30*time.Second || tb.wins[1] != 0 {
-		t.Errorf("backend got %v %v", tb.kinds, tb.wins)
+	if len(tb.kinds) != 2 || tb.wins[0] != 30*time.Second || tb.wins[1] != 0 || tb.sources[0] != "dnstap" || tb.sources[1] != "responder" {
+		t.Errorf("backend got %v %v %v", tb.kinds, tb.sources, tb.wins)
 	}
-	_, err = c.Top(context.Background(), "clients", 2*time.Hour)
+	_, err = c.Top(context.Background(), TopResponder, "clients", 2*time.Hour)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != http.StatusBadRequest || !strings.Contains(e.Message, "at most 1m0s") {
 		t.Errorf("window beyond: %v", err)
@@ -60,6 +61,7 @@ func TestServerTop(t *testing.T) {
 		"?window=soon":          `window \"soon\"`,
 		"?window=-1s":           `window \"-1s\"`,
 		"?kind=clients&limit=3": `unknown parameter \"limit\"`,
+		"?source=both":          `source \"both\": want responder or dnstap`,
 	} {
 		rec := httptest.NewRecorder()
 		NewServer(ServerOptions{Backend: tb}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, APIPrefix+"/top"+query, nil))
@@ -87,12 +89,16 @@ func floodStatus(now time.Time, long bool) *FloodStatus {
 		client = "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe"
 	}
 	top := []TopReply{
-		{Kind: "clients", Rate: 5400, Entries: []TopEntry{{Key: client, Rate: 5000, RateError: 1.5, Share: 0.926}, {Key: "192.0.2.10", Rate: 20, RateError: 1.5, Share: 0.004}}},
-		{Kind: "names", Rate: 5400, Entries: []TopEntry{{Key: name, Rate: 5010, RateError: 1.5, Share: 0.928}}},
+		{Source: TopResponder, Kind: "clients", Rate: 5400, Entries: []TopEntry{{Key: client, Rate: 5000, RateError: 1.5, Share: 0.926}, {Key: "192.0.2.10", Rate: 20, RateError: 1.5, Share: 0.004}}},
+		{Source: TopResponder, Kind: "names", Rate: 5400, Entries: []TopEntry{{Key: name, Rate: 5010, RateError: 1.5, Share: 0.928}}},
 	}
-	return &FloodStatus{On: true, Window: "10s", Top: top, Alarms: []FloodAlarm{
-		{ID: "responder", Reason: "rise", Since: now.Add(-12 * time.Second), Rate: 5400, Baseline: 400, Floor: 1000, Top: top},
-		{ID: "share clients " + client, Reason: "share", Kind: "clients", Key: client, Share: 0.926, Since: now.Add(-9 * time.Second), Rate: 5400, Floor: 1000, Top: top},
+	resolvers := []TopReply{
+		{Source: TopDnstap, Kind: "clients", Rate: 300, Entries: []TopEntry{{Key: "198.51.100.20", Rate: 40, RateError: 1, Share: 0.13}}},
+		{Source: TopDnstap, Kind: "names", Rate: 300, Entries: []TopEntry{{Key: "www.example.", Rate: 90, RateError: 1, Share: 0.3}}},
+	}
+	return &FloodStatus{On: true, Window: "10s", Top: append(top, resolvers...), Alarms: []FloodAlarm{
+		{ID: "responder", Source: TopResponder, Reason: "rise", Since: now.Add(-12 * time.Second), Rate: 5400, Baseline: 400, Floor: 1000, Top: top},
+		{ID: "share responder clients " + client, Source: TopResponder, Reason: "share", Kind: "clients", Key: client, Share: 0.926, Since: now.Add(-9 * time.Second), Rate: 5400, Floor: 1000, Top: top},
 	}}
 }
 
@@ -108,10 +114,10 @@ func TestPageFlood(t *testing.T) {
 	}
 	html := b.String()
 	for _, want := range []string{
-		`data-alarm="responder">FLOOD ALARM since 12s ago: responder at 5400/s over a baseline of 400/s — top clients 203.0.113.66 5000/s, 192.0.2.10 20/s; names boom.app.gslb.example. 5010/s`,
-		`FLOOD ALARM since 9s ago: client 203.0.113.66 takes 93% of 5400 queries/s`,
-		`id="top-talkers"`, `data-kind="clients"`, `<td class="mono brk">203.0.113.66</td><td class="num">5000.0</td><td class="num">−1.5</td><td class="num">92.6%</td>`,
-		`data-kind="names"`,
+		`data-alarm="responder">FLOOD ALARM since 12s ago: responder at 5400/s over a baseline of 400/s — top clients of the responder&#39;s queries 203.0.113.66 5000/s, 192.0.2.10 20/s; names boom.app.gslb.example. 5010/s`,
+		`FLOOD ALARM since 9s ago: client 203.0.113.66 takes 93% of the responder&#39;s 5400 queries/s`,
+		`id="top-talkers"`, `data-source="responder" data-kind="clients"`, `<td class="mono brk">203.0.113.66</td><td class="num">5000.0</td><td class="num">−1.5</td><td class="num">92.6%</td>`,
+		`data-source="responder" data-kind="names"`, `data-source="dnstap" data-kind="clients"`, `<th>dnstap clients (300 q/s in all)</th>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)

@@ -107,7 +107,7 @@ func TestDnstapIntake(t *testing.T) {
 	}
 	// The flood pipeline counted them too, under the dnstap source.
 	poll.Until(t, 5*time.Second, "the dnstap queries in the flood heavy hitters", func() (bool, string) {
-		rep, err := d.flood.Top(context.Background(), "clients", 10*time.Second)
+		rep, err := d.flood.Top(context.Background(), "dnstap", "clients", 10*time.Second)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -110,13 +110,13 @@ func waitFloodAlarms(t testing.TB, c *control.Client, timeout time.Duration, sub
 	return got
 }
 
-// checkTopFirst fails t unless GET /v1/top of the last 10 s, through c,
-// puts first the key firsts[kind] of each kind, its count above its
-// error.
-func checkTopFirst(t testing.TB, c *control.Client, firsts map[string]string) {
+// checkTopFirst fails t unless GET /v1/top of the last 10 s of source's
+// queries, through c, puts first the key firsts[kind] of each kind, its
+// count above its error.
+func checkTopFirst(t testing.TB, c *control.Client, source string, firsts map[string]string) {
 	t.Helper()
 	for kind, want := range firsts {
-		rep, err := c.Top(context.Background(), kind, 10*time.Second)
+		rep, err := c.Top(context.Background(), source, kind, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestFloodAlarm(t *testing.T) {
 		t.Errorf("share alarm event %q", share.Message)
 	}
 	// The heavy hitters of the last 10 s, as lbctl top reads them.
-	checkTopFirst(t, c, map[string]string{"clients": "127.0.0.99", "names": "n7.gslb.example.", "nametypes": "n7.gslb.example. A", "suffixes": "n7.gslb.example."})
+	checkTopFirst(t, c, control.TopResponder, map[string]string{"clients": "127.0.0.99", "names": "n7.gslb.example.", "nametypes": "n7.gslb.example. A", "suffixes": "n7.gslb.example."})
 	st, err := c.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestFloodAlarm(t *testing.T) {
 	if r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr.String()); err != nil || len(r.Answer) == 0 || r.Answer[0].Header().Ttl < 300 {
 		t.Errorf("n7's answer after the raise: %v %v", r, err)
 	}
-	if _, err := c.Top(context.Background(), "clients", time.Hour); err == nil || !strings.Contains(err.Error(), "at most 1m0s") {
+	if _, err := c.Top(context.Background(), control.TopResponder, "clients", time.Hour); err == nil || !strings.Contains(err.Error(), "at most 1m0s") {
 		t.Errorf("a window beyond the long window: %v", err)
 	}
 
@@ -332,7 +332,7 @@ func TestFloodAutoLimitNot(t *testing.T) {
 				per[id]++
 			}
 		}
-		if per["responder"] != 1 || per["share clients 127.0.0.99"] != 1 || per["share prefixes 127.0.0.0/24"] != 1 || len(per) != 3 {
+		if per["responder"] != 1 || per["share responder clients 127.0.0.99"] != 1 || per["share responder prefixes 127.0.0.0/24"] != 1 || len(per) != 3 {
 			t.Errorf("refusals per alarm: %v, want one for each of the three (the rate, the client's share, its /24's share)", per)
 		}
 	})

@@ -158,8 +158,8 @@ func floodFromVendor(t *testing.T, v vendors.Vendor) {
 	if !strings.HasPrefix(share.Message, "flood alarm: client "+flooder.String()+" has ") {
 		t.Errorf("share alarm event %q", share.Message)
 	}
-	checkTopFirst(t, c, map[string]string{"clients": flooder.String(), "names": www})
-	top, err := c.Top(context.Background(), "clients", 10*time.Second)
+	checkTopFirst(t, c, control.TopDnstap, map[string]string{"clients": flooder.String(), "names": www})
+	top, err := c.Top(context.Background(), control.TopDnstap, "clients", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

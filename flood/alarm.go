@@ -69,14 +69,16 @@ const (
 // Alarm is a raised alarm, or its clearing.
 type Alarm struct {
 	// ID names the alarm: the source of a rate alarm ("responder",
-	// "vip web"), or "share KIND KEY".
+	// "vip web"), or "share SOURCE KIND KEY" ("share dnstap clients
+	// 192.0.2.7").
 	ID     string
 	Reason Reason
 	// Raised is set when the alarm is raised, unset when it clears.
 	Raised bool
 	// At is when it was raised or cleared; Since when it was raised.
 	At, Since time.Time
-	// Source is the rate's source (rate alarms).
+	// Source is the rate's source (rate alarms), or the source of the
+	// queries whose share raised it (share alarms: responder, dnstap).
 	Source string
 	// Rate is the rate that raised or cleared the alarm, Baseline the
 	// source's baseline then, Floor the floor (rate alarms; Rate is
@@ -219,8 +221,9 @@ func (a *Alarms) Forget(keep func(source string) bool) {
 	}
 }
 
-// Shares takes a view of one kind over the short window ending at now:
-// it returns the share alarms raised or cleared.
+// Shares takes a view of one source's queries, of one kind, over the
+// window ending at now (Pipeline: ShareWindow): it returns the share
+// alarms raised or cleared of that source and kind.
 func (a *Alarms) Shares(v View, now time.Time) []Alarm {
 	if a.cfg.Share <= 0 || !slices.Contains(a.cfg.ShareKinds, v.Kind) {
 		return nil
@@ -235,12 +238,12 @@ func (a *Alarms) Shares(v View, now time.Time) []Alarm {
 			}
 		}
 	}
-	prefix := "share " + v.Kind.String() + " "
+	prefix := "share " + v.Source.String() + " " + v.Kind.String() + " "
 	for key, e := range over {
 		id := prefix + key
 		st, ok := a.shares[id]
 		if !ok && e.Share > a.cfg.Share {
-			al := Alarm{ID: id, Reason: ReasonShare, Raised: true, At: now, Since: now, Rate: rate,
+			al := Alarm{ID: id, Reason: ReasonShare, Raised: true, At: now, Since: now, Source: v.Source.String(), Rate: rate,
 				Floor: a.cfg.Floor, Kind: v.Kind, Key: key, Share: e.Share}
 			a.shares[id] = &shareState{raised: &al}
 			out = append(out, al)
@@ -249,7 +252,7 @@ func (a *Alarms) Shares(v View, now time.Time) []Alarm {
 		}
 	}
 	for id, st := range a.shares {
-		if st.raised.Kind != v.Kind {
+		if !strings.HasPrefix(id, prefix) {
 			continue
 		}
 		if _, still := over[st.raised.Key]; still {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +96,7 @@ func TestShareAlarm(t *testing.T) {
 		t.Fatalf("a kind not watched: %+v", got)
 	}
 	got := a.Shares(view(100000, 0.7), t0)
-	if len(got) != 1 || !got[0].Raised || got[0].ID != "share clients 192.0.2.9" || got[0].Key != "192.0.2.9" || got[0].Share != 0.7 || got[0].Rate != 10000 {
+	if len(got) != 1 || !got[0].Raised || got[0].ID != "share responder clients 192.0.2.9" || got[0].Source != "responder" || got[0].Key != "192.0.2.9" || got[0].Share != 0.7 || got[0].Rate != 10000 {
 		t.Fatalf("raised: %+v", got)
 	}
 	if got := a.Shares(view(100000, 0.45), t0.Add(time.Second)); len(got) != 0 {
@@ -157,9 +158,11 @@ func TestPipelineFlood(t *testing.T) {
 		now = now.Add(Epoch)
 		return p.Step(now, map[string]float64{"vip dns": 3000})
 	}
+	// The first second of the flood raises the responder's rise and the
+	// client's share (of the last second: 8000 of 10000).
 	got := flood()
-	if len(got) != 1 || got[0].ID != "responder" {
-		t.Fatalf("flood: want the responder's rise, got %+v", got)
+	if len(got) != 2 || got[0].ID != "responder" || got[1].ID != "share responder clients 203.0.113.66" || got[1].Share < 0.5 || len(got[1].Top) != 3 {
+		t.Fatalf("flood: want the responder's rise and the client's share, got %+v", got)
 	}
 	al := got[0]
 	if !al.Raised || al.Rate != 10000 || al.Baseline != 2000 || len(al.Top) != 3 {
@@ -179,14 +182,10 @@ func TestPipelineFlood(t *testing.T) {
 			t.Errorf("%s: rate %v of %d in 2 s", v.Kind, e.Rate, e.Count)
 		}
 	}
-	// Its share of the short window passes one half in the third
-	// second.
-	if got := flood(); len(got) != 0 {
-		t.Fatalf("second second of the flood: %+v", got)
-	}
-	got = flood()
-	if len(got) != 1 || got[0].ID != "share clients 203.0.113.66" || got[0].Share < 0.5 || len(got[0].Top) != 3 {
-		t.Fatalf("third second: want the client's share, got %+v", got)
+	for range 2 {
+		if got := flood(); len(got) != 0 {
+			t.Fatalf("the flood goes on: %+v", got)
+		}
 	}
 	if act := p.Active(); len(act) != 2 || len(act[0].Top) != 3 {
 		t.Errorf("active: %+v", act)
@@ -207,8 +206,11 @@ func TestPipelineFlood(t *testing.T) {
 	}
 	now = now.Add(Epoch)
 	p.Step(now, nil)
-	if v := p.Top(KindName, 10*time.Second, 100); !hasKey(v, "dnstap.example.") {
+	if v := p.Top(SourceDnstap, KindName, 10*time.Second, 100); !hasKey(v, "dnstap.example.") || v.Source != SourceDnstap {
 		t.Errorf("observed name not counted: %+v", v)
+	}
+	if v := p.Top(SourceResponder, KindName, 10*time.Second, 100); hasKey(v, "dnstap.example.") {
+		t.Errorf("a name dnstap reported is in the responder's view: %+v", v)
 	}
 	// A source is watched from its first query on, also while it sends
 	// nothing (here through a Producer, as the daemon's dnstap intake
@@ -290,5 +292,82 @@ func TestRateAlarmFromStandstill(t *testing.T) {
 	}
 	if al, ok := step(1500); ok {
 		t.Fatalf("back to normal at once: %+v, want ClearAfter first", al)
+	}
+}
+
+// TestSourcesApart: the responder's queries and those dnstap reports
+// are counted apart: a flood the responder sees is named from the
+// responder's queries alone, one dnstap reports from dnstap's alone (and
+// a VIP's, whose packets go to the resolvers, from dnstap's too); each
+// share alarm is of one source's queries; the top views of each source
+// hold only its own clients.
+func TestSourcesApart(t *testing.T) {
+	now := t0
+	p := NewPipeline(Config{Alarms: AlarmConfig{Floor: 500, Rise: 4, Share: 0.5, ShareKinds: []Kind{KindClient}, ClearAfter: 3 * time.Second}}, now)
+	gslbFlooder, resolverClient := netip.MustParseAddr("198.51.100.7"), netip.MustParseAddr("203.0.113.9")
+	spread := func(src Source, base byte, n int) {
+		for i := range n {
+			p.Observe(Query{Client: netip.AddrFrom4([4]byte{10, base, byte(i >> 8), byte(i)}), Name: "bg.example.", Type: dns.TypeA, Source: src})
+		}
+	}
+	second := func(vip float64) []Alarm {
+		now = now.Add(Epoch)
+		return p.Step(now, map[string]float64{"vip dns": vip})
+	}
+	for range 5 {
+		spread(SourceResponder, 1, 200)
+		spread(SourceDnstap, 2, 200)
+		if got := second(200); len(got) != 0 {
+			t.Fatalf("background: %+v", got)
+		}
+	}
+	// The responder is flooded by one client; dnstap's traffic stays as
+	// it was, but for one resolver client that asks a lot.
+	for range 2000 {
+		p.Observe(Query{Client: gslbFlooder, Name: "www.gslb.example.", Type: dns.TypeA, Source: SourceResponder})
+	}
+	for range 900 {
+		p.Observe(Query{Client: resolverClient, Name: "api.example.", Type: dns.TypeA, Source: SourceDnstap})
+	}
+	spread(SourceResponder, 1, 200)
+	spread(SourceDnstap, 2, 200)
+	got := second(4000)
+	ids := map[string]Alarm{}
+	for _, a := range got {
+		ids[a.ID] = a
+	}
+	for _, id := range []string{"responder", "dnstap", "vip dns", "share responder clients 198.51.100.7", "share dnstap clients 203.0.113.9"} {
+		if _, ok := ids[id]; !ok {
+			t.Errorf("no alarm %q among %+v", id, got)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("%d alarms, want 5: %+v", len(got), got)
+	}
+	keys := func(a Alarm) string {
+		var out []string
+		for _, v := range a.Top {
+			if v.Source != sourceOf(a.Source) {
+				t.Errorf("alarm %s: a view of %s", a.ID, v.Source)
+			}
+			for _, e := range v.Entries {
+				out = append(out, e.Key)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for id, a := range ids {
+		k := keys(a)
+		gslb, resolver := strings.Contains(k, "198.51.100.7"), strings.Contains(k, "203.0.113.9")
+		if strings.Contains(id, "responder") && (!gslb || resolver) || !strings.Contains(id, "responder") && (gslb || !resolver) {
+			t.Errorf("alarm %s names %s", id, k)
+		}
+	}
+	for _, src := range []Source{SourceResponder, SourceDnstap} {
+		v := p.Top(src, KindClient, 10*time.Second, 0)
+		other := map[Source]string{SourceResponder: "203.0.113.9", SourceDnstap: "198.51.100.7"}[src]
+		if hasKey(v, other) || v.Source != src || len(v.Entries) == 0 {
+			t.Errorf("top clients of %s: %+v", src, v.Entries[:min(3, len(v.Entries))])
+		}
 	}
 }

@@ -268,9 +268,16 @@ func (in *Intake) handle(fn func(*batch)) {
 }
 
 // addBatch counts every record of b.
-func (t *Tracker) addBatch(b *batch) {
+func (t *Tracker) addBatch(b *batch) { t.addBatchOf(b, numSources) }
+
+// addBatchOf counts the records of b from source src (every record when
+// src is numSources).
+func (t *Tracker) addBatchOf(b *batch, src Source) {
 	for i := range b.recs {
 		r := &b.recs[i]
+		if src != numSources && r.source != src {
+			continue
+		}
 		w := t.count(r.rcode, r.source)
 		if w == 0 {
 			continue

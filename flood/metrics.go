@@ -9,8 +9,8 @@ import (
 // Metrics exports a pipeline's counts and its heavy hitters, read at
 // each scrape. Its labels are bounded: source (the query sources and
 // the VIPs of the configuration), reason, and for the heavy hitters
-// kind (clients, prefixes, names), rank (1..top) and key: at most top
-// series per kind.
+// source, kind (clients, prefixes, names), rank (1..top) and key: at
+// most top series per source and kind.
 type Metrics struct {
 	p *Pipeline
 
@@ -33,9 +33,9 @@ func NewMetrics(p *Pipeline) *Metrics {
 		baseline: d("lbdns_flood_baseline", "Baseline (moving average) of each source's rate, per second.", "source"),
 		active:   d("lbdns_flood_alarm_active", "1 while a flood alarm of the source is raised (rate alarms); share alarms under source \"share\".", "source", "reason"),
 		stride:   d("lbdns_flood_sample_stride", "1 when every query is counted in the heavy hitters; k when each is counted with probability 1/k and weight k."),
-		topRate:  d("lbdns_flood_top_rate", "Estimated queries per second of the heaviest keys of the short window, by kind and rank (the key is the address, prefix or name); the true rate is at most this.", "kind", "rank", "key"),
-		topErr:   d("lbdns_flood_top_rate_error", "Error of lbdns_flood_top_rate: the true rate is at least top_rate minus this.", "kind", "rank", "key"),
-		topShare: d("lbdns_flood_top_share", "Share of the short window's queries of the heaviest keys, by kind and rank.", "kind", "rank", "key"),
+		topRate:  d("lbdns_flood_top_rate", "Estimated queries per second of the heaviest keys of the short window, by source of the queries (responder, dnstap: counted apart), kind and rank (the key is the address, prefix or name); the true rate is at most this.", "source", "kind", "rank", "key"),
+		topErr:   d("lbdns_flood_top_rate_error", "Error of lbdns_flood_top_rate: the true rate is at least top_rate minus this.", "source", "kind", "rank", "key"),
+		topShare: d("lbdns_flood_top_share", "Share of the source's short window's queries of the heaviest keys, by source, kind and rank.", "source", "kind", "rank", "key"),
 	}
 }
 
@@ -74,13 +74,15 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.active, prometheus.GaugeValue, float64(shares), "share", string(ReasonShare))
 	cfg := m.p.Config()
-	for _, k := range []Kind{KindClient, KindPrefix, KindName} {
-		v := m.p.Top(k, cfg.Tracker.Short, cfg.Top)
-		for i, e := range v.Entries {
-			rank := strconv.Itoa(i + 1)
-			ch <- prometheus.MustNewConstMetric(m.topRate, prometheus.GaugeValue, e.Rate, k.String(), rank, e.Key)
-			ch <- prometheus.MustNewConstMetric(m.topErr, prometheus.GaugeValue, e.RateError, k.String(), rank, e.Key)
-			ch <- prometheus.MustNewConstMetric(m.topShare, prometheus.GaugeValue, e.Share, k.String(), rank, e.Key)
+	for _, s := range m.p.Sources() {
+		for _, k := range []Kind{KindClient, KindPrefix, KindName} {
+			v := m.p.Top(s, k, cfg.Tracker.Short, cfg.Top)
+			for i, e := range v.Entries {
+				rank := strconv.Itoa(i + 1)
+				ch <- prometheus.MustNewConstMetric(m.topRate, prometheus.GaugeValue, e.Rate, s.String(), k.String(), rank, e.Key)
+				ch <- prometheus.MustNewConstMetric(m.topErr, prometheus.GaugeValue, e.RateError, s.String(), k.String(), rank, e.Key)
+				ch <- prometheus.MustNewConstMetric(m.topShare, prometheus.GaugeValue, e.Share, s.String(), k.String(), rank, e.Key)
+			}
 		}
 	}
 }

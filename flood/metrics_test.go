@@ -56,18 +56,18 @@ lbdns_flood_queries_total{source="responder"} 1100
 	}
 	// The short window holds the 6 s the pipeline has run.
 	want = `
-# HELP lbdns_flood_top_share Share of the short window's queries of the heaviest keys, by kind and rank.
+# HELP lbdns_flood_top_share Share of the source's short window's queries of the heaviest keys, by source, kind and rank.
 # TYPE lbdns_flood_top_share gauge
-lbdns_flood_top_share{key="10.0.0.0/24",kind="prefixes",rank="2"} 0.045454545454545456
-lbdns_flood_top_share{key="192.0.2.0/24",kind="prefixes",rank="1"} 0.9545454545454546
-lbdns_flood_top_share{key="192.0.2.1",kind="clients",rank="2"} 0.045454545454545456
-lbdns_flood_top_share{key="192.0.2.99",kind="clients",rank="1"} 0.9090909090909091
-lbdns_flood_top_share{key="www.example.com.",kind="names",rank="1"} 1
+lbdns_flood_top_share{key="10.0.0.0/24",kind="prefixes",rank="2",source="responder"} 0.045454545454545456
+lbdns_flood_top_share{key="192.0.2.0/24",kind="prefixes",rank="1",source="responder"} 0.9545454545454546
+lbdns_flood_top_share{key="192.0.2.1",kind="clients",rank="2",source="responder"} 0.045454545454545456
+lbdns_flood_top_share{key="192.0.2.99",kind="clients",rank="1",source="responder"} 0.9090909090909091
+lbdns_flood_top_share{key="www.example.com.",kind="names",rank="1",source="responder"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "lbdns_flood_top_share"); err != nil {
 		t.Error(err)
 	}
-	if v := p.Top(KindClient, 10*time.Second, 1); v.Seconds() != 6 || v.Entries[0].Rate != 1000.0/6 {
+	if v := p.Top(SourceResponder, KindClient, 10*time.Second, 1); v.Seconds() != 6 || v.Entries[0].Rate != 1000.0/6 {
 		t.Errorf("top client: %+v over %v s", v.Entries, v.Seconds())
 	}
 	promgolden.Check(t, "the flood alarms", promgolden.Lines(t, reg))

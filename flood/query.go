@@ -32,6 +32,16 @@ func (s Source) String() string {
 	return fmt.Sprintf("source%d", uint8(s))
 }
 
+// ParseSource is the source named s ("responder", "dnstap").
+func ParseSource(s string) (Source, error) {
+	for src := range numSources {
+		if s == src.String() {
+			return src, nil
+		}
+	}
+	return 0, fmt.Errorf("flood: unknown source %q (want responder or dnstap)", s)
+}
+
 // NoRcode is the Rcode of a query that got no reply (or whose reply is
 // not known, as for a dnstap CLIENT_QUERY).
 const NoRcode = 0xff

@@ -103,6 +103,8 @@ type Tracker struct {
 	// TrackerConfig.Full): 1, every query.
 	stride uint64
 	rng    *rand.Rand
+	// source is the source of its queries, for its views.
+	source Source
 }
 
 // NewTracker returns a tracker whose first epoch starts at now
@@ -318,6 +320,9 @@ func (p *period) totals() EpochTotal {
 
 // View is the heavy hitters of one kind over a window.
 type View struct {
+	// Source is where the queries it counts were seen (a Pipeline keeps
+	// each source's apart; a Tracker counting several says the first).
+	Source Source
 	// Kind is the kind of key.
 	Kind Kind
 	// Start and End are the time the view covers: whole closed epochs,
@@ -353,7 +358,7 @@ type ViewEntry struct {
 // epochs, and to whole short windows beyond the short window; at most
 // the long window).
 func (t *Tracker) View(kind Kind, window time.Duration, top int) View {
-	v := View{Kind: kind}
+	v := View{Source: t.source, Kind: kind}
 	var sums []*Summary
 	var covered time.Duration
 	take := func(p *period) {

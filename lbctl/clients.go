@@ -116,11 +116,22 @@ func (sw *statusWriter) clients(c *control.ClientsStatus, all bool) {
 	if !all {
 		sw.printf("\n") // a section of lbctl status
 	}
-	sw.printf("client actions: %d of at most %d, table inet %s, %s", len(c.Entries), c.MaxEntries, c.Table, enf)
+	live, unremoved := 0, 0
+	for _, a := range c.Entries {
+		if a.Unremoved {
+			unremoved++
+		} else {
+			live++
+		}
+	}
+	sw.printf("client actions: %d of at most %d, table inet %s, %s", live, c.MaxEntries, c.Table, enf)
 	if c.Error != "" {
 		sw.printf(": %s", c.Error)
 	}
 	sw.printf("\n")
+	if unremoved > 0 {
+		sw.printf("%d unblocked but NOT REMOVED from the kernel: it may still drop or limit their packets until each one's UNTIL\n", unremoved)
+	}
 	if len(c.Entries) == 0 {
 		return
 	}
@@ -132,7 +143,10 @@ func (sw *statusWriter) clients(c *control.ClientsStatus, all bool) {
 			rate = fmt.Sprintf("%d/s", a.Rate)
 		}
 		yes := "yes"
-		if !a.Enforced {
+		switch {
+		case a.Unremoved:
+			yes = "NOT REMOVED"
+		case !a.Enforced:
 			yes = "NO"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s ago\t%s\t%s\n", a.Client, a.Action, rate, compact(a.Until.Sub(sw.now)),

@@ -32,6 +32,10 @@ func TestClientRequests(t *testing.T) {
 			control.ClientReply{Message: "limited", Changed: true, Clients: enforced}, "limited\n"},
 		{"unblock", []string{"unblock", "203.0.113.7"}, control.ClientRequest{Action: "unblock", Client: "203.0.113.7"},
 			control.ClientReply{Message: "removed block of 203.0.113.7", Changed: true, Clients: enforced}, "removed block of 203.0.113.7\n"},
+		{"unblock not removed from the kernel", []string{"unblock", "203.0.113.7"}, control.ClientRequest{Action: "unblock", Client: "203.0.113.7"},
+			control.ClientReply{Message: "203.0.113.7 is out of the intent, but its block is NOT REMOVED from the kernel", Changed: true,
+				Clients: &control.ClientsStatus{Error: "no permission", Entries: []control.ClientEntry{{Client: "203.0.113.7", Action: "block", Unremoved: true}}}},
+			"NOT ENFORCED: the kernel's table was not changed (no permission); the intent below is stored but not in force\n203.0.113.7 is out of the intent, but its block is NOT REMOVED from the kernel\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startFake(t, map[string]reply{"POST /v1/clients": {body: tc.rep}})
@@ -84,13 +88,16 @@ func TestClientsList(t *testing.T) {
 	st := control.Status{Generated: now, Clients: &control.ClientsStatus{Table: "lbdns", Enforced: true, MaxEntries: 1024, Entries: []control.ClientEntry{
 		{Client: "203.0.113.7", Action: "block", Until: now.Add(10 * time.Minute), Reason: "flood", Set: now.Add(-time.Minute), By: "uid 0", Enforced: true},
 		{Client: "198.51.100.0/24", Action: "limit", Rate: 50, Until: now.Add(time.Hour), Reason: "launch storm", Set: now.Add(-2 * time.Minute), By: "uid 1000"},
+		{Client: "192.0.2.9", Action: "block", Until: now.Add(5 * time.Minute), Reason: "scan", Set: now.Add(-3 * time.Minute), By: "uid 0", Unremoved: true},
 	}}}
 	f := startFake(t, map[string]reply{"GET /v1/status": {body: st}})
 	r := lbctl(t, "-socket", f.socket, "clients")
 	want := `client actions: 2 of at most 1024, table inet lbdns, enforced
+1 unblocked but NOT REMOVED from the kernel: it may still drop or limit their packets until each one's UNTIL
   CLIENT           ACTION  RATE  LEFT   UNTIL                 REASON        SET       BY        ENFORCED
   203.0.113.7      block   -     10m0s  2026-12-01T14:10:00Z  flood         1m0s ago  uid 0     yes
   198.51.100.0/24  limit   50/s  1h0m   2026-12-01T15:00:00Z  launch storm  2m0s ago  uid 1000  NO
+  192.0.2.9        block   -     5m0s   2026-12-01T14:05:00Z  scan          3m0s ago  uid 0     NOT REMOVED
 `
 	if r.code != exitOK || r.stdout != want {
 		t.Errorf("exit %d stderr %q stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
@@ -98,7 +105,7 @@ func TestClientsList(t *testing.T) {
 	r = lbctl(t, "-socket", f.socket, "clients", "-o", "json")
 	var got control.ClientsStatus
 	decodeJSON(t, r.stdout, &got)
-	if r.code != exitOK || len(got.Entries) != 2 || got.Entries[1].Rate != 50 {
+	if r.code != exitOK || len(got.Entries) != 3 || got.Entries[1].Rate != 50 || !got.Entries[2].Unremoved {
 		t.Errorf("json: exit %d %+v", r.code, got)
 	}
 }

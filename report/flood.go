@@ -25,6 +25,17 @@ func floodTopText(v flood.View) string {
 	return strings.Join(parts, ", ")
 }
 
+// floodSourceWords names a source of queries in an alarm's words.
+func floodSourceWords(source string) string {
+	switch source {
+	case flood.SourceResponder.String():
+		return "responder's"
+	case flood.SourceDnstap.String():
+		return "resolvers' (dnstap)"
+	}
+	return source
+}
+
 // floodSubject is what an alarm is about, for its event.
 func floodSubject(a flood.Alarm) string {
 	if a.Reason == flood.ReasonShare {
@@ -40,7 +51,8 @@ func (j *Journal) FloodAlarm(a flood.Alarm) {
 	var what string
 	switch a.Reason {
 	case flood.ReasonShare:
-		what = fmt.Sprintf("%s %s has %.0f%% of the short window's queries (%.0f/s in all, floor %.0f/s)", a.Kind.Singular(), a.Key, 100*a.Share, a.Rate, a.Floor)
+		what = fmt.Sprintf("%s %s has %.0f%% of the %s queries of the last %s (%.0f/s in all, floor %.0f/s)", a.Kind.Singular(), a.Key, 100*a.Share,
+			floodSourceWords(a.Source), flood.ShareWindow, a.Rate, a.Floor)
 	default:
 		what = fmt.Sprintf("%s at %.0f/s, baseline %.0f/s (floor %.0f/s)", a.Source, a.Rate, a.Baseline, a.Floor)
 	}
@@ -51,11 +63,13 @@ func (j *Journal) FloodAlarm(a flood.Alarm) {
 		return
 	}
 	tops := map[flood.Kind]string{}
+	seen := ""
 	for _, v := range a.Top {
 		tops[v.Kind] = floodTopText(v)
+		seen = v.Source.String()
 	}
-	msg := fmt.Sprintf("flood alarm: %s; over the last %s, top clients: %s; prefixes: %s; names: %s", what, flood.AlarmWindow,
-		tops[flood.KindClient], tops[flood.KindPrefix], tops[flood.KindName])
+	msg := fmt.Sprintf("flood alarm: %s; over the last %s, of the %s queries, top clients: %s; prefixes: %s; names: %s", what, flood.AlarmWindow,
+		floodSourceWords(seen), tops[flood.KindClient], tops[flood.KindPrefix], tops[flood.KindName])
 	j.log.Warn("flood alarm: "+what, "alarm", a.ID, "reason", string(a.Reason),
 		"clients", tops[flood.KindClient], "prefixes", tops[flood.KindPrefix], "names", tops[flood.KindName])
 	j.event(control.Event{Kind: control.EventFlood, Subject: floodSubject(a), Message: msg, Error: true})

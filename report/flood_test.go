@@ -19,12 +19,12 @@ import (
 func TestJournalFloodAlarm(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	top := []flood.View{
-		{Kind: flood.KindClient, Entries: []flood.ViewEntry{{Key: "203.0.113.66", Rate: 5000, RateError: 2, Share: 0.926}, {Key: "192.0.2.10", Rate: 20, RateError: 2, Share: 0.004}}},
-		{Kind: flood.KindPrefix, Entries: []flood.ViewEntry{{Key: "203.0.113.0/24", Rate: 5000, Share: 0.926}}},
-		{Kind: flood.KindName, Entries: []flood.ViewEntry{{Key: "boom.app.gslb.example.", Rate: 5010, RateError: 2, Share: 0.928}}},
+		{Source: flood.SourceResponder, Kind: flood.KindClient, Entries: []flood.ViewEntry{{Key: "203.0.113.66", Rate: 5000, RateError: 2, Share: 0.926}, {Key: "192.0.2.10", Rate: 20, RateError: 2, Share: 0.004}}},
+		{Source: flood.SourceResponder, Kind: flood.KindPrefix, Entries: []flood.ViewEntry{{Key: "203.0.113.0/24", Rate: 5000, Share: 0.926}}},
+		{Source: flood.SourceResponder, Kind: flood.KindName, Entries: []flood.ViewEntry{{Key: "boom.app.gslb.example.", Rate: 5010, RateError: 2, Share: 0.928}}},
 	}
 	rise := flood.Alarm{ID: "responder", Reason: flood.ReasonRise, Raised: true, At: at, Since: at, Source: "responder", Rate: 5400, Baseline: 400, Floor: 1000, Top: top}
-	share := flood.Alarm{ID: "share clients 203.0.113.66", Reason: flood.ReasonShare, Raised: true, At: at, Since: at, Rate: 5400, Floor: 1000,
+	share := flood.Alarm{ID: "share responder clients 203.0.113.66", Reason: flood.ReasonShare, Raised: true, At: at, Since: at, Source: "responder", Rate: 5400, Floor: 1000,
 		Kind: flood.KindClient, Key: "203.0.113.66", Share: 0.926, Top: top}
 	cleared := rise
 	cleared.Raised, cleared.At, cleared.Rate, cleared.Top = false, at.Add(45*time.Second), 380, nil
@@ -41,11 +41,11 @@ func TestJournalFloodAlarm(t *testing.T) {
 		t.Errorf("raised: %+v", l)
 	}
 	want := control.Event{Kind: control.EventFlood, Subject: "responder", Error: true,
-		Message: "flood alarm: responder at 5400/s, baseline 400/s (floor 1000/s); over the last 2s, top clients: 203.0.113.66 5000/s (-2) 93%, 192.0.2.10 20/s (-2) 0%; prefixes: 203.0.113.0/24 5000/s (-0) 93%; names: boom.app.gslb.example. 5010/s (-2) 93%"}
+		Message: "flood alarm: responder at 5400/s, baseline 400/s (floor 1000/s); over the last 2s, of the responder's queries, top clients: 203.0.113.66 5000/s (-2) 93%, 192.0.2.10 20/s (-2) 0%; prefixes: 203.0.113.0/24 5000/s (-0) 93%; names: boom.app.gslb.example. 5010/s (-2) 93%"}
 	if evs[0] != want {
 		t.Errorf("event:\n got %+v\nwant %+v", evs[0], want)
 	}
-	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the short window's queries (5400/s in all, floor 1000/s); over the last 2s, top clients: ") {
+	if evs[1].Subject != "clients 203.0.113.66" || !strings.HasPrefix(evs[1].Message, "flood alarm: client 203.0.113.66 has 93% of the responder's queries of the last 1s (5400/s in all, floor 1000/s); over the last 2s, of the responder's queries, top clients: ") {
 		t.Errorf("share event: %+v", evs[1])
 	}
 	if logs[2].level != slog.LevelInfo || evs[2].Error || evs[2].Message != "flood alarm cleared: responder at 380/s, baseline 400/s (floor 1000/s), raised 45s ago" {

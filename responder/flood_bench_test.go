@@ -119,7 +119,7 @@ func TestFloodCountingAllocs(t *testing.T) {
 	}
 	p.Drain()
 	p.Step(time.Now().Add(2*time.Second), nil)
-	if v := p.Top(flood.KindNameType, 10*time.Second, 1); len(v.Entries) != 1 || v.Entries[0].Key != "dyn.bench.test. A" || v.Rcodes[dns.RcodeSuccess] != v.Queries {
+	if v := p.Top(flood.SourceResponder, flood.KindNameType, 10*time.Second, 1); len(v.Entries) != 1 || v.Entries[0].Key != "dyn.bench.test. A" || v.Rcodes[dns.RcodeSuccess] != v.Queries {
 		t.Errorf("counted: %+v", v)
 	}
 }
@@ -193,7 +193,7 @@ func TestFloodCountedOnWire(t *testing.T) {
 		t.Errorf("%.2f allocations per query over UDP with counting on, want 0", per)
 	}
 	p.Step(t0.Add(2*time.Second), nil)
-	v := p.Top(flood.KindNameType, 10*time.Second, 10)
+	v := p.Top(flood.SourceResponder, flood.KindNameType, 10*time.Second, 10)
 	if v.Queries != 3+2+20+n || v.Rcodes[dns.RcodeNameError] != 2 {
 		t.Fatalf("counted %d queries (rcodes %v), want %d", v.Queries, v.Rcodes, 3+2+20+n)
 	}
@@ -207,7 +207,7 @@ func TestFloodCountedOnWire(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("not counted: %v", want)
 	}
-	if c := p.Top(flood.KindClient, 10*time.Second, 10); len(c.Entries) != 1 || c.Entries[0].Key != "127.0.0.1" {
+	if c := p.Top(flood.SourceResponder, flood.KindClient, 10*time.Second, 10); len(c.Entries) != 1 || c.Entries[0].Key != "127.0.0.1" {
 		t.Errorf("clients: %+v", c.Entries)
 	}
 }

@@ -270,12 +270,16 @@ func isGSLBName(cfg *configs.Config, name string) bool {
 
 // Top answers GET /v1/top (control.TopBackend): window 0 is the short
 // window; beyond the long window, a malformed request.
-func (f *Part) Top(_ context.Context, kind string, window time.Duration) (*control.TopReply, error) {
+func (f *Part) Top(_ context.Context, source, kind string, window time.Duration) (*control.TopReply, error) {
 	p := f.Pipeline()
 	if p == nil {
 		return nil, control.Errorf(control.Unavailable, "queries are not counted: [flood] enabled = false (a restart applies it)")
 	}
 	k, err := flood.ParseKind(kind)
+	if err != nil {
+		return nil, control.Errorf(control.Malformed, "%v", err)
+	}
+	src, err := flood.ParseSource(source)
 	if err != nil {
 		return nil, control.Errorf(control.Malformed, "%v", err)
 	}
@@ -286,7 +290,7 @@ func (f *Part) Top(_ context.Context, kind string, window time.Duration) (*contr
 	if window > cfg.Tracker.Long {
 		return nil, control.Errorf(control.Malformed, "window %s: at most %s is kept (flood.long_window)", window, cfg.Tracker.Long)
 	}
-	return TopReply(p.Top(k, window, 0), window), nil
+	return TopReply(p.Top(src, k, window, 0), window), nil
 }
 
 // Status is the flood section of /status.

@@ -54,7 +54,7 @@ func TestOff(t *testing.T) {
 	if f.Pipeline() != nil {
 		t.Error("a nil component has a pipeline")
 	}
-	if _, err := f.Top(t.Context(), "client", 0); err == nil {
+	if _, err := f.Top(t.Context(), "responder", "client", 0); err == nil {
 		t.Error("Top with [flood] off: nil error, want unavailable")
 	}
 	<-f.Run(t.Context())

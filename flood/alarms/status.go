@@ -15,7 +15,7 @@ import (
 // window asked for.
 func TopReply(v flood.View, window time.Duration) *control.TopReply {
 	secs := v.Seconds()
-	rep := &control.TopReply{Kind: v.Kind.String(), Window: window.String(), Start: v.Start, End: v.End,
+	rep := &control.TopReply{Source: v.Source.String(), Kind: v.Kind.String(), Window: window.String(), Start: v.Start, End: v.End,
 		Seconds: secs, Queries: v.Queries, Rate: float64(v.Queries) / secs, Entries: []control.TopEntry{}}
 	if v.End.IsZero() {
 		rep.Seconds, rep.Rate = 0, 0
@@ -45,7 +45,7 @@ func TopReply(v flood.View, window time.Duration) *control.TopReply {
 
 // StatusAlarm is a raised alarm as the status shows it.
 func StatusAlarm(a flood.Alarm) control.FloodAlarm {
-	out := control.FloodAlarm{ID: a.ID, Reason: string(a.Reason), Since: a.Since, Rate: a.Rate, Baseline: a.Baseline,
+	out := control.FloodAlarm{ID: a.ID, Source: a.Source, Reason: string(a.Reason), Since: a.Since, Rate: a.Rate, Baseline: a.Baseline,
 		Floor: a.Floor, Top: []control.TopReply{}}
 	if a.Reason == flood.ReasonShare {
 		out.Kind, out.Key, out.Share = a.Kind.String(), a.Key, a.Share
@@ -57,8 +57,8 @@ func StatusAlarm(a flood.Alarm) control.FloodAlarm {
 }
 
 // StatusOf is the flood alarms in the status: the alarms raised and
-// the top talkers (clients, names) of the short window; nil when p is
-// (queries are not counted).
+// the top talkers (clients, names) of the short window of each source
+// that counted queries, apart; nil when p is (queries are not counted).
 func StatusOf(p *flood.Pipeline) *control.FloodStatus {
 	if p == nil {
 		return nil
@@ -68,8 +68,10 @@ func StatusOf(p *flood.Pipeline) *control.FloodStatus {
 	for _, a := range p.Active() {
 		st.Alarms = append(st.Alarms, StatusAlarm(a))
 	}
-	for _, k := range []flood.Kind{flood.KindClient, flood.KindName} {
-		st.Top = append(st.Top, *TopReply(p.Top(k, cfg.Tracker.Short, cfg.Top), cfg.Tracker.Short))
+	for _, s := range p.Sources() {
+		for _, k := range []flood.Kind{flood.KindClient, flood.KindName} {
+			st.Top = append(st.Top, *TopReply(p.Top(s, k, cfg.Tracker.Short, cfg.Top), cfg.Tracker.Short))
+		}
 	}
 	return st
 }

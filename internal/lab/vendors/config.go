@@ -47,6 +47,10 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 		if opts.SubnetCache {
 			modules = fmt.Sprintf("module-config: \"subnetcache iterator\"\n\tsend-client-subnet: %s\n\tclient-subnet-always-forward: yes\n\tmax-client-subnet-ipv4: 32\n\tmax-client-subnet-ipv6: 128", ua)
 		}
+		verbosity, ede := 1, ""
+		if opts.EDE {
+			verbosity, ede = 2, "ede: yes\n\tlog-servfail: yes\n\tval-log-level: 2"
+		}
 		dnstap := ""
 		if d := opts.Dnstap; d != nil {
 			dnstap = "dnstap:\n\tdnstap-enable: yes\n\tdnstap-bidirectional: yes\n"
@@ -71,7 +75,8 @@ func specFor(v Vendor, dir string, listen, upstream netip.AddrPort, opts Options
 	pidfile: ""
 	use-syslog: no
 	logfile: ""
-	verbosity: 1
+	verbosity: %d
+	%s
 	%s
 	port: %d
 	do-ip6: no
@@ -90,7 +95,7 @@ remote-control:
 forward-zone:
 	name: "."
 	forward-addr: %s@%d
-%s`, dir, each(las, "interface: %s@"+strconv.Itoa(int(lp)), "\n\t"), lp, each(allow, "access-control: %s allow", "\n\t"), modules, prefetch, ua, up, dnstap)},
+%s`, dir, verbosity, ede, each(las, "interface: %s@"+strconv.Itoa(int(lp)), "\n\t"), lp, each(allow, "access-control: %s allow", "\n\t"), modules, prefetch, ua, up, dnstap)},
 			args: []string{"-d", "-p", "-c", conf},
 		}, nil
 

@@ -88,6 +88,11 @@ type Options struct {
 	// Knot Resolver. Starting PowerDNS Recursor or dnsmasq with it is an
 	// error (neither sends dnstap).
 	Dnstap *Dnstap
+	// EDE turns unbound's Extended DNS Errors on (ede: yes) with the
+	// logs that say why an answer failed (log-servfail: yes,
+	// val-log-level: 2, verbosity 2): what a resolver's operator reads
+	// about an upstream's errors. Other products ignore it.
+	EDE bool
 	// Listen lists IPv4 addresses the product listens on besides its
 	// 127.0.0.1 one, on the same port, UDP and TCP: the root end of a
 	// network namespace's veth pair, for clients inside the namespace
