@@ -25,7 +25,10 @@ import (
 type Planner struct {
 	cfg       *configs.Config
 	warmUntil time.Time
-	warm      bool
+	// graceUntil is the warm-up's second deadline (warmUntil plus one
+	// more warm-up), for targets whose down verdict is under way.
+	graceUntil time.Time
+	warm       bool
 	// memory is what the last plan left for the next; used is the memory
 	// that plan was computed from.
 	memory, used map[string]Memory
@@ -92,6 +95,7 @@ func (p *Planner) Configure(cfg *configs.Config, now time.Time, reload bool) {
 	}
 	p.cfg = cfg
 	p.warmUntil = now.Add(WarmUp(cfg))
+	p.graceUntil = p.warmUntil.Add(WarmUp(cfg))
 	p.settled = false
 }
 
@@ -147,7 +151,7 @@ func (p *Planner) Plan(facts map[TargetKey]Fact, rules []Rule, now time.Time) St
 	p.facts, p.rules, p.used, p.memory, p.settled = facts, slices.Clone(rules), mem, remember(mem, plan.Pools, now), false
 	st := Step{Plan: plan, Decided: decided}
 	if !p.warm {
-		if !decided && now.Before(p.warmUntil) {
+		if !decided && (now.Before(p.warmUntil) || now.Before(p.graceUntil) && p.failing(facts)) {
 			return st
 		}
 		p.warm, st.JustWarmed = true, true
@@ -240,6 +244,24 @@ func departures(ps *PoolStatus, prev Memory, now time.Time) []Departure {
 
 // decided reports whether every target of the configuration has a verdict
 // in facts.
+// failing reports whether a target of a pool is undecided with its
+// latest probe failed: a down verdict on its way. At the warm-up's
+// deadline the planner waits for it (up to graceUntil) rather than put a
+// failing member in traffic, from no facts, to take it out a probe
+// later: the deadline counts from the start, and the first probes may
+// start late on a busy host.
+func (p *Planner) failing(facts map[TargetKey]Fact) bool {
+	for i := range p.cfg.Pools {
+		pl := &p.cfg.Pools[i]
+		for _, name := range pl.Members {
+			if f, ok := facts[TargetKey{Resolver: name, Check: pl.Check}]; ok && f.State == health.Unknown && f.Failing {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (p *Planner) decided(facts map[TargetKey]Fact) bool {
 	for i := range p.cfg.Pools {
 		pl := &p.cfg.Pools[i]

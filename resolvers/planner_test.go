@@ -389,6 +389,34 @@ func TestPlannerWarmUp(t *testing.T) {
 	if st := p.Plan(partial, nil, t0.Add(4500*time.Millisecond)); !st.Apply || !st.JustWarmed || st.Decided {
 		t.Fatalf("undecided at the deadline: apply %v warmed %v decided %v", st.Apply, st.JustWarmed, st.Decided)
 	}
+
+	// A target undecided at the deadline with its latest probe failed (a
+	// down verdict on its way) holds the warm-up until it is decided, up
+	// to one more warm-up.
+	failing := maps.Clone(all)
+	failing[TargetKey{Resolver: "bind-1", Check: "rec"}] = Fact{State: health.Unknown, Since: t0, Fresh: true, Failing: true}
+	p = NewPlanner()
+	p.Configure(cfg, t0, false)
+	if st := p.Plan(failing, nil, t0.Add(5*time.Second)); st.Apply || p.Warm() {
+		t.Fatal("a down verdict on its way at the deadline: warm without it")
+	}
+	st = p.Plan(all, nil, t0.Add(5100*time.Millisecond))
+	if !st.Apply || !st.JustWarmed || !st.Decided {
+		t.Fatalf("the verdict came within the grace: apply %v warmed %v decided %v", st.Apply, st.JustWarmed, st.Decided)
+	}
+	for _, m := range st.Plan.Pools[0].Members {
+		if m.State == health.Unknown {
+			t.Errorf("warm plan with %s undecided", m.Name)
+		}
+	}
+	p = NewPlanner()
+	p.Configure(cfg, t0, false)
+	if st := p.Plan(failing, nil, t0.Add(8900*time.Millisecond)); st.Apply {
+		t.Fatal("within the grace (two warm-ups): applied")
+	}
+	if st := p.Plan(failing, nil, t0.Add(9*time.Second)); !st.Apply || !st.JustWarmed || st.Decided {
+		t.Fatalf("still undecided after two warm-ups: apply %v warmed %v decided %v", st.Apply, st.JustWarmed, st.Decided)
+	}
 }
 
 // TestPlannerCurrent: the plan in force is current only when it was
