@@ -236,8 +236,8 @@ type tcpConns struct {
 	exempt func(netip.Addr) bool
 	// dot, when set, makes these DoT connections: each is served by
 	// serveDoT (PROXY header, TLS handshake) before serveConn.
-	dot *dotSession
-	work    sync.Pool // of *tcpWork
+	dot  *dotSession
+	work sync.Pool // of *tcpWork
 	// base is when the registry was made: the connections' times are
 	// kept as durations since (monotonic).
 	base time.Time
