@@ -118,3 +118,21 @@ func (m *Metrics) SetCertExpiry(t time.Time) {
 	}
 	m.expiry.Set(float64(t.Unix()))
 }
+
+// Requests is the counter of front's requests answered code.
+func (m *Metrics) Requests(front string, code int) prometheus.Counter {
+	return m.requests.WithLabelValues(front, strconv.Itoa(code))
+}
+
+// Refused is the counter of connections refused for reason.
+func (m *Metrics) Refused(reason string) prometheus.Counter {
+	return m.refused.WithLabelValues(reason)
+}
+
+// Reloads is the counter of certificate reads of result ("ok", "error").
+func (m *Metrics) Reloads(result string) prometheus.Counter {
+	return m.reloads.WithLabelValues(result)
+}
+
+// Open is the gauge of the connections open.
+func (m *Metrics) Open() prometheus.Gauge { return m.conns }
