@@ -734,5 +734,3 @@ func TestFrontsCertificateReload(t *testing.T) {
 		t.Errorf("reloads ok %v error %v, want 1 and at least 1", ok, bad)
 	}
 }
-
-
