@@ -16,7 +16,8 @@ type GSLB struct {
 	GSLBSelection
 	// Topology is the responder's network map ([gslb.topology]).
 	Topology GSLBTopology `toml:"topology"`
-	Server   GSLBServer   `toml:"server"` // the responder's listeners ([gslb.server], gslb_server.go)
+	Server   GSLBServer   `toml:"server"`       // the responder's listeners ([gslb.server], gslb_server.go)
+	TLS      GSLBTLS      `toml:"tls" json:"-"` // its encrypted fronts ([gslb.tls], gslb_tls.go); where and how it is served, not what: out of the served data's hash
 }
 
 // GSLBPool is one pool of GSLB members ([[gslb.pool]]).

@@ -92,27 +92,9 @@ func (d *decoder) validateGSLBServer() {
 		d.p.add(joinKey(base, "udp_readers"), strconv.Itoa(s.UDPReaders), fmt.Sprintf("must be between 0 (one per CPU but one) and %d", MaxGSLBUDPReaders))
 	}
 	d.validateGSLBTCP(s, raw, base)
-	s.ListenAddrs = nil
-	first := map[netip.AddrPort]int{}
-	for i, l := range s.Listen {
-		key := indexKey(joinKey(base, "listen"), i)
-		ap, err := netip.ParseAddrPort(l)
-		switch {
-		case err != nil:
-			d.p.add(key, l, `not an "ADDR:PORT" address (IPv6 in brackets: "[2001:db8::53]:53")`)
-			continue
-		case ap.Addr().Zone() != "":
-			d.p.add(key, l, "an address with a zone cannot be used")
-			continue
-		}
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		if j, dup := first[ap]; dup && ap.Port() != 0 {
-			d.p.add(key, l, fmt.Sprintf("listed twice (also %s)", indexKey(joinKey(base, "listen"), j)))
-			continue
-		}
-		first[ap] = i
-		s.ListenAddrs = append(s.ListenAddrs, ap)
-	}
+	first := map[netip.AddrPort]string{}
+	s.ListenAddrs = d.listenAddrs(joinKey(base, "listen"), s.Listen, first)
+	d.validateGSLBTLS(first)
 }
 
 // validateGSLBTCP applies the defaults of the tcp_ keys of [gslb.server]

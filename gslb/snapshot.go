@@ -304,6 +304,10 @@ func newSnapshot(cfg *configs.Config, pools []PoolState, loc Locator, serial uin
 // have to be used: one per pool.
 func (s *Snapshot) Rotations() int { return s.rotations }
 
+// Locate is the location of addr in the snapshot's topology: what
+// its answers are chosen for (the JSON API says it beside them).
+func (s *Snapshot) Locate(addr netip.Addr) Location { return s.loc.Locate(addr) }
+
 // labeler is a Locator that also tells an address's labels alone
 // (Locate's Labels), without the work of their scope: an answer without
 // ECS carries no scope.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"lbdns/gslb"
+	"lbdns/responder/doh"
 )
 
 // Metrics are the responder's Prometheus series. Labels are bounded: query
@@ -27,6 +28,10 @@ type Metrics struct {
 	emAnswers *prometheus.CounterVec
 	resortNow *prometheus.GaugeVec
 	tcp       tcpMetrics
+	dot       tcpMetrics
+	// fronts are the series of the encrypted fronts (DoH, the JSON
+	// API, the certificate; package doh).
+	fronts *doh.Metrics
 
 	// mu guards banks: the local counters of the UDP readers, folded
 	// into the exported counters on every collection.
@@ -86,9 +91,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"last_resort"}),
 	}
 	m.banks = make(map[*bank]struct{})
-	m.tcp = newTCPMetrics()
+	m.tcp, m.dot, m.fronts = newTCPMetrics(), newDoTMetrics(), doh.NewMetrics()
+	more := append(append(m.tcp.collectors(), m.dot.collectors()...), m.fronts.Collectors()...)
 	for _, c := range append([]prometheus.Collector{folding{m, m.queries}, folding{m, m.ecs}, folding{m, m.truncated}, m.serial, m.rebuilds,
-		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, m.resortNow}, m.tcp.collectors()...) {
+		folding{m, m.answers}, folding{m, m.resorts}, m.emergency, m.ttlRaised, folding{m, m.emAnswers}, m.resortNow}, more...) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("gslb server metrics: %w", err)
 		}
@@ -245,4 +251,28 @@ func (m *Metrics) built(err error) {
 		return
 	}
 	m.rebuilds.WithLabelValues("ok").Inc()
+}
+
+// tcpSeries are the TCP connections' series (nil without metrics).
+func (m *Metrics) tcpSeries() *tcpMetrics {
+	if m == nil {
+		return nil
+	}
+	return &m.tcp
+}
+
+// dotSeries are the DoT connections' series (nil without metrics).
+func (m *Metrics) dotSeries() *tcpMetrics {
+	if m == nil {
+		return nil
+	}
+	return &m.dot
+}
+
+// frontSeries are the encrypted fronts' series (nil without metrics).
+func (m *Metrics) frontSeries() *doh.Metrics {
+	if m == nil {
+		return nil
+	}
+	return m.fronts
 }

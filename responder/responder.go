@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"lbdns/hub"
 	"lbdns/intent"
 	"lbdns/monitor"
+	"lbdns/responder/doh"
 )
 
 // SnapshotInput is what an answer snapshot is built from.
@@ -616,9 +618,12 @@ func (r *Responder) Accept(cfg *configs.Config) error {
 // and one of port 0, are not tried.
 func (r *Responder) canListen(cfg *configs.Config) error {
 	r.mu.Lock()
-	var served []netip.AddrPort
+	var served, fronts []netip.AddrPort
 	if r.srv != nil {
 		served = r.srv.Listen
+		if f := r.srv.Fronts; f != nil {
+			fronts = append(append(fronts, f.DoH...), f.DoT...)
+		}
 	}
 	r.mu.Unlock()
 	var errs []error
@@ -637,6 +642,33 @@ func (r *Responder) canListen(cfg *configs.Config) error {
 		}
 		ln.Close()
 		pc.Close()
+	}
+	t := cfg.GSLB.TLS
+	for _, l := range []struct {
+		key   string
+		names []string
+		addrs []netip.AddrPort
+	}{{"doh_listen", t.DoHListen, t.DoHAddrs}, {"dot_listen", t.DoTListen, t.DoTAddrs}} {
+		for i, ap := range l.addrs {
+			if ap.Port() == 0 || slices.Contains(fronts, ap) {
+				continue
+			}
+			ln, err := doh.Listen(ap)
+			if err != nil {
+				name := ap.String()
+				if i < len(l.names) {
+					name = l.names[i]
+				}
+				errs = append(errs, fmt.Errorf("gslb.tls.%s %q: cannot listen there: %w", l.key, name, err))
+				continue
+			}
+			ln.Close()
+		}
+	}
+	if t.On() {
+		if err := doh.CheckPair(t.CertFile, t.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("gslb.tls cert_file %q, key_file %q: %w (the certificate in force keeps serving)", t.CertFile, t.KeyFile, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -821,7 +853,11 @@ func (r *Responder) failed(msg string, err error) error {
 // stay; changed, the old server stops and a new one starts.
 func (r *Responder) listen(cfg *configs.Config) error {
 	want, tcp := cfg.GSLB.Server, TCPLimitsOf(cfg.GSLB.Server)
-	if r.srv != nil && slices.Equal(r.srv.Listen, want.ListenAddrs) && r.srv.UDPSize == want.UDPSize && r.srv.UDPReaders == want.UDPReaders && r.srv.TCP == tcp {
+	if r.srv != nil && slices.Equal(r.srv.Listen, want.ListenAddrs) && r.srv.UDPSize == want.UDPSize && r.srv.UDPReaders == want.UDPReaders && r.srv.TCP == tcp &&
+		sameFronts(r.srv.Fronts, cfg.GSLB.TLS) {
+		if f := r.srv.Fronts; f != nil {
+			_ = f.Certs.Reload() // a reload reads a changed pair at once (its error is logged and counted)
+		}
 		return nil
 	}
 	r.stopLocked(context.Background())
@@ -829,6 +865,15 @@ func (r *Responder) listen(cfg *configs.Config) error {
 		return nil
 	}
 	srv := &Server{Listen: want.ListenAddrs, UDPSize: want.UDPSize, UDPReaders: want.UDPReaders, TCP: tcp, Logger: r.log, Metrics: r.metrics, Flood: r.o.Flood}
+	if t := cfg.GSLB.TLS; t.On() {
+		certs, err := r.loadCerts(t)
+		if err != nil {
+			r.log.Error("gslb responder cannot load its tls certificate; it is off until a reload changes [gslb.server] or [gslb.tls]", "cert_file", t.CertFile, "key_file", t.KeyFile, "err", err)
+			r.listenErr = err.Error()
+			return err
+		}
+		srv.Fronts = FrontsOf(want, t, certs)
+	}
 	srv.Swap(r.snap)
 	if err := srv.Start(); err != nil {
 		r.log.Error("gslb responder cannot listen; it is off until a reload changes [gslb.server]", "listen", want.Listen, "err", err)
@@ -837,6 +882,35 @@ func (r *Responder) listen(cfg *configs.Config) error {
 	}
 	r.srv, r.listenErr = srv, ""
 	return nil
+}
+
+// loadCerts loads the certificate of [gslb.tls] t, its later reads
+// logged and counted.
+func (r *Responder) loadCerts(t configs.GSLBTLS) (*doh.Certs, error) {
+	certs, err := doh.LoadCerts(t.CertFile, t.KeyFile, t.CertCheckInterval.Duration, r.o.Now)
+	if err != nil {
+		return nil, err
+	}
+	fronts := r.metrics.frontSeries()
+	certs.Reloaded = func(err error) {
+		fronts.CertReloaded(err)
+		if err != nil {
+			r.log.Error("gslb tls certificate changed but cannot be loaded; the last one keeps serving", "cert_file", t.CertFile, "key_file", t.KeyFile, "err", err)
+			return
+		}
+		fronts.SetCertExpiry(certs.NotAfter())
+		r.log.Info("gslb tls certificate reloaded", "cert_file", t.CertFile, "not_after", certs.NotAfter())
+	}
+	return certs, nil
+}
+
+// sameFronts reports whether the fronts f (nil: none) serve [gslb.tls]
+// t as it is.
+func sameFronts(f *Fronts, t configs.GSLBTLS) bool {
+	if f == nil {
+		return !t.On()
+	}
+	return reflect.DeepEqual(f.config, t)
 }
 
 // Addrs returns the addresses served (ports picked for port 0 resolved);

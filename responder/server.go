@@ -36,6 +36,7 @@ import (
 
 	"lbdns/flood"
 	"lbdns/gslb"
+	"lbdns/responder/doh"
 )
 
 // DefaultUDPSize is the EDNS payload size the server advertises and fills
@@ -68,10 +69,15 @@ type Server struct {
 	// UDP reader records into a flood.Producer of its own, the TCP
 	// connections into one they share.
 	Flood *flood.Pipeline
+	// Fronts, when set, are the encrypted listeners (DoT, DoH and the
+	// JSON API: wire_tls.go), started and stopped with the others.
+	Fronts *Fronts
 	// NotifyStartedFunc, when set, is called once every listener serves.
 	NotifyStartedFunc func()
 
 	answerer atomic.Pointer[answerer]
+	// work is the scratch of Exchange's callers (pooled).
+	work sync.Pool
 
 	// tcpRead, when set (tests), is called after every read of a TCP
 	// connection that got bytes.
@@ -82,8 +88,11 @@ type Server struct {
 	conns    *tcpConns       // the TCP connections of all of them
 	tcpDone  chan struct{}   // closed by Shutdown: ends accept back-offs
 	udp      []*udpSocket    // served by serveUDP
-	tcpFlood *flood.Producer // the TCP connections' (nil: not counted)
+	tcpFlood *flood.Producer // the TCP connections' and the fronts' (nil: not counted)
 	addrs    []netip.AddrPort
+	dot      []net.Listener // served by serveTCP, TLS over each connection
+	dotConns *tcpConns
+	doh      *doh.Server
 	wg       sync.WaitGroup
 }
 
@@ -149,18 +158,66 @@ func (s *Server) Start() error {
 		udp = append(udp, pc)
 		addrs = append(addrs, pc.LocalAddr().(*net.UDPAddr).AddrPort())
 	}
-	conns, done := newTCPConns(s.TCP, s.Metrics), make(chan struct{})
+	closeAll := func() {
+		for _, ln := range tcp {
+			ln.Close()
+		}
+		for _, c := range udp {
+			c.Close()
+		}
+	}
+	conns, done := newTCPConns(s.TCP, s.Metrics.tcpSeries()), make(chan struct{})
 	if s.Flood != nil {
-		s.tcpFlood = s.Flood.Producer(flood.SourceResponder)
+		s.tcpFlood = s.Flood.Producer(flood.SourceResponder) // before DoH serves: its queries are counted there
+	}
+	var dot []net.Listener
+	var dotConns *tcpConns
+	var dohSrv *doh.Server
+	if f := s.Fronts; f != nil {
+		var err error
+		if dot, err = listenFronts(f); err != nil {
+			closeAll()
+			if s.tcpFlood != nil {
+				s.tcpFlood.Close()
+				s.tcpFlood = nil
+			}
+			return err
+		}
+		dotConns = newTCPConns(f.DoTLimits, s.Metrics.dotSeries())
+		dotConns.exempt = f.Handler.Trust.Trusted
+		dotConns.dot = &dotSession{config: f.Certs.TLSConfig([]string{"dot"}), trust: f.Handler.Trust,
+			proxy: f.ProxyProtocol, handshake: f.Handshake, metrics: s.Metrics.frontSeries()}
+		if len(f.DoH) > 0 {
+			dohSrv = &doh.Server{Listen: f.DoH, Handler: f.Handler, Answerer: s, Certs: f.Certs,
+				ProxyProtocol: f.ProxyProtocol, Limits: f.HTTP, Logger: s.Logger, Metrics: s.Metrics.frontSeries()}
+			if err := dohSrv.Start(); err != nil {
+				closeAll()
+				if s.tcpFlood != nil {
+					s.tcpFlood.Close()
+					s.tcpFlood = nil
+				}
+				for _, ln := range dot {
+					ln.Close()
+				}
+				return fmt.Errorf("server: %w", err)
+			}
+		}
 	}
 	for _, ln := range tcp {
 		s.wg.Go(func() { s.serveTCP(ln, conns, done) })
+	}
+	for _, ln := range dot {
+		s.wg.Go(func() { s.serveTCP(ln, dotConns, done) })
 	}
 	for _, c := range udp {
 		pktinfo := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().IsUnspecified()
 		s.wg.Go(func() { s.serveUDP(c, pktinfo) })
 	}
 	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = tcp, conns, done, udp, addrs
+	s.dot, s.dotConns, s.doh = dot, dotConns, dohSrv
+	for _, ln := range dot {
+		s.Logger.Info("gslb responder listening (dot)", "addr", ln.Addr().String())
+	}
 	for _, a := range addrs {
 		s.Logger.Info("gslb responder listening (udp, tcp)", "addr", a.String())
 	}
@@ -208,6 +265,21 @@ func (s *Server) Addrs() []netip.AddrPort {
 	return s.addrs
 }
 
+// FrontAddrs returns the addresses the encrypted fronts serve (ports
+// picked for port 0 resolved), DoH's then DoT's, in Fronts order; nil
+// before Start or without fronts.
+func (s *Server) FrontAddrs() (dohAddrs, dotAddrs []netip.AddrPort) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.doh != nil {
+		dohAddrs = s.doh.Addrs()
+	}
+	for _, ln := range s.dot {
+		dotAddrs = append(dotAddrs, ln.Addr().(*net.TCPAddr).AddrPort())
+	}
+	return dohAddrs, dotAddrs
+}
+
 // Shutdown stops every listener (closing the UDP sockets stops their
 // readers), wakes the TCP connections, which close once the answers of
 // what they read are written, and waits for them, until ctx is done
@@ -215,9 +287,21 @@ func (s *Server) Addrs() []netip.AddrPort {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	tcp, conns, done, udp, fp := s.tcp, s.conns, s.tcpDone, s.udp, s.tcpFlood
+	dot, dotConns, dohSrv := s.dot, s.dotConns, s.doh
 	s.tcp, s.conns, s.tcpDone, s.udp, s.addrs = nil, nil, nil, nil, nil
+	s.dot, s.dotConns, s.doh = nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
+	if dohSrv != nil {
+		if err := dohSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("server: %w", err))
+		}
+	}
+	for _, ln := range dot {
+		if err := ln.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("server: close dot %s: %w", ln.Addr(), err))
+		}
+	}
 	for _, c := range udp {
 		if err := c.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("server: close udp %s: %w", c.LocalAddr(), err))
@@ -234,6 +318,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if conns != nil {
 		conns.shutdown()
 	}
+	if dotConns != nil {
+		dotConns.shutdown()
+	}
 	wait := make(chan struct{})
 	go func() { s.wg.Wait(); close(wait) }()
 	select {
@@ -244,6 +331,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		if conns != nil {
 			conns.closeAll()
+		}
+		if dotConns != nil {
+			dotConns.closeAll()
 		}
 		errs = append(errs, ctx.Err())
 	}

@@ -134,14 +134,18 @@ const (
 	closedEvicted      = "evicted"
 	closedIdle         = "idle"
 	closedQueryLimit   = "query_limit"
+	closedHandshake    = "handshake"
 )
 
-// tcpMetrics are the series of the TCP connections.
+// tcpMetrics are the series of the TCP connections, or of DoT's.
 type tcpMetrics struct {
 	open         prometheus.Gauge
 	refused      *prometheus.CounterVec
 	closed       *prometheus.CounterVec
 	acceptErrors prometheus.Counter
+	// queries counts the queries read (DoT's; nil for TCP, whose
+	// queries lbdns_gslb_queries_total counts with UDP's).
+	queries prometheus.Counter
 }
 
 // newTCPMetrics creates the series of the TCP connections.
@@ -164,18 +168,56 @@ func newTCPMetrics() tcpMetrics {
 			Help: "Failed accepts of the GSLB responder's TCP listeners (EMFILE, ENFILE: out of descriptors); each is followed by a back-off.",
 		}),
 	}
+	m.init()
+	return m
+}
+
+// newDoTMetrics creates the series of the DoT connections.
+func newDoTMetrics() tcpMetrics {
+	m := tcpMetrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "lbdns", Name: "gslb_dot_connections",
+			Help: "DNS over TLS connections open to the GSLB responder.",
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_dot_refused_total",
+			Help: "DNS over TLS connections to the GSLB responder closed as soon as accepted, by reason: per_source (gslb.tls max_per_source open from that client), descriptors (the process within tcp_reserved_fds of its descriptor limit).",
+		}, []string{"reason"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_dot_closed_total",
+			Help: "DNS over TLS connections the GSLB responder closed, by reason: evicted (the longest idle, for a new one at gslb.tls max_connections or after a failed accept), idle (gslb.tls idle_timeout without an answer), query_limit (tcp_max_queries answered, closed gracefully), handshake (the TLS handshake or the PROXY header failed or took longer than handshake_timeout).",
+		}, []string{"reason"}),
+		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_dot_accept_errors_total",
+			Help: "Failed accepts of the GSLB responder's DNS over TLS listeners (EMFILE, ENFILE: out of descriptors); each is followed by a back-off.",
+		}),
+		queries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "lbdns", Name: "gslb_dot_queries_total",
+			Help: "DNS messages read on the GSLB responder's DNS over TLS connections (each also counted, with UDP's and TCP's, in lbdns_gslb_queries_total).",
+		}),
+	}
+	m.init()
+	m.closed.WithLabelValues(closedHandshake)
+	return m
+}
+
+// init makes every reason's series.
+func (m *tcpMetrics) init() {
 	for _, r := range []string{refusedPerSource, refusedDescriptors} {
 		m.refused.WithLabelValues(r)
 	}
 	for _, r := range []string{closedEvicted, closedIdle, closedQueryLimit} {
 		m.closed.WithLabelValues(r)
 	}
-	return m
 }
 
 // collectors are m's series, to register.
 func (m *tcpMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.open, m.refused, m.closed, m.acceptErrors}
+	c := []prometheus.Collector{m.open, m.refused, m.closed, m.acceptErrors}
+	if m.queries != nil {
+		c = append(c, m.queries)
+	}
+	return c
 }
 
 // tcpConns is the registry of a started server's TCP connections, of
@@ -185,9 +227,17 @@ type tcpConns struct {
 	// fds is the descriptor reserve a new connection may not take
 	// (the daemon's one budget, shared with the control socket, the
 	// status endpoint and the dnstap intake).
-	fds     fdbudget.Budget
-	metrics *Metrics
-	work    sync.Pool // of *tcpWork
+	fds fdbudget.Budget
+	// metrics are the series of these connections (TCP's, or DoT's);
+	// nil: not counted.
+	metrics *tcpMetrics
+	// exempt, when set, tells the clients the per-source limit does
+	// not bound (trusted proxies, over DoT).
+	exempt func(netip.Addr) bool
+	// dot, when set, makes these DoT connections: each is served by
+	// serveDoT (PROXY header, TLS handshake) before serveConn.
+	dot  *dotSession
+	work sync.Pool // of *tcpWork
 	// base is when the registry was made: the connections' times are
 	// kept as durations since (monotonic).
 	base time.Time
@@ -202,7 +252,11 @@ type tcpConns struct {
 
 // tcpConn is one connection.
 type tcpConn struct {
+	// c is the connection accepted (closed by an eviction, a shutdown);
+	// io is what the queries are read from and the answers written to:
+	// c, or its TLS session over DoT.
 	c   net.Conn
+	io  net.Conn
 	src netip.Addr // unmapped
 	key netip.Addr // src, an IPv6 one masked to its /64
 	// active is when the connection was accepted or last began to
@@ -223,7 +277,7 @@ type tcpWork struct {
 }
 
 // newTCPConns returns the registry for lim (defaults applied).
-func newTCPConns(lim TCPLimits, m *Metrics) *tcpConns {
+func newTCPConns(lim TCPLimits, m *tcpMetrics) *tcpConns {
 	t := &tcpConns{lim: lim.withDefaults(), metrics: m, base: time.Now(), all: make(map[*tcpConn]struct{}), bySource: make(map[netip.Addr]int)}
 	t.work.New = func() any { return new(tcpWork) }
 	t.fds = fdbudget.New(t.lim.ReservedFDs)
@@ -250,7 +304,7 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 		c.Close()
 		return nil
 	}
-	tc := &tcpConn{c: c, src: src, key: sourceKey(src)}
+	tc := &tcpConn{c: c, io: c, src: src, key: sourceKey(src)}
 	tc.active.Store(int64(time.Since(t.base)))
 	var victim *tcpConn
 	t.mu.Lock()
@@ -259,7 +313,7 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 		t.mu.Unlock()
 		c.Close()
 		return nil
-	case t.bySource[tc.key] >= t.lim.MaxPerSource:
+	case t.bySource[tc.key] >= t.lim.MaxPerSource && (t.exempt == nil || !t.exempt(src)):
 		t.mu.Unlock()
 		t.refused(refusedPerSource)
 		c.Close()
@@ -272,7 +326,7 @@ func (t *tcpConns) admit(c net.Conn, src netip.Addr) *tcpConn {
 	t.bySource[tc.key]++
 	t.mu.Unlock()
 	if t.metrics != nil {
-		t.metrics.tcp.open.Inc()
+		t.metrics.open.Inc()
 	}
 	if victim != nil {
 		t.evict(victim)
@@ -295,7 +349,7 @@ func (t *tcpConns) evictOldest() {
 // evict closes tc, just removed from the registry, for another.
 func (t *tcpConns) evict(tc *tcpConn) {
 	if t.metrics != nil {
-		t.metrics.tcp.open.Dec()
+		t.metrics.open.Dec()
 	}
 	tc.evicted.Store(true)
 	t.closed(closedEvicted)
@@ -338,7 +392,7 @@ func (t *tcpConns) remove(tc *tcpConn) {
 	in := t.removeLocked(tc)
 	t.mu.Unlock()
 	if in && t.metrics != nil {
-		t.metrics.tcp.open.Dec()
+		t.metrics.open.Dec()
 	}
 }
 
@@ -365,13 +419,13 @@ func (t *tcpConns) closeAll() {
 
 func (t *tcpConns) refused(reason string) {
 	if t.metrics != nil {
-		t.metrics.tcp.refused.WithLabelValues(reason).Inc()
+		t.metrics.refused.WithLabelValues(reason).Inc()
 	}
 }
 
 func (t *tcpConns) closed(reason string) {
 	if t.metrics != nil {
-		t.metrics.tcp.closed.WithLabelValues(reason).Inc()
+		t.metrics.closed.WithLabelValues(reason).Inc()
 	}
 }
 
@@ -390,7 +444,7 @@ func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 				return
 			}
 			if t.metrics != nil {
-				t.metrics.tcp.acceptErrors.Inc()
+				t.metrics.acceptErrors.Inc()
 			}
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 				t.evictOldest()
@@ -424,6 +478,10 @@ func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 		if tc == nil {
 			continue
 		}
+		if t.dot != nil {
+			s.wg.Go(func() { s.serveDoT(t, tc) })
+			continue
+		}
 		s.wg.Go(func() { s.serveConn(t, tc) })
 	}
 }
@@ -432,7 +490,7 @@ func (s *Server) serveTCP(ln net.Listener, t *tcpConns, done <-chan struct{}) {
 // closes it, it idles out, it reaches its query limit (then closed
 // gracefully), or it is evicted or shut down.
 func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
-	c := tc.c
+	c := tc.io
 	lim := t.lim
 	defer t.remove(tc)
 	var buf, out []byte
@@ -451,6 +509,9 @@ func (s *Server) serveConn(t *tcpConns, tc *tcpConn) {
 			out = wk.answer(s, out, buf[r+2:r+2+n], tc.src)
 			r += 2 + n
 			queries++
+			if t.metrics != nil && t.metrics.queries != nil {
+				t.metrics.queries.Inc()
+			}
 			if len(out) >= tcpFlush {
 				if !s.writeAnswers(t, tc, out, lim.IdleTimeout) {
 					t.work.Put(wk)
@@ -564,8 +625,8 @@ func (wk *tcpWork) answer(s *Server, out, q []byte, src netip.Addr) []byte {
 func (s *Server) writeAnswers(t *tcpConns, tc *tcpConn, out []byte, timeout time.Duration) bool {
 	now := time.Now()
 	tc.active.Store(int64(now.Sub(t.base)))
-	tc.c.SetWriteDeadline(now.Add(timeout))
-	if _, err := tc.c.Write(out); err != nil {
+	tc.io.SetWriteDeadline(now.Add(timeout))
+	if _, err := tc.io.Write(out); err != nil {
 		s.Logger.Debug("gslb tcp answers not sent", "client", tc.src.String(), "err", err)
 		return false
 	}

@@ -425,7 +425,7 @@ func (l *fakeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0
 // serveFake serves l with s's accept loop and limits lim, in the
 // calling bubble; the returned stop ends it and waits.
 func serveFake(s *Server, l *fakeListener, lim TCPLimits, m *Metrics) (stop func()) {
-	conns, done := newTCPConns(lim, m), make(chan struct{})
+	conns, done := newTCPConns(lim, m.tcpSeries()), make(chan struct{})
 	s.wg.Go(func() { s.serveTCP(l, conns, done) })
 	return func() {
 		close(done)

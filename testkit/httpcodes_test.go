@@ -13,7 +13,8 @@ import (
 // of their own, not the control API.
 func httpStatusAllowed() map[string]string {
 	return map[string]string{
-		"probes": "the http and https health checks read a back end's resp.StatusCode",
+		"probes":        "the http and https health checks read a back end's resp.StatusCode",
+		"responder/doh": "DNS over HTTPS and the JSON API answer apps over HTTP of their own, with the status codes RFC 8484 names",
 	}
 }
 

@@ -48,6 +48,7 @@ import (
 	"lbdns/gslb/topology"
 	"lbdns/internal/buildinfo"
 	"lbdns/internal/sdnotify"
+	"lbdns/responder/doh"
 )
 
 func main() {
@@ -160,7 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // checkConfig validates the file at path as a start would (the
 // configuration, the checkers of its targets, the responder's network
-// map): exit 0 with its summary on stdout, and every warning (a key
+// map, its TLS certificate): exit 0 with its summary on stdout, and every warning (a key
 // without effect) on stderr, each "warning: FILE:LINE: KEY: ..."; exit 1
 // with every problem on stderr.
 func checkConfig(path string, stdout, stderr io.Writer) int {
@@ -172,6 +173,13 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		// The responder's network map: its prefix files and database are
 		// read as a start or reload would read them.
 		_, err = topology.Load(cfg)
+	}
+	if t := cfg.GSLB.TLS; err == nil && t.On() {
+		// The encrypted fronts' certificate and key, read as a start
+		// would read them.
+		if err = doh.CheckPair(t.CertFile, t.KeyFile); err != nil {
+			err = fmt.Errorf("gslb.tls cert_file %q, key_file %q: %w", t.CertFile, t.KeyFile, err)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -192,6 +200,12 @@ func gslbSummary(cfg *configs.Config) string {
 	var s string
 	if len(g.Server.Listen) > 0 {
 		s += ", responder on " + strings.Join(g.Server.Listen, " ")
+		if len(g.TLS.DoHListen) > 0 {
+			s += ", doh on " + strings.Join(g.TLS.DoHListen, " ")
+		}
+		if len(g.TLS.DoTListen) > 0 {
+			s += ", dot on " + strings.Join(g.TLS.DoTListen, " ")
+		}
 	} else if len(g.Zones) > 0 {
 		s += ", responder off (no [gslb.server] listen)"
 	}

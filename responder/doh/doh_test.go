@@ -1,0 +1,165 @@
+package doh
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func TestParseProxyV2(t *testing.T) {
+	src4, dst := netip.MustParseAddrPort("198.51.100.7:4242"), netip.MustParseAddrPort("192.0.2.53:853")
+	h4 := AppendProxyV2(nil, src4, dst)
+	got, n, need, err := ParseProxyV2(append(bytes.Clone(h4), 0x16, 3, 1))
+	if err != nil || need != 0 || n != len(h4) || got != src4 {
+		t.Fatalf("v4: %v %d %d %v", got, n, need, err)
+	}
+	src6 := netip.MustParseAddrPort("[2001:db8::7]:53")
+	h6 := AppendProxyV2(nil, src6, netip.MustParseAddrPort("[2001:db8::53]:853"))
+	if got, n, _, err := ParseProxyV2(h6); err != nil || n != 52 || got != src6 {
+		t.Fatalf("v6: %v %d %v", got, n, err)
+	}
+	for i := range len(h4) {
+		if _, _, need, err := ParseProxyV2(h4[:i]); err != nil || need == 0 {
+			t.Errorf("cut at %d: need %d, err %v", i, need, err)
+		}
+	}
+	local := bytes.Clone(h4)
+	local[12] = 0x20 // LOCAL
+	if got, n, _, err := ParseProxyV2(local); err != nil || got.IsValid() || n != len(h4) {
+		t.Errorf("LOCAL: %v %d %v", got, n, err)
+	}
+	for name, b := range map[string][]byte{
+		"TLS hello":  {0x16, 3, 1, 0, 0x2f, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"version 1":  append(append([]byte{}, h4[:12]...), 0x11, 0x11, 0, 12),
+		"command 3":  append(append([]byte{}, h4[:12]...), 0x23, 0x11, 0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12),
+		"too long":   append(append([]byte{}, h4[:12]...), 0x21, 0x11, 0xff, 0xff),
+		"v4 cut":     append(append([]byte{}, h4[:12]...), 0x21, 0x11, 0, 4, 1, 2, 3, 4),
+		"PROXY text": []byte("PROXY TCP4 198.51.100.7 192.0.2.53 1 2\r\n"),
+	} {
+		if _, _, _, err := ParseProxyV2(b); !errors.Is(err, ErrProxyHeader) {
+			t.Errorf("%s: %v, want ErrProxyHeader", name, err)
+		}
+	}
+}
+
+func TestTrustClient(t *testing.T) {
+	tr := Trust{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:1::/48")}}
+	a := netip.MustParseAddr
+	for _, c := range []struct {
+		peer    string
+		proxied bool
+		xff     []string
+		want    string
+		from    string
+	}{
+		{"192.0.2.1", false, nil, "192.0.2.1", FromConnection},
+		{"192.0.2.1", false, []string{"203.0.113.5"}, "192.0.2.1", FromConnection}, // not trusted
+		{"10.1.1.1", false, []string{"203.0.113.5"}, "203.0.113.5", FromForwarded},
+		{"10.1.1.1", false, []string{"198.51.100.1, 203.0.113.5", "10.2.2.2"}, "203.0.113.5", FromForwarded},
+		{"10.1.1.1", false, []string{"10.3.3.3, 10.2.2.2"}, "10.3.3.3", FromForwarded}, // all trusted: the first
+		{"10.1.1.1", false, []string{"garbage, 203.0.113.5"}, "203.0.113.5", FromForwarded},
+		{"10.1.1.1", false, []string{"203.0.113.5, garbage"}, "10.1.1.1", FromConnection},
+		{"2001:db8:1::9", false, []string{"2001:db8:2::1"}, "2001:db8:2::1", FromForwarded},
+		{"::ffff:10.1.1.1", false, []string{"::ffff:203.0.113.5"}, "203.0.113.5", FromForwarded},
+		{"198.51.100.4", true, nil, "198.51.100.4", FromProxy},
+	} {
+		got, from := tr.Client(a(c.peer), c.proxied, c.xff)
+		if got != a(c.want) || from != c.from {
+			t.Errorf("Client(%s, %v, %q) = %v %s, want %s %s", c.peer, c.proxied, c.xff, got, from, c.want, c.from)
+		}
+	}
+}
+
+// TestStripECS: the Client Subnet options go, the other options and
+// records stay, and the message still unpacks.
+func TestStripECS(t *testing.T) {
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	m.SetEdns0(1232, true)
+	opt := m.IsEdns0()
+	opt.Option = append(opt.Option,
+		&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: "0102030405060708"},
+		&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: []byte{192, 0, 2, 0}},
+		&dns.EDNS0_PADDING{Padding: make([]byte, 5)})
+	b, err := m.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := StripECS(bytes.Clone(b))
+	var got dns.Msg
+	if err := got.Unpack(out); err != nil {
+		t.Fatal(err)
+	}
+	o := got.IsEdns0()
+	if o == nil || len(o.Option) != 2 || o.Option[0].Option() != dns.EDNS0COOKIE || o.Option[1].Option() != dns.EDNS0PADDING || !o.Do() || o.UDPSize() != 1232 {
+		t.Fatalf("stripped: %v", &got)
+	}
+	if want := len(b) - 11; len(out) != want { // the option: code, length, family, source, scope, 3 octets
+		t.Errorf("%d octets, want %d", len(out), want)
+	}
+	// Without ECS, unchanged; a message cut short, unchanged.
+	if again := StripECS(bytes.Clone(out)); !bytes.Equal(again, out) {
+		t.Error("a message without ECS changed")
+	}
+	if cut := StripECS(bytes.Clone(b[:len(b)-3])); !bytes.Equal(cut, b[:len(b)-3]) {
+		t.Error("a message cut short changed")
+	}
+}
+
+func TestMinTTL(t *testing.T) {
+	m := new(dns.Msg)
+	m.SetQuestion("www.example.test.", dns.TypeA)
+	m.Response = true
+	if _, ok := MinTTL(must(m.Pack())); ok {
+		t.Error("a reply without records has a TTL")
+	}
+	for _, s := range []string{"www.example.test. 300 IN A 192.0.2.1", "www.example.test. 30 IN A 192.0.2.2"} {
+		rr, _ := dns.NewRR(s)
+		m.Answer = append(m.Answer, rr)
+	}
+	soa, _ := dns.NewRR("example.test. 20 IN SOA ns. host. 1 2 3 4 5")
+	m.Ns = []dns.RR{soa}
+	m.SetEdns0(1232, false)
+	m.Extra[0].Header().Ttl = 1 // the OPT record's TTL field (flags) is no TTL
+	if ttl, ok := MinTTL(must(m.Pack())); !ok || ttl != 20 {
+		t.Errorf("MinTTL = %d %v, want 20", ttl, ok)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestSignVerify(t *testing.T) {
+	secret := []byte("0123456789abcdef")
+	now := time.Unix(1_800_000_000, 0)
+	q := Sign(secret, "/resolve", "name=app.example.test&type=A", now.Add(time.Minute))
+	if err := VerifySigned(secret, "/resolve", q, now); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	for name, c := range map[string]struct {
+		path, q string
+		at      time.Time
+		want    error
+	}{
+		"expired":        {"/resolve", q, now.Add(2 * time.Minute), ErrExpired},
+		"other secret":   {"/resolve", Sign([]byte("fedcba9876543210"), "/resolve", "name=app.example.test&type=A", now.Add(time.Minute)), now, ErrBadSig},
+		"name changed":   {"/resolve", strings.Replace(q, "app.", "evil.", 1), now, ErrBadSig},
+		"exp moved":      {"/resolve", strings.Replace(q, "exp=18", "exp=19", 1), now, ErrBadSig},
+		"other path":     {"/other", q, now, ErrBadSig},
+		"unsigned":       {"/resolve", "name=app.example.test", now, ErrUnsigned},
+		"param appended": {"/resolve", q + "&ip=192.0.2.1", now, ErrBadSig},
+	} {
+		if err := VerifySigned(secret, c.path, c.q, c.at); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
