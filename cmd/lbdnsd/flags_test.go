@@ -77,3 +77,24 @@ func TestCheckConfigWarns(t *testing.T) {
 		t.Errorf("summary %q", stdout.String())
 	}
 }
+
+// TestCheckConfigBadFile: a configuration with problems exits 1 with
+// every problem on stderr and nothing on stdout (the checks after the
+// configuration's own are not run on a configuration that failed).
+func TestCheckConfigBadFile(t *testing.T) {
+	want, err := os.ReadFile("../../configs/testdata/bad-address.err")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := checkConfig("../../configs/testdata/bad-address.toml", &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(want)), "\n")
+	if _, msg, ok := strings.Cut(first, ": "); !ok || !strings.Contains(stderr.String(), msg) {
+		t.Errorf("stderr lacks the golden problem %q:\n%s", first, stderr.String())
+	}
+}

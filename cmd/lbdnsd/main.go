@@ -174,9 +174,10 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		// read as a start or reload would read them.
 		_, err = topology.Load(cfg)
 	}
-	if t := cfg.GSLB.TLS; err == nil && t.On() {
+	if err == nil && cfg.GSLB.TLS.On() {
 		// The encrypted fronts' certificate and key, read as a start
 		// would read them.
+		t := cfg.GSLB.TLS
 		if err = doh.CheckPair(t.CertFile, t.KeyFile); err != nil {
 			err = fmt.Errorf("gslb.tls cert_file %q, key_file %q: %w", t.CertFile, t.KeyFile, err)
 		}
