@@ -327,6 +327,10 @@ func (a *Announcer) tellPeers(peers []PeerStatus) {
 	}
 	for _, p := range peers {
 		old, known := before[p.Address.String()]
+		if p.ReasonCode != "" && p.ReasonCode != old.ReasonCode {
+			// Told once, when it is first seen (not at every retry).
+			a.opts.OnChange(Change{Subject: p.Address.String(), Message: fmt.Sprintf("BGP session with %s (AS %d) not established: %s", p.Address, p.AS, p.Reason), Error: true})
+		}
 		if known && old.State == p.State || !known && p.State != StateEstablished {
 			continue
 		}

@@ -52,7 +52,18 @@ type GoBGP struct {
 	up      map[netip.Addr]bool
 	pending []sessionEvent
 	bfdWake chan struct{}
+
+	// tcp reads the kernel's TCP MD5 counters and our unanswered SYNs
+	// for diag, sampled every diagEvery by the diagnosis worker; reasons
+	// is its last verdict.
+	tcp     tcpReader
+	now     func() time.Time
+	diag    md5Diag
+	reasons map[netip.Addr]peerReason
 }
+
+// diagEvery is how often the diagnosis samples the kernel.
+const diagEvery = time.Second
 
 // sessionEvent is a peer's session established (up) or lost.
 type sessionEvent struct {
@@ -83,7 +94,7 @@ func NewGoBGP(log *slog.Logger) *GoBGP {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &GoBGP{log: log, changes: make(chan struct{}, 1), paths: map[netip.Prefix]Path{}, errs: map[netip.Addr]string{},
-		up: map[netip.Addr]bool{}, bfdWake: make(chan struct{}, 1)}
+		up: map[netip.Addr]bool{}, bfdWake: make(chan struct{}, 1), tcp: procTCP{root: "/proc"}, now: time.Now, reasons: map[netip.Addr]peerReason{}}
 }
 
 // PeerChanges implements Speaker.
@@ -126,6 +137,8 @@ func (g *GoBGP) Configure(ctx context.Context, b configs.BGP) error {
 			continue
 		}
 		delete(g.up, p.Addr)
+		g.diag.forget(p.Addr) // a new password, say: the old evidence is not about it
+		delete(g.reasons, p.Addr)
 		if err := g.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: apiPeer(p, false)}); err != nil {
 			errs = append(errs, fmt.Errorf("bgp: add peer %s: %w", p.Addr, err))
 			continue
@@ -211,8 +224,59 @@ func (g *GoBGP) startLocked(ctx context.Context, want globalConf) error {
 	g.srv, g.quiet, g.stop, g.global, g.peers = srv, quiet, stop, want, nil
 	clear(g.up)
 	g.pending = nil
+	g.diag = md5Diag{}
+	clear(g.reasons)
 	go g.bfdWorker(wctx, srv)
+	go g.diagWorker(wctx, srv)
 	return nil
+}
+
+// diagWorker samples the kernel every diagEvery while srv runs (until
+// ctx is done) and names why sessions that are not established do not
+// come up (md5Diag); a change of a reason wakes PeerChanges' reader.
+func (g *GoBGP) diagWorker(ctx context.Context, srv *server.BgpServer) {
+	t := time.NewTicker(diagEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		if g.srv != srv {
+			g.mu.Unlock()
+			return
+		}
+		peers := make([]diagPeer, 0, len(g.peers))
+		anyDown := false
+		for _, p := range g.peers {
+			peers = append(peers, diagPeer{Addr: p.Addr, Port: uint16(p.Port), Password: p.Password != "", Established: g.up[p.Addr]})
+			anyDown = anyDown || !g.up[p.Addr]
+		}
+		g.mu.Unlock()
+		c, err := g.tcp.Counters()
+		var syns []synSent
+		if anyDown {
+			syns, _ = g.tcp.SynSent()
+		}
+		now := g.now()
+		g.mu.Lock()
+		if g.srv != srv {
+			g.mu.Unlock()
+			return
+		}
+		got := g.diag.observe(now, c, err == nil, syns, peers)
+		changed := len(got) != len(g.reasons)
+		for a, r := range got {
+			changed = changed || g.reasons[a] != r
+		}
+		g.reasons = got
+		g.mu.Unlock()
+		if changed {
+			g.notify()
+		}
+	}
 }
 
 // bfdWorker turns BFD on for a peer with bfd once its session of srv is
@@ -436,6 +500,10 @@ func (g *GoBGP) Peers() []PeerStatus {
 	for k, v := range g.errs {
 		errs[k] = v
 	}
+	reasons := make(map[netip.Addr]peerReason, len(g.reasons))
+	for k, v := range g.reasons {
+		reasons[k] = v
+	}
 	g.mu.Unlock()
 	out := make([]PeerStatus, 0, len(peers))
 	got := map[string]*api.Peer{}
@@ -453,6 +521,9 @@ func (g *GoBGP) Peers() []PeerStatus {
 			if st.State == StateEstablished && ap.Timers != nil && ap.Timers.State != nil && ap.Timers.State.Uptime != nil {
 				st.Since = ap.Timers.State.Uptime.AsTime()
 			}
+		}
+		if r, ok := reasons[p.Addr]; ok && st.State != StateEstablished {
+			st.ReasonCode, st.Reason = r.Code, r.Text
 		}
 		out = append(out, st)
 	}

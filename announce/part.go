@@ -175,7 +175,7 @@ func StatusOf(cfg *configs.Config, st Status, now time.Time) *control.BGPStatus 
 	out := &control.BGPStatus{RouterID: cfg.BGP.RouterID, LocalAS: uint32(cfg.BGP.LocalAS), Peers: []control.BGPPeer{}, Prefixes: []control.BGPPrefix{},
 		Drain: hostDrainStatus(cfg, st.Drain), Error: st.Error}
 	for _, p := range st.Peers {
-		cp := control.BGPPeer{Address: p.Address.String(), AS: p.AS, State: p.State, LastError: p.LastError}
+		cp := control.BGPPeer{Address: p.Address.String(), AS: p.AS, State: p.State, LastError: p.LastError, Reason: p.Reason, ReasonCode: p.ReasonCode}
 		if !p.Since.IsZero() {
 			since := p.Since
 			cp.Since, cp.UptimeSeconds = &since, now.Sub(since).Seconds()

@@ -53,4 +53,8 @@ type PeerStatus struct {
 	Since time.Time
 	// LastError is why the session last went down ("" when never).
 	LastError string
+	// ReasonCode and Reason say why a session that is not established
+	// does not come up, as far as this host can tell from its kernel
+	// (ReasonMD5Mismatch and its siblings; "" when nothing is known).
+	ReasonCode, Reason string
 }

@@ -77,6 +77,14 @@ type BGPPeer struct {
 	UptimeSeconds float64    `json:"uptime_seconds"`
 	// LastError is why the session last went down.
 	LastError string `json:"last_error,omitempty"`
+	// Reason says why a session that is not established does not come
+	// up, as far as this host can tell from its kernel ("" when nothing
+	// is known); ReasonCode names it: md5-mismatch (the kernel dropped
+	// the router's segments for their TCP MD5 signature),
+	// no-reply-password (our connection attempts get no reply while a
+	// password is set) or no-reply.
+	Reason     string `json:"reason,omitempty"`
+	ReasonCode string `json:"reason_code,omitempty"`
 }
 
 // BGPPrefix is one prefix the configuration may announce.

@@ -76,7 +76,7 @@ func TestPageBGP(t *testing.T) {
 	since := now.Add(-90 * time.Second)
 	st := &Status{Generated: now, BGP: &BGPStatus{RouterID: "198.51.100.1", LocalAS: 65001,
 		Peers: []BGPPeer{{Address: "198.51.100.254", AS: 65000, State: "established", Since: &since},
-			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold timer expired"}},
+			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold timer expired", ReasonCode: "md5-mismatch", Reason: "TCP MD5 signature mismatch with the router: it signs with another password (the kernel dropped 3 segments from 198.51.100.253: TCPMD5Failure rose); check [[bgp.peer]] password against the router's"}},
 		Prefixes: []BGPPrefix{{Prefix: "192.0.2.53/32", Kind: "vip", Name: "v4", Announced: true, MED: 100, Communities: []string{"65001:100", "65535:0"}, Reason: "draining"},
 			{Prefix: "192.0.2.54/32", Kind: "vip", Name: "v5", Reason: "withdrawn: not serving"}},
 		Drain: &HostDrainStatus{Reason: "kernel", By: "uid 0", Set: now.Add(-10 * time.Second), WithdrawAt: now.Add(20 * time.Second)}}}
@@ -86,7 +86,7 @@ func TestPageBGP(t *testing.T) {
 	}
 	html := b.String()
 	for _, want := range []string{`id="host-drained"`, "HOST DRAINED since 10s ago by uid 0: kernel", "withdrawn in 20s",
-		`data-peer="198.51.100.254" data-state="established"`, "1m30s", "Hold timer expired",
+		`data-peer="198.51.100.254" data-state="established"`, "1m30s", "Hold timer expired", `data-reason="md5-mismatch"`, "TCP MD5 signature mismatch with the router",
 		`data-prefix="192.0.2.53/32" data-announced="true"`, "65001:100 65535:0", `data-prefix="192.0.2.54/32" data-announced="false"`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
@@ -111,7 +111,8 @@ func TestPageBGPInBrowser(t *testing.T) {
 	since := now.Add(-26 * time.Hour)
 	st.BGP = &BGPStatus{RouterID: "198.51.100.1", LocalAS: 4200000001,
 		Peers: []BGPPeer{{Address: "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", AS: 4200000000, State: "established", Since: &since},
-			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold Timer Expired; last notification: hold timer expired (code 4, subcode 0)"}},
+			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold Timer Expired; last notification: hold timer expired (code 4, subcode 0)",
+				ReasonCode: "md5-mismatch", Reason: "TCP MD5 signature mismatch with this router or another one not established (the kernel dropped 12 segments from one of 198.51.100.253, 2001:db8:ffff:ffff:ffff:ffff:ffff:fffd, the counters are per host: TCPMD5Failure/TCPMD5NotFound rose); check [[bgp.peer]] password against the router's"}},
 		Drain: &HostDrainStatus{Reason: strings.Repeat("kernel upgrade ", 6), By: "uid 0", Set: now.Add(-10 * time.Second), WithdrawAt: now.Add(20 * time.Second)},
 	}
 	for i := range 6 {
@@ -120,7 +121,7 @@ func TestPageBGPInBrowser(t *testing.T) {
 			Reason: "draining: GRACEFUL_SHUTDOWN until 2025-03-01T12:00:20Z (by uid 0: kernel upgrade), then withdrawn; vip dns-v6-east-internal: serving: udp/53 12 of 12 destinations taking traffic, tcp/53 12 of 12 destinations taking traffic (degraded: pool datacenter-east-recursive failing open)"})
 	}
 	l, url := pageAt1280(t, st, now)
-	for _, want := range []string{"HOST DRAINED", "BGP announcements", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "Hold Timer Expired", "2001:db8:100:200::1005/128", "65001:200 65535:0"} {
+	for _, want := range []string{"HOST DRAINED", "BGP announcements", "2001:db8:ffff:ffff:ffff:ffff:ffff:fffe", "Hold Timer Expired", "TCP MD5 signature mismatch", "2001:db8:100:200::1005/128", "65001:200 65535:0"} {
 		if !strings.Contains(l.Text, want) {
 			t.Errorf("rendered text lacks %q", want)
 		}

@@ -72,13 +72,13 @@ func (sw *statusWriter) bgp(b *control.BGPStatus) {
 	sw.bgpBanner(b)
 	sw.printf("\n")
 	tw := sw.table()
-	fmt.Fprintf(tw, "PEER\tAS\tSTATE\tUPTIME\tLAST ERROR\n")
+	fmt.Fprintf(tw, "PEER\tAS\tSTATE\tUPTIME\tLAST ERROR\tWHY\n")
 	for _, p := range b.Peers {
 		up := "-"
 		if p.Since != nil {
 			up = compact(sw.now.Sub(*p.Since))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Address, p.AS, p.State, up, dash(p.LastError))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", p.Address, p.AS, p.State, up, dash(p.LastError), dash(p.Reason))
 	}
 	_ = tw.Flush()
 	sw.printf("\n")
@@ -113,7 +113,11 @@ func (sw *statusWriter) bgpBanner(b *control.BGPStatus) {
 	}
 	for _, p := range b.Peers {
 		if p.State != "established" {
-			sw.printf("!! BGP SESSION DOWN with %s (AS %d): %s%s (lbctl bgp status)\n", p.Address, p.AS, p.State, reasonText(p.LastError))
+			why := p.LastError
+			if p.Reason != "" {
+				why = p.Reason // what keeps it down now beats how it went down
+			}
+			sw.printf("!! BGP SESSION DOWN with %s (AS %d): %s%s (lbctl bgp status)\n", p.Address, p.AS, p.State, reasonText(why))
 		}
 	}
 }

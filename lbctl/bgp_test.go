@@ -56,7 +56,7 @@ func TestBGPStatus(t *testing.T) {
 	since := now.Add(-90 * time.Second)
 	st := control.Status{Generated: now, BGP: &control.BGPStatus{RouterID: "198.51.100.1", LocalAS: 65001,
 		Peers: []control.BGPPeer{{Address: "198.51.100.254", AS: 65000, State: "established", Since: &since, UptimeSeconds: 90},
-			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold timer expired"}},
+			{Address: "198.51.100.253", AS: 65000, State: "active", LastError: "Hold timer expired", ReasonCode: "md5-mismatch", Reason: "TCP MD5 signature mismatch with the router: it signs with another password (the kernel dropped 3 segments from 198.51.100.253: TCPMD5Failure rose); check [[bgp.peer]] password against the router's"}},
 		Prefixes: []control.BGPPrefix{
 			{Prefix: "192.0.2.53/32", Kind: "vip", Name: "v4", Announced: true, MED: 1000, Communities: []string{"65001:200", "65535:0"}, Degraded: true, Draining: true, Reason: "draining: ..."},
 			{Prefix: "192.0.2.54/32", Kind: "vip", Name: "v5", Reason: "withdrawn: vip v5: not serving"},
@@ -70,6 +70,8 @@ func TestBGPStatus(t *testing.T) {
 	}
 	for _, want := range []string{"BGP: router id 198.51.100.1, AS 65001", "!! HOST DRAINED since 2026-01-02T03:03:55Z by uid 0: kernel",
 		"withdrawn at 2026-01-02T03:04:25Z", "198.51.100.254  65000  established  1m30s", "Hold timer expired",
+		"PEER            AS     STATE        UPTIME  LAST ERROR          WHY", "Hold timer expired  TCP MD5 signature mismatch with the router: it signs",
+		"!! BGP SESSION DOWN with 198.51.100.253 (AS 65000): active: TCP MD5 signature mismatch with the router",
 		"192.0.2.53/32  vip   v4    yes        1000  65001:200 65535:0", "192.0.2.54/32  vip   v5    no         -"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
@@ -78,11 +80,11 @@ func TestBGPStatus(t *testing.T) {
 	r = lbctl(t, "-socket", f.socket, "-o", "json", "bgp", "status")
 	var got control.BGPStatus
 	decodeJSON(t, r.stdout, &got)
-	if got.RouterID != "198.51.100.1" || len(got.Prefixes) != 2 || got.Drain == nil {
+	if got.RouterID != "198.51.100.1" || len(got.Prefixes) != 2 || got.Drain == nil || got.Peers[1].ReasonCode != "md5-mismatch" || !strings.HasPrefix(got.Peers[1].Reason, "TCP MD5") {
 		t.Errorf("json: %+v", got)
 	}
 	r = lbctl(t, "-socket", f.socket, "status")
-	if r.code != exitOK || !strings.Contains(r.stdout, "!! HOST DRAINED since") || !strings.Contains(r.stdout, "!! BGP SESSION DOWN with 198.51.100.253 (AS 65000): active: Hold timer expired") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "!! HOST DRAINED since") || !strings.Contains(r.stdout, "!! BGP SESSION DOWN with 198.51.100.253 (AS 65000): active: TCP MD5 signature mismatch") {
 		t.Errorf("lbctl status without the BGP banners: exit %d\n%s", r.code, r.stdout)
 	}
 	off := startFake(t, map[string]reply{"GET /v1/status": {body: control.Status{Generated: now}}})
