@@ -324,7 +324,7 @@ func bgp(b *control.BGPStatus, add func(control.Incident)) {
 	for _, p := range b.Peers {
 		if p.State != "established" {
 			add(control.Incident{Severity: Major, What: "BGP peer " + p.Address,
-				Summary: fmt.Sprintf("BGP session to %s (AS %d) is %s%s", p.Address, p.AS, p.State, errOf(p.LastError)),
+				Summary: fmt.Sprintf("BGP session to %s (AS %d) is %s%s", p.Address, p.AS, p.State, errOf(cmp.Or(p.Reason, p.LastError))),
 				Effect:  "the router does not hear this host's routes over this session",
 				Action:  "lbctl bgp status; check the router's side of the session",
 				Runbook: runbook("LbdnsBGPSessionDown")})

@@ -114,3 +114,28 @@ func TestSummarizeSafetyNets(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeBGPReason: a BGP session down is summarised with why it
+// is down when the announcer knows (an MD5 mismatch), else with its last
+// error; an established session is no incident.
+func TestSummarizeBGPReason(t *testing.T) {
+	st := &control.Status{BGP: &control.BGPStatus{Peers: []control.BGPPeer{
+		{Address: "198.51.100.254", AS: 65000, State: "active", LastError: "dial: timeout",
+			Reason: "TCP MD5 signature mismatch with the router"},
+		{Address: "2001:db8::fe", AS: 65000, State: "connect", LastError: "dial: timeout"},
+		{Address: "198.51.100.253", AS: 65000, State: "established"},
+	}}}
+	got := Summarize(st)
+	if len(got) != 2 {
+		t.Fatalf("%d incidents, want 2: %+v", len(got), got)
+	}
+	for _, want := range []string{"is active (TCP MD5 signature mismatch with the router)", "is connect (dial: timeout)"} {
+		found := false
+		for _, in := range got {
+			found = found || strings.Contains(in.Summary, want)
+		}
+		if !found {
+			t.Errorf("no incident summary says %q: %+v", want, got)
+		}
+	}
+}
