@@ -119,7 +119,7 @@ func TestSummarizeSafetyNets(t *testing.T) {
 // is down when the announcer knows (an MD5 mismatch), else with its last
 // error; an established session is no incident.
 func TestSummarizeBGPReason(t *testing.T) {
-	st := &control.Status{BGP: &control.BGPStatus{Peers: []control.BGPPeer{
+	st := &control.Status{Daemon: control.Daemon{Warm: true}, BGP: &control.BGPStatus{Peers: []control.BGPPeer{
 		{Address: "198.51.100.254", AS: 65000, State: "active", LastError: "dial: timeout",
 			Reason: "TCP MD5 signature mismatch with the router"},
 		{Address: "2001:db8::fe", AS: 65000, State: "connect", LastError: "dial: timeout"},
