@@ -556,6 +556,32 @@ type GSLBResponder struct {
 	// addresses, in configuration order: a listen address serves while
 	// its socket is bound and an answer snapshot is in force.
 	Listeners []GSLBListener `json:"listeners"`
+	// Fronts are the encrypted fronts ([gslb.tls]) serving, DoH's then
+	// DoT's; none without them.
+	Fronts []GSLBFront `json:"fronts,omitempty"`
+}
+
+// GSLBFront is one transport of the GSLB responder's encrypted fronts
+// and its listeners.
+type GSLBFront struct {
+	// Transport is "doh" (DNS over HTTPS, and the JSON API when
+	// JSONPath is set) or "dot" (DNS over TLS).
+	Transport string `json:"transport"`
+	// Listen are the addresses bound (ports picked for port 0
+	// resolved).
+	Listen []string `json:"listen"`
+	// DoHPath and JSONPath are the URL paths served over "doh"
+	// (JSONPath "" while the JSON API is off).
+	DoHPath  string `json:"doh_path,omitempty"`
+	JSONPath string `json:"json_path,omitempty"`
+	// Connections are the connections open on the listeners together;
+	// MaxConnections is their cap.
+	Connections    int `json:"connections"`
+	MaxConnections int `json:"max_connections"`
+	// CertSubject is the subject of the certificate served;
+	// CertNotAfter when it expires.
+	CertSubject  string    `json:"cert_subject"`
+	CertNotAfter time.Time `json:"cert_not_after,omitzero"`
 }
 
 // GSLBListener is the serving verdict of one configured listen address of

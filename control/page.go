@@ -137,9 +137,51 @@ type gslbResponderView struct {
 	LastResortNames string
 	// Listeners are the listen addresses' serving verdicts.
 	Listeners []GSLBListener
+	// Fronts are the encrypted fronts serving (DoH, DoT).
+	Fronts []gslbFrontView
 	// DryRun is the daemon's dry run (no VIP serves then, which is no
 	// failure).
 	DryRun bool
+}
+
+// gslbFrontView is one encrypted front of the responder: its
+// transport, addresses, paths, connections and certificate.
+type gslbFrontView struct {
+	// Transport is "doh" or "dot"; Name how the page says it.
+	Transport, Name string
+	Listen, Paths   string
+	Connections     int
+	MaxConnections  int
+	CertSubject     string
+	// CertExpiry is when the certificate expires; Expired and
+	// ExpiresSoon (within certSoon) are shown in red.
+	CertExpiry           timeCell
+	Expired, ExpiresSoon bool
+}
+
+// certSoon is how close an expiry the page shows in red.
+const certSoon = 14 * 24 * time.Hour
+
+// frontView is the page's view of f at now.
+func frontView(f GSLBFront, now time.Time) gslbFrontView {
+	v := gslbFrontView{Transport: f.Transport, Name: f.Transport, Listen: strings.Join(f.Listen, ", "),
+		Connections: f.Connections, MaxConnections: f.MaxConnections, CertSubject: f.CertSubject, CertExpiry: cell(f.CertNotAfter, now)}
+	switch f.Transport {
+	case "doh":
+		v.Name = "DNS over HTTPS"
+		v.Paths = f.DoHPath
+		if f.JSONPath != "" {
+			v.Name += " and the JSON API"
+			v.Paths += ", JSON " + f.JSONPath
+		}
+	case "dot":
+		v.Name = "DNS over TLS"
+	}
+	if !f.CertNotAfter.IsZero() {
+		v.Expired = !f.CertNotAfter.After(now)
+		v.ExpiresSoon = !v.Expired && f.CertNotAfter.Sub(now) < certSoon
+	}
+	return v
 }
 
 // lastResortView is one name and type answering by its last resort.
@@ -421,6 +463,9 @@ func buildPage(st *Status, now time.Time, host string, refresh time.Duration) pa
 		}
 		v.LastResortNames = bannerList(names, 5)
 		v.Listeners = r.Listeners
+		for _, f := range r.Fronts {
+			v.Fronts = append(v.Fronts, frontView(f, now))
+		}
 		p.GSLBResponder = v
 	}
 	p.BGP = buildBGP(st.BGP, now)             // bgp.go

@@ -421,6 +421,29 @@ func TestPageGSLBResponder(t *testing.T) {
 		`(members still warming)</li>`,
 	)
 
+	if strings.Contains(page, `class="front"`) {
+		t.Error("encrypted fronts shown without any")
+	}
+
+	// The encrypted fronts: each transport's addresses, paths,
+	// connections and certificate, an expiry close or past in red.
+	st.GSLBResponder.Fronts = []GSLBFront{
+		{Transport: "doh", Listen: []string{"127.0.0.1:443"}, DoHPath: "/dns-query", JSONPath: "/resolve", Connections: 3, MaxConnections: 1024,
+			CertSubject: "CN=gslb.example", CertNotAfter: now.Add(30 * 24 * time.Hour)},
+		{Transport: "dot", Listen: []string{"127.0.0.1:853", "[::1]:853"}, Connections: 0, MaxConnections: 1024,
+			CertSubject: "CN=<gslb>", CertNotAfter: now.Add(3 * 24 * time.Hour)},
+	}
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page (fronts)", page,
+		`<tr class="front" data-transport="doh"><th>doh</th><td colspan="7" class="wrap">DNS over HTTPS and the JSON API on <span class="mono">127.0.0.1:443</span> <span class="muted">(/dns-query, JSON /resolve)</span>; 3 of 1024 connections open; certificate <span class="mono">CN=gslb.example</span>`,
+		`>expires in 30d</span></td></tr>`,
+		`<tr class="front" data-transport="dot"><th>dot</th><td colspan="7" class="wrap">DNS over TLS on <span class="mono">127.0.0.1:853, [::1]:853</span>; 0 of 1024 connections open; certificate <span class="mono">CN=&lt;gslb&gt;</span>`,
+		`><span class="err">expires in 3d</span></span></td></tr>`,
+	)
+	st.GSLBResponder.Fronts[1].CertNotAfter = now.Add(-2 * time.Hour)
+	_, page = renderPage(t, st, now, 0)
+	contains(t, "page (expired)", page, `<span class="err">EXPIRED 2h ago</span>`)
+
 	// Off, with errors, nothing on its last resort: no banner, no list.
 	st.GSLBResponder = &GSLBResponder{ListenError: "bind: permission denied", LastBuildError: "boom"}
 	_, page = renderPage(t, st, now, 0)

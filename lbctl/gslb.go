@@ -226,6 +226,9 @@ func (sw *statusWriter) gslbResponder(r *control.GSLBResponder) {
 	if r.LastBuildError != "" {
 		sw.printf("!! GSLB SNAPSHOT BUILD FAILED (the last answers stay): %s\n", oneLine(r.LastBuildError, 200))
 	}
+	for _, f := range r.Fronts {
+		sw.gslbFront(f)
+	}
 	for _, lr := range r.LastResort {
 		why := "no pool of its policies has a member up"
 		if lr.Warming {
@@ -234,6 +237,40 @@ func (sw *statusWriter) gslbResponder(r *control.GSLBResponder) {
 		sw.printf("!! LAST RESORT: %s %s answers %s since %s ago (%s)\n", lr.Name, lr.Type, lr.LastResort, sw.ago(lr.Since), why)
 	}
 	sw.printf("\n")
+}
+
+// certSoon is how close an expiry gslb status says in capitals.
+const certSoon = 14 * 24 * time.Hour
+
+// gslbFront writes one encrypted front's line (transport, addresses,
+// paths, connections, certificate), and a loud line when its
+// certificate has expired or expires within certSoon.
+func (sw *statusWriter) gslbFront(f control.GSLBFront) {
+	paths := ""
+	if f.DoHPath != "" {
+		paths = " (" + f.DoHPath
+		if f.JSONPath != "" {
+			paths += ", json " + f.JSONPath
+		}
+		paths += ")"
+	}
+	expiry := "-"
+	left := f.CertNotAfter.Sub(sw.now)
+	if !f.CertNotAfter.IsZero() {
+		expiry = "expires in " + compact(left)
+		if left <= 0 {
+			expiry = "EXPIRED " + compact(-left) + " ago"
+		}
+	}
+	sw.printf("gslb %s: listening on %s%s; %d/%d connections; certificate %s %s\n", f.Transport, strings.Join(f.Listen, ", "), paths,
+		f.Connections, f.MaxConnections, dash(f.CertSubject), expiry)
+	switch {
+	case f.CertNotAfter.IsZero():
+	case left <= 0:
+		sw.printf("!! GSLB %s CERTIFICATE EXPIRED %s ago: %s\n", strings.ToUpper(f.Transport), compact(-left), f.CertSubject)
+	case left < certSoon:
+		sw.printf("!! GSLB %s CERTIFICATE EXPIRES in %s: %s\n", strings.ToUpper(f.Transport), compact(left), f.CertSubject)
+	}
 }
 
 // gslbIntent writes the table of GSLB switches and raises with their

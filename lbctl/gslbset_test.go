@@ -119,6 +119,38 @@ func TestGSLBResponderShown(t *testing.T) {
 		}
 	}
 
+	if strings.Contains(r.stdout, "gslb doh") || strings.Contains(r.stdout, "gslb dot") {
+		t.Errorf("gslb status shows fronts without any:\n%s", r.stdout)
+	}
+
+	// The encrypted fronts: a line each, a loud one for a certificate
+	// close to its expiry or past it.
+	st.GSLBResponder.Fronts = []control.GSLBFront{
+		{Transport: "doh", Listen: []string{"127.0.0.1:443"}, DoHPath: "/dns-query", JSONPath: "/resolve", Connections: 3, MaxConnections: 1024,
+			CertSubject: "CN=gslb.example", CertNotAfter: now.Add(30 * 24 * time.Hour)},
+		{Transport: "dot", Listen: []string{"127.0.0.1:853", "[::1]:853"}, MaxConnections: 512,
+			CertSubject: "CN=gslb.example", CertNotAfter: now.Add(3*24*time.Hour + 5*time.Hour)},
+	}
+	f = startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r = lbctl(t, "-socket", f.socket, "gslb", "status")
+	for _, want := range []string{
+		"gslb doh: listening on 127.0.0.1:443 (/dns-query, json /resolve); 3/1024 connections; certificate CN=gslb.example expires in 30d0h\n",
+		"gslb dot: listening on 127.0.0.1:853, [::1]:853; 0/512 connections; certificate CN=gslb.example expires in 3d5h\n!! GSLB DOT CERTIFICATE EXPIRES in 3d5h: CN=gslb.example\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("gslb status (fronts) lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "GSLB DOH CERTIFICATE") {
+		t.Errorf("a certificate 30 days from its expiry said loudly:\n%s", r.stdout)
+	}
+	st.GSLBResponder.Fronts[0].CertNotAfter = now.Add(-2 * time.Hour)
+	f = startFake(t, map[string]reply{"GET /v1/status": {body: st}})
+	r = lbctl(t, "-socket", f.socket, "gslb", "status")
+	if want := "certificate CN=gslb.example EXPIRED 2h0m ago\n!! GSLB DOH CERTIFICATE EXPIRED 2h0m ago: CN=gslb.example\n"; !strings.Contains(r.stdout, want) {
+		t.Errorf("gslb status (expired) lacks %q:\n%s", want, r.stdout)
+	}
+
 	// Off, with a build error, nothing on its last resort: no banner in
 	// lbctl status, the responder off and the error in gslb status.
 	st.GSLBResponder = &control.GSLBResponder{ListenError: "listen udp 127.0.0.1:53: bind: permission denied", LastBuildError: "boom",

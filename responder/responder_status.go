@@ -30,7 +30,7 @@ type lastResort struct {
 }
 
 // Status returns the responder's state for the status views: where it
-// listens, the serial and zones served, the last build and the names
+// listens (its encrypted fronts too), the serial and zones served, the last build and the names
 // answering by their last resort. Nil when r is nil or has never been
 // configured with [gslb.server] listen addresses or zones.
 func (r *Responder) Status() *control.GSLBResponder {
@@ -48,6 +48,7 @@ func (r *Responder) Status() *control.GSLBResponder {
 		for _, a := range r.srv.Addrs() {
 			st.Listen = append(st.Listen, a.String())
 		}
+		st.Fronts = r.srv.FrontStatus()
 	}
 	if z, ok := r.snap.(Zoned); ok {
 		st.Zones = append(st.Zones, z.Zones()...)

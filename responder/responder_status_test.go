@@ -2,6 +2,7 @@ package responder
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"testing"
@@ -187,4 +188,78 @@ func TestResponderStatusBuildError(t *testing.T) {
 	if !st.LastBuild.Equal(built) || st.LastBuildError != "boom" || len(st.LastResort) != 3 {
 		t.Errorf("status after a failed build: last build %v %q, %d names on last resort; want %v, boom, 3", st.LastBuild, st.LastBuildError, len(st.LastResort), built)
 	}
+}
+
+// TestResponderFrontsStatus: the status lists the encrypted fronts
+// serving, DoH's then DoT's, each with its bound addresses, paths, its
+// connections open (counted as they open and close) and cap, and the
+// certificate served with its expiry.
+func TestResponderFrontsStatus(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := writeCert(t, dir, "gslb-status")
+	doc := lastResortText(dir, false) + fmt.Sprintf(`
+[gslb.tls]
+doh_listen = ["127.0.0.1:0"]
+dot_listen = ["127.0.0.1:0"]
+cert_file = %q
+key_file = %q
+max_connections = 40
+`, certFile, keyFile)
+	cfg, err := configs.Parse([]byte(doc), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	r := NewResponder(ResponderOptions{Hub: hub.New(func() hub.Facts { return nil }), Now: func() time.Time { return clock }})
+	defer r.Stop(context.Background())
+	if err := r.Update(cfg, gslb.Evaluate(cfg, memberStates(health.Up, health.Up), clock)); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Status()
+	if st == nil || len(st.Fronts) != 2 {
+		t.Fatalf("status fronts %+v, want doh and dot", st)
+	}
+	doh, dot := st.Fronts[0], st.Fronts[1]
+	if doh.Transport != "doh" || dot.Transport != "dot" || len(doh.Listen) != 1 || len(dot.Listen) != 1 {
+		t.Fatalf("fronts %+v", st.Fronts)
+	}
+	for _, f := range st.Fronts {
+		if f.Connections != 0 || f.MaxConnections != 40 || f.CertSubject != "CN=gslb-status" ||
+			f.CertNotAfter.Before(clock.Add(23*time.Hour)) || f.CertNotAfter.After(clock.Add(25*time.Hour)) {
+			t.Errorf("%s front before any connection: %+v", f.Transport, f)
+		}
+	}
+	if doh.DoHPath != "/dns-query" || doh.JSONPath != "/resolve" || dot.DoHPath != "" {
+		t.Errorf("paths: doh %q %q, dot %q", doh.DoHPath, doh.JSONPath, dot.DoHPath)
+	}
+	// Two DoT connections and one DoH connection, each handshaken.
+	var conns []*tls.Conn
+	for _, addr := range []string{dot.Listen[0], dot.Listen[0], doh.Listen[0]} {
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	open := func() (int, int) {
+		st := r.Status()
+		return st.Fronts[0].Connections, st.Fronts[1].Connections
+	}
+	waitFor := func(wantDoH, wantDoT int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			gotDoH, gotDoT := open()
+			if gotDoH == wantDoH && gotDoT == wantDoT {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("connections open: doh %d dot %d, want %d and %d", gotDoH, gotDoT, wantDoH, wantDoT)
+			}
+		}
+	}
+	waitFor(1, 2)
+	conns[0].Close()
+	conns[2].Close()
+	waitFor(0, 1)
 }

@@ -408,6 +408,13 @@ func (t *tcpConns) shutdown() {
 	}
 }
 
+// open returns how many connections are open, and their cap.
+func (t *tcpConns) open() (open, limit int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.all), t.lim.MaxConnections
+}
+
 // closeAll closes every connection (shutdown ran out of time).
 func (t *tcpConns) closeAll() {
 	t.mu.Lock()

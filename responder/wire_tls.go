@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"lbdns/configs"
+	"lbdns/control"
 	"lbdns/gslb"
 	"lbdns/responder/doh"
 )
@@ -136,6 +137,40 @@ func (s *Server) serveDoT(t *tcpConns, tc *tcpConn) {
 	tc.c.SetDeadline(time.Time{})
 	tc.io = tconn
 	s.serveConn(t, tc)
+}
+
+// FrontStatus returns the encrypted fronts serving, for the status
+// views: DoH's (with the JSON API) then DoT's, each with its addresses,
+// its connections open and the certificate served; nil before Start or
+// without fronts.
+func (s *Server) FrontStatus() []control.GSLBFront {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.Fronts
+	if f == nil || s.dotConns == nil {
+		return nil
+	}
+	subject, notAfter := f.Certs.Subject(), f.Certs.NotAfter()
+	var out []control.GSLBFront
+	if s.doh != nil {
+		open, limit := s.doh.Open()
+		fs := control.GSLBFront{Transport: "doh", Listen: []string{}, DoHPath: f.Handler.DoHPath, JSONPath: f.Handler.JSONPath,
+			Connections: open, MaxConnections: limit, CertSubject: subject, CertNotAfter: notAfter}
+		for _, a := range s.doh.Addrs() {
+			fs.Listen = append(fs.Listen, a.String())
+		}
+		out = append(out, fs)
+	}
+	if len(s.dot) > 0 {
+		open, limit := s.dotConns.open()
+		fs := control.GSLBFront{Transport: "dot", Listen: []string{}, Connections: open, MaxConnections: limit,
+			CertSubject: subject, CertNotAfter: notAfter}
+		for _, ln := range s.dot {
+			fs.Listen = append(fs.Listen, ln.Addr().String())
+		}
+		out = append(out, fs)
+	}
+	return out
 }
 
 // listenFronts opens the DoT listeners of f; on an error it closes what

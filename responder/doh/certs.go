@@ -170,6 +170,13 @@ func (c *Certs) NotAfter() time.Time {
 	return c.cert.Leaf.NotAfter
 }
 
+// Subject is the subject of the certificate served ("CN=gslb.example").
+func (c *Certs) Subject() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cert.Leaf.Subject.String()
+}
+
 // TLSConfig returns a server configuration serving c's pair, TLS 1.2 at
 // least, offering protos by ALPN (nil: none).
 func (c *Certs) TLSConfig(protos []string) *tls.Config {

@@ -98,6 +98,7 @@ type Server struct {
 	srvs  []*http.Server
 	lns   []net.Listener
 	addrs []netip.AddrPort
+	total chan struct{} // a place per connection open
 	wg    sync.WaitGroup
 }
 
@@ -142,6 +143,7 @@ func (s *Server) Start() error {
 	// One cap for every address: the connections share the budget.
 	caps := &sourceCaps{max: lim.MaxPerSource, trust: ho.Trust, bySource: map[netip.Addr]int{}}
 	total := make(chan struct{}, lim.MaxConnections)
+	s.total = total
 	budget := fdbudget.New(lim.ReservedFDs)
 	maxHeader := max(8<<10, 2*ho.withDefaults().MaxMessageSize+4<<10) // a GET's base64url message in its URL
 	for _, ln := range raw {
@@ -190,12 +192,20 @@ func (s *Server) Addrs() []netip.AddrPort {
 	return s.addrs
 }
 
+// Open returns how many connections are open on the listeners
+// together, and their cap (Limits.MaxConnections); 0, 0 before Start.
+func (s *Server) Open() (open, limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.total), cap(s.total)
+}
+
 // Shutdown stops the listeners and waits for the requests in flight
 // until ctx is done (then it closes the connections left).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	srvs := s.srvs
-	s.srvs, s.lns, s.addrs = nil, nil, nil
+	s.srvs, s.lns, s.addrs, s.total = nil, nil, nil, nil
 	s.mu.Unlock()
 	var errs []error
 	for _, srv := range srvs {
