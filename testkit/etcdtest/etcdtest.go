@@ -430,9 +430,17 @@ func (c *Cluster) Logs() string {
 	return b.String()
 }
 
+// stopBudget is how long Close waits for a member to stop on SIGTERM.
+// etcd's own shutdown may take this long: each client server waits up
+// to its request timeout (5 s + two election timeouts) for open streams,
+// among them a connection whose client vanished behind a cut and was
+// never closed, and a leader then tries to hand its leadership over for
+// as long again.
+const stopBudget = 45 * time.Second
+
 // Close stops every member: SIGTERM to all at once (a leader stopped
 // alone waits for a live peer to take the leadership over), then
-// SIGKILL to one still running 20 s later.
+// SIGKILL to one still running after stopBudget.
 func (c *Cluster) Close() error {
 	if c.root != nil {
 		c.root.Close()
@@ -441,7 +449,7 @@ func (c *Cluster) Close() error {
 	for _, m := range c.members {
 		m.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopBudget)
 	defer cancel()
 	for _, m := range c.members {
 		select {
