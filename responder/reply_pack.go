@@ -24,19 +24,10 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, 
 	if resp.Rcode < 0 || resp.Rcode > 0xFFF {
 		return nil, false
 	}
-	bits := uint16(resp.Opcode)<<11 | uint16(resp.Rcode&0xF)
-	for _, f := range [...]struct {
-		on  bool
-		bit uint16
-	}{
-		{resp.Response, 1 << 15}, {resp.Authoritative, 1 << 10}, {resp.Truncated, 1 << 9},
-		{resp.RecursionDesired, 1 << 8}, {resp.RecursionAvailable, 1 << 7}, {resp.Zero, 1 << 6},
-		{resp.AuthenticatedData, 1 << 5}, {resp.CheckingDisabled, 1 << 4},
-	} {
-		if f.on {
-			bits |= f.bit
-		}
-	}
+	bits := uint16(resp.Opcode)<<11 | uint16(resp.Rcode&0xF) |
+		flag(resp.Response, 1<<15) | flag(resp.Authoritative, 1<<10) | flag(resp.Truncated, 1<<9) |
+		flag(resp.RecursionDesired, 1<<8) | flag(resp.RecursionAvailable, 1<<7) | flag(resp.Zero, 1<<6) |
+		flag(resp.AuthenticatedData, 1<<5) | flag(resp.CheckingDisabled, 1<<4)
 	be := binary.BigEndian
 	b := be.AppendUint16(dst[:0], resp.Id)
 	b = be.AppendUint16(b, bits)
@@ -80,6 +71,14 @@ func packReply(dst []byte, resp *dns.Msg, subnet *dns.EDNS0_SUBNET, ede []byte, 
 		return nil, false
 	}
 	return b, true
+}
+
+// flag is bit when on is set, else 0.
+func flag(on bool, bit uint16) uint16 {
+	if on {
+		return bit
+	}
+	return 0
 }
 
 // appendRR appends rr as miekg/dns packs it compressed, an OPT record
@@ -169,12 +168,16 @@ func appendRR(b []byte, rr dns.RR, rcode int, subnet *dns.EDNS0_SUBNET, ede []by
 // comparison keeps case, as miekg/dns's does) becomes a pointer to where
 // it was first written; the suffixes written are remembered while their
 // offset fits a pointer. The first name, the question's, is copied from
-// the query's wire form when it is the name seeded (reset).
+// the query's wire form when it is the name seeded (reset); its suffixes
+// are remembered only once another name needs them (a GSLB answer's
+// owners are the question's name itself: a pointer to it, no search).
 type nameWriter struct {
-	seed string
-	wire []byte
-	n    int
-	tab  [maxSuffixes]suffix
+	seed    string
+	wire    []byte
+	seedOff int  // where the seed was written whole, 0: not written
+	lazy    bool // the seed's suffixes are not yet in tab
+	n       int
+	tab     [maxSuffixes]suffix
 }
 
 // suffix is a name written to the message, and where.
@@ -195,7 +198,7 @@ const maxPointer = 1 << 14
 // reset makes nw ready for a new message whose question name is seed,
 // as the query has it on the wire (nil: not known).
 func (nw *nameWriter) reset(seed string, wire []byte) {
-	nw.seed, nw.wire, nw.n = seed, wire, 0
+	nw.seed, nw.wire, nw.n, nw.seedOff, nw.lazy = seed, wire, 0, 0, false
 }
 
 // append appends the name s to b, compressed against the names appended
@@ -210,11 +213,27 @@ func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
 	if n == 1 {
 		return append(b, 0), true // the root: never compressed
 	}
-	if nw.n == 0 && len(nw.wire) > 0 && s == nw.seed {
-		if !nw.remember(s, len(b)) {
-			return nil, false
+	if nw.seedOff > 0 && s == nw.seed {
+		// What find would give: the seed was the first name written.
+		return binary.BigEndian.AppendUint16(b, uint16(nw.seedOff|0xC000)), true
+	}
+	if nw.n == 0 && nw.seedOff == 0 && len(nw.wire) > 0 && s == nw.seed {
+		if len(b) >= maxPointer || strings.Count(s, ".") > maxSuffixes {
+			// Not to be pointed at, or more suffixes than remembered:
+			// as remember decides, now.
+			if !nw.remember(s, len(b)) {
+				return nil, false
+			}
+			return append(b, nw.wire...), true
 		}
+		nw.seedOff, nw.lazy = len(b), true
 		return append(b, nw.wire...), true
+	}
+	if nw.lazy {
+		nw.lazy = false
+		if !nw.remember(nw.seed, nw.seedOff) {
+			return nil, false // cannot be: counted when written
+		}
 	}
 	for at := 0; at < n; {
 		if p, ok := nw.find(s[at:]); ok {
