@@ -218,8 +218,9 @@ func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
 		return binary.BigEndian.AppendUint16(b, uint16(nw.seedOff|0xC000)), true
 	}
 	if nw.n == 0 && nw.seedOff == 0 && len(nw.wire) > 0 && s == nw.seed {
-		if len(b) >= maxPointer || strings.Count(s, ".") > maxSuffixes {
-			// Not to be pointed at, or more suffixes than remembered:
+		if len(b) >= maxPointer || len(s) > 2*maxSuffixes && strings.Count(s, ".") > maxSuffixes {
+			// Not to be pointed at, or more suffixes than remembered
+			// (more labels than maxSuffixes take twice as many bytes):
 			// as remember decides, now.
 			if !nw.remember(s, len(b)) {
 				return nil, false
