@@ -217,23 +217,17 @@ func (nw *nameWriter) append(b []byte, s string) ([]byte, bool) {
 		// What find would give: the seed was the first name written.
 		return binary.BigEndian.AppendUint16(b, uint16(nw.seedOff|0xC000)), true
 	}
-	if nw.n == 0 && nw.seedOff == 0 && len(nw.wire) > 0 && s == nw.seed {
-		if len(b) >= maxPointer || len(s) > 2*maxSuffixes && strings.Count(s, ".") > maxSuffixes {
-			// Not to be pointed at, or more suffixes than remembered
-			// (more labels than maxSuffixes take twice as many bytes):
-			// as remember decides, now.
-			if !nw.remember(s, len(b)) {
-				return nil, false
-			}
-			return append(b, nw.wire...), true
-		}
+	if nw.n == 0 && nw.seedOff == 0 && len(nw.wire) > 0 && s == nw.seed && len(b) < maxPointer {
 		nw.seedOff, nw.lazy = len(b), true
 		return append(b, nw.wire...), true
 	}
 	if nw.lazy {
+		// Another name: it may point into the seed. A seed of more
+		// labels than nw remembers leaves the message to miekg/dns
+		// (which compresses the same way, without that bound).
 		nw.lazy = false
 		if !nw.remember(nw.seed, nw.seedOff) {
-			return nil, false // cannot be: counted when written
+			return nil, false
 		}
 	}
 	for at := 0; at < n; {

@@ -69,7 +69,13 @@ func packSeeds() []*dns.Msg {
 // FuzzReplySnapshot is FuzzReply over a real snapshot (packDoc): reply
 // gives the bytes of miekg/dns's server path for any query.
 func FuzzReplySnapshot(f *testing.F) {
-	for _, m := range packSeeds() {
+	// Question names of 32 and 33 labels: the most whose suffixes the
+	// hand packer remembers, and one more (left to miekg/dns); their
+	// NXDOMAIN's SOA names point into them.
+	long := func(labels int) string { return strings.Repeat("a.", labels-2) + "bench.test." }
+	seeds := append(packSeeds(), query(long(32), dns.TypeA, 1232), query(long(33), dns.TypeA, 1232),
+		query(strings.ToUpper(long(33)), dns.TypeAAAA, 0))
+	for _, m := range seeds {
 		b, err := m.Pack()
 		if err != nil {
 			f.Fatal(err)
