@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -79,14 +80,35 @@ func DumpDOM(ctx context.Context, url string) (string, error) {
 	return dumpDOM(ctx, url, nil)
 }
 
+// Profile is what a run's fresh profile starts with besides Chromium's
+// defaults.
+type Profile struct {
+	// LocalState is the JSON of the profile's "Local State" file, the
+	// browser-wide settings (for example "dns_over_https": {"mode":
+	// "secure", "templates": "https://..."}); nil: none.
+	LocalState []byte
+	// Flags are command-line flags added to Flags.
+	Flags []string
+}
+
+// DumpDOMProfile is DumpDOM with a profile that starts as p says.
+func DumpDOMProfile(ctx context.Context, url string, p Profile) (string, error) {
+	return dumpDOMWith(ctx, url, p, nil)
+}
+
 // dumpDOM is DumpDOM with a hook called with the process group's id once
 // Chromium has started.
 func dumpDOM(ctx context.Context, url string, started func(pgid int)) (string, error) {
-	out, err := run(ctx, []string{
-		"--virtual-time-budget=" + strconv.Itoa(VirtualTimeBudget),
+	return dumpDOMWith(ctx, url, Profile{}, started)
+}
+
+// dumpDOMWith is DumpDOMProfile with dumpDOM's hook.
+func dumpDOMWith(ctx context.Context, url string, p Profile, started func(pgid int)) (string, error) {
+	out, err := runWith(ctx, p, append(slices.Clip(p.Flags),
+		"--virtual-time-budget="+strconv.Itoa(VirtualTimeBudget),
 		"--dump-dom",
 		url,
-	}, started)
+	), started)
 	if err != nil {
 		return "", fmt.Errorf("browser: dump dom of %s: %w", url, err)
 	}
@@ -130,6 +152,12 @@ func Screenshot(ctx context.Context, url, path string, width, height int) error 
 // the group is killed too. Output goes to files, not pipes, so a helper
 // that holds them open cannot delay the return.
 func run(ctx context.Context, args []string, started func(pgid int)) ([]byte, error) {
+	return runWith(ctx, Profile{}, args, started)
+}
+
+// runWith is run with a profile that starts as p says (p.Flags are
+// already in args).
+func runWith(ctx context.Context, p Profile, args []string, started func(pgid int)) ([]byte, error) {
 	path, err := Find()
 	if err != nil {
 		return nil, err
@@ -153,7 +181,16 @@ func run(ctx context.Context, args []string, started func(pgid int)) ([]byte, er
 	}
 	defer stderr.Close()
 
-	argv := append(Flags(), "--user-data-dir="+filepath.Join(dir, "profile"))
+	profile := filepath.Join(dir, "profile")
+	if p.LocalState != nil {
+		if err := os.MkdirAll(profile, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(profile, "Local State"), p.LocalState, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	argv := append(Flags(), "--user-data-dir="+profile)
 	cmd := exec.CommandContext(ctx, path, append(argv, args...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Dir = dir
