@@ -122,9 +122,8 @@ func (s *Server) serveDoT(t *tcpConns, tc *tcpConn) {
 	}
 	c := d.trust.Wrap(tc.c, d.proxy, d.handshake, func(error) { d.metrics.ProxyFailed("dot") })
 	if d.proxy {
-		if a := doh.AddrOf(c.RemoteAddr()); doh.Proxied(c) { // reads the header
-			tc.src = a
-		}
+		peer, src := doh.Origin(c) // reads the header
+		tc.src = d.trust.Locate(d.proxy, doh.Request{Via: doh.ViaDoT, Peer: peer, ProxySource: src}).Client
 	}
 	deadline := time.Now().Add(d.handshake)
 	tc.c.SetDeadline(deadline)
