@@ -57,8 +57,9 @@ type Route struct {
 	Prefix netip.Prefix
 	// Kind is KindVIP or KindListener.
 	Kind string
-	// Name is the VIP's name or the listen address(es) as configured
-	// (several joined with ", " when they share the address).
+	// Name is the VIP's name or the listen address(es) as configured,
+	// a front's with its front before it ("doh 192.0.2.10:443"; several
+	// joined with ", " when they share the address).
 	Name string
 	// Announce says whether the prefix is announced.
 	Announce bool
