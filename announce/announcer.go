@@ -144,7 +144,7 @@ func (a *Announcer) Run(ctx context.Context, stopCtx func() (context.Context, co
 			v, fleetV = a.opts.Fleet.Load()
 			view, fleetCh = &v, a.opts.Fleet.Changed(fleetV)
 		}
-		next, ok := a.Step(drainCtx, Input{Config: cfg, VIPs: vips, Listeners: resp.Listeners, Drain: in.State.Host, Stopping: stopping, Fleet: view})
+		next, ok := a.Step(drainCtx, Input{Config: cfg, VIPs: vips, Listeners: resp.Listeners, Fronts: resp.Fronts, Drain: in.State.Host, Stopping: stopping, Fleet: view})
 		if !stopping.IsZero() && (next.IsZero() || len(a.applied) == 0 || a.opts.Now().After(stopping.Add(cfg.BGP.DrainOnStopDelay.Duration+time.Second))) {
 			a.halt(stopCtx) // the drain on stop is over
 			return

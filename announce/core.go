@@ -1,8 +1,12 @@
 // Package announce tells the network over BGP which of this host's
 // addresses can take traffic: each VIP's /32 or /128 while its serving
 // verdict says it serves (with a worse MED while it serves degraded), and
-// each GSLB listen address while the responder answers on it; nothing
-// else, ever. An operator's host drain marks every announcement with the
+// each GSLB listen address while the responder answers on it: those of
+// [gslb.server] listen, and those of the encrypted fronts ([gslb.tls]
+// doh_listen and dot_listen, named "doh 192.0.2.10:443" and "dot
+// 192.0.2.10:853") while their front listens and the responder answers
+// (a front whose socket cannot be bound or whose certificate cannot be
+// loaded does not serve); nothing else, ever. An operator's host drain marks every announcement with the
 // GRACEFUL_SHUTDOWN community (RFC 8326), then withdraws it after the
 // configured delay.
 //
@@ -41,7 +45,9 @@ import (
 const (
 	// KindVIP is a VIP's address.
 	KindVIP = "vip"
-	// KindListener is a GSLB responder listen address.
+	// KindListener is a GSLB responder listen address: of
+	// [gslb.server] listen, or of an encrypted front ([gslb.tls]
+	// doh_listen, dot_listen; named "doh ADDR", "dot ADDR").
 	KindListener = "listener"
 )
 
@@ -51,8 +57,9 @@ type Route struct {
 	Prefix netip.Prefix
 	// Kind is KindVIP or KindListener.
 	Kind string
-	// Name is the VIP's name or the listen address(es) as configured
-	// (several joined with ", " when they share the address).
+	// Name is the VIP's name or the listen address(es) as configured,
+	// a front's with its front before it ("doh 192.0.2.10:443"; several
+	// joined with ", " when they share the address).
 	Name string
 	// Announce says whether the prefix is announced.
 	Announce bool
@@ -93,6 +100,9 @@ type Input struct {
 	// Listeners are the GSLB listen addresses' verdicts
 	// (hub.ResponderState.Listeners).
 	Listeners []hub.Verdict
+	// Fronts are the verdicts of the encrypted fronts' listen addresses
+	// (hub.ResponderState.Fronts: "doh ADDR", "dot ADDR").
+	Fronts []hub.Verdict
 	// Drain is the host drain in force, nil when the host is enabled.
 	Drain *intent.HostDrain
 	// Stopping is when lbdnsd began to stop with drain_on_stop (zero
@@ -184,7 +194,7 @@ type claim struct {
 }
 
 // Decide returns a Route for every address of in.Config's VIPs and GSLB
-// listen addresses (an unspecified listen address such as 0.0.0.0 is
+// listen addresses, the fronts' included (an unspecified listen address such as 0.0.0.0 is
 // never announced, so it has none), in prefix order, and the time at
 // which the decision changes by time alone (the end of a drain's delay;
 // zero when none). A verdict whose address is not one of the
@@ -244,9 +254,35 @@ func Decide(in Input) ([]Route, time.Time) {
 		}
 		claims[a] = append(claims[a], c)
 	}
+	frontVerdicts := map[string]*hub.Verdict{}
+	for i := range in.Fronts {
+		frontVerdicts[in.Fronts[i].Name] = &in.Fronts[i]
+	}
+	t := cfg.GSLB.TLS
+	for _, f := range []struct {
+		front string
+		names []string
+		addrs []netip.AddrPort
+	}{{"doh", t.DoHListen, t.DoHAddrs}, {"dot", t.DoTListen, t.DoTAddrs}} {
+		for i, ap := range f.addrs {
+			a := ap.Addr().Unmap()
+			if !announceable(a) {
+				continue
+			}
+			name := ap.String()
+			if i < len(f.names) {
+				name = f.names[i]
+			}
+			c := claim{kind: KindListener, name: f.front + " " + name}
+			if vd := frontVerdicts[c.name]; vd != nil && vd.Addr.Unmap() == a {
+				c.verdict = vd
+			}
+			claims[a] = append(claims[a], c)
+		}
+	}
 	b := cfg.BGP
 	if !b.Enabled {
-		in.VIPs, in.Listeners = nil, nil // nothing is announced without [bgp]
+		in.VIPs, in.Listeners, in.Fronts = nil, nil, nil // nothing is announced without [bgp]
 	}
 	var next time.Time
 	dr := drainOf(in)

@@ -159,3 +159,96 @@ func allowed(cfg *configs.Config) []netip.Prefix {
 	}
 	return out
 }
+
+// frontsConfig is testConfig with encrypted fronts: DoH on 192.0.2.10
+// (the responder's own address 192.0.2.80 too) and on 0.0.0.0 (never
+// announced), DoT on 192.0.2.11.
+func frontsConfig() *configs.Config {
+	cfg := testConfig()
+	t := &cfg.GSLB.TLS
+	t.DoHListen = []string{"192.0.2.10:443", "192.0.2.80:443", "0.0.0.0:8443"}
+	t.DoTListen = []string{"192.0.2.11:853"}
+	for _, l := range t.DoHListen {
+		t.DoHAddrs = append(t.DoHAddrs, netip.MustParseAddrPort(l))
+	}
+	for _, l := range t.DoTListen {
+		t.DoTAddrs = append(t.DoTAddrs, netip.MustParseAddrPort(l))
+	}
+	return cfg
+}
+
+// TestDecideFronts: a DoH or DoT listen address is announced while its
+// front serves, withdrawn otherwise with its reason, named by front and
+// address; one that shares its address with a GSLB listen address is
+// announced only while both serve.
+func TestDecideFronts(t *testing.T) {
+	listeners := []hub.Verdict{serving("192.0.2.80:53", "192.0.2.80"), serving("192.0.2.80:5353", "192.0.2.80")}
+	notServing := func(name, addr, why string) hub.Verdict {
+		return hub.Verdict{Name: name, Addr: netip.MustParseAddr(addr), Reason: why}
+	}
+	allFronts := []hub.Verdict{serving("doh 192.0.2.10:443", "192.0.2.10"), serving("doh 192.0.2.80:443", "192.0.2.80"),
+		serving("dot 192.0.2.11:853", "192.0.2.11")}
+	type want struct {
+		prefix   string
+		announce bool
+		name     string
+		reason   string
+	}
+	for _, tc := range []struct {
+		name   string
+		bgp    bool
+		fronts []hub.Verdict
+		want   []want
+	}{
+		{name: "no verdicts yet", bgp: true, want: []want{
+			{"192.0.2.10/32", false, "doh 192.0.2.10:443", "withdrawn: listener doh 192.0.2.10:443: no serving verdict yet"},
+			{"192.0.2.11/32", false, "dot 192.0.2.11:853", "withdrawn: listener dot 192.0.2.11:853: no serving verdict yet"},
+			{"192.0.2.80/32", false, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "listener doh 192.0.2.80:443: no serving verdict yet"},
+		}},
+		{name: "every front serving", bgp: true, fronts: allFronts, want: []want{
+			{"192.0.2.10/32", true, "doh 192.0.2.10:443", "announced: listener doh 192.0.2.10:443: serving"},
+			{"192.0.2.11/32", true, "dot 192.0.2.11:853", "announced: listener dot 192.0.2.11:853: serving"},
+			{"192.0.2.80/32", true, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "announced"},
+		}},
+		{name: "a certificate that cannot be loaded", bgp: true, fronts: []hub.Verdict{
+			notServing("doh 192.0.2.10:443", "192.0.2.10", "not listening: tls certificate: open /etc/lbdns/gslb.crt: no such file or directory"),
+			notServing("doh 192.0.2.80:443", "192.0.2.80", "not listening: tls certificate: open /etc/lbdns/gslb.crt: no such file or directory"),
+			notServing("dot 192.0.2.11:853", "192.0.2.11", "not listening: tls certificate: open /etc/lbdns/gslb.crt: no such file or directory")}, want: []want{
+			{"192.0.2.10/32", false, "doh 192.0.2.10:443", "withdrawn: listener doh 192.0.2.10:443: not listening: tls certificate: open"},
+			{"192.0.2.11/32", false, "dot 192.0.2.11:853", "withdrawn: listener dot 192.0.2.11:853: not listening: tls certificate"},
+			{"192.0.2.80/32", false, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "withdrawn: listener 192.0.2.80:53: serving"},
+		}},
+		{name: "dot not bound, doh serving", bgp: true, fronts: []hub.Verdict{allFronts[0], allFronts[1],
+			notServing("dot 192.0.2.11:853", "192.0.2.11", "not bound (the dot front is not serving)")}, want: []want{
+			{"192.0.2.10/32", true, "doh 192.0.2.10:443", "announced"},
+			{"192.0.2.11/32", false, "dot 192.0.2.11:853", "withdrawn: listener dot 192.0.2.11:853: not bound"},
+			{"192.0.2.80/32", true, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "announced"},
+		}},
+		{name: "a verdict of another address", bgp: true, fronts: []hub.Verdict{serving("doh 192.0.2.10:443", "192.0.2.99"), allFronts[1], allFronts[2]}, want: []want{
+			{"192.0.2.10/32", false, "doh 192.0.2.10:443", "no serving verdict yet"},
+			{"192.0.2.11/32", true, "dot 192.0.2.11:853", "announced"},
+			{"192.0.2.80/32", true, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "announced"},
+		}},
+		{name: "without [bgp]", fronts: allFronts, want: []want{
+			{"192.0.2.10/32", false, "doh 192.0.2.10:443", "no [bgp] in the configuration"},
+			{"192.0.2.11/32", false, "dot 192.0.2.11:853", "no [bgp] in the configuration"},
+			{"192.0.2.80/32", false, "192.0.2.80:53, 192.0.2.80:5353, doh 192.0.2.80:443", "no [bgp] in the configuration"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := frontsConfig()
+			cfg.BGP.Enabled = tc.bgp
+			cfg.VIPs = nil
+			routes, _ := Decide(Input{Config: cfg, Listeners: listeners, Fronts: tc.fronts})
+			if len(routes) != len(tc.want) {
+				t.Fatalf("routes = %+v, want %d", routes, len(tc.want))
+			}
+			for i, w := range tc.want {
+				r := routes[i]
+				if r.Prefix.String() != w.prefix || r.Announce != w.announce || r.Kind != KindListener || r.Name != w.name || !strings.Contains(r.Reason, w.reason) {
+					t.Errorf("route %d = %+v\nwant %+v", i, r, w)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ package control
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -833,7 +834,74 @@ type GSLBExplainRequest struct {
 	Client string `json:"client,omitempty"`
 	// ECS is the EDNS Client Subnet the query carries: a prefix
 	// ("198.51.100.0/24") or an address (a /32 or /128); empty: none.
+	// Over the JSON API it is edns_client_subnet=.
 	ECS string `json:"ecs,omitempty"`
+	// Via is the front the query comes over: "udp" (the default),
+	// "tcp", "dot", "doh" or "json" (the JSON API).
+	Via string `json:"via,omitempty"`
+	// Peer is the connection's source address (over udp and tcp the
+	// same as Client; give one of the two).
+	Peer string `json:"peer,omitempty"`
+	// ForwardedFor is the request's X-Forwarded-For header value (doh,
+	// json).
+	ForwardedFor string `json:"forwarded_for,omitempty"`
+	// ProxySource is the source address the PROXY v2 header sent first
+	// on the connection gives (dot, doh, json).
+	ProxySource string `json:"proxy_source,omitempty"`
+	// IP is the JSON API's ip= parameter (json).
+	IP string `json:"ip,omitempty"`
+}
+
+// The fronts of GSLBExplainRequest.Via.
+const (
+	// ViaUDP: a query over UDP (the default).
+	ViaUDP = "udp"
+	// ViaTCP: a query over TCP.
+	ViaTCP = "tcp"
+	// ViaDoT: DNS over TLS.
+	ViaDoT = "dot"
+	// ViaDoH: DNS over HTTPS.
+	ViaDoH = "doh"
+	// ViaJSON: the JSON API.
+	ViaJSON = "json"
+)
+
+// Vias are the values GSLBExplainRequest.Via takes, in the order help
+// names them.
+func Vias() []string { return []string{ViaUDP, ViaTCP, ViaDoT, ViaDoH, ViaJSON} }
+
+// Check returns what is wrong with the combination of r's front inputs
+// (nil: nothing), one problem per element, each naming the field: a
+// front other than Vias, X-Forwarded-For but over doh or json, a PROXY
+// header's source over udp or tcp, ip= but over json, a Client and a
+// Peer that differ, a Client over a front other than udp or tcp. The
+// values themselves are checked by the responder.
+func (r GSLBExplainRequest) Check() []string {
+	var probs []string
+	via := r.Via
+	if via == "" {
+		via = ViaUDP
+	}
+	if !slices.Contains(Vias(), via) {
+		return []string{"via: want " + strings.Join(Vias(), ", ") + ", not " + strconv.Quote(r.Via)}
+	}
+	stream := via == ViaUDP || via == ViaTCP
+	if r.ForwardedFor != "" && via != ViaDoH && via != ViaJSON {
+		probs = append(probs, "forwarded_for: X-Forwarded-For is a header of doh and json requests, not of "+via)
+	}
+	if r.ProxySource != "" && stream {
+		probs = append(probs, "proxy_source: a PROXY header goes to dot, doh and json, not to "+via)
+	}
+	if r.IP != "" && via != ViaJSON {
+		probs = append(probs, "ip: ip= is a parameter of the JSON API (via json), not of "+via)
+	}
+	if r.Client != "" && !stream {
+		probs = append(probs, "client: the query's source over udp or tcp; over "+via+" give peer, the connection's source")
+	}
+	if r.Client != "" && r.Peer != "" && r.Client != r.Peer {
+		probs = append(probs, "client and peer: both name the query's source over "+via+"; give one")
+	}
+	return probs
 }
 
 // GSLBExplainReply answers an explain request: the reply the responder
@@ -860,6 +928,22 @@ type GSLBExplainReply struct {
 	Client     string `json:"client"`
 	ClientFrom string `json:"client_from"`
 	ECS        string `json:"ecs,omitempty"`
+	// Via is the front the query came over ("udp" when the request
+	// named none); LocatedBy says in one line where that front located
+	// the query's source and why ("X-Forwarded-For 203.0.113.7 (peer
+	// 10.0.0.5 is a trusted proxy)"); LocatedFrom says it for programs:
+	// "source" (udp and tcp), "connection", "proxy",
+	// "x-forwarded-for" or "ip".
+	Via         string `json:"via"`
+	LocatedBy   string `json:"located_by"`
+	LocatedFrom string `json:"located_from"`
+	// Refused, when set, says why the front answers no query of the
+	// request (ip= without allow_client_ip, a PROXY header it does not
+	// read): the fields of the answer are then empty. Status is the
+	// HTTP status the JSON API answers it with (403; 0 when the
+	// connection itself fails).
+	Refused string `json:"refused,omitempty"`
+	Status  int    `json:"status,omitempty"`
 	// Location is the topology's answer for Client.
 	Location GSLBExplainLocation `json:"location"`
 	// Policies are the name's policies in the order they were tried.

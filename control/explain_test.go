@@ -109,10 +109,25 @@ func TestServerExplainGET(t *testing.T) {
 	if got := fg.last(t); got != want {
 		t.Errorf("backend got %+v; want %+v", got, want)
 	}
+	q = url.Values{"name": {"www.gslb.test"}, "via": {"json"}, "peer": {"10.0.0.5"}, "forwarded_for": {"203.0.113.7, 10.0.0.9"},
+		"proxy_source": {"10.0.0.5"}, "ip": {"192.0.2.9"}, "ecs": {"192.0.2.0/24"}}
+	if r := do(t, hc, http.MethodGet, base+"/gslb/explain?"+q.Encode(), nil); r.code != http.StatusOK {
+		t.Fatalf("GET via json: %d %s", r.code, r.body)
+	}
+	want = GSLBExplainRequest{Name: "www.gslb.test", Via: "json", Peer: "10.0.0.5", ForwardedFor: "203.0.113.7, 10.0.0.9",
+		ProxySource: "10.0.0.5", IP: "192.0.2.9", ECS: "192.0.2.0/24"}
+	if got := fg.last(t); got != want {
+		t.Errorf("backend got %+v; want %+v", got, want)
+	}
 	for _, tc := range []struct{ query, want string }{
 		{"name=a.test&nmae=b", `unknown query parameter "nmae"`},
 		{"name=a.test&name=b.test", "name: given 2 times, want once"},
 		{"type=A", "name: missing"},
+		{"name=a.test&via=quic", `via: want udp, tcp, dot, doh, json, not "quic"`},
+		{"name=a.test&forwarded_for=203.0.113.7", "forwarded_for: X-Forwarded-For is a header of doh and json requests, not of udp"},
+		{"name=a.test&via=doh&ip=192.0.2.7", "ip: ip= is a parameter of the JSON API (via json), not of doh"},
+		{"name=a.test&via=tcp&proxy_source=192.0.2.7", "proxy_source: a PROXY header goes to dot, doh and json, not to tcp"},
+		{"name=a.test&via=dot&client=192.0.2.7", "client: the query's source over udp or tcp; over dot give peer"},
 	} {
 		r := do(t, hc, http.MethodGet, base+"/gslb/explain?"+tc.query, nil)
 		if r.code != http.StatusBadRequest {

@@ -335,7 +335,8 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleExplain answers GET /v1/gslb/explain?name=N[&type=T][&client=IP][&ecs=PREFIX]
-// and POST /v1/gslb/explain with a GSLBExplainRequest.
+// [&via=V][&peer=IP][&forwarded_for=LIST][&proxy_source=IP][&ip=IP] and
+// POST /v1/gslb/explain with a GSLBExplainRequest.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	var req GSLBExplainRequest
 	var err error
@@ -346,6 +347,9 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil && strings.TrimSpace(req.Name) == "" {
 		err = Errorf(Malformed, "name: missing (the name to explain)")
+	}
+	if probs := req.Check(); err == nil && len(probs) > 0 {
+		err = Errorf(Malformed, "%s", strings.Join(probs, "; "))
 	}
 	if err != nil {
 		writeError(w, err)
@@ -367,11 +371,12 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 // GSLBExplainRequest at most once, nothing else.
 func explainQuery(r *http.Request) (GSLBExplainRequest, error) {
 	var req GSLBExplainRequest
-	fields := map[string]*string{"name": &req.Name, "type": &req.Type, "client": &req.Client, "ecs": &req.ECS}
+	fields := map[string]*string{"name": &req.Name, "type": &req.Type, "client": &req.Client, "ecs": &req.ECS,
+		"via": &req.Via, "peer": &req.Peer, "forwarded_for": &req.ForwardedFor, "proxy_source": &req.ProxySource, "ip": &req.IP}
 	for k, vs := range r.URL.Query() {
 		f, ok := fields[k]
 		if !ok {
-			return req, Errorf(Malformed, "unknown query parameter %q (want name, type, client, ecs)", k)
+			return req, Errorf(Malformed, "unknown query parameter %q (want name, type, client, ecs, via, peer, forwarded_for, proxy_source, ip)", k)
 		}
 		if len(vs) != 1 {
 			return req, Errorf(Malformed, "%s: given %d times, want once", k, len(vs))

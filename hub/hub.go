@@ -97,6 +97,11 @@ type ResponderState struct {
 	On bool
 	// Listeners are the verdicts of every configured listen address.
 	Listeners []Verdict
+	// Fronts are the verdicts of every configured listen address of the
+	// encrypted fronts ([gslb.tls] doh_listen, then dot_listen), each
+	// named by its front and address as configured: "doh
+	// 192.0.2.10:443", "dot 192.0.2.10:853".
+	Fronts []Verdict
 	// Serial is the SOA serial in force (0 before the first build).
 	Serial uint32
 	// BuildError is why the last build failed ("" when it worked).

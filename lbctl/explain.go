@@ -15,25 +15,45 @@ import (
 
 // explainOpts are the flags of lbctl gslb explain.
 type explainOpts struct {
-	client, ecs, qtype *string
+	client, ecs, qtype              *string
+	via, peer, forwarded, proxy, ip *string
 }
 
 // explainFlags registers the flags of gslb explain on fs.
 func explainFlags(fs *flag.FlagSet) explainOpts {
 	return explainOpts{
-		client: fs.String("client", "", "explain: the query's source `IP` (the recursive resolver; default 0.0.0.0)"),
-		ecs:    fs.String("ecs", "", "explain: the query's EDNS Client Subnet `PREFIX` (198.51.100.0/24, or an address)"),
-		qtype:  fs.String("type", "A", "explain: the query `type` (A, AAAA, or another: TXT for the whoami name)"),
+		client:    fs.String("client", "", "explain: the query's source `IP` over udp or tcp (the recursive resolver; default 0.0.0.0)"),
+		ecs:       fs.String("ecs", "", "explain: the query's EDNS Client Subnet `PREFIX` (198.51.100.0/24, or an address; over json: edns_client_subnet=)"),
+		qtype:     fs.String("type", "A", "explain: the query `type` (A, AAAA, or another: TXT for the whoami name)"),
+		via:       fs.String("via", "udp", "explain: the `front` the query comes over: udp, tcp, dot, doh or json (the JSON API)"),
+		peer:      fs.String("peer", "", "explain: the connection's source `IP` (over udp and tcp the same as --client; default 0.0.0.0)"),
+		forwarded: fs.String("forwarded-for", "", "explain: the request's X-Forwarded-For header `LIST` (doh, json)"),
+		proxy:     fs.String("proxy-source", "", "explain: the source `IP` a PROXY v2 header gives (dot, doh, json)"),
+		ip:        fs.String("ip", "", "explain: the JSON API's ip= `IP` (json)"),
 	}
 }
 
+// request is the explain request of name the flags make.
+func (o explainOpts) request(name string) control.GSLBExplainRequest {
+	return control.GSLBExplainRequest{Name: name, Type: *o.qtype, Client: *o.client, ECS: *o.ecs, Via: *o.via,
+		Peer: *o.peer, ForwardedFor: *o.forwarded, ProxySource: *o.proxy, IP: *o.ip}
+}
+
 // check refuses, as a usage error, the flag values the daemon would
-// refuse: a --client that is not an IP address, an --ecs that is neither
-// a prefix nor an address, a --type that is no query type.
+// refuse: a --client, --peer, --proxy-source or --ip that is not an IP
+// address, an --ecs that is neither a prefix nor an address, a --type
+// that is no query type, a --via that is no front, and flags the front
+// does not take (--forwarded-for over udp, say).
 func (o explainOpts) check() error {
-	if *o.client != "" {
-		if a, err := netip.ParseAddr(*o.client); err != nil || a.Zone() != "" {
-			return usageErrorf("--client %q: want an IP address, such as 198.51.100.7", *o.client)
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"client", o.client}, {"peer", o.peer}, {"proxy-source", o.proxy}, {"ip", o.ip}} {
+		if *f.v == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(*f.v); err != nil || a.Zone() != "" {
+			return usageErrorf("--%s %q: want an IP address, such as 198.51.100.7", f.name, *f.v)
 		}
 	}
 	if *o.ecs != "" {
@@ -50,18 +70,38 @@ func (o explainOpts) check() error {
 	if t, ok := dns.StringToType[strings.ToUpper(*o.qtype)]; !ok || t == dns.TypeOPT || t == dns.TypeAXFR || t == dns.TypeIXFR {
 		return usageErrorf("--type %q: want A, AAAA or another query type", *o.qtype)
 	}
+	via := *o.via
+	stream := via == control.ViaUDP || via == control.ViaTCP
+	switch {
+	case !slices.Contains(control.Vias(), via):
+		return usageErrorf("--via %q: want udp, tcp, dot, doh or json", via)
+	case *o.forwarded != "" && via != control.ViaDoH && via != control.ViaJSON:
+		return usageErrorf("--forwarded-for with --via %s: X-Forwarded-For is a header of doh and json requests", via)
+	case *o.proxy != "" && stream:
+		return usageErrorf("--proxy-source with --via %s: a PROXY header goes to dot, doh and json", via)
+	case *o.ip != "" && via != control.ViaJSON:
+		return usageErrorf("--ip with --via %s: ip= is a parameter of the JSON API (--via json)", via)
+	case *o.client != "" && !stream:
+		return usageErrorf("--client with --via %s: --client is the query's source over udp or tcp; give --peer, the connection's source", via)
+	case *o.client != "" && *o.peer != "" && *o.client != *o.peer:
+		return usageErrorf("--client and --peer both name the query's source over %s: give one", via)
+	}
+	if probs := o.request("x").Check(); len(probs) > 0 { // the daemon's own check: nothing above missed
+		return usageErrorf("%s", strings.Join(probs, "; "))
+	}
 	return nil
 }
 
 // run asks the daemon how its GSLB responder answers name and prints
-// the answer and its trace: the location matched, every policy tried in
+// the answer and its trace: the front and where it located the client
+// (or why it refuses the request), the location matched, every policy tried in
 // order with its pools and their members' states, the algorithm's
 // choice, the last resort, the ECS scope and the TTL. With -o json: the
 // control.GSLBExplainReply, indented.
 func (o explainOpts) run(e *env, name string) error {
 	ctx, cancel := e.request()
 	defer cancel()
-	rep, err := e.client().Explain(ctx, control.GSLBExplainRequest{Name: name, Type: *o.qtype, Client: *o.client, ECS: *o.ecs})
+	rep, err := e.client().Explain(ctx, o.request(name))
 	if err != nil {
 		return err
 	}
@@ -76,6 +116,20 @@ func (o explainOpts) run(e *env, name string) error {
 // explain writes an explain reply for people.
 func (sw *statusWriter) explain(r *control.GSLBExplainReply) {
 	sw.printf("question:    %s %s (serial %d)\n", r.Name, r.Type, r.Serial)
+	if r.Via != "" {
+		sw.printf("via:         %s\n", r.Via)
+	}
+	if r.Refused != "" {
+		status := "the connection fails"
+		if r.Status != 0 {
+			status = fmt.Sprintf("HTTP %d", r.Status)
+		}
+		sw.printf("refused:     %s (%s; no answer)\n", r.Refused, status)
+		return
+	}
+	if r.LocatedBy != "" {
+		sw.printf("located by:  %s\n", r.LocatedBy)
+	}
 	if r.GSLBName != "" {
 		sw.printf("gslb name:   %s\n", r.GSLBName)
 	} else {

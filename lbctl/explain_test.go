@@ -43,7 +43,7 @@ func TestGSLBExplain(t *testing.T) {
 	if err := json.Unmarshal([]byte(reqs[0].body), &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := (control.GSLBExplainRequest{Name: "www.gslb.test", Type: "A", Client: "192.0.2.53", ECS: "198.51.100.7"}); got != want {
+	if want := (control.GSLBExplainRequest{Name: "www.gslb.test", Type: "A", Client: "192.0.2.53", ECS: "198.51.100.7", Via: "udp"}); got != want {
 		t.Errorf("request %+v, want %+v", got, want)
 	}
 	for _, want := range []string{
@@ -95,6 +95,17 @@ func TestGSLBExplainRefusedAndUsage(t *testing.T) {
 		{[]string{"gslb", "explain", "a.test", "--pool", "p"}, "--pool is not for gslb explain"},
 		{[]string{"gslb", "members", "--ecs", "10.0.0.0/8"}, "--ecs is not for gslb members"},
 		{[]string{"gslb"}, "missing subcommand (members, status, explain, off, on, ttl)"},
+		{[]string{"gslb", "explain", "a.test", "--forwarded-for", "203.0.113.7"}, "--forwarded-for with --via udp: X-Forwarded-For is a header of doh and json requests"},
+		{[]string{"gslb", "explain", "a.test", "--via", "dot", "--forwarded-for", "203.0.113.7"}, "--forwarded-for with --via dot"},
+		{[]string{"gslb", "explain", "a.test", "--via", "quic"}, `--via "quic": want udp, tcp, dot, doh or json`},
+		{[]string{"gslb", "explain", "a.test", "--via", "tcp", "--proxy-source", "198.51.100.4"}, "--proxy-source with --via tcp"},
+		{[]string{"gslb", "explain", "a.test", "--via", "doh", "--ip", "192.0.2.7"}, "--ip with --via doh: ip= is a parameter of the JSON API (--via json)"},
+		{[]string{"gslb", "explain", "a.test", "--via", "doh", "--client", "192.0.2.7"}, "--client with --via doh"},
+		{[]string{"gslb", "explain", "a.test", "--client", "192.0.2.7", "--peer", "192.0.2.8"}, "--client and --peer both name the query's source over udp: give one"},
+		{[]string{"gslb", "explain", "a.test", "--via", "json", "--peer", "10.0.0"}, `--peer "10.0.0": want an IP address`},
+		{[]string{"gslb", "explain", "a.test", "--via", "json", "--ip", "nope"}, `--ip "nope": want an IP address`},
+		{[]string{"gslb", "members", "--via", "doh"}, "--via is not for gslb members"},
+		{[]string{"gslb", "off", "--peer", "10.0.0.1", "--reason", "x"}, "--peer is not for gslb off"},
 	} {
 		r := lbctl(t, append([]string{"-socket", f.socket}, tc.args...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
@@ -103,5 +114,51 @@ func TestGSLBExplainRefusedAndUsage(t *testing.T) {
 	}
 	if n := len(f.received()); n != 1 {
 		t.Errorf("%d requests, want 1 (usage errors send none)", n)
+	}
+}
+
+// TestGSLBExplainVia: the front's inputs reach the daemon as the
+// request's fields; where the front located the client is a line of its
+// own, and a request the front refuses says so, without an answer.
+func TestGSLBExplainVia(t *testing.T) {
+	rep := sampleExplain()
+	rep.Via, rep.LocatedFrom = "json", "x-forwarded-for"
+	rep.LocatedBy = "X-Forwarded-For 203.0.113.7 (peer 10.0.0.5 is a trusted proxy)"
+	f := startFake(t, map[string]reply{"POST /v1/gslb/explain": {body: rep}})
+	r := lbctl(t, "-socket", f.socket, "gslb", "explain", "www.gslb.test", "--via", "json", "--peer", "10.0.0.5",
+		"--forwarded-for", "203.0.113.7, 10.0.0.9", "--proxy-source", "10.0.0.5", "--ip", "192.0.2.9")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	var got control.GSLBExplainRequest
+	if err := json.Unmarshal([]byte(f.received()[0].body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := (control.GSLBExplainRequest{Name: "www.gslb.test", Type: "A", Via: "json", Peer: "10.0.0.5",
+		ForwardedFor: "203.0.113.7, 10.0.0.9", ProxySource: "10.0.0.5", IP: "192.0.2.9"}); got != want {
+		t.Errorf("request %+v, want %+v", got, want)
+	}
+	for _, want := range []string{
+		"via:         json",
+		"located by:  X-Forwarded-For 203.0.113.7 (peer 10.0.0.5 is a trusted proxy)",
+		"answer:      192.0.2.1",
+	} {
+		if !hasLine(r.stdout, want) {
+			t.Errorf("no line %q:\n%s", want, r.stdout)
+		}
+	}
+
+	refused := control.GSLBExplainReply{Name: "www.gslb.test.", Type: "A", Serial: 7, Via: "json", LocatedFrom: "connection",
+		LocatedBy: "connection 192.0.2.1", Refused: "ip= refused: allow_client_ip is off", Status: 403}
+	f = startFake(t, map[string]reply{"POST /v1/gslb/explain": {body: refused}})
+	r = lbctl(t, "-socket", f.socket, "gslb", "explain", "www.gslb.test", "--via", "json", "--ip", "192.0.2.9")
+	if r.code != exitOK {
+		t.Fatalf("refused: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if want := "refused:     ip= refused: allow_client_ip is off (HTTP 403; no answer)"; !hasLine(r.stdout, want) {
+		t.Errorf("no line %q:\n%s", want, r.stdout)
+	}
+	if strings.Contains(r.stdout, "answer:") || strings.Contains(r.stdout, "located by:") {
+		t.Errorf("a refused request explained as answered:\n%s", r.stdout)
 	}
 }

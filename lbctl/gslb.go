@@ -42,7 +42,7 @@ func gslbCmd(fs *flag.FlagSet) action {
 			}
 			return nil
 		}
-		explainOnly := []string{"client", "ecs", "type"}
+		explainOnly := []string{"client", "ecs", "type", "via", "peer", "forwarded-for", "proxy-source", "ip"}
 		intentOnly := []string{"name", "zone", "reason", "clear"}
 		switch args[0] {
 		case "explain":

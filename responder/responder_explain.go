@@ -1,6 +1,7 @@
 package responder
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"net/netip"
@@ -8,15 +9,20 @@ import (
 
 	"github.com/miekg/dns"
 
+	"lbdns/configs"
 	"lbdns/control"
 	"lbdns/gslb"
+	"lbdns/responder/doh"
 )
 
 var _ control.GSLBBackend = (*Responder)(nil)
 
 // Explain answers req from the snapshot in force, through the answer path
 // the server's queries take (gslb.Query with Explain set), and returns
-// the reply with its trace (lbctl gslb explain). A query of req asked
+// the reply with its trace (lbctl gslb explain). The front req names
+// (udp by default) locates the query's source first, by the rule the
+// front applies (doh.Trust.Locate with [gslb.tls]); a request the front
+// refuses gets a reply that says so, without an answer. A query of req asked
 // this way counts as one in the pools' rotation, as a query on the wire
 // does. It returns a *control.Error: Malformed for a malformed request,
 // NotFound for a name outside every zone or missing (NXDOMAIN),
@@ -35,6 +41,18 @@ func (r *Responder) Explain(_ context.Context, req control.GSLBExplainRequest) (
 		}
 		return nil, control.Errorf(control.Unavailable, "the GSLB responder has no answers yet (starting, or its configuration could not be built: see the daemon's log)")
 	}
+	at, err := explainFront(req, cfg, &q)
+	if err != nil {
+		return nil, err
+	}
+	if !q.ECS.IsValid() {
+		e = nil // dropped by the front
+	}
+	if at.Refused != "" {
+		return &control.GSLBExplainReply{Name: q.Name, Type: dns.TypeToString[q.Type], Serial: serial, Via: at.Via,
+			LocatedBy: at.LocatedBy, LocatedFrom: at.LocatedFrom, Refused: at.Refused, Status: at.Status,
+			Answer: []string{}, Addresses: []string{}, Location: control.GSLBExplainLocation{Labels: map[string]string{}}}, nil
+	}
 	resp := snap.Answer(q)
 	switch resp.Rcode {
 	case dns.RcodeRefused:
@@ -43,6 +61,7 @@ func (r *Responder) Explain(_ context.Context, req control.GSLBExplainRequest) (
 		return nil, control.Errorf(control.NotFound, "no such name: %s (the responder answers NXDOMAIN)", q.Name)
 	}
 	rep := explainReply(q, resp, serial)
+	rep.Via, rep.LocatedBy, rep.LocatedFrom = at.Via, at.LocatedBy, at.LocatedFrom
 	if e != nil {
 		rep.Scope = int(e.option(new(dns.EDNS0_SUBNET), resp.Scope).SourceScope) // as the reply's option carries it
 	}
@@ -66,12 +85,21 @@ func explainQuery(req control.GSLBExplainRequest) (gslb.Query, *ecs, error) {
 		}
 		q.Type = t
 	}
-	if req.Client != "" {
-		a, err := netip.ParseAddr(req.Client)
-		if err != nil || a.Zone() != "" {
-			probs = append(probs, "client: want an IP address, not "+req.Client)
+	probs = append(probs, req.Check()...)
+	for _, f := range []struct {
+		key, v string
+	}{{"client", req.Client}, {"peer", req.Peer}, {"proxy_source", req.ProxySource}, {"ip", req.IP}} {
+		if f.v == "" {
+			continue
 		}
-		q.Source = a.Unmap()
+		a, err := netip.ParseAddr(f.v)
+		if err != nil || a.Zone() != "" {
+			probs = append(probs, f.key+": want an IP address, not "+f.v)
+			continue
+		}
+		if f.key == "client" || f.key == "peer" {
+			q.Source = a.Unmap()
+		}
 	}
 	var e *ecs
 	if req.ECS != "" {
@@ -163,4 +191,55 @@ func zonesOf(a gslb.Answerer) string {
 		return ""
 	}
 	return " (zones: " + strings.Join(z.Zones(), ", ") + ")"
+}
+
+// located is where the front of an explain request locates its client.
+type located struct {
+	Via, LocatedBy, LocatedFrom string
+	Refused                     string
+	Status                      int
+}
+
+// explainFront applies the rule of req's front (doh.Trust.Locate, with
+// cfg's [gslb.tls]) to q, checked by explainQuery, as that front would
+// before it asks the snapshot: q.Source becomes the client located, a
+// Client Subnet the front drops is dropped. It returns a *control.Error
+// of kind Unavailable for a front that does not listen.
+func explainFront(req control.GSLBExplainRequest, cfg *configs.Config, q *gslb.Query) (located, error) {
+	via := cmp.Or(req.Via, control.ViaUDP)
+	at := located{Via: via}
+	if via == control.ViaUDP || via == control.ViaTCP {
+		at.LocatedBy, at.LocatedFrom = "source address "+q.Source.String()+" (the "+via+" query's)", "source"
+		return at, nil
+	}
+	t := cfg.GSLB.TLS
+	switch {
+	case via == control.ViaDoT && len(t.DoTAddrs) == 0:
+		return at, control.Errorf(control.Unavailable, "the GSLB responder has no DoT front (gslb.tls dot_listen is empty)")
+	case via != control.ViaDoT && len(t.DoHAddrs) == 0:
+		return at, control.Errorf(control.Unavailable, "the GSLB responder has no DoH front (gslb.tls doh_listen is empty)")
+	case via == control.ViaJSON && t.JSONPath == "":
+		return at, control.Errorf(control.Unavailable, "the GSLB responder has no JSON API (gslb.tls json_path is empty)")
+	}
+	in := doh.Request{Via: via, Peer: q.Source, ECS: q.ECS.IsValid()}
+	if req.ProxySource != "" {
+		in.ProxySource = netip.MustParseAddr(req.ProxySource) // checked by explainQuery
+	}
+	if req.IP != "" {
+		in.IP = netip.MustParseAddr(req.IP)
+	}
+	if req.ForwardedFor != "" {
+		in.ForwardedFor = []string{req.ForwardedFor}
+	}
+	l := TrustOf(t).Locate(t.ProxyProtocol, in)
+	at.LocatedBy, at.LocatedFrom = l.Why, l.From
+	if l.Refused != "" {
+		at.Refused, at.Status = l.Refused, l.Status
+		return at, nil
+	}
+	q.Source = l.Client
+	if !l.ECS {
+		q.ECS = netip.Prefix{}
+	}
+	return at, nil
 }

@@ -23,6 +23,15 @@ import (
 // pool west; a static record and the whoami name.
 func explainConfig(t *testing.T, off bool) *configs.Config {
 	t.Helper()
+	cfg, err := configs.Parse([]byte(explainDoc(t, off)), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// explainDoc is the document of explainConfig.
+func explainDoc(t *testing.T, off bool) string {
 	doc := fmt.Sprintf(`[daemon]
 state_dir = %q
 
@@ -76,11 +85,7 @@ labels = { region = "east" }
 	if !off {
 		doc += "\n[gslb.server]\nlisten = [\"127.0.0.1:0\"]\n"
 	}
-	cfg, err := configs.Parse([]byte(doc), "t.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return doc
 }
 
 // states are the monitor statuses of e1 and w1.

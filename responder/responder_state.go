@@ -2,6 +2,7 @@ package responder
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"lbdns/hub"
@@ -60,6 +61,7 @@ func (r *Responder) stateLocked() hub.ResponderState {
 		}
 		st.Listeners = append(st.Listeners, v)
 	}
+	st.Fronts = r.frontVerdictsLocked()
 	for _, d := range r.degraded {
 		st.LastResort = append(st.LastResort, d.NameStatus)
 	}
@@ -69,5 +71,50 @@ func (r *Responder) stateLocked() hub.ResponderState {
 // sameState reports whether a and b say the same.
 func sameState(a, b hub.ResponderState) bool {
 	return a.On == b.On && a.Serial == b.Serial && a.BuildError == b.BuildError &&
-		slices.Equal(a.Listeners, b.Listeners) && slices.Equal(a.LastResort, b.LastResort)
+		slices.Equal(a.Listeners, b.Listeners) && slices.Equal(a.Fronts, b.Fronts) && slices.Equal(a.LastResort, b.LastResort)
+}
+
+// frontVerdictsLocked returns the verdicts of the encrypted fronts'
+// listen addresses of r.cfg ([gslb.tls] doh_listen, then dot_listen),
+// named "doh ADDR" and "dot ADDR": one serves when its front's socket
+// is bound (its certificate loaded) and an answer snapshot is in force.
+// A front that could not be bound, or whose certificate cannot be
+// loaded, leaves the responder off: its addresses do not serve, with
+// that reason. Called under r.mu.
+func (r *Responder) frontVerdictsLocked() []hub.Verdict {
+	t := r.cfg.GSLB.TLS
+	var dohBound, dotBound []netip.AddrPort
+	if r.srv != nil {
+		dohBound, dotBound = r.srv.FrontAddrs()
+	}
+	var out []hub.Verdict
+	for _, f := range []struct {
+		front string
+		names []string
+		addrs []netip.AddrPort
+		bound []netip.AddrPort
+	}{{"doh", t.DoHListen, t.DoHAddrs, dohBound}, {"dot", t.DoTListen, t.DoTAddrs, dotBound}} {
+		for i, ap := range f.addrs {
+			name := ap.String()
+			if i < len(f.names) {
+				name = f.names[i]
+			}
+			v := hub.Verdict{Name: f.front + " " + name, Addr: ap.Addr()}
+			switch {
+			case r.srv == nil && r.listenErr != "":
+				v.Reason = "not listening: " + r.listenErr
+			case r.srv == nil:
+				v.Reason = "not listening"
+			case i >= len(f.bound):
+				v.Reason = "not bound (the " + f.front + " front is not serving)"
+			case r.snap == nil:
+				v.Reason = "listening, but no answer snapshot was built yet"
+			default:
+				v.Serving = true
+				v.Reason = fmt.Sprintf("answering %s on %s from the snapshot of serial %d", f.front, f.bound[i], r.serial)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
 }

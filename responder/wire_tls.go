@@ -53,7 +53,7 @@ func FrontsOf(s configs.GSLBServer, t configs.GSLBTLS, certs *doh.Certs) *Fronts
 	return &Fronts{
 		DoH: t.DoHAddrs, DoT: t.DoTAddrs, Certs: certs,
 		Handler: doh.HandlerOptions{DoHPath: t.DoHPath, JSONPath: t.JSONPath, JSONSecret: []byte(t.JSONSecret),
-			Trust:          doh.Trust{Proxies: t.Proxies, AllowClientIP: t.AllowClientIP},
+			Trust:          TrustOf(t),
 			MaxMessageSize: t.MaxMessageSize, MaxBatch: t.MaxBatch},
 		ProxyProtocol: t.ProxyProtocol,
 		HTTP: doh.Limits{MaxConnections: t.MaxConnections, MaxPerSource: t.MaxPerSource, ReservedFDs: s.TCPReservedFDs,
@@ -64,6 +64,12 @@ func FrontsOf(s configs.GSLBServer, t configs.GSLBTLS, certs *doh.Certs) *Fronts
 		Handshake: t.HandshakeTimeout.Duration,
 		config:    t,
 	}
+}
+
+// TrustOf is whose word on a client's address the fronts of [gslb.tls]
+// t take (the fronts and lbctl gslb explain share it).
+func TrustOf(t configs.GSLBTLS) doh.Trust {
+	return doh.Trust{Proxies: t.Proxies, AllowClientIP: t.AllowClientIP}
 }
 
 // dotSession is what a DoT connection needs beyond TCP's.
@@ -122,9 +128,8 @@ func (s *Server) serveDoT(t *tcpConns, tc *tcpConn) {
 	}
 	c := d.trust.Wrap(tc.c, d.proxy, d.handshake, func(error) { d.metrics.ProxyFailed("dot") })
 	if d.proxy {
-		if a := doh.AddrOf(c.RemoteAddr()); doh.Proxied(c) { // reads the header
-			tc.src = a
-		}
+		peer, src := doh.Origin(c) // reads the header
+		tc.src = d.trust.Locate(d.proxy, doh.Request{Via: doh.ViaDoT, Peer: peer, ProxySource: src}).Client
 	}
 	deadline := time.Now().Add(d.handshake)
 	tc.c.SetDeadline(deadline)

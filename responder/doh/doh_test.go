@@ -47,31 +47,84 @@ func TestParseProxyV2(t *testing.T) {
 	}
 }
 
-func TestTrustClient(t *testing.T) {
-	tr := Trust{Proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:1::/48")}}
-	a := netip.MustParseAddr
+// TestTrustLocate: where each front locates its client, and why, for
+// the connection's address, the PROXY header, X-Forwarded-For, ip= and
+// Client Subnet, under each setting.
+func TestTrustLocate(t *testing.T) {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:1::/48")}
+	tr := Trust{Proxies: proxies}
+	allow := Trust{Proxies: proxies, AllowClientIP: true}
+	a := func(s string) netip.Addr {
+		if s == "" {
+			return netip.Addr{}
+		}
+		return netip.MustParseAddr(s)
+	}
 	for _, c := range []struct {
+		name    string
+		trust   Trust
+		proxy   bool
+		via     string
 		peer    string
-		proxied bool
+		src     string // PROXY header's
 		xff     []string
+		ip      string
+		ecs     bool
 		want    string
 		from    string
+		useECS  bool
+		why     string // a part of Why, or of Refused when status is set
+		refused bool
+		status  int
 	}{
-		{"192.0.2.1", false, nil, "192.0.2.1", FromConnection},
-		{"192.0.2.1", false, []string{"203.0.113.5"}, "192.0.2.1", FromConnection}, // not trusted
-		{"10.1.1.1", false, []string{"203.0.113.5"}, "203.0.113.5", FromForwarded},
-		{"10.1.1.1", false, []string{"198.51.100.1, 203.0.113.5", "10.2.2.2"}, "203.0.113.5", FromForwarded},
-		{"10.1.1.1", false, []string{"10.3.3.3, 10.2.2.2"}, "10.3.3.3", FromForwarded}, // all trusted: the first
-		{"10.1.1.1", false, []string{"garbage, 203.0.113.5"}, "203.0.113.5", FromForwarded},
-		{"10.1.1.1", false, []string{"203.0.113.5, garbage"}, "10.1.1.1", FromConnection},
-		{"2001:db8:1::9", false, []string{"2001:db8:2::1"}, "2001:db8:2::1", FromForwarded},
-		{"::ffff:10.1.1.1", false, []string{"::ffff:203.0.113.5"}, "203.0.113.5", FromForwarded},
-		{"198.51.100.4", true, nil, "198.51.100.4", FromProxy},
+		{name: "connection", trust: tr, via: ViaDoH, peer: "192.0.2.1", want: "192.0.2.1", from: FromConnection, why: "connection 192.0.2.1"},
+		{name: "xff of an untrusted peer", trust: tr, via: ViaDoH, peer: "192.0.2.1", xff: []string{"203.0.113.5"}, want: "192.0.2.1", from: FromConnection,
+			why: "connection 192.0.2.1 (X-Forwarded-For ignored: peer 192.0.2.1 not in trusted_proxies)"},
+		{name: "xff of a trusted peer", trust: tr, via: ViaJSON, peer: "10.1.1.1", xff: []string{"203.0.113.5"}, want: "203.0.113.5", from: FromForwarded,
+			why: "X-Forwarded-For 203.0.113.5 (peer 10.1.1.1 is a trusted proxy)"},
+		{name: "xff past the proxies", trust: tr, via: ViaDoH, peer: "10.1.1.1", xff: []string{"198.51.100.1, 203.0.113.5", "10.2.2.2"}, want: "203.0.113.5", from: FromForwarded},
+		{name: "xff all trusted: the first", trust: tr, via: ViaDoH, peer: "10.1.1.1", xff: []string{"10.3.3.3, 10.2.2.2"}, want: "10.3.3.3", from: FromForwarded},
+		{name: "xff garbage before", trust: tr, via: ViaDoH, peer: "10.1.1.1", xff: []string{"garbage, 203.0.113.5"}, want: "203.0.113.5", from: FromForwarded},
+		{name: "xff garbage last", trust: tr, via: ViaDoH, peer: "10.1.1.1", xff: []string{"203.0.113.5, garbage"}, want: "10.1.1.1", from: FromConnection,
+			why: `X-Forwarded-For ignored: its last address "garbage" is not an IP address`},
+		{name: "xff garbage midway", trust: tr, via: ViaDoH, peer: "10.1.1.1", xff: []string{"garbage, 10.2.2.2"}, want: "10.2.2.2", from: FromForwarded,
+			why: `the walk stopped at "garbage"`},
+		{name: "xff ipv6", trust: tr, via: ViaDoH, peer: "2001:db8:1::9", xff: []string{"2001:db8:2::1"}, want: "2001:db8:2::1", from: FromForwarded},
+		{name: "xff mapped", trust: tr, via: ViaDoH, peer: "::ffff:10.1.1.1", xff: []string{"::ffff:203.0.113.5"}, want: "203.0.113.5", from: FromForwarded},
+		{name: "xff over dot: none", trust: tr, via: ViaDoT, peer: "10.1.1.1", xff: []string{"203.0.113.5"}, want: "10.1.1.1", from: FromConnection},
+		{name: "proxy header", trust: tr, proxy: true, via: ViaDoT, peer: "10.1.1.1", src: "198.51.100.4", want: "198.51.100.4", from: FromProxy,
+			why: "PROXY v2 header 198.51.100.4 (peer 10.1.1.1 is a trusted proxy)"},
+		{name: "proxy header then xff of an untrusted source", trust: tr, proxy: true, via: ViaDoH, peer: "10.1.1.1", src: "198.51.100.4", xff: []string{"203.0.113.5"},
+			want: "198.51.100.4", from: FromProxy, why: "X-Forwarded-For ignored: the PROXY header's source 198.51.100.4 not in trusted_proxies"},
+		{name: "proxy header then xff of a trusted source", trust: tr, proxy: true, via: ViaDoH, peer: "10.1.1.1", src: "10.9.9.9", xff: []string{"203.0.113.5"},
+			want: "203.0.113.5", from: FromForwarded},
+		{name: "proxy header, proxy_protocol off", trust: tr, via: ViaDoH, peer: "10.1.1.1", src: "198.51.100.4", refused: true, why: "PROXY header refused: proxy_protocol is off"},
+		{name: "proxy header of an untrusted peer", trust: tr, proxy: true, via: ViaDoT, peer: "192.0.2.1", src: "198.51.100.4", refused: true,
+			why: "PROXY header refused: peer 192.0.2.1 not in trusted_proxies"},
+		{name: "no proxy header from a trusted peer", trust: tr, proxy: true, via: ViaDoH, peer: "10.1.1.1", want: "10.1.1.1", from: FromConnection},
+		{name: "ip= not allowed", trust: tr, via: ViaJSON, peer: "192.0.2.1", ip: "192.0.2.77", refused: true, status: 403, why: "ip= refused: allow_client_ip is off"},
+		{name: "ip= allowed", trust: allow, via: ViaJSON, peer: "10.1.1.1", xff: []string{"203.0.113.5"}, ip: "192.0.2.77", want: "192.0.2.77", from: FromParam,
+			why: "ip= 192.0.2.77 (allow_client_ip is on)"},
+		{name: "edns_client_subnet= not allowed", trust: tr, via: ViaJSON, peer: "192.0.2.1", ecs: true, refused: true, status: 403,
+			why: "edns_client_subnet= refused: allow_client_ip is off"},
+		{name: "edns_client_subnet= allowed", trust: allow, via: ViaJSON, peer: "192.0.2.1", ecs: true, want: "192.0.2.1", from: FromConnection, useECS: true},
+		{name: "doh ecs dropped", trust: tr, via: ViaDoH, peer: "192.0.2.1", ecs: true, want: "192.0.2.1", from: FromConnection,
+			why: "the message's Client Subnet dropped: allow_client_ip is off"},
+		{name: "doh ecs allowed", trust: allow, via: ViaDoH, peer: "192.0.2.1", ecs: true, want: "192.0.2.1", from: FromConnection, useECS: true},
+		{name: "dot ecs always", trust: tr, via: ViaDoT, peer: "192.0.2.1", ecs: true, want: "192.0.2.1", from: FromConnection, useECS: true},
 	} {
-		got, from := tr.Client(a(c.peer), c.proxied, c.xff)
-		if got != a(c.want) || from != c.from {
-			t.Errorf("Client(%s, %v, %q) = %v %s, want %s %s", c.peer, c.proxied, c.xff, got, from, c.want, c.from)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			got := c.trust.Locate(c.proxy, Request{Via: c.via, Peer: a(c.peer), ProxySource: a(c.src), ForwardedFor: c.xff, IP: a(c.ip), ECS: c.ecs})
+			if c.refused {
+				if got.Refused == "" || got.Status != c.status || !strings.Contains(got.Refused, c.why) {
+					t.Errorf("got %+v, want refused %d %q", got, c.status, c.why)
+				}
+				return
+			}
+			if got.Refused != "" || got.Client != a(c.want) || got.From != c.from || got.ECS != c.useECS || !strings.Contains(got.Why, c.why) {
+				t.Errorf("got %+v, want %s from %s, ecs %v, why %q", got, c.want, c.from, c.useECS, c.why)
+			}
+		})
 	}
 }
 

@@ -57,6 +57,9 @@ type HandlerOptions struct {
 	JSONSecret []byte
 	// Trust says whose word on the client's address counts.
 	Trust Trust
+	// ProxyProtocol says the listeners read a PROXY v2 header from the
+	// trusted proxies (Trust.Locate; Server sets it).
+	ProxyProtocol bool
 	// MaxMessageSize is the largest DNS message of a DoH request (413
 	// beyond). Default 65535.
 	MaxMessageSize int
@@ -99,8 +102,8 @@ type handler struct {
 
 // NewHandler returns the handler of DoH (o.DoHPath) and the JSON API
 // (o.JSONPath) answering through ans; other paths are 404. The client is
-// the request's connection address (RemoteAddr), or what a trusted
-// proxy says (see Trust.Client).
+// where Trust.Locate says: the connection's address, or what a trusted
+// proxy or an allowed ip= says.
 func NewHandler(o HandlerOptions, ans Answerer) http.Handler {
 	return &handler{o: o.withDefaults(), ans: ans}
 }
@@ -113,26 +116,17 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// proxiedConn reports whether the request's connection's address came
-// from a PROXY header.
-func proxiedConn(r *http.Request) bool {
-	c, _ := r.Context().Value(connKey{}).(net.Conn)
-	for c != nil {
-		if Proxied(c) {
-			return true
-		}
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			uw, ok := c.(interface{ Unwrap() net.Conn })
-			if !ok {
-				return false
-			}
-			c = uw.Unwrap()
-			continue
-		}
-		c = u.NetConn()
+// origin returns the request's connection's own address (the peer)
+// and the source its PROXY header gave (invalid: none), from the
+// connection (ConnContext), else from RemoteAddr.
+func origin(r *http.Request) (peer, proxySource netip.Addr) {
+	if c, _ := r.Context().Value(connKey{}).(net.Conn); c != nil {
+		return Origin(c)
 	}
-	return false
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		peer = ap.Addr()
+	}
+	return peer, netip.Addr{}
 }
 
 // ServeHTTP dispatches by path.
@@ -155,13 +149,12 @@ func (h *handler) count(front string, code int) {
 	}
 }
 
-// client is where the request's client is, and where that came from.
-func (h *handler) client(r *http.Request) (netip.Addr, string) {
-	peer := netip.Addr{}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		peer = ap.Addr()
-	}
-	return h.o.Trust.Client(peer, proxiedConn(r), r.Header.Values("X-Forwarded-For"))
+// locate is where the request r to front via is located (Trust.Locate),
+// with its ip= and whether it carries a Client Subnet.
+func (h *handler) locate(r *http.Request, via string, ip netip.Addr, ecs bool) Located {
+	peer, src := origin(r)
+	return h.o.Trust.Locate(h.o.ProxyProtocol, Request{Via: via, Peer: peer, ProxySource: src,
+		ForwardedFor: r.Header.Values("X-Forwarded-For"), IP: ip, ECS: ecs})
 }
 
 // fail writes a plain-text error with code and returns code.
@@ -186,11 +179,11 @@ func (h *handler) serveDoH(w http.ResponseWriter, r *http.Request) int {
 	if msg[2]&0x80 != 0 {
 		return fail(w, http.StatusBadRequest, "not a DNS query: the QR bit is set")
 	}
-	if !h.o.Trust.AllowClientIP {
+	loc := h.locate(r, ViaDoH, netip.Addr{}, true) // whatever option msg carries
+	if !loc.ECS {
 		msg = StripECS(msg)
 	}
-	client, _ := h.client(r)
-	reply := h.ans.Exchange(nil, msg, client)
+	reply := h.ans.Exchange(nil, msg, loc.Client)
 	if len(reply) < headerSize {
 		return fail(w, http.StatusBadRequest, "not a DNS query")
 	}

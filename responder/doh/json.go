@@ -108,9 +108,10 @@ type jsonRequest struct {
 // parseJSONRequest checks the parameters of a JSON API request: name (a
 // domain name; repeated, or a comma-separated list: a batch), type (a
 // type's name or number, default A; a comma-separated list asks each
-// name each type), ip= and edns_client_subnet= (only when allowed),
-// cd. It returns the status and why for a bad one.
-func parseJSONRequest(q url.Values, allowIP bool, maxBatch int) (jsonRequest, int, string) {
+// name each type), ip= and edns_client_subnet= (whether they may be
+// given is Trust.Locate's), cd. It returns the status and why for a bad
+// one.
+func parseJSONRequest(q url.Values, maxBatch int) (jsonRequest, int, string) {
 	var req jsonRequest
 	var names []string
 	for _, v := range q["name"] {
@@ -154,9 +155,6 @@ func parseJSONRequest(q url.Values, allowIP bool, maxBatch int) (jsonRequest, in
 		}
 	}
 	if v := q.Get("ip"); v != "" {
-		if !allowIP {
-			return req, http.StatusForbidden, "ip= is not allowed by this server (allow_client_ip)"
-		}
 		a, err := netip.ParseAddr(v)
 		if err != nil || a.Zone() != "" {
 			return req, http.StatusBadRequest, "ip: not an IP address: " + v
@@ -164,9 +162,6 @@ func parseJSONRequest(q url.Values, allowIP bool, maxBatch int) (jsonRequest, in
 		req.ip = a.Unmap()
 	}
 	if v := q.Get("edns_client_subnet"); v != "" {
-		if !allowIP {
-			return req, http.StatusForbidden, "edns_client_subnet= is not allowed by this server (allow_client_ip)"
-		}
 		p, err := netip.ParsePrefix(v)
 		if err != nil {
 			a, aerr := netip.ParseAddr(v)
@@ -264,14 +259,15 @@ func (h *handler) serveJSON(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return failJSON(w, http.StatusBadRequest, "bad query string: "+err.Error())
 	}
-	req, code, why := parseJSONRequest(q, h.o.Trust.AllowClientIP, h.o.MaxBatch)
+	req, code, why := parseJSONRequest(q, h.o.MaxBatch)
 	if code != 0 {
 		return failJSON(w, code, why)
 	}
-	client, from := h.client(r)
-	if req.ip.IsValid() {
-		client, from = req.ip, FromParam
+	at := h.locate(r, ViaJSON, req.ip, req.ecs.IsValid())
+	if at.Refused != "" {
+		return failJSON(w, at.Status, at.Refused)
 	}
+	client, from := at.Client, at.From
 	replies := make([]JSONReply, 0, len(req.questions))
 	var least uint32 // the smallest TTL of every reply's records
 	have, cacheable := false, true

@@ -127,7 +127,7 @@ func (s *Server) Start() error {
 	}
 	lim := s.Limits.withDefaults()
 	ho := s.Handler
-	ho.Metrics, ho.Logger = s.Metrics, s.Logger
+	ho.Metrics, ho.Logger, ho.ProxyProtocol = s.Metrics, s.Logger, s.ProxyProtocol
 	h := NewHandler(ho, s.Answerer)
 	var raw []net.Listener
 	for _, ap := range s.Listen {
