@@ -53,7 +53,8 @@ func cutNames(data []byte) (*nameCut, bool) {
 	c := &nameCut{data: data}
 	var p unstable.Parser
 	p.Reset(data)
-	var parts, table []string
+	var parts [][]byte // the current expression's key, valid until the next
+	var table []string // the rest's current table
 	in := false
 	restFrom := 0 // start of the rest's current region, or -1 inside an element
 	var rest []byte
@@ -70,13 +71,13 @@ func cutNames(data []byte) (*nameCut, bool) {
 			if first < 0 {
 				first = int(k.Raw.Offset)
 			}
-			parts = append(parts, string(k.Data))
+			parts = append(parts, k.Data)
 		}
 		if len(parts) == 0 {
 			return nil, false
 		}
 		if e.Kind == unstable.KeyValue {
-			if !in && (len(table) == 0 && parts[0] == "gslb" || len(table) == 1 && table[0] == "gslb" && parts[0] == "name") {
+			if !in && (len(table) == 0 && string(parts[0]) == "gslb" || len(table) == 1 && table[0] == "gslb" && string(parts[0]) == "name") {
 				return nil, false
 			}
 			continue
@@ -85,7 +86,7 @@ func cutNames(data []byte) (*nameCut, bool) {
 		if !ok {
 			return nil, false
 		}
-		under := len(parts) >= 2 && parts[0] == "gslb" && parts[1] == "name"
+		under := len(parts) >= 2 && string(parts[0]) == "gslb" && string(parts[1]) == "name"
 		switch {
 		case under && len(parts) == 2 && e.Kind == unstable.ArrayTable:
 			if in {
@@ -100,14 +101,17 @@ func cutNames(data []byte) (*nameCut, bool) {
 				return nil, false
 			}
 		default:
-			if len(parts) == 1 && parts[0] == "gslb" && e.Kind == unstable.ArrayTable {
+			if len(parts) == 1 && string(parts[0]) == "gslb" && e.Kind == unstable.ArrayTable {
 				return nil, false
 			}
 			if in {
 				c.elems[len(c.elems)-1][1] = start
 				in, restFrom = false, start
 			}
-			table = append(table[:0], parts...)
+			table = table[:0]
+			for _, k := range parts {
+				table = append(table, string(k))
+			}
 		}
 	}
 	if p.Error() != nil {
