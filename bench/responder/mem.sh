@@ -10,9 +10,10 @@
 # are one-line DYNA records of one geoip resource either way. Each server is started
 # alone, must answer as with every member up, is left 3 s more (its
 # monitors' first rounds, a rebuild), and its VmHWM and VmRSS are read
-# from /proc. Figures are printed with their goals (lbdnsd at
-# most 2x gdnsd's peak; 1,000,000 prefixes under 300 MB), never judged
-# by the exit code: the script fails only when a run goes wrong.
+# from /proc. Figures are printed with their goals (lbdnsd at most 2x
+# gdnsd's peak, 3x with names inline; 1,000,000 prefixes under 300 MB),
+# never judged by the exit code: the script fails only when a run goes
+# wrong.
 #
 #   bench/responder/mem.sh                              # the sizes below
 #   SIZES="20000:100000" FORMS=service bench/responder/mem.sh
@@ -231,7 +232,8 @@ for size in $SIZES; do
 			line = sprintf("  %s: peak RSS median %.0f MB (%.0f..%.0f over %d rounds)", k, med[k] / 1024, v[k, 1] / 1024, v[k, n[k]] / 1024, n[k])
 			if (k != "gdnsd" && med["gdnsd"] > 0) {
 				line = line sprintf(", %.2fx gdnsd", med[k] / med["gdnsd"])
-				if (names == 20000 && prefixes == 100000) line = line sprintf(" (goal <= 2x: %s)", (med[k] <= 2 * med["gdnsd"] ? "MEETS" : "MISSES"))
+				goal = (k == "lbdnsd-inline" ? 3 : 2)
+				if (names == 20000 && prefixes == 100000) line = line sprintf(" (goal <= %dx: %s)", goal, (med[k] <= goal * med["gdnsd"] ? "MEETS" : "MISSES"))
 			}
 			if (k != "gdnsd" && prefixes >= 1000000) line = line sprintf("; goal < 300 MB at 1,000,000 prefixes: %s", (med[k] < 300 * 1024 ? "MEETS" : "MISSES"))
 			print line
