@@ -129,7 +129,9 @@ measure() {
 rss_line() {
 	local extra=""
 	if [[ -n ${4:-} ]]; then
-		extra=$(awk -v r="$2" -v b="$3" -v s="$4" 'BEGIN { printf ", %.0f %% of the file'"'"'s %.0f MB given back", (s > 0 ? 100 * (b + s - r) / s : 0), s / 1024 }')
+		extra=$(awk -v r="$2" -v b="$3" -v s="$4" 'BEGIN {
+			p = sprintf("%.0f", (s > 0 ? 100 * (b + s - r) / s : 0)); if (p == "-0") p = "0"
+			printf ", %s %% of the file'"'"'s %.0f MB given back", p, s / 1024 }')
 	fi
 	printf '  %-40s RSS %6s MB%s\n' "$1" "$(mb "$2")" "$extra"
 }
@@ -186,7 +188,8 @@ drop() {
 	stop "$pid"
 	awk -v r="$rss" -v b="$small" -v s="$share" -v h="$hwm" 'BEGIN {
 		g = (s > 0 ? (b + s - r) / s : 0)
-		printf "  peak RSS %.0f MB; 60 s after the reload %.0f MB, %.0f %% of the file'"'"'s %.0f MB given back (goal: all of it, 90 %% or more, within a minute: %s)\n", h / 1024, r / 1024, 100 * g, s / 1024, (g >= 0.9 ? "MEETS" : "MISSES")
+		p = sprintf("%.0f", 100 * g); if (p == "-0") p = "0"
+		printf "  peak RSS %.0f MB; 60 s after the reload %.0f MB, %s %% of the file'"'"'s %.0f MB given back (goal: all of it, 90 %% or more, within a minute: %s)\n", h / 1024, r / 1024, p, s / 1024, (g >= 0.9 ? "MEETS" : "MISSES")
 	}'
 }
 
