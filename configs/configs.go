@@ -30,17 +30,32 @@ func Load(path string) (*Config, error) {
 // joins (errors.Join) one Problem per thing wrong, sorted by line; a
 // document accepted may carry warnings (Config.Warnings).
 func Parse(data []byte, name string) (*Config, error) {
+	return parse(data, name, true)
+}
+
+// parse is Parse; with split the [[gslb.name]] tables are decoded apart
+// from the rest of the document (split.go), without it the whole
+// document at once: the two give the same Config or the same error.
+func parse(data []byte, name string, split bool) (*Config, error) {
 	p := &problems{file: name, data: data}
-	// One parse, into the generic document; one walk of it checks it
-	// against the schema and stores the typed values (a walker), so every
-	// key the schema does not know is reported by the walk.
-	raw, err := decodeTOML(data)
-	if err != nil {
-		p.syntax(err)
-		return nil, p.err()
-	}
 	d := &decoder{p: p, cfg: &Config{Path: name}, checks: map[string]bool{}}
+	// One parse, into the generic document (the names apart when they
+	// can be); one walk of it checks it against the schema and stores
+	// the typed values (a walker), so every key the schema does not know
+	// is reported by the walk.
+	var raw map[string]any
+	if split {
+		raw = d.decodeSplit(data)
+	}
+	if raw == nil {
+		var err error
+		if raw, err = decodeTOML(data); err != nil {
+			p.syntax(err)
+			return nil, p.err()
+		}
+	}
 	d.decode(raw)
+	raw = nil // the generic tables left are the decoder's (d.gslbRaw ...)
 	d.defaults()
 	d.cfg.buildIndex()
 	d.validate()
@@ -129,12 +144,19 @@ type decoder struct {
 	// present holds the top-level keys of the document.
 	present map[string]bool
 
-	daemonRaw, ipvsRaw      map[string]any
-	daemonOK, ipvsOK        bool
-	prefetchRaw             map[string]any
-	prefetchOK              bool
-	gslbRaw                 map[string]any
-	gslbOK                  bool
+	daemonRaw, ipvsRaw map[string]any
+	daemonOK, ipvsOK   bool
+	prefetchRaw        map[string]any
+	prefetchOK         bool
+	gslbRaw            map[string]any
+	gslbOK             bool
+	// split holds the [[gslb.name]] tables decoded apart (decodeSplit),
+	// until decodeGSLB takes them; names records what validation asks
+	// of each name's table (the tables themselves are not kept).
+	split *splitNames
+	names []nameTable
+	// intern holds one copy of what tables repeat (intern.go).
+	intern                  interner
 	fleetRaw                map[string]any
 	fleetOK                 bool
 	bgpRaw                  map[string]any // [bgp] (bgp.go)

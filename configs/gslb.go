@@ -101,9 +101,28 @@ func (c *Config) GSLBPool(name string) *GSLBPool {
 // decodeGSLB decodes the [gslb] table and applies its defaults.
 func (d *decoder) decodeGSLB(raw map[string]any) {
 	d.gslbRaw, d.gslbOK = d.table("gslb", raw, &d.cfg.GSLB)
+	if s := d.split; s != nil {
+		// The names were decoded apart (decodeSplit): one unsound name
+		// leaves [gslb] unsound, as in the walk of the whole table.
+		d.split, d.names = nil, s.raw
+		switch {
+		case !s.sound:
+			d.cfg.GSLB, d.gslbOK, d.broken = GSLB{}, false, true
+		case d.gslbOK:
+			d.cfg.GSLB.Names = s.names
+		}
+	} else {
+		nraw, _ := tables(d.gslbRaw["name"])
+		d.names = nameTablesOf(nraw)
+		delete(d.gslbRaw, "name") // walked: validation asks only d.names
+		for i := range d.cfg.GSLB.Names {
+			d.intern.name(&d.cfg.GSLB.Names[i])
+		}
+	}
 	if !d.gslbOK {
 		return
 	}
+	d.intern.pools(d.cfg.GSLB.Pools)
 	praw, _ := tables(d.gslbRaw["pool"])
 	for i := range d.cfg.GSLB.Pools {
 		p := &d.cfg.GSLB.Pools[i]

@@ -324,14 +324,13 @@ func (d *decoder) decodeGSLBSelection() {
 			sv.LastResort = LastResortFailOpen
 		}
 	}
-	nraw, _ := tables(d.gslbRaw["name"])
 	for i := range g.Names {
 		n := &g.Names[i]
-		nm := elem(nraw, i)
-		if !hasKey(nm, "ttl") {
+		nm := nameTableAt(d.names, i)
+		if !nm.has("ttl") {
 			n.TTL = DefaultNameTTL
 		}
-		if !hasKey(nm, "last_resort") {
+		if !nm.has("last_resort") {
 			n.LastResort = LastResortFailOpen
 		}
 	}
@@ -369,9 +368,8 @@ func (d *decoder) validateGSLBSelection() {
 		listed += len(g.Services[i].Names)
 	}
 	names := make(nameKeys, len(g.Names)+listed)
-	nraw, _ := tables(d.gslbRaw["name"])
 	for i := range g.Names {
-		d.validateGSLBName(i, elem(nraw, i), zones, names, ranks)
+		d.validateGSLBName(i, nameTableAt(d.names, i), zones, names, ranks)
 	}
 	d.expandServiceNames(zones, names, listed)
 	d.validateGSLBRecords(names)
@@ -574,7 +572,9 @@ func (d *decoder) validateGSLBServices(ranks map[string]int) {
 	for i := range svcs {
 		sv := &svcs[i]
 		base := indexKey("gslb.service", i)
-		sv.StaticAddrs = d.validateAnswerKeys(base, elem(sraw, i), "[[gslb.service.policy]]", answerKeys{
+		praw, _ := tables(elem(sraw, i)["policy"])
+		hasPool := func(j int) bool { return hasKey(elem(praw, j), "pool") }
+		sv.StaticAddrs = d.validateAnswerKeys(base, hasPool, "[[gslb.service.policy]]", answerKeys{
 			ttl: sv.TTL, lastResort: sv.LastResort, static: sv.Static, policies: sv.Policies}, ranks)
 	}
 }
@@ -589,9 +589,9 @@ type answerKeys struct {
 }
 
 // validateAnswerKeys checks the answer keys k of the name or service at
-// base (raw its table; table the header of its policies) and returns
-// its static addresses parsed.
-func (d *decoder) validateAnswerKeys(base string, raw map[string]any, table string, k answerKeys, ranks map[string]int) []netip.Addr {
+// base (hasPool says whether its policy j sets pool; table is the header
+// of its policies) and returns its static addresses parsed.
+func (d *decoder) validateAnswerKeys(base string, hasPool func(j int) bool, table string, k answerKeys, ranks map[string]int) []netip.Addr {
 	g := &d.cfg.GSLB
 	if k.ttl < 0 || k.ttl > MaxTTL {
 		d.p.add(joinKey(base, "ttl"), strconv.Itoa(k.ttl), fmt.Sprintf("must be between 0 and %d seconds", MaxTTL))
@@ -624,13 +624,12 @@ func (d *decoder) validateAnswerKeys(base string, raw map[string]any, table stri
 		}
 		d.p.add(pkey, "", why)
 	}
-	praw, _ := tables(raw["policy"])
 	levels := d.selectionLevels()
 	seen := map[string]int{}
 	for j := range k.policies {
 		p := &k.policies[j]
 		pb := indexKey(pkey, j)
-		if !hasKey(elem(praw, j), "pool") {
+		if !hasPool(j) {
 			d.p.add(joinKey(pb, "pool"), "", "missing required key")
 		} else if d.cfg.GSLBPool(p.Pool) == nil {
 			d.p.add(joinKey(pb, "pool"), p.Pool, "no [[gslb.pool]] of that name")
@@ -690,11 +689,11 @@ func (nk nameKeys) key(fq string) string {
 // validateGSLBName checks [[gslb.name]] i and records its name in names.
 // A name with a service takes the service's answer
 // keys (its ttl unless it sets its own).
-func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bool, names nameKeys, ranks map[string]int) {
+func (d *decoder) validateGSLBName(i int, nm nameTable, zones map[string]bool, names nameKeys, ranks map[string]int) {
 	g := &d.cfg.GSLB
 	n := &g.Names[i]
 	base := indexKey("gslb.name", i)
-	if !hasKey(nm, "name") {
+	if !nm.has("name") {
 		d.p.add(joinKey(base, "name"), "", "missing required key")
 	} else if fq, why := absName(n.Name, false); why != "" {
 		d.p.add(joinKey(base, "name"), n.Name, why)
@@ -706,9 +705,10 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 		n.FQDN = fq
 		names[fq] = struct{ svc, idx int32 }{-1, int32(i)}
 	}
-	if !hasKey(nm, "service") {
-		n.StaticAddrs = d.validateAnswerKeys(base, nm, "[[gslb.name.policy]]", answerKeys{
+	if !nm.has("service") {
+		addrs := d.validateAnswerKeys(base, nm.hasPool, "[[gslb.name.policy]]", answerKeys{
 			ttl: n.TTL, lastResort: n.LastResort, static: n.Static, policies: n.Policies}, ranks)
+		n.StaticAddrs = d.intern.staticAddrs(n.Static, addrs)
 		return
 	}
 	sv := d.cfg.Service(n.Service)
@@ -716,7 +716,7 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 		d.p.add(joinKey(base, "service"), n.Service, "no [[gslb.service]] of that name")
 	}
 	for _, k := range serviceKeys {
-		if hasKey(nm, k.key) {
+		if nm.has(k.key) {
 			d.p.add(joinKey(base, k.key), "", fmt.Sprintf("not with service = %q: the name takes %s from the service (set it there, or leave service out)", n.Service, k.what))
 		}
 	}
@@ -726,7 +726,7 @@ func (d *decoder) validateGSLBName(i int, nm map[string]any, zones map[string]bo
 	if sv == nil {
 		return
 	}
-	if !hasKey(nm, "ttl") {
+	if !nm.has("ttl") {
 		n.TTL = sv.TTL
 	}
 	n.ECS, n.LastResort, n.Static, n.StaticAddrs, n.Policies = sv.ECS, sv.LastResort, sv.Static, sv.StaticAddrs, nil

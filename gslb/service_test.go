@@ -222,3 +222,83 @@ func TestAnswerNoAllocWithRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadedInlineAsService: names loaded from TOML with the same
+// policies written under each answer every query as the same names with
+// one service (records, owners, TTLs, scopes, traces, rotations, last
+// resorts, degraded lists), and configs.Parse holds their policies
+// once: every name's list is the first one's, matches and all, as a
+// service's names share the service's, and so is its static set.
+func TestLoadedInlineAsService(t *testing.T) {
+	const n = 300
+	geo := []string{"carrier=cmcc chain-a", "carrier=cmcc province=gd gd", "country=cn rr"}
+	st := "ecs = true\nlast_resort = \"static\"\nstatic = [\"192.0.2.250\", \"2001:db8::250\"]"
+	service := func(name, doc string) string {
+		doc = strings.Replace(doc, "[[gslb.name]]\nname = \"\"", "[[gslb.service]]\nname = \""+name+"\"", 1)
+		return strings.ReplaceAll(doc, "[[gslb.name.policy]]", "[[gslb.service.policy]]")
+	}
+	var in, sv strings.Builder
+	in.WriteString(snapDoc())
+	sv.WriteString(snapDoc())
+	sv.WriteString(service("geo", nameDoc("", "ecs = true", "all", geo...)))
+	sv.WriteString(service("st", nameDoc("", st, "dead", "country=cn dead")))
+	var names []string
+	for i := range n {
+		geoName, stName := fmt.Sprintf("geo%d.g.example.com", i), fmt.Sprintf("st%d.g.example.com", i)
+		names = append(names, geoName+".", stName+".")
+		in.WriteString(nameDoc(geoName, "ecs = true", "all", geo...))
+		in.WriteString(nameDoc(stName, st, "dead", "country=cn dead"))
+		fmt.Fprintf(&sv, "\n[[gslb.name]]\nname = %q\nservice = \"geo\"\n\n[[gslb.name]]\nname = %q\nservice = \"st\"\n", geoName, stName)
+	}
+	inline, shared := parse(t, in.String()), parse(t, sv.String())
+
+	// Held once: the names after snapDoc's, geo and st in turn.
+	loaded := inline.GSLB.Names[len(inline.GSLB.Names)-2*n:]
+	for i := range loaded {
+		first, nm := &loaded[i%2], &loaded[i]
+		if len(nm.Policies) == 0 || &nm.Policies[0] != &first.Policies[0] ||
+			reflect.ValueOf(nm.Policies[1].Match).Pointer() != reflect.ValueOf(first.Policies[1].Match).Pointer() {
+			t.Fatalf("%s: its policies are its own copy, not %s's", nm.Name, first.Name)
+		}
+		if i%2 == 1 && (&nm.Static[0] != &first.Static[0] || &nm.StaticAddrs[0] != &first.StaticAddrs[0]) {
+			t.Fatalf("%s: its static set is its own copy", nm.Name)
+		}
+	}
+	if &loaded[0].Policies[0] == &loaded[1].Policies[0] {
+		t.Fatal("names of other policies share a list")
+	}
+
+	overs := []map[string]health.State{nil, {"dead/*": health.Down, "gd/*": health.Down}, {"chain-a/*": health.Down, "chain-b/*": health.Down}, {"dead/*": health.Unknown}}
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeANY}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for oi, over := range overs {
+		var snaps [2]*Snapshot
+		var rots [2][]uint64
+		for k, cfg := range []*configs.Config{inline, shared} {
+			snaps[k] = NewSnapshot(cfg, states(cfg, over), testLocator, 7)
+			rots[k] = make([]uint64, snaps[k].Rotations())
+		}
+		for i := range 2000 {
+			q := Query{Name: names[rng.IntN(len(names))], Type: types[rng.IntN(len(types))],
+				Source: netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(4)), 1}), Explain: rng.IntN(3) == 0}
+			if rng.IntN(2) == 0 {
+				q.ECS = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(rng.IntN(5)), byte(rng.IntN(256)), 0}), 16+rng.IntN(9)).Masked()
+			}
+			var got [2]respOf
+			for k, s := range snaps {
+				qk := q
+				qk.Rotation = rots[k]
+				got[k] = respView(s.Answer(qk))
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Fatalf("states %d, query %d %+v:\ninline       %+v\nwith service %+v", oi, i, q, got[0], got[1])
+			}
+		}
+		if fmt.Sprint(rots[0]) != fmt.Sprint(rots[1]) {
+			t.Errorf("states %d: rotations %v inline, %v with a service", oi, rots[0], rots[1])
+		}
+		if a, b := snaps[0].Degraded(), snaps[1].Degraded(); !reflect.DeepEqual(a, b) {
+			t.Errorf("states %d: degraded %v inline, %v with a service", oi, a, b)
+		}
+	}
+}

@@ -331,51 +331,68 @@ const lastResortEach = 10
 // kind are told one by one, more in one line: the first probe round of
 // 20,000 names must not flood the event log.
 func (j *Journal) LastResorts(before, after []gslb.NameStatus) {
-	key := func(n gslb.NameStatus) string { return n.Name + " " + dns.TypeToString[n.Type] }
-	was := make(map[string]gslb.NameStatus, len(before))
+	// Names are keyed by name and type, and worded only for the lines
+	// told (20,000 names warming are 40,000 entries: no string each).
+	type nameType struct {
+		name string
+		typ  uint16
+	}
+	key := func(n gslb.NameStatus) nameType { return nameType{n.Name, n.Type} }
+	text := func(n gslb.NameStatus) string { return n.Name + " " + dns.TypeToString[n.Type] }
+	was := make(map[nameType]gslb.NameStatus, len(before))
 	for _, n := range before {
 		was[key(n)] = n
 	}
-	// A group is one kind of change: what it says of one name (one) and
-	// of several (many).
+	// A group is one kind of change (its kind and last resort): what it
+	// says of one name (one) and of several (many), worded once, how
+	// many names (count), and the first lastResortEach of them.
+	type groupID struct{ kind, lr string }
 	type group struct {
 		level     slog.Level
 		one, many string
+		count     int
 		names     []string
 	}
-	groups := map[string]*group{}
-	var order []string
-	add := func(id string, g group, name string) {
-		if groups[id] == nil {
-			groups[id] = &g
+	groups := map[groupID]*group{}
+	var order []groupID
+	add := func(id groupID, n gslb.NameStatus) {
+		g := groups[id]
+		if g == nil {
+			lr := id.lr
+			switch id.kind {
+			case "warm":
+				g = &group{level: slog.LevelWarn,
+					one:  "answers by its last resort (" + lr + ") while its members are warming (no verdict yet)",
+					many: "answer by their last resort (" + lr + ") while their members are warming (no verdict yet)"}
+			case "on":
+				level := slog.LevelError
+				if lr == gslb.TraceStatic {
+					level = slog.LevelWarn
+				}
+				g = &group{level: level,
+					one:  "answers by its last resort (" + lr + "): no pool of its policies has a member up",
+					many: "answer by their last resort (" + lr + "): no pool of their policies has a member up"}
+			default:
+				g = &group{level: slog.LevelInfo,
+					one:  "no longer answers by its last resort (" + lr + ")",
+					many: "no longer answer by their last resort (" + lr + ")"}
+			}
+			groups[id] = g
 			order = append(order, id)
 		}
-		groups[id].names = append(groups[id].names, name)
-	}
-	started := func(n gslb.NameStatus) {
-		lr := n.LastResort
-		switch {
-		case n.Warming:
-			add("warm/"+lr, group{level: slog.LevelWarn,
-				one:  "answers by its last resort (" + lr + ") while its members are warming (no verdict yet)",
-				many: "answer by their last resort (" + lr + ") while their members are warming (no verdict yet)"}, key(n))
-		default:
-			level := slog.LevelError
-			if lr == gslb.TraceStatic {
-				level = slog.LevelWarn
-			}
-			add("on/"+lr, group{level: level,
-				one:  "answers by its last resort (" + lr + "): no pool of its policies has a member up",
-				many: "answer by their last resort (" + lr + "): no pool of their policies has a member up"}, key(n))
+		if g.count++; len(g.names) < lastResortEach {
+			g.names = append(g.names, text(n))
 		}
 	}
-	stopped := func(n gslb.NameStatus) {
-		lr := n.LastResort
-		add("off/"+lr, group{level: slog.LevelInfo,
-			one:  "no longer answers by its last resort (" + lr + ")",
-			many: "no longer answer by their last resort (" + lr + ")"}, key(n))
+	started := func(n gslb.NameStatus) {
+		if n.Warming {
+			add(groupID{"warm", n.LastResort}, n)
+		} else {
+			add(groupID{"on", n.LastResort}, n)
+		}
 	}
-	is := make(map[string]bool, len(after))
+	stopped := func(n gslb.NameStatus) { add(groupID{"off", n.LastResort}, n) }
+	is := make(map[nameType]bool, len(after))
 	for _, n := range after {
 		is[key(n)] = true
 		old, ok := was[key(n)]
@@ -395,17 +412,17 @@ func (j *Journal) LastResorts(before, after []gslb.NameStatus) {
 	for _, id := range order {
 		g := groups[id]
 		loud := g.level == slog.LevelError
-		if len(g.names) <= lastResortEach {
+		if g.count <= lastResortEach {
 			for _, name := range g.names {
 				j.log.Log(context.Background(), g.level, "gslb name "+g.one, "name", name)
 				j.event(control.Event{Kind: control.EventLastResort, Subject: strings.Replace(name, " ", "/", 1), Message: name + " " + g.one, Error: loud})
 			}
 			continue
 		}
-		first := strings.Join(g.names[:lastResortEach], ", ")
-		j.log.Log(context.Background(), g.level, "gslb names "+g.many, "names", len(g.names), "first", first)
-		j.event(control.Event{Kind: control.EventLastResort, Subject: fmt.Sprintf("%d names", len(g.names)), Error: loud,
-			Message: fmt.Sprintf("%d names %s, among them %s (lbctl gslb status lists them all)", len(g.names), g.many, first)})
+		first := strings.Join(g.names, ", ")
+		j.log.Log(context.Background(), g.level, "gslb names "+g.many, "names", g.count, "first", first)
+		j.event(control.Event{Kind: control.EventLastResort, Subject: fmt.Sprintf("%d names", g.count), Error: loud,
+			Message: fmt.Sprintf("%d names %s, among them %s (lbctl gslb status lists them all)", g.count, g.many, first)})
 	}
 }
 

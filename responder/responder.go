@@ -186,6 +186,10 @@ type Responder struct {
 	buildErr  string       // why the last build failed ("" when it worked)
 	listenErr string       // why the listeners could not be opened
 	degraded  []lastResort // the names of snap on their last resort
+	// lastResorts is degraded without the times, as the hub's state
+	// lists them: made once per change (40,000 entries while 20,000
+	// names warm up), never modified, shared by the states published.
+	lastResorts []gslb.NameStatus
 
 	// served is the version of Hub.Intent the last Update read (and
 	// answers under, when done): what WaitIntent waits on.
@@ -401,7 +405,7 @@ func (r *Responder) Update(cfg *configs.Config, pools []gslb.PoolState) error {
 			r.log.Info("gslb responder off ([gslb.server] listen is empty)")
 		}
 		r.stopLocked(context.Background())
-		r.cfg, r.pools, r.snap, r.degraded, r.listenErr = cfg, nil, nil, nil, ""
+		r.cfg, r.pools, r.snap, r.degraded, r.lastResorts, r.listenErr = cfg, nil, nil, nil, nil, ""
 		return nil
 	}
 	var want intent.State

@@ -62,9 +62,7 @@ func (r *Responder) stateLocked() hub.ResponderState {
 		st.Listeners = append(st.Listeners, v)
 	}
 	st.Fronts = r.frontVerdictsLocked()
-	for _, d := range r.degraded {
-		st.LastResort = append(st.LastResort, d.NameStatus)
-	}
+	st.LastResort = r.lastResorts
 	return st
 }
 

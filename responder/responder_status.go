@@ -74,21 +74,52 @@ func (r *Responder) noteDegraded(snap gslb.Answerer) {
 	if d, ok := snap.(Degrading); ok {
 		now = d.Degraded()
 	}
-	at := r.o.Now()
-	prev := make(map[lastResortKey]lastResort, len(r.degraded))
-	for _, d := range r.degraded {
-		prev[lastResortKey{d.Name, d.Type}] = d
+	if r.metrics != nil {
+		defer r.metrics.setLastResorts(now)
 	}
+	old := r.degraded
+	if len(now) == len(old) && (len(now) == 0 || sameResorts(old, now)) {
+		return // nothing changed: every one keeps its time
+	}
+	at := r.o.Now()
+	// The lists come in the snapshots' order of names: the earlier one
+	// is looked up by index while the two are in step, through a map
+	// only from where they differ.
+	var prev map[lastResortKey]lastResort
 	next := make([]lastResort, 0, len(now))
-	for _, ns := range now {
-		if old, was := prev[lastResortKey{ns.Name, ns.Type}]; was && old.NameStatus == ns {
-			next = append(next, old)
+	for i, ns := range now {
+		var o lastResort
+		was := false
+		if prev == nil && i < len(old) && old[i].Name == ns.Name && old[i].Type == ns.Type {
+			o, was = old[i], true
+		} else {
+			if prev == nil {
+				prev = make(map[lastResortKey]lastResort, len(old))
+				for _, d := range old {
+					prev[lastResortKey{d.Name, d.Type}] = d
+				}
+			}
+			o, was = prev[lastResortKey{ns.Name, ns.Type}]
+		}
+		if was && o.NameStatus == ns {
+			next = append(next, o)
 			continue
 		}
 		next = append(next, lastResort{NameStatus: ns, since: at})
 	}
-	r.degraded = next
-	if r.metrics != nil {
-		r.metrics.setLastResorts(now)
+	r.degraded, r.lastResorts = next, now
+	if len(now) == 0 {
+		r.lastResorts = nil
 	}
+}
+
+// sameResorts reports whether old and now list the same names and
+// types on the same last resorts, in the same order.
+func sameResorts(old []lastResort, now []gslb.NameStatus) bool {
+	for i := range now {
+		if old[i].NameStatus != now[i] {
+			return false
+		}
+	}
+	return true
 }
