@@ -1,11 +1,14 @@
 // Command tool is the helper of the GSLB responder benchmark
-// (bench/responder/run.sh, mem.sh). It has five subcommands:
+// (bench/responder/run.sh, mem.sh) and of the DoH benchmark
+// (bench/doh/run.sh). It has seven subcommands:
 //
 //	tool config -dir DIR [-names N] [-static N] [-regions R] [-prefixes P] [-form inline|service|list] [-lb-port P] [-gd-port P] [-mon-port P] [-interval S]
 //	tool queries -out PREFIX [-files F] [-n N] [-zone Z] [-dyn N] [-static N] [-regions R] [-prefixes P] [-mix M] [-seed S]
 //	tool sent KEYS SENT [KEYS SENT ...]
 //	tool check -server ADDR:PORT -queries BIN:SENT[,BIN:SENT...] [-n N] [-regions R] [-prefixes P] [-seed S] [-workers W]
 //	tool listen ADDR:PORT
+//	tool dohload -url URL -queries BIN [-ca PEM] [-qps Q] [-duration D] [-conns C] [-inflight N] [-method GET|POST] [-new-conn] [-check-every N] [-regions R] [-prefixes P]
+//	tool transports -udp ADDR -dot ADDR -doh URL -json URL [-ca PEM] [-n N] [-dyn N] [-static N] [-regions R] [-prefixes P] [-seed S]
 //
 // config writes one description's configurations for both servers:
 // lbdnsd's DIR/lbdns.toml (and DIR/nets/ with -prefixes), gdnsd's
@@ -38,6 +41,17 @@
 // the one listener every member's tcp monitor (lbdnsd's and gdnsd's
 // tcp_connect) connects to, on a wildcard address. It prints "ready" and
 // runs until SIGTERM or SIGINT.
+//
+// dohload sends DNS over HTTPS at a fixed offered load, over HTTP/2
+// connections kept alive or over a new TLS connection per query, and
+// prints the queries sent, completed and lost, the response codes, the
+// latency (average, p50, p99 of every reply) and its own CPU per query;
+// it judges every Nth reply as check does. See dohload.go.
+//
+// transports sends N queries of the realistic mix to one lbdnsd over
+// UDP, TCP, DNS over TLS, DNS over HTTPS and the JSON API, compares the
+// answers (rcode, the set of records, the ECS scope) and fails on a
+// difference. See transports.go.
 package main
 
 import (
@@ -52,7 +66,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tool config|queries|sent|check|listen ...")
+		fmt.Fprintln(os.Stderr, "usage: tool config|queries|sent|check|listen|dohload|transports ...")
 		os.Exit(2)
 	}
 	var err error
@@ -67,6 +81,10 @@ func main() {
 		err = sent(os.Args[2:])
 	case "listen":
 		err = listen(os.Args[2:])
+	case "dohload":
+		err = dohload(os.Args[2:])
+	case "transports":
+		err = transports(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
