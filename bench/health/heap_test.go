@@ -162,3 +162,50 @@ func BenchmarkEngineHeap(b *testing.B) {
 		b.Errorf("%d of %d checks failed", n, results.Load())
 	}
 }
+
+// steadyWarm is how long BenchmarkDaemonSteady runs before it counts:
+// the daemon's start-up, the first identifications and the first
+// verdicts (rise 2 at 1 s) are over.
+const steadyWarm = 8 * time.Second
+
+// BenchmarkDaemonSteady runs the whole daemon (-dry-run) with run.sh's
+// configuration and, after steadyWarm, counts b.N seconds of the steady
+// state, as run.sh measures it: the checks the responder received, the
+// process's CPU per check (the in-process responder's included) and, with
+// LBDNS_CPUPROFILE set, a CPU profile of that window only.
+func BenchmarkDaemonSteady(b *testing.B) {
+	r := startResponder(b)
+	d, err := daemon.New(daemon.Options{ConfigPath: writeConfig(b, b.TempDir()), DryRun: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(ctx) }()
+	time.Sleep(steadyWarm)
+	if path := os.Getenv("LBDNS_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	q0, cpu0 := r.Queries(), cpuTime(b)
+	b.ResetTimer()
+	time.Sleep(time.Duration(b.N) * time.Second)
+	b.StopTimer()
+	q, cpu := r.Queries()-q0, cpuTime(b)-cpu0
+	pprof.StopCPUProfile()
+	cancel()
+	if err := <-ran; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(q)/float64(b.N), "checks/s")
+	if q > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(q), "cpu-ns/check")
+	}
+}
