@@ -59,34 +59,49 @@ func (h *dueHeap) first() (e heapEntry, ok bool) {
 // pop removes and returns the first entry, live or not; the heap must
 // not be empty.
 func (h *dueHeap) pop() heapEntry {
-	top := h.items[0]
-	n := len(h.items) - 1
-	last := h.items[n]
-	h.items[n] = heapEntry{}
-	h.items = h.items[:n]
-	if n == 0 {
-		return top
-	}
-	// Sift last down from the root.
+	items := h.items
+	top := items[0]
+	n := len(items) - 1
+	last := items[n]
+	items[n] = heapEntry{}
+	items = items[:n]
+	h.items = items
+	// Sift last down from the root: at each level the least of up to
+	// four children moves up, until last is not later than it.
 	i := 0
 	for {
 		c := 4*i + 1
 		if c >= n {
 			break
 		}
-		m := c
-		for j := c + 1; j < c+4 && j < n; j++ {
-			if h.items[j].at < h.items[m].at {
-				m = j
+		m, at := c, items[c].at
+		if c+3 < n {
+			kids := items[c+1 : c+4 : c+4] // one bounds check for three
+			if kids[0].at < at {
+				m, at = c+1, kids[0].at
+			}
+			if kids[1].at < at {
+				m, at = c+2, kids[1].at
+			}
+			if kids[2].at < at {
+				m, at = c+3, kids[2].at
+			}
+		} else {
+			for j := c + 1; j < n; j++ {
+				if items[j].at < at {
+					m, at = j, items[j].at
+				}
 			}
 		}
-		if h.items[m].at >= last.at {
+		if at >= last.at {
 			break
 		}
-		h.items[i] = h.items[m]
+		items[i] = items[m]
 		i = m
 	}
-	h.items[i] = last
+	if n > 0 {
+		items[i] = last
+	}
 	return top
 }
 
