@@ -70,6 +70,11 @@ type dnsChecker struct {
 	// a probe copies it and patches the ID and the random label in place.
 	tmplOnce sync.Once
 	tmpl     queryTemplate
+
+	// slot is the batch engine's state of the target, kept here so
+	// that a probe looks nothing up (engine.start); under the engine's
+	// lock.
+	slot *slot
 }
 
 // queryTemplate is a checker's query packed once, with ID 0 and, for zone
