@@ -293,7 +293,7 @@ type Monitor struct {
 	gen uint64
 	// queue holds the targets waiting for their next check, by due time;
 	// epoch is the origin of its keys.
-	queue timerHeap
+	queue dueHeap
 	epoch time.Time
 	// overflow holds events that did not fit the events channel, in order;
 	// while it is not empty, new events go there too.
@@ -328,11 +328,14 @@ type target struct {
 	// startedDue is when the check in flight was due: the next is due an
 	// interval after it (or after started, when that is later).
 	startedDue time.Time
-	idx        int // index in Monitor.queue, -1 when not queued
-	inflight   bool
-	gen        uint64 // the Run that started it
-	cancel     context.CancelFunc
-	removed    bool
+	// queued is set while t waits in Monitor.queue; qseq numbers its
+	// queueings, so that an entry of an earlier one is known stale.
+	queued   bool
+	qseq     uint32
+	inflight bool
+	gen      uint64 // the Run that started it
+	cancel   context.CancelFunc
+	removed  bool
 	// exited, when set, is closed when the check in flight ends (Update
 	// waits for it); successor is the target that replaces this one and
 	// is queued only once this one's check ended, so that the two never
@@ -497,7 +500,6 @@ func (m *Monitor) newTarget(tg Target, now time.Time) *target {
 		sched:   tg.Schedule,
 		checker: tg.Checker,
 		spec:    tg.Spec,
-		idx:     -1,
 		tracker: health.NewTracker(tg.Schedule.Rise, tg.Schedule.Fall, now),
 	}
 	if a, ok := tg.Checker.(AsyncChecker); ok {

@@ -12,16 +12,13 @@ import (
 const workerIdle = time.Minute
 
 // queueLocked queues t for a check at due and wakes the scheduler when t
-// is now the earliest. m.mu must be held.
+// is now the earliest. A target queued already moves (its old entry goes
+// stale). m.mu must be held.
 func (m *Monitor) queueLocked(t *target, due time.Time) {
 	t.due, t.at = due, int64(due.Sub(m.epoch))
-	if t.idx >= 0 {
-		m.queue.At(t.idx).at = t.at
-		m.queue.Fix(t.idx)
-	} else {
-		m.queue.Push(heapEntry{t.at, t})
-	}
-	if t.idx == 0 {
+	t.qseq++
+	t.queued = true
+	if m.queue.push(heapEntry{t.at, t, t.qseq}) {
 		select {
 		case m.wake <- struct{}{}:
 		default:
@@ -29,12 +26,10 @@ func (m *Monitor) queueLocked(t *target, due time.Time) {
 	}
 }
 
-// unqueueLocked takes t out of the queue if it is there. m.mu must be
-// held.
+// unqueueLocked takes t out of the queue if it is there (its entry goes
+// stale). m.mu must be held.
 func (m *Monitor) unqueueLocked(t *target) {
-	if t.idx >= 0 {
-		m.queue.Remove(t.idx)
-	}
+	t.queued = false
 }
 
 // Run probes the targets until ctx is done, delivering events to
@@ -90,8 +85,14 @@ func (m *Monitor) schedule(ctx context.Context) {
 		horizon := int64(now.Add(coalesce).Sub(m.epoch))
 		due = due[:0]
 		m.mu.Lock()
-		for m.queue.Len() > 0 && m.queue.At(0).at <= horizon {
-			t := m.queue.Pop().t
+		for {
+			e, ok := m.queue.first()
+			if !ok || e.at > horizon {
+				break
+			}
+			m.queue.pop()
+			t := e.t
+			t.queued = false
 			if t.due.After(now.Add(t.coalesce)) {
 				later = append(later, t) // beyond its own window
 				continue
@@ -116,13 +117,14 @@ func (m *Monitor) schedule(ctx context.Context) {
 			due = append(due, t)
 		}
 		for _, t := range later {
-			m.queue.Push(heapEntry{t.at, t})
+			t.queued = true // its sequence number unchanged
+			m.queue.push(heapEntry{t.at, t, t.qseq})
 		}
 		clear(later)
 		later = later[:0]
 		wait := time.Hour
-		if m.queue.Len() > 0 {
-			wait = m.queue.At(0).t.due.Sub(now)
+		if e, ok := m.queue.first(); ok {
+			wait = e.t.due.Sub(now)
 		}
 		m.mu.Unlock()
 		var probeStart time.Time // one clock reading for the checks of a wake-up
@@ -164,9 +166,7 @@ func (m *Monitor) handleStop() {
 	m.mu.Lock()
 	m.running = false
 	m.runCtx = nil
-	for m.queue.Len() > 0 {
-		m.queue.Pop()
-	}
+	m.queue.reset()
 	m.mu.Unlock()
 	m.wg.Wait()
 	// Drop events still queued: their checks are over and a later Run

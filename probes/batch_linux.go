@@ -140,11 +140,33 @@ type probe struct {
 	start    time.Time
 	deadline time.Time
 	done     func(check.Result)
-	addr     *net.UDPAddr // the target's, for sendmmsg
-	next     *probe       // the next probe in flight to the same address
+	// s is the target's slot; next is the next probe in flight to the
+	// same address (s.head's chain).
+	s    *slot
+	next *probe
+	// prevFlight and nextFlight link the probes in flight (e.flight),
+	// for the sweeper and close; inflight is set while pr is linked.
+	prevFlight, nextFlight *probe
+	inflight               bool
 	// queued is set while the sender holds the probe, finished once its
 	// done returned: a probe is reused when both are over (e.free).
 	queued, finished bool
+}
+
+// slot is an engine's state of one target address, made by its first
+// probe and kept by its checker (dnsChecker.slot), so that starting a
+// probe looks nothing up; a reply finds it by its source address
+// (engine.slots), the one map lookup of a probe.
+type slot struct {
+	e    *engine        // the engine it belongs to
+	k    netip.AddrPort // unmapped, as replies come
+	addr *net.UDPAddr   // for sendmmsg, made once
+	// head is the first probe in flight to k (nil when none is).
+	head *probe
+	// lastID is the ID of the last query to k that got its answer (when
+	// hasLast): a late duplicate of that answer is skipped, not judged.
+	lastID  uint16
+	hasLast bool
 }
 
 // probeBufSize is the room for the packed query within a probe: the
@@ -180,15 +202,15 @@ type engine struct {
 	msgs   []ipv4.Message
 	spare  []*probe // the send queue's slice handed back last time
 
-	mu      sync.Mutex
-	pending map[netip.AddrPort]*probe
-	sendq   []*probe
-	closed  bool
-	// lastID is the ID of the last query per target that got its answer;
-	// a late duplicate of that answer is skipped, not judged.
-	lastID map[netip.AddrPort]uint16
-	// addrs holds each target's *net.UDPAddr, made once.
-	addrs map[netip.AddrPort]*net.UDPAddr
+	mu     sync.Mutex
+	sendq  []*probe
+	closed bool
+	// slots holds each target address's slot, by its unmapped address.
+	slots map[netip.AddrPort]*slot
+	// flight is the first of the probes in flight (linked through
+	// probe.nextFlight), pending their count.
+	flight  *probe
+	pending int
 	// free holds the probes done with, for reuse: in the steady state a
 	// probe allocates nothing.
 	free []*probe
@@ -236,9 +258,7 @@ func newEngine(is6 bool) (*engine, error) {
 		sweepKick: make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		msgs:      make([]ipv4.Message, sendBatch),
-		pending:   make(map[netip.AddrPort]*probe),
-		lastID:    make(map[netip.AddrPort]uint16),
-		addrs:     make(map[netip.AddrPort]*net.UDPAddr),
+		slots:     make(map[netip.AddrPort]*slot),
 	}
 	for i := range e.msgs {
 		e.msgs[i].Buffers = make([][]byte, 1)
@@ -267,7 +287,6 @@ func key(a netip.AddrPort) netip.AddrPort {
 // next Flush. It reports whether the query was queued (false when the
 // engine is closed: done got the result).
 func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Time, done func(check.Result), held bool) bool {
-	k := key(c.target)
 	id, rnd := uint16(rand.Uint32()), rand.Uint64()
 	e.mu.Lock()
 	if e.closed {
@@ -275,7 +294,12 @@ func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Tim
 		done(Result{RTT: time.Since(start), Detail: "prober closed"})
 		return false
 	}
-	if last, ok := e.lastID[k]; ok && last == id {
+	s := c.slot
+	if s == nil || s.e != e {
+		s = e.slotLocked(key(c.target))
+		c.slot = s
+	}
+	if s.hasLast && s.lastID == id {
 		id++
 	}
 	var pr *probe
@@ -288,13 +312,10 @@ func (e *engine) start(c *dnsChecker, t *queryTemplate, start, deadline time.Tim
 	pr.start, pr.deadline, pr.done = start, deadline, done
 	pr.wire = c.packQuery(t, pr.buf[:0], id, rnd)
 	pr.queued, pr.finished = true, false
-	pr.addr = e.addrs[k]
-	if pr.addr == nil {
-		pr.addr = net.UDPAddrFromAddrPort(k)
-		e.addrs[k] = pr.addr
-	}
-	pr.next = e.pending[k]
-	e.pending[k] = pr
+	pr.s = s
+	pr.next = s.head
+	s.head = pr
+	e.linkLocked(pr)
 	e.sendq = append(e.sendq, pr)
 	sweep := e.nextSweep.IsZero() || deadline.Before(e.nextSweep)
 	if sweep {
@@ -322,32 +343,65 @@ func (e *engine) Flush() {
 	e.sendQueued()
 }
 
-// takeLocked removes pr from the probes in flight; it reports false when pr was
-// no longer there (already ended). e.mu must be held.
-func (e *engine) takeLocked(k netip.AddrPort, pr *probe) bool {
+// slotLocked returns the slot of k, making it on first use. e.mu must be
+// held.
+func (e *engine) slotLocked(k netip.AddrPort) *slot {
+	s := e.slots[k]
+	if s == nil {
+		s = &slot{e: e, k: k, addr: net.UDPAddrFromAddrPort(k)}
+		e.slots[k] = s
+	}
+	return s
+}
+
+// linkLocked adds pr to the probes in flight. e.mu must be held.
+func (e *engine) linkLocked(pr *probe) {
+	pr.prevFlight, pr.nextFlight = nil, e.flight
+	if e.flight != nil {
+		e.flight.prevFlight = pr
+	}
+	e.flight = pr
+	pr.inflight = true
+	e.pending++
+}
+
+// takeLocked removes pr from the probes in flight; it reports false when
+// pr was no longer there (already ended). e.mu must be held.
+func (e *engine) takeLocked(pr *probe) bool {
+	if !pr.inflight {
+		return false
+	}
+	s := pr.s
 	var prev *probe
-	for cur := e.pending[k]; cur != nil; prev, cur = cur, cur.next {
+	for cur := s.head; cur != nil; prev, cur = cur, cur.next {
 		if cur != pr {
 			continue
 		}
-		switch {
-		case prev != nil:
+		if prev != nil {
 			prev.next = cur.next
-		case cur.next != nil:
-			e.pending[k] = cur.next
-		default:
-			delete(e.pending, k)
+		} else {
+			s.head = cur.next
 		}
 		cur.next = nil
-		return true
+		break
 	}
-	return false
+	if pr.prevFlight != nil {
+		pr.prevFlight.nextFlight = pr.nextFlight
+	} else {
+		e.flight = pr.nextFlight
+	}
+	if pr.nextFlight != nil {
+		pr.nextFlight.prevFlight = pr.prevFlight
+	}
+	pr.prevFlight, pr.nextFlight, pr.inflight = nil, nil, false
+	e.pending--
+	return true
 }
 
 // end ends pr with r unless it already ended.
 func (e *engine) end(pr *probe, r Result) {
 	e.mu.Lock()
-	ok := e.takeLocked(key(pr.c.target), pr)
+	ok := e.takeLocked(pr)
 	e.mu.Unlock()
 	if ok {
 		e.finish(pr, r)
@@ -370,7 +424,7 @@ func (e *engine) releaseLocked(pr *probe) {
 	if pr.queued || !pr.finished || e.closed {
 		return
 	}
-	pr.c, pr.t, pr.done, pr.addr, pr.wire = nil, nil, nil, nil, nil
+	pr.c, pr.t, pr.done, pr.s, pr.wire = nil, nil, nil, nil, nil
 	e.free = append(e.free, pr)
 }
 
@@ -401,7 +455,7 @@ func (e *engine) sendQueued() {
 		n := min(len(batch), sendBatch)
 		for i, pr := range batch[:n] {
 			msgs[i].Buffers[0] = pr.wire
-			msgs[i].Addr = pr.addr
+			msgs[i].Addr = pr.s.addr
 		}
 		sent, err := e.write(msgs[:n], 0)
 		if sent < n {
@@ -534,7 +588,11 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 		id = binary.BigEndian.Uint16(raw)
 	}
 	e.mu.Lock()
-	head := e.pending[k]
+	var head *probe
+	s := e.slots[k]
+	if s != nil {
+		head = s.head
+	}
 	var pr *probe
 	for cur := head; cur != nil; cur = cur.next {
 		if cur.id == id {
@@ -549,7 +607,7 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 		e.mu.Unlock()
 		e.dropped.Add(1)
 		return
-	case len(raw) >= 2 && e.lastID[k] == id:
+	case len(raw) >= 2 && s.hasLast && s.lastID == id:
 		e.mu.Unlock() // a late duplicate of the previous answer
 		return
 	case head.next != nil:
@@ -561,10 +619,10 @@ func (e *engine) reply(k netip.AddrPort, raw []byte) {
 	default:
 		pr = head // the one probe to k: a wrong ID fails it
 	}
-	e.takeLocked(k, pr)
+	e.takeLocked(pr)
 	clean := len(raw) >= 12 && binary.BigEndian.Uint16(raw) == pr.id
 	if clean {
-		e.lastID[k] = pr.id
+		s.lastID, s.hasLast = pr.id, true
 	}
 	e.mu.Unlock()
 	e.judge(pr, raw)
@@ -665,13 +723,13 @@ func (e *engine) readErrQueue() {
 	for _, f := range fails {
 		e.mu.Lock()
 		var ended []*probe
-		for cur := e.pending[f.k]; cur != nil; {
-			next := cur.next
-			cur.next = nil
-			ended = append(ended, cur)
-			cur = next
+		if s := e.slots[f.k]; s != nil {
+			for s.head != nil {
+				pr := s.head
+				e.takeLocked(pr)
+				ended = append(ended, pr)
+			}
 		}
-		delete(e.pending, f.k)
 		e.mu.Unlock()
 		for _, pr := range ended {
 			detail := describeErr(context.Background(), f.errno, pr.deadline.Sub(pr.start))
@@ -699,17 +757,15 @@ func (e *engine) sweepLoop() {
 		now := time.Now()
 		next := now.Add(sweepIdle)
 		e.mu.Lock()
-		for _, head := range e.pending {
-			for cur := head; cur != nil; cur = cur.next {
-				if !now.Before(cur.deadline) {
-					expired = append(expired, cur)
-				} else if cur.deadline.Before(next) {
-					next = cur.deadline
-				}
+		for cur := e.flight; cur != nil; cur = cur.nextFlight {
+			if !now.Before(cur.deadline) {
+				expired = append(expired, cur)
+			} else if cur.deadline.Before(next) {
+				next = cur.deadline
 			}
 		}
 		for _, pr := range expired {
-			e.takeLocked(key(pr.c.target), pr)
+			e.takeLocked(pr)
 		}
 		if soon := now.Add(sweepEvery); next.Before(soon) {
 			next = soon
@@ -739,11 +795,10 @@ func (e *engine) close() error {
 	e.wg.Wait()
 	e.mu.Lock()
 	var ended []*probe
-	for k, head := range e.pending {
-		for cur := head; cur != nil; cur = cur.next {
-			ended = append(ended, cur)
-		}
-		delete(e.pending, k)
+	for e.flight != nil {
+		pr := e.flight
+		e.takeLocked(pr)
+		ended = append(ended, pr)
 	}
 	e.mu.Unlock()
 	for _, pr := range ended {

@@ -152,7 +152,7 @@ func TestBatchClose(t *testing.T) {
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return len(e.pending) == 1
+		return e.pending == 1
 	}))
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

@@ -11,3 +11,6 @@ func (*engine) close() error { return nil }
 // DroppedReplies is the number of datagrams the batch engine dropped;
 // always 0 where there is no batch engine.
 func (p *DNSProber) DroppedReplies() int64 { return 0 }
+
+// slot is the batch engine's state of one target, on Linux only.
+type slot struct{}

@@ -70,6 +70,11 @@ type dnsChecker struct {
 	// a probe copies it and patches the ID and the random label in place.
 	tmplOnce sync.Once
 	tmpl     queryTemplate
+
+	// slot is the batch engine's state of the target, kept here so
+	// that a probe looks nothing up (engine.start); under the engine's
+	// lock.
+	slot *slot
 }
 
 // queryTemplate is a checker's query packed once, with ID 0 and, for zone
@@ -125,12 +130,23 @@ type judge struct {
 	// re must match the text of an answer RR (nil when unset).
 	re *regexp.Regexp
 	// okText holds the Details of success, "NOERROR, answers 2", per
-	// rcode (as rcodes) and count of answers below okTextMax, made once.
-	okText [][okTextMax]string
+	// rcode (as rcodes) and count of answers below okTextMax, made once
+	// (shared by the checkers of one DNSProber).
+	okText []*[okTextMax]string
 }
 
 // okTextMax bounds the answer counts whose success Detail is made once.
 const okTextMax = 8
+
+// newOKTexts returns the success Details of rcode for 0 to okTextMax-1
+// answers.
+func newOKTexts(rcode int) *[okTextMax]string {
+	var texts [okTextMax]string
+	for n := range texts {
+		texts[n] = rcodeName(rcode) + ", answers " + strconv.Itoa(n)
+	}
+	return &texts
+}
 
 // newDNSChecker is the Constructor of kind "dns".
 func newDNSChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.Checker, error) {
@@ -138,7 +154,12 @@ func newDNSChecker(chk *configs.Check, target netip.AddrPort, deps Deps) (check.
 	if err != nil {
 		return nil, err
 	}
-	c.p = deps.DNS
+	if p := deps.DNS; p != nil {
+		c.p = p
+		for i, rcode := range c.judge.rcodes {
+			c.judge.okText[i] = p.okTexts(rcode)
+		}
+	}
 	return c, nil
 }
 
@@ -197,11 +218,7 @@ func newJudge(s *configs.DNSCheck) (judge, error) {
 			return j, fmt.Errorf("unknown rcode %q", name)
 		}
 		j.rcodes = append(j.rcodes, c)
-		var texts [okTextMax]string
-		for n := range texts {
-			texts[n] = rcodeName(c) + ", answers " + strconv.Itoa(n)
-		}
-		j.okText = append(j.okText, texts)
+		j.okText = append(j.okText, newOKTexts(c))
 	}
 	if s.Expect != "" {
 		a, err := netip.ParseAddr(s.Expect)

@@ -20,6 +20,25 @@ type DNSProber struct {
 	// engines are the batch engines of IPv4 and IPv6 (StartCheck),
 	// started on first use.
 	engines [2]*engine
+	// okText holds the success Details of each rcode (judge.okText),
+	// made once for all the checkers of the prober: at 5,000 targets a
+	// table per checker was 1.6 MB.
+	okText map[int]*[okTextMax]string
+}
+
+// okTexts returns the success Details of rcode, made on first use.
+func (p *DNSProber) okTexts(rcode int) *[okTextMax]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.okText[rcode]; t != nil {
+		return t
+	}
+	if p.okText == nil {
+		p.okText = make(map[int]*[okTextMax]string)
+	}
+	t := newOKTexts(rcode)
+	p.okText[rcode] = t
+	return t
 }
 
 // NewDNSProber returns a DNSProber with no engine yet. Call Close when done

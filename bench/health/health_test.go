@@ -168,12 +168,13 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // startResponder serves benchTargets ports for a benchmark.
-func startResponder(b *testing.B) {
+func startResponder(b *testing.B) *Responder {
 	r, err := Listen(loopback, benchBasePort, benchBasePort+benchTargets-1, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(r.Close)
+	return r
 }
 
 // BenchmarkProbeEngine runs the monitor with the real DNS probe against

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -266,4 +267,77 @@ func TestIdentifierLogsFailureOnce(t *testing.T) {
 func identifyOptions(identify func(context.Context, netip.AddrPort) (string, error), log *slog.Logger) Options {
 	return Options{Identify: identify, Every: 10 * time.Minute, Retry: 30 * time.Second, Logger: log,
 		VendorOf: func(v string) string { return strings.Fields(v)[0] }}
+}
+
+// TestIdentifierIdleTargetsHoldNoGoroutine: between tries a target costs
+// no goroutine (5,000 back ends held 5,000 parked goroutines and their
+// stacks); every target is still asked on its schedule.
+func TestIdentifierIdleTargetsHoldNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		asked := map[netip.AddrPort]int{}
+		id := New(Options{Identify: func(_ context.Context, a netip.AddrPort) (string, error) {
+			mu.Lock()
+			asked[a]++
+			mu.Unlock()
+			return "unbound 1.17.1", nil
+		}, Every: time.Minute})
+		var targets []Target
+		for n := range 200 {
+			targets = append(targets, Target{Resolver: fmt.Sprint("r", n), Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 1, byte(n >> 8), byte(n)}), 53),
+				Timeout: time.Second, Spread: 30 * time.Second})
+		}
+		id.Update(targets)
+		before := runtime.NumGoroutine()
+		runIdentifier(t, id)
+		time.Sleep(150 * time.Second) // the first tries within 30 s, then two more rounds
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - before; n > 2 {
+			t.Errorf("%d goroutines for 200 idle targets, want at most 2 (Run's)", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tg := range targets {
+			if n := asked[tg.Addr]; n != 3 {
+				t.Errorf("%s asked %d times in 150 s, want 3", tg.Resolver, n)
+			}
+		}
+	})
+}
+
+// TestIdentifierUpdateStopsTry: removing a target whose try hangs cancels
+// the try, and Update returns once it ended; the target is not asked
+// again.
+func TestIdentifierUpdateStopsTry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		tries, ended := 0, 0
+		id := New(Options{Identify: func(ctx context.Context, _ netip.AddrPort) (string, error) {
+			mu.Lock()
+			tries++
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			ended++
+			mu.Unlock()
+			return "", ctx.Err()
+		}, Retry: time.Second})
+		id.Update([]Target{{Resolver: "hang", Addr: identAddr(1), Timeout: time.Hour}})
+		runIdentifier(t, id)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		id.Update(nil)
+		mu.Lock()
+		if tries != 1 || ended != 1 {
+			t.Errorf("after Update: %d tries, %d ended; want 1, 1", tries, ended)
+		}
+		mu.Unlock()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if tries != 1 {
+			t.Errorf("%d tries of a removed target, want 1", tries)
+		}
+	})
 }
